@@ -1,0 +1,297 @@
+"""The in-process NumPy engine.
+
+It does the work kernels must not: encoding ids, ordering each list
+(rank, or score descending with ties by item id ascending), rejecting
+duplicates, joining the lists with the truth, and cutting the result into
+blocks of users as :class:`~receval.kernels.batch.Batch` arrays. Every metric
+and cut-off is then computed on the same blocks. No Python loop runs per user
+or per row: only per block of users and per metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, MetricError
+from ..io.tables import RecsData, TruthData
+from ..kernels.batch import Batch
+from ..spec import MetricSpec
+
+__all__ = ["Prepared", "compute", "prepare"]
+
+#: Upper bound on the cells (users × positions) of one block's matrices.
+BLOCK_CELLS = 1 << 21
+
+
+@dataclass
+class Prepared:
+    """Encoded, ordered and joined data: everything a batch is cut from.
+
+    User codes 0..U-1 follow the sorted order of user ids, so per-user arrays
+    (and the result's rows) are in a canonical order whatever the input order.
+    """
+
+    user_ids: np.ndarray
+    n: np.ndarray
+    has_recs: np.ndarray
+    in_truth: np.ndarray
+    n_relevant: np.ndarray
+    rec_user: np.ndarray
+    rec_pos: np.ndarray
+    rec_gain: np.ndarray
+    rec_offsets: np.ndarray
+    ideal_grades: np.ndarray
+    ideal_offsets: np.ndarray
+    max_grade: float
+    tie_start: np.ndarray | None = None
+    tie_end: np.ndarray | None = None
+    counts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _kind(a: np.ndarray) -> str:
+    return "str" if a.dtype == object else "number"
+
+
+def _as_str(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.astype(str)
+    return out
+
+
+def _reconcile(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.ndarray]:
+    """Ids must be of one kind on both sides; numbers and strings are matched as strings."""
+    kinds = {_kind(p) for p in parts if len(p)}
+    if len(kinds) > 1:
+        notes.append(
+            f"{what} ids are numbers on one side and strings on the other: matched as strings"
+        )
+        return [_as_str(p) for p in parts]
+    return parts
+
+
+def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Codes in sorted id order (numbers numerically, strings by code point)."""
+    sizes = [len(p) for p in parts]
+    both = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    if both.dtype == object:
+        uniq = np.array(sorted(set(both.tolist())), dtype=object)
+        lookup = pd.Index(uniq)
+        codes = lookup.get_indexer(both)
+    else:
+        codes, uniq = pd.factorize(both, sort=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    out = []
+    start = 0
+    for s in sizes:
+        out.append(codes[start : start + s])
+        start += s
+    return out, np.asarray(uniq)
+
+
+def _offsets(codes: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes, minlength=size), out=out[1:])
+    return out
+
+
+def prepare(
+    recs: RecsData,
+    truth: TruthData,
+    *,
+    threshold: float = 1.0,
+    duplicates: str = "error",
+    need_ties: bool = False,
+) -> Prepared:
+    """Encode, order, de-duplicate and join recommendations and truth."""
+    notes: list[str] = []
+    counts: dict[str, Any] = {
+        "recommendation_rows": recs.rows,
+        "truth_rows": truth.rows,
+    }
+    users = _reconcile(
+        [recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes
+    )
+    items = _reconcile([recs.items, truth.items], "item", notes)
+    (ru, reu, tu, teu), user_ids = _encode(users)
+    (ri, ti), item_ids = _encode(items)
+    n_users = len(user_ids)
+    n_items = max(len(item_ids), 1)
+
+    # --- order each list -------------------------------------------------
+    if recs.rank is not None:
+        order = np.lexsort((recs.rank, ru))
+        r_sorted = recs.rank[order]
+        same = (ru[order][1:] == ru[order][:-1]) & (r_sorted[1:] == r_sorted[:-1])
+        if same.any():
+            j = int(np.flatnonzero(same)[0])
+            a, b = sorted((int(order[j]), int(order[j + 1])))
+            raise InputError(
+                f"rank {r_sorted[j]} appears twice in this user's list (rows {a} and {b})",
+                source=recs.source, row=b, user=users[0][b], item=items[0][b],
+            )
+    else:
+        assert recs.score is not None
+        order = np.lexsort((ri, -recs.score, ru))
+    ru, ri = ru[order], ri[order]
+    score = None if recs.score is None else recs.score[order]
+
+    # --- duplicates in a list -----------------------------------------------
+    key = ru * n_items + ri
+    dup = pd.Series(key).duplicated(keep="first").to_numpy()
+    if dup.any():
+        if duplicates == "error":
+            j = int(np.flatnonzero(dup)[0])
+            first = int(np.flatnonzero(key == key[j])[0])
+            a, b = sorted((int(order[first]), int(order[j])))
+            raise InputError(
+                f"the item appears twice in this user's list (rows {a} and {b}); "
+                "pass duplicates='keep' to keep the first occurrence",
+                source=recs.source, row=b, user=users[0][b], item=items[0][b],
+            )
+        keep = ~dup
+        ru, ri, key = ru[keep], ri[keep], key[keep]
+        if score is not None:
+            score = score[keep]
+        counts["recommendation_rows_duplicate_dropped"] = int(dup.sum())
+
+    # --- the truth: duplicates, then a sorted key for the join --------------
+    tkey = tu * n_items + ti
+    grades = truth.grades
+    torder = np.lexsort((-grades, tkey))
+    tkey, grades = tkey[torder], grades[torder]
+    tdup = np.zeros(len(tkey), dtype=bool)
+    tdup[1:] = tkey[1:] == tkey[:-1]
+    if tdup.any():
+        if duplicates == "error":
+            j = int(np.flatnonzero(tdup)[0])
+            a, b = sorted((int(torder[j - 1]), int(torder[j])))
+            raise InputError(
+                f"this (user, item) pair appears twice in the truth (rows {a} and {b}); "
+                "pass duplicates='keep' to keep the largest grade",
+                source=truth.source, row=b, user=users[2][b], item=items[1][b],
+            )
+        counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
+        tkey, grades = tkey[~tdup], grades[~tdup]
+    tuser = tkey // n_items
+
+    # --- join: the grade of every recommended item --------------------------
+    idx = np.searchsorted(tkey, key)
+    idx[idx == len(tkey)] = 0
+    found = (tkey[idx] == key) if len(tkey) else np.zeros(len(key), dtype=bool)
+    rec_grade = np.where(found, grades[idx] if len(tkey) else 0.0, 0.0)
+    relevant = (rec_grade >= threshold) & (rec_grade > 0)
+    rec_gain = np.where(relevant, rec_grade, 0.0)
+
+    rec_offsets = _offsets(ru, n_users)
+    rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
+
+    # --- the ideal: relevant grades per user, descending --------------------
+    rel_t = (grades >= threshold) & (grades > 0)
+    iu, ig = tuser[rel_t], grades[rel_t]
+    iorder = np.lexsort((-ig, iu))
+    iu, ig = iu[iorder], ig[iorder]
+    ideal_offsets = _offsets(iu, n_users)
+
+    tie_start = tie_end = None
+    if need_ties and score is not None and len(score):
+        new = np.ones(len(score), dtype=bool)
+        new[1:] = (ru[1:] != ru[:-1]) | (score[1:] != score[:-1])
+        first_rows = np.flatnonzero(new)
+        group = np.cumsum(new) - 1
+        last_rows = np.append(first_rows[1:] - 1, len(score) - 1)
+        tie_start = first_rows[group] - rec_offsets[ru] + 1
+        tie_end = last_rows[group] - rec_offsets[ru] + 1
+
+    has_recs = np.zeros(n_users, dtype=bool)
+    has_recs[ru] = True
+    has_recs[reu] = True
+    in_truth = np.zeros(n_users, dtype=bool)
+    in_truth[tu] = True
+    in_truth[teu] = True
+    return Prepared(
+        user_ids=user_ids,
+        n=np.diff(rec_offsets),
+        has_recs=has_recs,
+        in_truth=in_truth,
+        n_relevant=np.diff(ideal_offsets),
+        rec_user=ru,
+        rec_pos=rec_pos,
+        rec_gain=rec_gain,
+        rec_offsets=rec_offsets,
+        ideal_grades=ig,
+        ideal_offsets=ideal_offsets,
+        max_grade=float(grades.max()) if len(grades) else 1.0,
+        tie_start=tie_start,
+        tie_end=tie_end,
+        counts=counts,
+        notes=notes,
+    )
+
+
+def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
+    whole = any(s.k is None for s in specs)
+    max_k = max((s.k for s in specs if s.k is not None), default=0)
+    max_n = int(p.n.max(initial=0))
+    max_r = int(p.n_relevant.max(initial=0))
+    w = max_n if whole else min(max_k, max_n)
+    wi = max_r if whole else min(max_k, max_r)
+    return max(w, 1), max(wi, 1)
+
+
+def _fill(
+    offsets: np.ndarray, u0: int, u1: int, values: np.ndarray, width: int, user: np.ndarray,
+    pos: np.ndarray | None = None, dtype: Any = np.float64,
+) -> np.ndarray:
+    """A ``(u1 - u0, width)`` matrix of the values of users u0..u1-1 by position."""
+    r0, r1 = offsets[u0], offsets[u1]
+    out = np.zeros((u1 - u0, width), dtype=dtype)
+    if r1 == r0:
+        return out
+    u = user[r0:r1] - u0
+    p = pos[r0:r1] if pos is not None else np.arange(r0, r1) - offsets[user[r0:r1]]
+    keep = p < width
+    out[u[keep], p[keep]] = values[r0:r1][keep]
+    return out
+
+
+def compute(p: Prepared, specs: Sequence[MetricSpec]) -> np.ndarray:
+    """Every metric for every user: a ``(len(specs), U)`` float64 array.
+
+    Users are processed in blocks; every spec runs on the same block, so
+    cumulative arrays are shared across metrics and cut-offs.
+    """
+    for s in specs:
+        mg = dict(s.params).get("max_grade")
+        if s.name == "err" and mg is not None and mg < p.max_grade:
+            raise MetricError(
+                f"{s}: max_grade={mg:g} is below the largest grade in the truth ({p.max_grade:g})"
+            )
+    n_users = len(p.user_ids)
+    out = np.empty((len(specs), n_users), dtype=np.float64)
+    w, wi = _widths(p, specs)
+    step = max(1, BLOCK_CELLS // max(w, wi))
+    ideal_user = np.repeat(np.arange(n_users), np.diff(p.ideal_offsets))
+    ties = p.tie_start is not None and any(s.definition.needs_ties for s in specs)
+    for u0 in range(0, n_users, step):
+        u1 = min(n_users, u0 + step)
+        fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=p.rec_pos)
+        batch = Batch(
+            gains=_fill(values=p.rec_gain, **fill),
+            n=p.n[u0:u1],
+            n_relevant=p.n_relevant[u0:u1],
+            ideal=_fill(p.ideal_offsets, u0, u1, p.ideal_grades, wi, ideal_user),
+            tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
+            tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
+            max_grade=p.max_grade,
+        )
+        for j, s in enumerate(specs):
+            out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))
+    return out

@@ -1,0 +1,83 @@
+"""The errors receval raises.
+
+Every error a user can cause is a :class:`ReceValError`, a subclass of
+:class:`ValueError`, whose message says what is wrong and where (file, row,
+user, item, what was expected and what was found).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["InputError", "MetricError", "PolicyError", "ReceValError"]
+
+
+class ReceValError(ValueError):
+    """Base class of every error caused by the user's input or arguments."""
+
+
+class MetricError(ReceValError):
+    """An unknown metric, parameter or parameter value, or a malformed metric string."""
+
+
+class PolicyError(ReceValError):
+    """A user-policy violation requested to be an error (``empty_truth="error"`` ...)."""
+
+
+class InputError(ReceValError):
+    """A bad value in an input table, located as precisely as we can.
+
+    Attributes hold the location (``source``: "recommendations" / "truth" or a
+    file name, ``row``: 0-based row of the table, ``line``: 1-based line of a
+    text file, ``user``, ``item``) so callers such as the command line can add
+    context without parsing the message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        row: int | None = None,
+        line: int | None = None,
+        user: Any = None,
+        item: Any = None,
+        column: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.source = source
+        self.row = row
+        self.line = line
+        self.user = user
+        self.item = item
+        self.column = column
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(str(self.source))
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        elif self.row is not None:
+            where.append(f"row {self.row}")
+        if self.user is not None:
+            where.append(f"user {self.user!r}")
+        if self.item is not None:
+            where.append(f"item {self.item!r}")
+        return (", ".join(where) + ": " if where else "") + self.reason
+
+    def located(self, *, source: str | None = None, line_offset: int | None = None) -> InputError:
+        """Return a copy naming a file (and turning a row into a line number)."""
+        line = self.line
+        if line is None and line_offset is not None and self.row is not None:
+            line = self.row + line_offset
+        return InputError(
+            self.reason,
+            source=source or self.source,
+            row=self.row,
+            line=line,
+            user=self.user,
+            item=self.item,
+            column=self.column,
+        )

@@ -1,0 +1,355 @@
+"""In-memory inputs: pandas, polars and pyarrow tables, and plain mappings.
+
+Everything is turned into NumPy columns (:class:`RecsData`, :class:`TruthData`)
+with every value checked; a bad value raises :class:`~receval.errors.InputError`
+naming the table, the 0-based row, the user and the item.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import InputError
+
+__all__ = ["Columns", "RecsData", "TruthData", "read_recs", "read_truth"]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which column holds what."""
+
+    user: str = "user"
+    item: str = "item"
+    score: str = "score"
+    rank: str = "rank"
+    relevance: str = "relevance"
+
+
+@dataclass
+class RecsData:
+    """Recommendations as columns: one row per (user, item) with a rank or score."""
+
+    users: np.ndarray
+    items: np.ndarray
+    score: np.ndarray | None
+    rank: np.ndarray | None
+    rows: int
+    source: str = "recommendations"
+    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+@dataclass
+class TruthData:
+    """The truth as columns: one row per (user, item) with a grade."""
+
+    users: np.ndarray
+    items: np.ndarray
+    grades: np.ndarray
+    rows: int
+    graded: bool
+    source: str = "truth"
+    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+def _is_table(obj: Any) -> bool:
+    mod = type(obj).__module__
+    return (
+        isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch))
+        or mod.startswith("polars")
+    )
+
+
+def _to_arrow(obj: Any, source: str) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    if isinstance(obj, pd.DataFrame):
+        frame = obj.reset_index(drop=True)
+        frame.columns = [str(c) for c in frame.columns]
+        try:
+            return pa.Table.from_pandas(frame, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            # mixed-type object columns: read them as strings, reported later
+            fixed = frame.copy()
+            for c in fixed.columns:
+                if fixed[c].dtype == object:
+                    fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
+            return pa.Table.from_pandas(fixed, preserve_index=False)
+    if type(obj).__module__.startswith("polars"):
+        return obj.to_arrow()
+    raise InputError(
+        f"expected a pandas, polars or pyarrow table or a mapping; got {type(obj).__name__}",
+        source=source,
+    )
+
+
+def _column(table: pa.Table, name: str, role: str, source: str) -> pa.ChunkedArray:
+    if name not in table.column_names:
+        found = ", ".join(table.column_names) or "none"
+        close = difflib.get_close_matches(name, table.column_names, n=1, cutoff=0.5)
+        hint = f" — did you mean {close[0]!r}?" if close else ""
+        raise InputError(
+            f"no {role} column {name!r} (columns found: {found}){hint}", source=source, column=name
+        )
+    return table.column(name)
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def ids_to_numpy(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> np.ndarray:
+    """Ids as int64 (integers, integral floats, booleans), float64, or object str."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.null_count:
+            row = _first(col.is_null().to_numpy(zero_copy_only=False))
+            raise InputError(f"missing {role} id", source=source, row=row)
+        typ = col.type
+        if pa.types.is_dictionary(typ):
+            col = col.cast(typ.value_type)
+            typ = col.type
+        if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
+            return col.to_numpy().astype(np.int64, copy=False)
+        if pa.types.is_floating(typ):
+            arr = col.to_numpy()
+        elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            return col.to_numpy(zero_copy_only=False).astype(object)
+        else:
+            arr = col.to_numpy(zero_copy_only=False)
+    else:
+        arr = np.asarray(col)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise InputError(f"missing or non-finite {role} id", source=source, row=_first(bad))
+        if np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2**62):
+            return arr.astype(np.int64)
+        return arr.astype(np.float64, copy=False)
+    out = np.empty(len(arr), dtype=object)
+    kinds = set()
+    for i, v in enumerate(arr):
+        if v is None or (isinstance(v, float) and not np.isfinite(v)):
+            raise InputError(f"missing {role} id", source=source, row=i)
+        if isinstance(v, (bool, np.bool_, int, np.integer)):
+            kinds.add("int")
+            out[i] = int(v)
+        elif isinstance(v, str):
+            kinds.add("str")
+            out[i] = v
+        else:
+            kinds.add("other")
+            out[i] = str(v)
+    if kinds == {"int"}:
+        return out.astype(np.int64)
+    if kinds != {"str"}:
+        out = np.array([str(v) for v in out], dtype=object)
+    return out
+
+
+def _numbers(col: pa.ChunkedArray, role: str, source: str) -> np.ndarray:
+    typ = col.type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
+        values = col.to_numpy(zero_copy_only=False)
+        for i, v in enumerate(values):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"{role} must be a number; found {v!r}", source=source, row=i
+                ) from None
+        return np.asarray([float(v) for v in values], dtype=np.float64)
+    if col.null_count:
+        row = _first(col.is_null().to_numpy(zero_copy_only=False))
+        raise InputError(f"missing {role}", source=source, row=row)
+    return col.to_numpy().astype(np.float64, copy=False)
+
+
+def _locate(err: InputError, users: np.ndarray, items: np.ndarray) -> InputError:
+    if err.row is None:
+        return err
+    return InputError(
+        err.reason, source=err.source, row=err.row, user=users[err.row], item=items[err.row]
+    )
+
+
+def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> None:
+    """Scores must be finite numbers."""
+    bad = ~np.isfinite(score)
+    if bad.any():
+        i = _first(bad)
+        raise InputError(
+            f"score must be a finite number; found {score[i]}",
+            source=source, row=i, user=users[i], item=items[i],
+        )
+
+
+def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> np.ndarray:
+    """Ranks must be positive integers; returns them as int64."""
+    bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))
+    if bad.any():
+        i = _first(bad)
+        raise InputError(
+            f"rank must be a positive integer; found {rank[i]:g}",
+            source=source, row=i, user=users[i], item=items[i],
+        )
+    return rank.astype(np.int64)
+
+
+def check_grades(grades: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> None:
+    """Grades must be finite and non-negative."""
+    bad = ~np.isfinite(grades) | (grades < 0)
+    if bad.any():
+        i = _first(bad)
+        raise InputError(
+            f"relevance must be a non-negative number; found {grades[i]:g}",
+            source=source, row=i, user=users[i], item=items[i],
+        )
+
+
+def read_recs(obj: Any, cols: Columns = Columns(), source: str = "recommendations") -> RecsData:
+    """Recommendations from a table (user, item, rank or score) or a mapping
+    ``user -> sequence of items`` (best first)."""
+    if isinstance(obj, Mapping):
+        return _recs_from_mapping(obj, source)
+    if not _is_table(obj):
+        raise InputError(
+            "recommendations must be a pandas/polars/pyarrow table or a mapping "
+            f"user -> list of items; got {type(obj).__name__}",
+            source=source,
+        )
+    table = _to_arrow(obj, source)
+    users = ids_to_numpy(_column(table, cols.user, "user", source), "user", source)
+    items = ids_to_numpy(_column(table, cols.item, "item", source), "item", source)
+    score = rank = None
+    if cols.rank in table.column_names:
+        try:
+            raw = _numbers(table.column(cols.rank), "rank", source)
+        except InputError as exc:
+            raise _locate(exc, users, items) from None
+        rank = check_ranks(raw, users, items, source)
+    elif cols.score in table.column_names:
+        try:
+            score = _numbers(table.column(cols.score), "score", source)
+        except InputError as exc:
+            raise _locate(exc, users, items) from None
+        check_scores(score, users, items, source)
+    else:
+        found = ", ".join(table.column_names)
+        raise InputError(
+            f"recommendations need a rank column {cols.rank!r} or a score column "
+            f"{cols.score!r} to order each list (columns found: {found})",
+            source=source,
+        )
+    return RecsData(users, items, score, rank, rows=table.num_rows, source=source)
+
+
+def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsData:
+    users: list[Any] = []
+    items: list[Any] = []
+    ranks: list[int] = []
+    empty: list[Any] = []
+    for user, ranked in obj.items():
+        if isinstance(ranked, (str, bytes)) or not isinstance(ranked, Iterable):
+            raise InputError(
+                f"expected a sequence of items; found {type(ranked).__name__}",
+                source=source, user=user,
+            )
+        seq = list(ranked)
+        if not seq:
+            empty.append(user)
+        users.extend([user] * len(seq))
+        items.extend(seq)
+        ranks.extend(range(1, len(seq) + 1))
+    u = ids_to_numpy(_objects(users + empty), "user", source)
+    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(
+        0, dtype=np.int64
+    )
+    return RecsData(
+        users=u[: len(users)], items=i, score=None,
+        rank=np.asarray(ranks, dtype=np.int64), rows=len(users), source=source,
+        empty_users=u[len(users):],
+    )
+
+
+def read_truth(obj: Any, cols: Columns = Columns(), source: str = "truth") -> TruthData:
+    """Truth from a table (user, item[, relevance]) or a mapping
+    ``user -> iterable of items`` / ``user -> mapping item -> grade``."""
+    if isinstance(obj, Mapping):
+        return _truth_from_mapping(obj, source)
+    if not _is_table(obj):
+        raise InputError(
+            "truth must be a pandas/polars/pyarrow table or a mapping user -> items; "
+            f"got {type(obj).__name__}",
+            source=source,
+        )
+    table = _to_arrow(obj, source)
+    users = ids_to_numpy(_column(table, cols.user, "user", source), "user", source)
+    items = ids_to_numpy(_column(table, cols.item, "item", source), "item", source)
+    graded = cols.relevance in table.column_names
+    if graded:
+        try:
+            grades = _numbers(table.column(cols.relevance), "relevance", source)
+        except InputError as exc:
+            raise _locate(exc, users, items) from None
+        check_grades(grades, users, items, source)
+    else:
+        grades = np.ones(table.num_rows)
+    return TruthData(users, items, grades, rows=table.num_rows, graded=graded, source=source)
+
+
+def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
+    users: list[Any] = []
+    items: list[Any] = []
+    grades: list[float] = []
+    empty: list[Any] = []
+    graded = False
+    for user, value in obj.items():
+        if isinstance(value, Mapping):
+            graded = True
+            pairs = list(value.items())
+        elif isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise InputError(
+                f"expected an iterable of items or a mapping item -> grade; "
+                f"found {type(value).__name__}",
+                source=source, user=user,
+            )
+        else:
+            pairs = [(it, 1.0) for it in value]
+        if not pairs:
+            empty.append(user)
+        for it, g in pairs:
+            try:
+                grade = float(g)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"relevance must be a number; found {g!r}", source=source, user=user, item=it
+                ) from None
+            users.append(user)
+            items.append(it)
+            grades.append(grade)
+    u = ids_to_numpy(_objects(users + empty), "user", source)
+    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(
+        0, dtype=np.int64
+    )
+    g = np.asarray(grades, dtype=np.float64)
+    check_grades(g, u, i, source)
+    return TruthData(
+        users=u[: len(users)], items=i, grades=g, rows=len(users), graded=graded,
+        source=source, empty_users=u[len(users):],
+    )

@@ -1,0 +1,97 @@
+"""The engine-neutral input of every ranking kernel: a block of users as arrays.
+
+An engine (in-process NumPy, a chunked file reader, Spark partitions) turns ids,
+scores and grades into a :class:`Batch`; kernels never see an id. One batch
+serves every metric and every cut-off: derived arrays (cumulative hits,
+discounted gains, ...) are computed once and cached on the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Batch"]
+
+
+@dataclass
+class Batch:
+    """Per-user arrays for a block of ``m`` users.
+
+    Attributes:
+        gains: ``(m, W)`` float64. ``gains[u, i]`` is the grade of the item at
+            position ``i + 1`` of user ``u``'s list when that item is relevant
+            (grade >= threshold and > 0), else 0. Positions past the list are 0.
+            ``W`` is at least the largest cut-off any metric needs (or the
+            longest list in the block when a metric has no cut-off), and >= 1.
+        n: ``(m,)`` int64, the full length of each list (may exceed ``W``).
+        n_relevant: ``(m,)`` int64, R: the user's number of relevant items.
+        ideal: ``(m, Wi)`` float64, the user's relevant grades sorted
+            descending, zero padded; ``Wi`` covers every cut-off a metric needs
+            (all R when a metric has no cut-off).
+        tie_start, tie_end: ``(m, W)`` int64 or None. The 1-based first and
+            last positions of the group of equal scores the item at each
+            position belongs to (both equal to the position itself when it is
+            tied with nothing). Only built for ``auc``; None means no ties
+            (rank or mapping input).
+        max_grade: the largest grade in the whole truth (not just this block):
+            ERR's default normaliser.
+    """
+
+    gains: np.ndarray
+    n: np.ndarray
+    n_relevant: np.ndarray
+    ideal: np.ndarray
+    tie_start: np.ndarray | None = None
+    tie_end: np.ndarray | None = None
+    max_grade: float = 1.0
+    _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def size(self) -> int:
+        """Number of users in the block."""
+        return int(self.gains.shape[0])
+
+    @property
+    def width(self) -> int:
+        """Number of list positions held (W)."""
+        return int(self.gains.shape[1])
+
+    def cached(self, key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """Return ``compute()`` once per batch and key."""
+        value = self._cache.get(key)
+        if value is None:
+            value = compute()
+            self._cache[key] = value
+        return value
+
+    # Derived arrays shared by several metrics -----------------------------
+
+    def relevant(self) -> np.ndarray:
+        """``(m, W)`` bool: is the item at each position relevant."""
+        return self.cached("rel", lambda: self.gains > 0)
+
+    def cum_hits(self) -> np.ndarray:
+        """``(m, W)`` int64: relevant items among the first i + 1 positions."""
+        return self.cached("cum_hits", lambda: np.cumsum(self.relevant(), axis=1, dtype=np.int64))
+
+    def positions(self) -> np.ndarray:
+        """``(W,)`` float64: 1, 2, ..., W."""
+        return self.cached("positions", lambda: np.arange(1, self.width + 1, dtype=np.float64))
+
+    def hits_at(self, k: int | None) -> np.ndarray:
+        """``(m,)`` int64: hits@k (the whole list when k is None)."""
+        return self.cum_hits()[:, self.col(k)]
+
+    def hits_at_each(self, s: np.ndarray) -> np.ndarray:
+        """``(m,)`` int64: hits at a per-user cut-off ``s`` (0 where s <= 0)."""
+        s = np.minimum(s, self.width)
+        out = self.cum_hits()[np.arange(self.size), np.maximum(s, 1) - 1]
+        return np.where(s > 0, out, 0)
+
+    def col(self, k: int | None) -> int:
+        """Index of the last column a cut-off ``k`` reads (the last one for None)."""
+        return self.width - 1 if k is None else min(k, self.width) - 1

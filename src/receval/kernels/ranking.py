@@ -1,0 +1,232 @@
+"""Ranking-metric kernels: pure NumPy functions of a :class:`Batch`.
+
+Each kernel takes a batch, the cut-off ``k`` (None = the whole list) and the
+metric's parameters, and returns a float64 array with one value per user of
+the batch. Kernels never decide which users count: the engine applies the
+user policies (users without relevant items, users without a list) after the
+kernel ran. Values for users with R = 0 are therefore arbitrary but finite.
+
+Notation (SPEC §1): ``rel_i`` is 1 when the item at position i is relevant,
+``g_i`` its grade (0 when not relevant), R the user's number of relevant
+items, n the list length, hits@k the relevant items among the first k.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batch import Batch
+
+__all__ = [
+    "auc",
+    "average_precision",
+    "dcg",
+    "err",
+    "f1",
+    "hit_rate",
+    "ndcg",
+    "precision",
+    "r_precision",
+    "rbp",
+    "recall",
+    "reciprocal_rank",
+]
+
+
+def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
+    """num / den, 0 where den == 0 (no warnings)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
+    return np.divide(num, den, out=np.zeros_like(num), where=den != 0)
+
+
+def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
+    return x if k is None else np.minimum(k, x)
+
+
+def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
+    """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n."""
+    den = b.n if (k is None or denominator == "retrieved") else k
+    return _div(b.hits_at(k), _min_k(k, b.n) if denominator == "retrieved" else den)
+
+
+def recall(b: Batch, k: int | None) -> np.ndarray:
+    """hits@k / R."""
+    return _div(b.hits_at(k), b.n_relevant)
+
+
+def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
+    """(1 + β²)·P·R / (β²·P + R) with P = precision@k, R = recall@k; 0 when both are 0."""
+    p = precision(b, k)
+    r = recall(b, k)
+    b2 = beta * beta
+    return _div((1.0 + b2) * p * r, b2 * p + r)
+
+
+def hit_rate(b: Batch, k: int | None) -> np.ndarray:
+    """1 if hits@k > 0 else 0."""
+    return (b.hits_at(k) > 0).astype(np.float64)
+
+
+def _cum_ap_numerator(b: Batch) -> np.ndarray:
+    def compute() -> np.ndarray:
+        prec_i = b.cum_hits() / b.positions()
+        return np.cumsum(np.where(b.relevant(), prec_i, 0.0), axis=1)
+
+    return b.cached("cum_ap", compute)
+
+
+def average_precision(
+    b: Batch, k: int | None, *, denominator: str = "min_k_relevant"
+) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
+
+    D: ``min_k_relevant`` min(k, R) (R without k), ``relevant`` R,
+    ``hits`` hits@k, ``retrieved`` min(k, n) (n without k).
+    """
+    num = _cum_ap_numerator(b)[:, b.col(k)]
+    if denominator == "min_k_relevant":
+        den = _min_k(k, b.n_relevant)
+    elif denominator == "relevant":
+        den = b.n_relevant
+    elif denominator == "hits":
+        den = b.hits_at(k)
+    elif denominator == "retrieved":
+        den = _min_k(k, b.n)
+    else:  # pragma: no cover - the registry validates choices
+        raise ValueError(denominator)
+    return _div(num, den)
+
+
+def _first_hit(b: Batch) -> np.ndarray:
+    """1-based position of the first relevant item, 0 when there is none."""
+
+    def compute() -> np.ndarray:
+        rel = b.relevant()
+        first = rel.argmax(axis=1) + 1
+        return np.where(rel.any(axis=1), first, 0)
+
+    return b.cached("first_hit", compute)
+
+
+def reciprocal_rank(b: Batch, k: int | None) -> np.ndarray:
+    """1 / (position of the first relevant item) if it is within k, else 0."""
+    pos = _first_hit(b)
+    ok = pos > 0 if k is None else (pos > 0) & (pos <= k)
+    return _div(ok.astype(np.float64), pos)
+
+
+def r_precision(b: Batch, k: int | None) -> np.ndarray:
+    """hits@s / s with s = R (s = min(k, R) with a cut-off)."""
+    s = _min_k(k, b.n_relevant)
+    return _div(b.hits_at_each(s), s)
+
+
+def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+    return np.exp2(grades) - 1.0 if gain == "exp" else grades
+
+
+def _discount(b: Batch, width: int, base: float) -> np.ndarray:
+    """1 / log_base(i + 1) for i = 1..width."""
+    return b.cached(
+        ("discount", width, base),
+        lambda: np.log(base) / np.log(np.arange(2, width + 2, dtype=np.float64)),
+    )
+
+
+def _cum_dcg(b: Batch, gain: str, base: float) -> np.ndarray:
+    return b.cached(
+        ("cum_dcg", gain, base),
+        lambda: np.cumsum(_gain(b.gains, gain) * _discount(b, b.width, base), axis=1),
+    )
+
+
+def dcg(b: Batch, k: int | None, *, gain: str = "linear", base: float = 2.0) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g or exp 2^g − 1."""
+    return _cum_dcg(b, gain, base)[:, b.col(k)]
+
+
+def _ideal_dcg(b: Batch, k: int | None, gain: str) -> np.ndarray:
+    wi = b.ideal.shape[1]
+    cum = b.cached(
+        ("cum_idcg", gain),
+        lambda: np.cumsum(_gain(b.ideal, gain) * _discount(b, wi, 2.0), axis=1),
+    )
+    return cum[:, wi - 1 if k is None else min(k, wi) - 1]
+
+
+def ndcg(
+    b: Batch, k: int | None, *, gain: str = "linear", ideal: str = "relevant"
+) -> np.ndarray:
+    """dcg@k / idcg@k; 0 when idcg@k = 0.
+
+    ``ideal="relevant"``: the ideal list is the user's relevant grades sorted
+    descending, cut at k. ``ideal="retrieved"``: the first min(k, n) gains of
+    the list itself, re-sorted descending. The log base cancels out (base 2).
+    """
+    actual = dcg(b, k, gain=gain)
+    if ideal == "relevant":
+        best = _ideal_dcg(b, k, gain)
+    else:
+        top = b.gains[:, : b.col(k) + 1]
+        resorted = -np.sort(-top, axis=1)
+        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0)).sum(axis=1)
+    return _div(actual, best)
+
+
+def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
+    """(1 − p) Σ_{i ≤ min(k, n)} (g_i / g_max,u) · p^(i − 1), g_max,u the user's top grade."""
+
+    def compute() -> np.ndarray:
+        weights = np.power(p, np.arange(b.width, dtype=np.float64))
+        return np.cumsum(b.gains * weights, axis=1)
+
+    cum = b.cached(("cum_rbp", p), compute)
+    return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal[:, 0])
+
+
+def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarray:
+    """Σ_{r ≤ min(k, n)} (1/r) · R_r · Π_{i<r} (1 − R_i), R_i = (2^g_i − 1) / 2^g_max.
+
+    g_max is ``max_grade`` (default: the largest grade in the whole truth).
+    """
+    gmax = b.max_grade if max_grade is None else float(max_grade)
+
+    def compute() -> np.ndarray:
+        stop = (np.exp2(b.gains) - 1.0) / np.exp2(gmax)
+        reach = np.cumprod(1.0 - stop, axis=1)
+        before = np.ones_like(reach)
+        before[:, 1:] = reach[:, :-1]
+        return np.cumsum(stop * before / b.positions(), axis=1)
+
+    return b.cached(("cum_err", gmax), compute)[:, b.col(k)]
+
+
+def auc(b: Batch, k: int | None) -> np.ndarray:
+    """Share of (relevant, non-relevant) pairs among the top-min(k, n) items
+    ranked correctly; pairs tied in score count ½. NaN without both kinds.
+
+    Computed as a Mann–Whitney U with mid-ranks for ties: with c = min(k, n)
+    candidates, P relevant and N = c − P non-relevant,
+    AUC = (Σ_rel (c + 1 − mid_i) − P(P + 1)/2) / (P·N), where mid_i is the mean
+    position of the tie group of position i (cut at c).
+    """
+    c = _min_k(k, b.n)
+    cols = b.col(k) + 1
+    pos = b.positions()[:cols]
+    inside = pos[None, :] <= c[:, None]
+    rel = b.relevant()[:, :cols] & inside
+    n_pos = rel.sum(axis=1)
+    n_neg = c - n_pos
+    if b.tie_start is None or b.tie_end is None:
+        mid = np.broadcast_to(pos, rel.shape)
+    else:
+        start = b.tie_start[:, :cols]
+        end = np.minimum(b.tie_end[:, :cols], c[:, None])
+        mid = (start + end) / 2.0
+    asc_rank = np.where(rel, (c + 1)[:, None] - mid, 0.0).sum(axis=1)
+    u = asc_rank - n_pos * (n_pos + 1) / 2.0
+    pairs = (n_pos * n_neg).astype(np.float64)
+    out = np.full(b.size, np.nan)
+    np.divide(u, pairs, out=out, where=pairs > 0)
+    return out

@@ -1,0 +1,272 @@
+"""The metric registry: every metric declared once.
+
+A :class:`MetricDef` carries everything about a metric: its canonical name,
+aliases, parameters (type, choices, default, description), bounds, whether
+higher is better, the edge-case policy, its formula and its kernel. Parsing,
+validation, documentation, the command line and reports all read it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from .kernels import ranking as K
+from .kernels.batch import Batch
+
+__all__ = ["REGISTRY", "MetricDef", "ParamDef", "lookup", "metrics"]
+
+
+@dataclass(frozen=True)
+class ParamDef:
+    """A metric parameter: name, type, default and the values it accepts."""
+
+    name: str
+    type: type
+    default: Any
+    description: str
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], bool] | None = None
+    check_text: str = ""
+
+    def convert(self, raw: Any) -> Any:
+        """Turn a raw value (a string from a metric name, or a Python value) into
+        this parameter's type; raise ValueError with the expected form."""
+        if self.type is bool:
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).strip().lower() in ("true", "1", "yes"):
+                value = True
+            elif str(raw).strip().lower() in ("false", "0", "no"):
+                value = False
+            else:
+                raise ValueError("expected true or false")
+        elif self.type is float:
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ValueError("expected a number") from None
+            if not math.isfinite(value):
+                raise ValueError("expected a finite number")
+        elif self.type is int:
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise ValueError("expected an integer") from None
+        else:
+            value = str(raw).strip().lower()
+        if self.choices is not None and value not in self.choices:
+            raise ValueError("expected one of " + ", ".join(self.choices))
+        if self.check is not None and not self.check(value):
+            raise ValueError(f"expected {self.check_text}")
+        return value
+
+    def format(self, value: Any) -> str:
+        """Canonical text of a value."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float):
+            return repr(value)
+        return str(value)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """The one declaration of a metric."""
+
+    name: str
+    description: str
+    formula: str
+    kernel: Callable[..., np.ndarray]
+    aliases: tuple[str, ...] = ()
+    params: tuple[ParamDef, ...] = ()
+    bounds: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    graded: bool = False
+    needs_ties: bool = False
+    undefined: str = "users without relevant items (empty_truth policy)"
+    notes: str = ""
+    param_map: Mapping[str, ParamDef] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "param_map", MappingProxyType({p.name: p for p in self.params})
+        )
+
+    def compute(self, batch: Batch, k: int | None, params: Mapping[str, Any]) -> np.ndarray:
+        """Run the kernel on a batch with defaults filled in."""
+        full = {p.name: params.get(p.name, p.default) for p in self.params}
+        return self.kernel(batch, k, **full)
+
+
+def _positive(x: float) -> bool:
+    return x > 0
+
+
+_BETA = ParamDef("beta", float, 1.0, "weight of recall relative to precision", check=_positive,
+                 check_text="a number > 0")
+
+_DEFS: tuple[MetricDef, ...] = (
+    MetricDef(
+        name="precision",
+        aliases=("p", "prec"),
+        description="share of the first k positions holding a relevant item",
+        formula="hits@k / k  (denominator=retrieved: hits@k / min(k, n); no k: hits / n)",
+        kernel=K.precision,
+        params=(
+            ParamDef("denominator", str, "k", "what hits are divided by", choices=("k", "retrieved")),
+        ),
+        notes="A list shorter than k still divides by k (denominator=k).",
+    ),
+    MetricDef(
+        name="recall",
+        aliases=("r", "rec"),
+        description="share of the user's relevant items found in the first k positions",
+        formula="hits@k / R",
+        kernel=K.recall,
+    ),
+    MetricDef(
+        name="f1",
+        aliases=("f", "fscore", "f_score", "f_measure"),
+        description="harmonic mean of precision@k and recall@k (F-beta with beta)",
+        formula="(1 + β²)·P·R / (β²·P + R), 0 when P = R = 0",
+        kernel=K.f1,
+        params=(_BETA,),
+    ),
+    MetricDef(
+        name="hit_rate",
+        aliases=("hr", "hit", "hits", "success"),
+        description="1 if at least one relevant item is in the first k positions",
+        formula="1 if hits@k > 0 else 0",
+        kernel=K.hit_rate,
+    ),
+    MetricDef(
+        name="ap",
+        aliases=("map", "average_precision"),
+        description="average precision: precision at each relevant position, averaged",
+        formula="Σ_{i≤min(k,n)} rel_i · precision@i / D, D = min(k, R) (R without k); 0 when D = 0",
+        kernel=K.average_precision,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "min_k_relevant",
+                "D: min(k, R), R, hits@k, or min(k, n)",
+                choices=("min_k_relevant", "relevant", "hits", "retrieved"),
+            ),
+        ),
+        notes="trec_eval's map_cut divides by R (denominator=relevant); some papers by hits.",
+    ),
+    MetricDef(
+        name="rr",
+        aliases=("mrr", "reciprocal_rank", "recip_rank"),
+        description="reciprocal rank of the first relevant item within k",
+        formula="1 / (position of the first relevant item ≤ k); 0 if none",
+        kernel=K.reciprocal_rank,
+    ),
+    MetricDef(
+        name="r_precision",
+        aliases=("rprec", "r_prec", "rprecision"),
+        description="precision at R, the user's number of relevant items",
+        formula="hits@R / R;  with @k: hits@s / s, s = min(k, R)",
+        kernel=K.r_precision,
+    ),
+    MetricDef(
+        name="dcg",
+        description="discounted cumulative gain of the first k positions",
+        formula="Σ_{i≤min(k,n)} gain(g_i) / log_base(i + 1); gain = g (linear) or 2^g − 1 (exp)",
+        kernel=K.dcg,
+        params=(
+            ParamDef("gain", str, "linear", "gain of a grade g: g or 2^g − 1",
+                     choices=("linear", "exp")),
+            ParamDef("base", float, 2.0, "base of the logarithm in the discount",
+                     check=lambda x: x > 1, check_text="a number > 1"),
+        ),
+        bounds=(0.0, math.inf),
+        graded=True,
+    ),
+    MetricDef(
+        name="ndcg",
+        description="DCG@k divided by the DCG@k of the ideal ordering",
+        formula="dcg@k / idcg@k, ideal = the user's relevant grades sorted descending, cut at k; "
+        "0 when idcg = 0",
+        kernel=K.ndcg,
+        params=(
+            ParamDef("gain", str, "linear", "gain of a grade g: g or 2^g − 1",
+                     choices=("linear", "exp")),
+            ParamDef("ideal", str, "relevant",
+                     "ideal list: all relevant items of the truth, or the retrieved top k re-sorted",
+                     choices=("relevant", "retrieved")),
+        ),
+        graded=True,
+        notes="The log base cancels out in nDCG, so it is not a parameter.",
+    ),
+    MetricDef(
+        name="rbp",
+        description="rank-biased precision: a patient user stops after each item with 1 − p",
+        formula="(1 − p) Σ_{i≤min(k,n)} (g_i / g_max,u) · p^(i−1), g_max,u = the user's top grade",
+        kernel=K.rbp,
+        params=(
+            ParamDef("p", float, 0.8, "persistence: chance of looking at the next item",
+                     check=lambda x: 0 < x < 1, check_text="a number in (0, 1)"),
+        ),
+        graded=True,
+    ),
+    MetricDef(
+        name="err",
+        description="expected reciprocal rank (cascade model over graded relevance)",
+        formula="Σ_{r≤min(k,n)} (1/r) · R_r · Π_{i<r} (1 − R_i), R_i = (2^g_i − 1) / 2^g_max",
+        kernel=K.err,
+        params=(
+            ParamDef("max_grade", float, None,
+                     "g_max; default: the largest grade in the truth",
+                     check=_positive, check_text="a number > 0"),
+        ),
+        graded=True,
+    ),
+    MetricDef(
+        name="auc",
+        aliases=("roc_auc",),
+        description="share of (relevant, non-relevant) pairs in the list ordered correctly",
+        formula="#{(i, j): i relevant, j not, i ranked above j} / (P·N), score ties count ½",
+        kernel=K.auc,
+        needs_ties=True,
+        undefined="users without relevant items (empty_truth policy), and lists without both "
+        "a relevant and a non-relevant item (NaN)",
+    ),
+)
+
+REGISTRY: Mapping[str, MetricDef] = MappingProxyType({d.name: d for d in _DEFS})
+_ALIASES: dict[str, str] = {}
+for _d in _DEFS:
+    for _name in (_d.name, *_d.aliases):
+        if _name in _ALIASES:  # pragma: no cover - a declaration error
+            raise RuntimeError(f"metric name {_name!r} declared twice")
+        _ALIASES[_name] = _d.name
+
+
+def lookup(name: str) -> MetricDef | None:
+    """The declaration for a name or alias (case-insensitive), or None."""
+    canonical = _ALIASES.get(name.strip().lower())
+    return None if canonical is None else REGISTRY[canonical]
+
+
+def all_names() -> list[str]:
+    """Every accepted name and alias."""
+    return sorted(_ALIASES)
+
+
+def metrics() -> Mapping[str, MetricDef]:
+    """The registry: canonical name → :class:`MetricDef`.
+
+    Example:
+        >>> import receval
+        >>> receval.metrics()["ap"].aliases
+        ('map', 'average_precision')
+    """
+    return REGISTRY
