@@ -11,7 +11,7 @@ import pandas as pd
 
 from ._version import __version__
 from .engines import numpy_engine
-from .errors import PolicyError, ReceValError
+from .errors import PolicyError, ReceValError, plain
 from .io.tables import Columns, read_recs, read_truth
 from .result import Result
 from .spec import MetricSpec, parse_metrics
@@ -89,7 +89,10 @@ def evaluate(
     tr = read_truth(truth, cols)
 
     prepared = numpy_engine.prepare(
-        recs, tr, threshold=threshold, duplicates=duplicates,
+        recs,
+        tr,
+        threshold=threshold,
+        duplicates=duplicates,
         need_ties=any(s.definition.needs_ties for s in specs),
     )
     values = numpy_engine.compute(prepared, specs)
@@ -143,7 +146,7 @@ def _apply_policies(
     out = np.ones(len(p.user_ids), dtype=bool)
 
     def fail(mask: np.ndarray, what: str, option: str) -> None:
-        user = p.user_ids[np.flatnonzero(mask)[0]]
+        user = plain(p.user_ids[np.flatnonzero(mask)[0]])
         raise PolicyError(
             f"user {user!r} {what} ({option}='error'; {int(mask.sum())} such users in all)"
         )
@@ -153,8 +156,10 @@ def _apply_policies(
     if empty_truth == "error":
         for why, mask in groups.items():
             if mask.any():
-                text = "has recommendations but no truth" if why == "no_truth" else (
-                    "has no relevant item in the truth"
+                text = (
+                    "has recommendations but no truth"
+                    if why == "no_truth"
+                    else ("has no relevant item in the truth")
                 )
                 fail(mask, text, "empty_truth")
     for why, mask in groups.items():

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["InputError", "MetricError", "PolicyError", "ReceValError"]
+__all__ = ["InputError", "MetricError", "PolicyError", "ReceValError", "plain"]
+
+
+def plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (for messages and attributes)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and not isinstance(value, (str, bytes)) else value
 
 
 class ReceValError(ValueError):
@@ -48,8 +54,8 @@ class InputError(ReceValError):
         self.source = source
         self.row = row
         self.line = line
-        self.user = user
-        self.item = item
+        self.user = plain(user)
+        self.item = plain(item)
         self.column = column
         super().__init__(self._format())
 

@@ -94,9 +94,7 @@ class MetricDef:
     param_map: Mapping[str, ParamDef] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "param_map", MappingProxyType({p.name: p for p in self.params})
-        )
+        object.__setattr__(self, "param_map", MappingProxyType({p.name: p for p in self.params}))
 
     def compute(self, batch: Batch, k: int | None, params: Mapping[str, Any]) -> np.ndarray:
         """Run the kernel on a batch with defaults filled in."""
@@ -108,8 +106,14 @@ def _positive(x: float) -> bool:
     return x > 0
 
 
-_BETA = ParamDef("beta", float, 1.0, "weight of recall relative to precision", check=_positive,
-                 check_text="a number > 0")
+_BETA = ParamDef(
+    "beta",
+    float,
+    1.0,
+    "weight of recall relative to precision",
+    check=_positive,
+    check_text="a number > 0",
+)
 
 _DEFS: tuple[MetricDef, ...] = (
     MetricDef(
@@ -119,7 +123,9 @@ _DEFS: tuple[MetricDef, ...] = (
         formula="hits@k / k  (denominator=retrieved: hits@k / min(k, n); no k: hits / n)",
         kernel=K.precision,
         params=(
-            ParamDef("denominator", str, "k", "what hits are divided by", choices=("k", "retrieved")),
+            ParamDef(
+                "denominator", str, "k", "what hits are divided by", choices=("k", "retrieved")
+            ),
         ),
         notes="A list shorter than k still divides by k (denominator=k).",
     ),
@@ -182,10 +188,17 @@ _DEFS: tuple[MetricDef, ...] = (
         formula="Σ_{i≤min(k,n)} gain(g_i) / log_base(i + 1); gain = g (linear) or 2^g − 1 (exp)",
         kernel=K.dcg,
         params=(
-            ParamDef("gain", str, "linear", "gain of a grade g: g or 2^g − 1",
-                     choices=("linear", "exp")),
-            ParamDef("base", float, 2.0, "base of the logarithm in the discount",
-                     check=lambda x: x > 1, check_text="a number > 1"),
+            ParamDef(
+                "gain", str, "linear", "gain of a grade g: g or 2^g − 1", choices=("linear", "exp")
+            ),
+            ParamDef(
+                "base",
+                float,
+                2.0,
+                "base of the logarithm in the discount",
+                check=lambda x: x > 1,
+                check_text="a number > 1",
+            ),
         ),
         bounds=(0.0, math.inf),
         graded=True,
@@ -197,11 +210,16 @@ _DEFS: tuple[MetricDef, ...] = (
         "0 when idcg = 0",
         kernel=K.ndcg,
         params=(
-            ParamDef("gain", str, "linear", "gain of a grade g: g or 2^g − 1",
-                     choices=("linear", "exp")),
-            ParamDef("ideal", str, "relevant",
-                     "ideal list: all relevant items of the truth, or the retrieved top k re-sorted",
-                     choices=("relevant", "retrieved")),
+            ParamDef(
+                "gain", str, "linear", "gain of a grade g: g or 2^g − 1", choices=("linear", "exp")
+            ),
+            ParamDef(
+                "ideal",
+                str,
+                "relevant",
+                "ideal list: all relevant items of the truth, or the retrieved top k re-sorted",
+                choices=("relevant", "retrieved"),
+            ),
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",
@@ -212,8 +230,14 @@ _DEFS: tuple[MetricDef, ...] = (
         formula="(1 − p) Σ_{i≤min(k,n)} (g_i / g_max,u) · p^(i−1), g_max,u = the user's top grade",
         kernel=K.rbp,
         params=(
-            ParamDef("p", float, 0.8, "persistence: chance of looking at the next item",
-                     check=lambda x: 0 < x < 1, check_text="a number in (0, 1)"),
+            ParamDef(
+                "p",
+                float,
+                0.8,
+                "persistence: chance of looking at the next item",
+                check=lambda x: 0 < x < 1,
+                check_text="a number in (0, 1)",
+            ),
         ),
         graded=True,
     ),
@@ -223,9 +247,14 @@ _DEFS: tuple[MetricDef, ...] = (
         formula="Σ_{r≤min(k,n)} (1/r) · R_r · Π_{i<r} (1 − R_i), R_i = (2^g_i − 1) / 2^g_max",
         kernel=K.err,
         params=(
-            ParamDef("max_grade", float, None,
-                     "g_max; default: the largest grade in the truth",
-                     check=_positive, check_text="a number > 0"),
+            ParamDef(
+                "max_grade",
+                float,
+                None,
+                "g_max; default: the largest grade in the truth",
+                check=_positive,
+                check_text="a number > 0",
+            ),
         ),
         graded=True,
     ),

@@ -103,8 +103,16 @@ class Result:
     def to_latex(self, digits: int = 4) -> str:
         """A LaTeX ``tabular`` of the means (booktabs rules)."""
 
-        special = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%",
-                   "#": r"\#", "{": r"\{", "}": r"\}", "$": r"\$"}
+        special = {
+            "\\": r"\textbackslash{}",
+            "_": r"\_",
+            "&": r"\&",
+            "%": r"\%",
+            "#": r"\#",
+            "{": r"\{",
+            "}": r"\}",
+            "$": r"\$",
+        }
 
         def esc(s: str) -> str:
             return "".join(special.get(ch, ch) for ch in s)
@@ -126,10 +134,16 @@ class Result:
         out.append("")
         out.append(
             f"{c['users_evaluated']} users evaluated of {c['users']}"
-            + "".join(f"; {n} skipped ({why.replace('_', ' ')})"
-                      for why, n in c["users_skipped"].items() if n)
-            + "".join(f"; {n} scored 0 ({why.replace('_', ' ')})"
-                      for why, n in c["users_scored_zero"].items() if n)
+            + "".join(
+                f"; {n} skipped ({why.replace('_', ' ')})"
+                for why, n in c["users_skipped"].items()
+                if n
+            )
+            + "".join(
+                f"; {n} scored 0 ({why.replace('_', ' ')})"
+                for why, n in c["users_scored_zero"].items()
+                if n
+            )
         )
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)

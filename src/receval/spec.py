@@ -59,11 +59,7 @@ class MetricSpec:
         text = self.name if self.k is None else f"{self.name}@{self.k}"
         if self.params:
             d = self.definition
-            text += (
-                "["
-                + ",".join(f"{n}={d.param_map[n].format(v)}" for n, v in self.params)
-                + "]"
-            )
+            text += "[" + ",".join(f"{n}={d.param_map[n].format(v)}" for n, v in self.params) + "]"
         return text
 
     def with_k(self, k: int | None) -> MetricSpec:
@@ -166,8 +162,9 @@ def _parse_one(text: str) -> list[MetricSpec]:
         )
     d = lookup(m.group("name"))
     if d is None:
-        raise MetricError(f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"),
-                                                                          all_names()))
+        raise MetricError(
+            f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"), all_names())
+        )
     params = _parse_params(m.group("params") or "", d, text)
     ks: list[int | None] = [None]
     if m.group("k") is not None:

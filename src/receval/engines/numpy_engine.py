@@ -135,7 +135,10 @@ def prepare(
             a, b = sorted((int(order[j]), int(order[j + 1])))
             raise InputError(
                 f"rank {r_sorted[j]} appears twice in this user's list (rows {a} and {b})",
-                source=recs.source, row=b, user=users[0][b], item=items[0][b],
+                source=recs.source,
+                row=b,
+                user=users[0][b],
+                item=items[0][b],
             )
     else:
         assert recs.score is not None
@@ -154,7 +157,10 @@ def prepare(
             raise InputError(
                 f"the item appears twice in this user's list (rows {a} and {b}); "
                 "pass duplicates='keep' to keep the first occurrence",
-                source=recs.source, row=b, user=users[0][b], item=items[0][b],
+                source=recs.source,
+                row=b,
+                user=users[0][b],
+                item=items[0][b],
             )
         keep = ~dup
         ru, ri, key = ru[keep], ri[keep], key[keep]
@@ -176,7 +182,10 @@ def prepare(
             raise InputError(
                 f"this (user, item) pair appears twice in the truth (rows {a} and {b}); "
                 "pass duplicates='keep' to keep the largest grade",
-                source=truth.source, row=b, user=users[2][b], item=items[1][b],
+                source=truth.source,
+                row=b,
+                user=users[2][b],
+                item=items[1][b],
             )
         counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
         tkey, grades = tkey[~tdup], grades[~tdup]
@@ -247,8 +256,14 @@ def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
 
 
 def _fill(
-    offsets: np.ndarray, u0: int, u1: int, values: np.ndarray, width: int, user: np.ndarray,
-    pos: np.ndarray | None = None, dtype: Any = np.float64,
+    offsets: np.ndarray,
+    u0: int,
+    u1: int,
+    values: np.ndarray,
+    width: int,
+    user: np.ndarray,
+    pos: np.ndarray | None = None,
+    dtype: Any = np.float64,
 ) -> np.ndarray:
     """A ``(u1 - u0, width)`` matrix of the values of users u0..u1-1 by position."""
     r0, r1 = offsets[u0], offsets[u1]

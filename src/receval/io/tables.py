@@ -60,10 +60,7 @@ class TruthData:
 
 def _is_table(obj: Any) -> bool:
     mod = type(obj).__module__
-    return (
-        isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch))
-        or mod.startswith("polars")
-    )
+    return isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch)) or mod.startswith("polars")
 
 
 def _to_arrow(obj: Any, source: str) -> pa.Table:
@@ -162,7 +159,9 @@ def ids_to_numpy(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> n
     return out
 
 
-def _numbers(col: pa.ChunkedArray, role: str, source: str) -> np.ndarray:
+def _numbers(
+    col: pa.ChunkedArray, role: str, source: str, expected: str = "a number"
+) -> np.ndarray:
     typ = col.type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
         values = col.to_numpy(zero_copy_only=False)
@@ -171,12 +170,16 @@ def _numbers(col: pa.ChunkedArray, role: str, source: str) -> np.ndarray:
                 float(v)
             except (TypeError, ValueError):
                 raise InputError(
-                    f"{role} must be a number; found {v!r}", source=source, row=i
+                    f"{role} must be {expected}; found {v!r}", source=source, row=i
                 ) from None
         return np.asarray([float(v) for v in values], dtype=np.float64)
     if col.null_count:
         row = _first(col.is_null().to_numpy(zero_copy_only=False))
-        raise InputError(f"missing {role}", source=source, row=row)
+        raise InputError(
+            f"{role} must be {expected}; found a missing value (empty or NaN)",
+            source=source,
+            row=row,
+        )
     return col.to_numpy().astype(np.float64, copy=False)
 
 
@@ -195,7 +198,10 @@ def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source
         i = _first(bad)
         raise InputError(
             f"score must be a finite number; found {score[i]}",
-            source=source, row=i, user=users[i], item=items[i],
+            source=source,
+            row=i,
+            user=users[i],
+            item=items[i],
         )
 
 
@@ -206,7 +212,10 @@ def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: 
         i = _first(bad)
         raise InputError(
             f"rank must be a positive integer; found {rank[i]:g}",
-            source=source, row=i, user=users[i], item=items[i],
+            source=source,
+            row=i,
+            user=users[i],
+            item=items[i],
         )
     return rank.astype(np.int64)
 
@@ -218,7 +227,10 @@ def check_grades(grades: np.ndarray, users: np.ndarray, items: np.ndarray, sourc
         i = _first(bad)
         raise InputError(
             f"relevance must be a non-negative number; found {grades[i]:g}",
-            source=source, row=i, user=users[i], item=items[i],
+            source=source,
+            row=i,
+            user=users[i],
+            item=items[i],
         )
 
 
@@ -239,13 +251,13 @@ def read_recs(obj: Any, cols: Columns = Columns(), source: str = "recommendation
     score = rank = None
     if cols.rank in table.column_names:
         try:
-            raw = _numbers(table.column(cols.rank), "rank", source)
+            raw = _numbers(table.column(cols.rank), "rank", source, "a positive integer")
         except InputError as exc:
             raise _locate(exc, users, items) from None
         rank = check_ranks(raw, users, items, source)
     elif cols.score in table.column_names:
         try:
-            score = _numbers(table.column(cols.score), "score", source)
+            score = _numbers(table.column(cols.score), "score", source, "a finite number")
         except InputError as exc:
             raise _locate(exc, users, items) from None
         check_scores(score, users, items, source)
@@ -268,7 +280,8 @@ def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsDat
         if isinstance(ranked, (str, bytes)) or not isinstance(ranked, Iterable):
             raise InputError(
                 f"expected a sequence of items; found {type(ranked).__name__}",
-                source=source, user=user,
+                source=source,
+                user=user,
             )
         seq = list(ranked)
         if not seq:
@@ -277,13 +290,15 @@ def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsDat
         items.extend(seq)
         ranks.extend(range(1, len(seq) + 1))
     u = ids_to_numpy(_objects(users + empty), "user", source)
-    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(
-        0, dtype=np.int64
-    )
+    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
     return RecsData(
-        users=u[: len(users)], items=i, score=None,
-        rank=np.asarray(ranks, dtype=np.int64), rows=len(users), source=source,
-        empty_users=u[len(users):],
+        users=u[: len(users)],
+        items=i,
+        score=None,
+        rank=np.asarray(ranks, dtype=np.int64),
+        rows=len(users),
+        source=source,
+        empty_users=u[len(users) :],
     )
 
 
@@ -304,7 +319,9 @@ def read_truth(obj: Any, cols: Columns = Columns(), source: str = "truth") -> Tr
     graded = cols.relevance in table.column_names
     if graded:
         try:
-            grades = _numbers(table.column(cols.relevance), "relevance", source)
+            grades = _numbers(
+                table.column(cols.relevance), "relevance", source, "a non-negative number"
+            )
         except InputError as exc:
             raise _locate(exc, users, items) from None
         check_grades(grades, users, items, source)
@@ -327,7 +344,8 @@ def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
             raise InputError(
                 f"expected an iterable of items or a mapping item -> grade; "
                 f"found {type(value).__name__}",
-                source=source, user=user,
+                source=source,
+                user=user,
             )
         else:
             pairs = [(it, 1.0) for it in value]
@@ -344,12 +362,15 @@ def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
             items.append(it)
             grades.append(grade)
     u = ids_to_numpy(_objects(users + empty), "user", source)
-    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(
-        0, dtype=np.int64
-    )
+    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
     g = np.asarray(grades, dtype=np.float64)
     check_grades(g, u, i, source)
     return TruthData(
-        users=u[: len(users)], items=i, grades=g, rows=len(users), graded=graded,
-        source=source, empty_users=u[len(users):],
+        users=u[: len(users)],
+        items=i,
+        grades=g,
+        rows=len(users),
+        graded=graded,
+        source=source,
+        empty_users=u[len(users) :],
     )

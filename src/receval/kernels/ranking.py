@@ -155,9 +155,7 @@ def _ideal_dcg(b: Batch, k: int | None, gain: str) -> np.ndarray:
     return cum[:, wi - 1 if k is None else min(k, wi) - 1]
 
 
-def ndcg(
-    b: Batch, k: int | None, *, gain: str = "linear", ideal: str = "relevant"
-) -> np.ndarray:
+def ndcg(b: Batch, k: int | None, *, gain: str = "linear", ideal: str = "relevant") -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
     ``ideal="relevant"``: the ideal list is the user's relevant grades sorted

@@ -1,0 +1,242 @@
+"""Behaviour of evaluate(): ordering, input kinds, policies, counts, blocks, rendering."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import receval
+from receval.engines import numpy_engine
+
+ALL = [
+    "precision@1,2,5",
+    "precision@3[denominator=retrieved]",
+    "recall@2,5",
+    "f1@3",
+    "f1@3[beta=2]",
+    "hit_rate@1,3",
+    "ap@3",
+    "ap@3[denominator=relevant]",
+    "ap@3[denominator=hits]",
+    "ap@3[denominator=retrieved]",
+    "ap",
+    "rr",
+    "rr@2",
+    "r_precision",
+    "r_precision@2",
+    "dcg@3",
+    "dcg@3[gain=exp,base=10]",
+    "ndcg",
+    "ndcg@3",
+    "ndcg@3[gain=exp]",
+    "ndcg@3[ideal=retrieved]",
+    "rbp@5",
+    "rbp[p=0.5]",
+    "err@3",
+    "err[max_grade=5]",
+    "auc",
+    "auc@3",
+]
+
+
+def test_score_ties_break_by_item_id_ascending_numeric() -> None:
+    # items 9 and 10 tie: numeric order puts 9 first
+    recs = pd.DataFrame({"user": [1, 1], "item": [10, 9], "score": [0.5, 0.5]})
+    truth = {1: [9]}
+    assert receval.evaluate(recs, truth, "rr").summary["rr"] == 1.0
+
+
+def test_score_ties_break_by_item_id_ascending_code_point() -> None:
+    # as strings "10" < "9"
+    recs = pd.DataFrame({"user": ["a", "a"], "item": ["9", "10"], "score": [0.5, 0.5]})
+    assert receval.evaluate(recs, {"a": ["9"]}, "rr").summary["rr"] == 0.5
+    assert receval.evaluate(recs, {"a": ["10"]}, "rr").summary["rr"] == 1.0
+
+
+def test_rank_column_wins_over_score() -> None:
+    recs = pd.DataFrame({"user": [1, 1], "item": [1, 2], "score": [0.1, 0.9], "rank": [1, 2]})
+    assert receval.evaluate(recs, {1: [1]}, "rr").summary["rr"] == 1.0
+    # gaps in ranks are fine: the order counts, not the value
+    recs["rank"] = [10, 3]
+    assert receval.evaluate(recs, {1: [1]}, "rr").summary["rr"] == 0.5
+
+
+def test_auc_counts_score_ties_half() -> None:
+    # relevant 1 and 3; scores 1, 1, .5, .5 -> pairs (1,2) tie ½, (1,4) 1, (3,2) 0, (3,4) tie ½
+    assert receval.score("auc", [1, 2, 3, 4], {1, 3}, scores=[1, 1, 0.5, 0.5]) == 0.5
+    assert receval.score("auc", [1, 2, 3, 4], {1, 3}) == 0.75
+    assert math.isnan(receval.score("auc", [1, 3], {1, 3}))
+    assert math.isnan(receval.score("auc", [], {1}))
+    # ties cut at k: top 3 is [1, 2, 3] with 3 tied to the excluded 4
+    assert receval.score("auc@3", [1, 2, 3, 4], {1, 3}, scores=[1, 1, 0.5, 0.5]) == 0.25
+
+
+RECS = pd.DataFrame(
+    {
+        "user": ["u1", "u1", "u1", "u2", "u2", "u2", "u2", "u2", "u4", "u4"],
+        "item": [1, 6, 8, 1, 2, 3, 4, 5, 1, 2],
+        "score": [3.0, 2.0, 1.0, 5.0, 4.0, 3.0, 2.0, 1.0, 2.0, 1.0],
+    }
+)
+TRUTH = pd.DataFrame(
+    {
+        "user": ["u1"] * 6 + ["u2"] * 3 + ["u3"] * 3 + ["u5"],
+        "item": [1, 2, 3, 4, 5, 6, 2, 4, 6, 2, 4, 6, 1],
+        "relevance": [3, 1, 1, 2, 1, 1, 1, 2, 3, 1, 1, 1, 0],
+    }
+)
+
+
+def _same(a: receval.Result, b: receval.Result) -> None:
+    pd.testing.assert_frame_equal(a.per_user, b.per_user)
+    assert a.summary == b.summary
+
+
+def test_every_input_kind_gives_the_same_numbers() -> None:
+    base = receval.evaluate(RECS, TRUTH, ALL)
+    _same(base, receval.evaluate(pa.Table.from_pandas(RECS), pa.Table.from_pandas(TRUTH), ALL))
+    _same(base, receval.evaluate(pl.from_pandas(RECS), pl.from_pandas(TRUTH), ALL))
+    lists = {
+        u: list(g.sort_values("score", ascending=False)["item"]) for u, g in RECS.groupby("user")
+    }
+    grades: dict[str, dict[int, float]] = {}
+    for u, i, g in TRUTH.itertuples(index=False):
+        grades.setdefault(u, {})[i] = g
+    from_maps = receval.evaluate(lists, grades, [m for m in ALL if "auc" not in m])
+    for col in from_maps.per_user:
+        np.testing.assert_array_equal(from_maps.per_user[col], base.per_user[col])
+
+
+def test_row_and_user_order_never_matter() -> None:
+    base = receval.evaluate(RECS, TRUTH, ALL)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        r = RECS.iloc[rng.permutation(len(RECS))]
+        t = TRUTH.iloc[rng.permutation(len(TRUTH))]
+        _same(base, receval.evaluate(r, t, ALL))
+
+
+def test_blocks_do_not_change_any_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(1)
+    users = np.repeat(np.arange(300), 7)
+    recs = pd.DataFrame(
+        {"user": users, "item": rng.integers(0, 50, len(users)), "score": rng.random(len(users))}
+    ).drop_duplicates(["user", "item"])
+    truth = pd.DataFrame(
+        {
+            "user": rng.integers(0, 320, 900),
+            "item": rng.integers(0, 50, 900),
+            "relevance": rng.integers(0, 4, 900),
+        }
+    ).drop_duplicates(["user", "item"])
+    whole = receval.evaluate(recs, truth, ALL)
+    monkeypatch.setattr(numpy_engine, "BLOCK_CELLS", 8)
+    _same(whole, receval.evaluate(recs, truth, ALL))
+
+
+def test_policies_and_counts() -> None:
+    res = receval.evaluate(RECS, TRUTH, ["ndcg@3", "precision@3"])
+    c = res.counts
+    assert list(res.per_user.index) == ["u1", "u2", "u3", "u4", "u5"]
+    assert c["users"] == 5 and c["users_in_truth"] == 4 and c["users_with_recommendations"] == 3
+    assert c["users_evaluated"] == 3
+    assert c["users_skipped"] == {"no_truth": 1, "no_relevant_items": 1, "no_recommendations": 0}
+    assert c["users_scored_zero"]["no_recommendations"] == 1
+    assert c["recommendation_rows"] == 10 and c["truth_rows"] == 13
+    assert res.per_user.loc["u3"].tolist() == [0.0, 0.0]
+    assert res.per_user.loc[["u4", "u5"]].isna().all().all()
+    # users in the table = evaluated + skipped
+    assert c["users"] == c["users_evaluated"] + sum(c["users_skipped"].values())
+
+    zero = receval.evaluate(RECS, TRUTH, "precision@3", empty_truth="zero")
+    assert zero.per_user.loc[["u4", "u5"], "precision@3"].tolist() == [0.0, 0.0]
+    assert zero.counts["users_evaluated"] == 5
+    assert zero.summary["precision@3"] == pytest.approx((2 / 3 + 1 / 3) / 5)
+
+    skip = receval.evaluate(RECS, TRUTH, "precision@3", missing_recs="skip")
+    assert math.isnan(skip.per_user.loc["u3", "precision@3"])
+    assert skip.counts["users_skipped"]["no_recommendations"] == 1
+    assert skip.summary["precision@3"] == pytest.approx(0.5)
+
+
+def test_threshold_turns_low_grades_into_zero_gain() -> None:
+    res = receval.evaluate(RECS, TRUTH, ["precision@3", "ndcg@3", "recall@5"], threshold=2)
+    # u1: relevant {1 (3), 4 (2)}, list [1, 6, 8]; u2: relevant {4 (2), 6 (3)}, list [1..5]
+    assert res.per_user.loc["u1", "precision@3"] == pytest.approx(1 / 3)
+    ideal_u1 = 3 + 2 / math.log2(3)
+    assert res.per_user.loc["u1", "ndcg@3"] == pytest.approx(3 / ideal_u1)
+    assert res.per_user.loc["u2", "recall@5"] == pytest.approx(0.5)
+    assert res.counts["users_skipped"]["no_relevant_items"] == 2  # u3 and u5
+
+
+def test_undefined_values_are_counted() -> None:
+    res = receval.evaluate({1: [1, 2], 2: [1]}, {1: [1], 2: [1]}, "auc")
+    assert res.summary["auc"] == 1.0
+    assert res.counts["undefined"] == {"auc": 1}
+
+
+def test_ids_of_different_kinds_are_matched_as_strings() -> None:
+    recs = pd.DataFrame({"user": [1, 2], "item": [10, 20], "score": [1.0, 1.0]})
+    truth = pd.DataFrame({"user": ["1", "2"], "item": [10, 21]})
+    res = receval.evaluate(recs, truth, "precision@1")
+    assert res.summary["precision@1"] == 0.5
+    assert any("matched as strings" in n for n in res.notes)
+
+
+def test_result_renders() -> None:
+    res = receval.evaluate(RECS, TRUTH, ["ndcg@3", "ap@3[denominator=hits]", "auc", "hit_rate@3"])
+    text = str(res)
+    assert "ndcg@3" in text and "3 users evaluated of 5" in text
+    data = json.loads(res.to_json())
+    assert set(data) >= {"metrics", "counts", "parameters", "version"}
+    assert data["metrics"]["ndcg@3"] == pytest.approx(res.summary["ndcg@3"])
+    assert data["version"] == receval.__version__
+    md = res.to_markdown()
+    assert md.splitlines()[0] == "| metric | mean | users |"
+    assert "| ap@3[denominator=hits] |" in md
+    tex = res.to_latex()
+    assert r"hit\_rate@3 & 0.6667 & 3 \\" in tex
+    assert tex.startswith(r"\begin{tabular}{lrr}") and tex.rstrip().endswith(r"\end{tabular}")
+    frame = res.to_frame()
+    assert list(frame.index) == ["ndcg@3", "ap@3[denominator=hits]", "auc", "hit_rate@3"]
+    assert frame.loc["ndcg@3", "users"] == 3
+    assert res["NDCG@3"] == res.summary["ndcg@3"]
+    assert isinstance(receval.evaluate(RECS, TRUTH, "p@1").summary, dict)
+
+
+def test_nan_mean_when_nobody_is_evaluated_serialises_as_null() -> None:
+    res = receval.evaluate({1: [1]}, {2: []}, "ndcg@3")
+    assert math.isnan(res.summary["ndcg@3"])
+    assert json.loads(res.to_json())["metrics"]["ndcg@3"] is None
+
+
+def test_score_convenience() -> None:
+    assert receval.score("ndcg@3", [1, 2, 3, 4, 5], {2, 4, 6}) == pytest.approx(0.2961, abs=5e-5)
+    assert receval.score("dcg@2", ["a", "b"], {"b": 3}) == pytest.approx(3 / math.log2(3))
+    assert math.isnan(receval.score("ndcg@3", [1, 2], set()))
+    with pytest.raises(receval.ReceValError, match="one metric"):
+        receval.score("ndcg@3,5", [1], {1})
+    with pytest.raises(receval.ReceValError, match="scores has 1 values"):
+        receval.score("auc", [1, 2], {1}, scores=[1.0])
+
+
+def test_k_larger_than_every_list_and_whole_list_metrics() -> None:
+    res = receval.evaluate(
+        {1: [1, 2]},
+        {1: [2, 3]},
+        ["precision@10", "precision", "ap", "ndcg", "r_precision", "recall@100"],
+    )
+    s = res.summary
+    assert s["precision@10"] == pytest.approx(0.1)
+    assert s["precision"] == pytest.approx(0.5)
+    assert s["ap"] == pytest.approx(0.25)
+    assert s["r_precision"] == pytest.approx(0.5)
+    assert s["recall@100"] == pytest.approx(0.5)
+    ideal = 1 + 1 / math.log2(3)
+    assert s["ndcg"] == pytest.approx((1 / math.log2(3)) / ideal)

@@ -1,0 +1,149 @@
+"""Metric names: canonical strings, aliases, expansion, and errors with suggestions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import receval
+from receval import MetricError, MetricSpec, parse_metric, parse_metrics
+
+CANONICAL = [
+    ("MAP@10", "ap@10"),
+    ("map@10[denominator=min_k_relevant]", "ap@10"),
+    ("ap@10[denominator=relevant]", "ap@10[denominator=relevant]"),
+    ("MRR", "rr"),
+    ("mrr@5", "rr@5"),
+    ("HR@10", "hit_rate@10"),
+    ("success@1", "hit_rate@1"),
+    ("P@5", "precision@5"),
+    ("r@5", "recall@5"),
+    ("NDCG@10[ideal=relevant, gain=linear]", "ndcg@10"),
+    ("ndcg@10[ideal=retrieved,gain=exp]", "ndcg@10[gain=exp,ideal=retrieved]"),
+    ("ndcg@10[gain=EXP]", "ndcg@10[gain=exp]"),
+    ("rbp[p=0.8]", "rbp"),
+    ("rbp[p=.9]", "rbp[p=0.9]"),
+    ("f1@3[beta=2]", "f1@3[beta=2.0]"),
+    ("dcg@3[base=10]", "dcg@3[base=10.0]"),
+    ("err@5[max_grade=4]", "err@5[max_grade=4.0]"),
+    (" auc ", "auc"),
+    ("Rprec", "r_precision"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical"), CANONICAL)
+def test_canonical_string(text: str, canonical: str) -> None:
+    spec = parse_metric(text)
+    assert str(spec) == canonical
+    assert parse_metric(str(spec)) == spec
+
+
+def test_cutoff_lists_and_ranges_expand() -> None:
+    assert [str(s) for s in parse_metrics("ndcg@1,5,10")] == ["ndcg@1", "ndcg@5", "ndcg@10"]
+    assert [str(s) for s in parse_metrics("p@1-3")] == ["precision@1", "precision@2", "precision@3"]
+    assert [str(s) for s in parse_metrics("ap@1,3-4[denominator=hits]")] == [
+        "ap@1[denominator=hits]",
+        "ap@3[denominator=hits]",
+        "ap@4[denominator=hits]",
+    ]
+    # duplicates collapse, first occurrence kept
+    assert [str(s) for s in parse_metrics(["map@5", "ap@5", "mrr"])] == ["ap@5", "rr"]
+
+
+def test_parse_metric_rejects_several() -> None:
+    with pytest.raises(MetricError, match="parse_metrics"):
+        parse_metric("ndcg@5,10")
+
+
+def test_spec_objects_pass_through() -> None:
+    spec = MetricSpec("ndcg", 10)
+    assert parse_metrics([spec, "ndcg@10"]) == [spec]
+
+
+BAD = [
+    ("ndgc@10", "did you mean 'ndcg'"),
+    ("precison", "did you mean 'precision'"),
+    ("foo", "unknown metric 'foo'"),
+    ("ndcg@0", "positive integer"),
+    ("ndcg@-1", "positive integer"),
+    ("ndcg@x", "positive integer"),
+    ("ndcg@1.5", "positive integer"),
+    ("ndcg@", "positive integer"),
+    ("ndcg@10@20", "cannot read metric"),
+    ("ndcg@5-1", "positive integer"),
+    ("ap@10[denom=hits]", "did you mean 'denominator'"),
+    ("ap@10[denominator=hit]", "did you mean 'hits'"),
+    ("ap@10[denominator]", "name=value"),
+    ("rbp[p=1.5]", "in (0, 1)"),
+    ("rbp[p=abc]", "expected a number"),
+    ("rbp[p=nan]", "finite"),
+    ("f1[beta=0]", "> 0"),
+    ("dcg[base=1]", "> 1"),
+    ("ndcg[gain=exp,gain=linear]", "given twice"),
+    ("recall[p=0.5]", "valid: none"),
+    ("ndcg[gain=exp", "cannot read metric"),
+    ("", "cannot read metric"),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), BAD)
+def test_bad_names_fail_with_a_useful_message(text: str, words: str) -> None:
+    with pytest.raises(MetricError) as info:
+        parse_metrics(text)
+    assert words in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_empty_metric_list_fails() -> None:
+    with pytest.raises(MetricError, match="no metric"):
+        parse_metrics([])
+
+
+def test_non_string_metric_fails() -> None:
+    with pytest.raises(MetricError, match="must be a string"):
+        parse_metrics([10])  # type: ignore[list-item]
+
+
+def _spec_strategy() -> st.SearchStrategy[str]:
+    defs = list(receval.metrics().values())
+
+    @st.composite
+    def build(draw: st.DrawFn) -> str:
+        d = draw(st.sampled_from(defs))
+        name = draw(st.sampled_from((d.name, *d.aliases)))
+        name = draw(st.sampled_from([name, name.upper(), name.title()]))
+        k = draw(st.one_of(st.none(), st.integers(1, 1000)))
+        params = []
+        for p in d.params:
+            if draw(st.booleans()):
+                if p.choices:
+                    value = draw(st.sampled_from(p.choices))
+                elif p.name == "p":
+                    value = str(draw(st.sampled_from([0.5, 0.8, 0.95])))
+                else:
+                    value = str(draw(st.sampled_from([1.5, 2, 3.0, 10])))
+                params.append(f"{p.name}={value}")
+        text = name + ("" if k is None else f"@{k}")
+        if params:
+            params = draw(st.permutations(params))
+            text += "[" + ", ".join(params) + "]"
+        return text
+
+    return build()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spec_strategy())
+def test_canonical_strings_round_trip(text: str) -> None:
+    spec = parse_metric(text)
+    canonical = str(spec)
+    assert canonical == canonical.lower()
+    again = parse_metric(canonical)
+    assert again == spec
+    assert str(again) == canonical
+    # defaults are dropped, parameters sorted
+    names = [n for n, _ in spec.params]
+    assert names == sorted(names)
+    for n, v in spec.params:
+        assert v != spec.definition.param_map[n].default
