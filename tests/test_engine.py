@@ -10,6 +10,8 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import receval
 from receval.engines import numpy_engine
@@ -240,3 +242,27 @@ def test_k_larger_than_every_list_and_whole_list_metrics() -> None:
     assert s["recall@100"] == pytest.approx(0.5)
     ideal = 1 + 1 / math.log2(3)
     assert s["ndcg"] == pytest.approx((1 / math.log2(3)) / ideal)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_duplicates_keep_equals_deduplicating_first(data: st.DataObject) -> None:
+    n = data.draw(st.integers(1, 40))
+    rows = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)),
+            min_size=n,
+            max_size=n,
+        )
+    )
+    recs = pd.DataFrame(rows, columns=["user", "item", "score"]).astype({"score": float})
+    truth = {u: list(range(u, u + 3)) for u in range(5)}
+    metrics = ["ndcg@3", "ap@5", "rr", "precision@2"]
+    kept = receval.evaluate(recs, truth, metrics, duplicates="keep")
+    # list order: score descending, then item ascending; keep the first occurrence
+    ordered = recs.sort_values(["user", "score", "item"], ascending=[True, False, True])
+    dedup = ordered.drop_duplicates(["user", "item"], keep="first")
+    expected = receval.evaluate(dedup, truth, metrics)
+    pd.testing.assert_frame_equal(kept.per_user, expected.per_user)
+    dropped = kept.counts.get("recommendation_rows_duplicate_dropped", 0)
+    assert dropped == len(recs) - len(dedup)

@@ -209,8 +209,8 @@ def score(
         The metric's value; NaN when it is undefined (no relevant item).
 
     Example:
-        >>> score("ndcg@3", ranked=[1, 2, 3, 4, 5], relevant={2, 4, 6})
-        0.2960819109658652
+        >>> round(score("ndcg@3", ranked=[1, 2, 3, 4, 5], relevant={2, 4, 6}), 4)
+        0.2961
     """
     specs = parse_metrics(metric)
     if len(specs) != 1:

@@ -77,29 +77,74 @@ def _reconcile(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.
     return parts
 
 
+def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Values and lengths of the runs of a sorted array; None when it is not sorted."""
+    if len(a) and not np.all(a[1:] >= a[:-1]):
+        return None
+    starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1]))) if len(a) else a[:0]
+    return a[starts], np.diff(np.append(starts, len(a)))
+
+
 def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Codes in sorted id order (numbers numerically, strings by code point)."""
-    sizes = [len(p) for p in parts]
-    both = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-    if both.dtype == object:
+    """Codes in sorted id order (numbers numerically, strings by code point).
+
+    Sorted numeric parts (recommendations are usually grouped by user) are
+    encoded by their runs, without hashing every row.
+    """
+    if any(p.dtype == object for p in parts):
+        both = np.concatenate(parts)
         uniq = np.array(sorted(set(both.tolist())), dtype=object)
         lookup = pd.Index(uniq)
-        codes = lookup.get_indexer(both)
-    else:
-        codes, uniq = pd.factorize(both, sort=True)
-    codes = np.asarray(codes, dtype=np.int64)
-    out = []
-    start = 0
-    for s in sizes:
-        out.append(codes[start : start + s])
-        start += s
-    return out, np.asarray(uniq)
+        return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
+    runs = [_runs(p) for p in parts]
+    candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
+    uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
+    codes = []
+    for p, r in zip(parts, runs, strict=True):
+        if r is not None:
+            codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64))
+        else:
+            codes.append(np.searchsorted(uniq, p).astype(np.int64))
+    return codes, uniq
+
+
+def _encode_items(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+    """Item codes ordered like the ids, and the number of codes.
+
+    Integer ids are their own codes (shifted to start at 0) when the span is
+    small enough for a (user, item) key in 63 bits; otherwise they are encoded.
+    """
+    if all(p.dtype.kind == "i" for p in parts):
+        nonempty = [p for p in parts if len(p)]
+        lo = min((int(p.min()) for p in nonempty), default=0)
+        hi = max((int(p.max()) for p in nonempty), default=0)
+        if hi - lo < 2**31:
+            return [p - lo for p in parts], hi - lo + 1
+    codes, uniq = _encode(parts)
+    return codes, len(uniq)
 
 
 def _offsets(codes: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=size), out=out[1:])
     return out
+
+
+def _list_order(ru: np.ndarray, ri: np.ndarray, recs: RecsData) -> np.ndarray | None:
+    """The permutation putting rows in list order (user, then rank or score
+    descending, then item ascending); None when they already are."""
+    du = ru[1:] - ru[:-1]
+    if recs.rank is not None:
+        rk = recs.rank
+        if np.all((du > 0) | ((du == 0) & (rk[1:] > rk[:-1]))):
+            return None
+        return np.lexsort((rk, ru))
+    sc = recs.score
+    assert sc is not None
+    after = (sc[1:] < sc[:-1]) | ((sc[1:] == sc[:-1]) & (ri[1:] > ri[:-1]))
+    if np.all((du > 0) | ((du == 0) & after)):
+        return None
+    return np.lexsort((ri, -sc, ru))
 
 
 def prepare(
@@ -121,64 +166,72 @@ def prepare(
     )
     items = _reconcile([recs.items, truth.items], "item", notes)
     (ru, reu, tu, teu), user_ids = _encode(users)
-    (ri, ti), item_ids = _encode(items)
+    (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)
-    n_items = max(len(item_ids), 1)
+    n_items = max(n_items, 1)
 
     # --- order each list -------------------------------------------------
-    if recs.rank is not None:
-        order = np.lexsort((recs.rank, ru))
-        r_sorted = recs.rank[order]
-        same = (ru[order][1:] == ru[order][:-1]) & (r_sorted[1:] == r_sorted[:-1])
-        if same.any():
-            j = int(np.flatnonzero(same)[0])
-            a, b = sorted((int(order[j]), int(order[j + 1])))
-            raise InputError(
-                f"rank {r_sorted[j]} appears twice in this user's list (rows {a} and {b})",
-                source=recs.source,
-                row=b,
-                user=users[0][b],
-                item=items[0][b],
-            )
-    else:
-        assert recs.score is not None
-        order = np.lexsort((ri, -recs.score, ru))
-    ru, ri = ru[order], ri[order]
-    score = None if recs.score is None else recs.score[order]
+    order = _list_order(ru, ri, recs)
 
-    # --- duplicates in a list -----------------------------------------------
+    def row(j: int) -> int:
+        return j if order is None else int(order[j])
+
+    def located(message: str, j: int, k: int) -> InputError:
+        a, b = sorted((row(j), row(k)))
+        return InputError(
+            f"{message} (rows {a} and {b})",
+            source=recs.source,
+            row=b,
+            user=users[0][b],
+            item=items[0][b],
+        )
+
+    score = recs.score
+    if order is not None:
+        ru, ri = ru[order], ri[order]
+        score = None if score is None else score[order]
+        if recs.rank is not None:
+            r_sorted = recs.rank[order]
+            same = (ru[1:] == ru[:-1]) & (r_sorted[1:] == r_sorted[:-1])
+            if same.any():
+                j = int(np.flatnonzero(same)[0])
+                raise located(f"rank {r_sorted[j]} appears twice in this user's list", j, j + 1)
+
+    # --- duplicates in a list: one stable sort of (user, item) keys ----------
     key = ru * n_items + ri
-    dup = pd.Series(key).duplicated(keep="first").to_numpy()
-    if dup.any():
+    korder = np.argsort(key, kind="stable")
+    skey = key[korder]
+    later = skey[1:] == skey[:-1]
+    if later.any():
+        dup_rows = korder[1:][later]
         if duplicates == "error":
-            j = int(np.flatnonzero(dup)[0])
-            first = int(np.flatnonzero(key == key[j])[0])
-            a, b = sorted((int(order[first]), int(order[j])))
-            raise InputError(
-                f"the item appears twice in this user's list (rows {a} and {b}); "
+            j = int(dup_rows.min())
+            first = int(korder[np.searchsorted(skey, key[j])])
+            raise located(
+                "the item appears twice in this user's list; "
                 "pass duplicates='keep' to keep the first occurrence",
-                source=recs.source,
-                row=b,
-                user=users[0][b],
-                item=items[0][b],
+                first,
+                j,
             )
-        keep = ~dup
+        keep = np.ones(len(key), dtype=bool)
+        keep[dup_rows] = False
+        new_index = np.cumsum(keep) - 1
+        korder = new_index[korder[np.concatenate(([True], ~later))]]
+        skey = key[keep][korder]
         ru, ri, key = ru[keep], ri[keep], key[keep]
         if score is not None:
             score = score[keep]
-        counts["recommendation_rows_duplicate_dropped"] = int(dup.sum())
+        counts["recommendation_rows_duplicate_dropped"] = int(len(dup_rows))
 
-    # --- the truth: duplicates, then a sorted key for the join --------------
+    # --- the truth: duplicates, then sorted unique keys ---------------------
     tkey = tu * n_items + ti
-    grades = truth.grades
-    torder = np.lexsort((-grades, tkey))
-    tkey, grades = tkey[torder], grades[torder]
-    tdup = np.zeros(len(tkey), dtype=bool)
-    tdup[1:] = tkey[1:] == tkey[:-1]
+    torder = np.argsort(tkey, kind="stable")
+    tkey, grades = tkey[torder], truth.grades[torder]
+    tdup = tkey[1:] == tkey[:-1]
     if tdup.any():
         if duplicates == "error":
             j = int(np.flatnonzero(tdup)[0])
-            a, b = sorted((int(torder[j - 1]), int(torder[j])))
+            a, b = sorted((int(torder[j]), int(torder[j + 1])))
             raise InputError(
                 f"this (user, item) pair appears twice in the truth (rows {a} and {b}); "
                 "pass duplicates='keep' to keep the largest grade",
@@ -187,15 +240,19 @@ def prepare(
                 user=users[2][b],
                 item=items[1][b],
             )
+        starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
+        grades = np.maximum.reduceat(grades, starts)
+        tkey = tkey[starts]
         counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
-        tkey, grades = tkey[~tdup], grades[~tdup]
     tuser = tkey // n_items
 
     # --- join: the grade of every recommended item --------------------------
-    idx = np.searchsorted(tkey, key)
-    idx[idx == len(tkey)] = 0
-    found = (tkey[idx] == key) if len(tkey) else np.zeros(len(key), dtype=bool)
-    rec_grade = np.where(found, grades[idx] if len(tkey) else 0.0, 0.0)
+    rec_grade = np.zeros(len(key))
+    if len(skey) and len(tkey):
+        pos = np.searchsorted(skey, tkey)
+        found = pos < len(skey)
+        found[found] = skey[pos[found]] == tkey[found]
+        rec_grade[korder[pos[found]]] = grades[found]
     relevant = (rec_grade >= threshold) & (rec_grade > 0)
     rec_gain = np.where(relevant, rec_grade, 0.0)
 
@@ -205,8 +262,10 @@ def prepare(
     # --- the ideal: relevant grades per user, descending --------------------
     rel_t = (grades >= threshold) & (grades > 0)
     iu, ig = tuser[rel_t], grades[rel_t]
-    iorder = np.lexsort((-ig, iu))
-    iu, ig = iu[iorder], ig[iorder]
+    if len(ig) and ig.min() != ig.max():  # sort grades within each user (users are sorted)
+        levels, inv = np.unique(-ig, return_inverse=True)
+        iorder = np.argsort(iu * len(levels) + inv, kind="stable")
+        iu, ig = iu[iorder], ig[iorder]
     ideal_offsets = _offsets(iu, n_users)
 
     tie_start = tie_end = None
