@@ -221,7 +221,7 @@ def prepare(
         ru, ri, key = ru[keep], ri[keep], key[keep]
         if score is not None:
             score = score[keep]
-        counts["recommendation_rows_duplicate_dropped"] = int(len(dup_rows))
+        counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
 
     # --- the truth: duplicates, then sorted unique keys ---------------------
     tkey = tu * n_items + ti
