@@ -266,3 +266,68 @@ def test_duplicates_keep_equals_deduplicating_first(data: st.DataObject) -> None
     pd.testing.assert_frame_equal(kept.per_user, expected.per_user)
     dropped = kept.counts.get("recommendation_rows_duplicate_dropped", 0)
     assert dropped == len(recs) - len(dedup)
+
+
+def _grouped_workload(seed: int, str_ids: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(60):
+        n = int(rng.integers(0, 9))
+        items = rng.choice(30, n, replace=False)
+        scores = rng.integers(0, 4, n).astype(float)  # many ties
+        rows += [(u, int(i), s) for i, s in zip(items, scores, strict=True)]
+    recs = pd.DataFrame(rows, columns=["user", "item", "score"])
+    truth = pd.DataFrame(
+        {
+            "user": rng.integers(10, 75, 300),
+            "item": rng.integers(0, 30, 300),
+            "relevance": rng.integers(0, 4, 300),
+        }
+    ).drop_duplicates(["user", "item"])
+    if str_ids:
+        recs["user"] = "u" + recs["user"].astype(str)
+        truth["user"] = "u" + truth["user"].astype(str)
+    return recs, truth
+
+
+@pytest.mark.parametrize("str_ids", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_chunks_of_users_change_nothing(
+    monkeypatch: pytest.MonkeyPatch, seed: int, str_ids: bool
+) -> None:
+    from receval.io import tables
+
+    recs, truth = _grouped_workload(seed, str_ids)
+    whole = receval.evaluate(recs, truth, ALL)
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+    chunked = receval.evaluate(recs, truth, ALL)
+    pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
+    assert whole.summary == chunked.summary
+    assert whole.counts == chunked.counts
+    for policy in ("zero", "skip"):
+        a = receval.evaluate(recs, truth, ALL[:5], empty_truth=policy, missing_recs=policy)
+        monkeypatch.setattr(tables, "CHUNK_ROWS", 10**9)
+        b = receval.evaluate(recs, truth, ALL[:5], empty_truth=policy, missing_recs=policy)
+        monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+        pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
+        assert a.counts == b.counts
+
+
+def test_errors_in_a_later_chunk_name_the_table_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    from receval.io import tables
+
+    recs, truth = _grouped_workload(0, False)
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+    bad = recs.copy()
+    bad.loc[150, "score"] = math.nan
+    with pytest.raises(receval.InputError) as info:
+        receval.evaluate(bad, truth, "ndcg@3")
+    assert info.value.row == 150
+    dup = recs.copy()
+    dup.loc[141, "item"] = dup.loc[140, "item"]
+    assert dup.loc[141, "user"] == dup.loc[140, "user"]
+    with pytest.raises(receval.InputError, match="rows 140 and 141"):
+        receval.evaluate(dup, truth, "ndcg@3")
+    tdup = pd.concat([truth, truth.iloc[[5]]], ignore_index=True)
+    with pytest.raises(receval.InputError, match=f"rows 5 and {len(tdup) - 1}"):
+        receval.evaluate(recs, tdup, "ndcg@3")

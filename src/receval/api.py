@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
-from .engines import numpy_engine
-from .errors import PolicyError, ReceValError, plain
-from .io.tables import Columns, read_recs, read_truth
+from .engines import driver
+from .errors import ReceValError
+from .io.tables import Columns, iter_recs, read_truth
 from .result import Result
 from .spec import MetricSpec, parse_metrics
 
@@ -85,19 +85,17 @@ def evaluate(
         raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
     specs = parse_metrics(metrics)
     cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
-    recs = read_recs(recommendations, cols)
     tr = read_truth(truth, cols)
-
-    prepared = numpy_engine.prepare(
-        recs,
+    out = driver.run(
+        iter_recs(recommendations, cols),
         tr,
+        specs,
         threshold=threshold,
+        empty_truth=empty_truth,
+        missing_recs=missing_recs,
         duplicates=duplicates,
-        need_ties=any(s.definition.needs_ties for s in specs),
     )
-    values = numpy_engine.compute(prepared, specs)
-    evaluated, counts = _apply_policies(prepared, values, empty_truth, missing_recs)
-    counts = {**prepared.counts, **counts}
+    values, evaluated, counts = out.values, out.evaluated, out.counts
 
     names = [str(s) for s in specs]
     summary: dict[str, float] = {}
@@ -110,7 +108,7 @@ def evaluate(
             undefined[name] = int((~ok).sum())
     counts["undefined"] = undefined
 
-    index = pd.Index(prepared.user_ids, name="user")
+    index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
     parameters = {
         "threshold": threshold,
@@ -126,65 +124,9 @@ def evaluate(
         counts=counts,
         parameters=parameters,
         metrics=specs,
-        notes=prepared.notes,
+        notes=out.notes,
         version=__version__,
     )
-
-
-def _apply_policies(
-    p: numpy_engine.Prepared, values: np.ndarray, empty_truth: str, missing_recs: str
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Set values of users without relevant items / without lists by policy; count them."""
-    no_rel = p.n_relevant == 0
-    groups = {
-        "no_truth": no_rel & ~p.in_truth,
-        "no_relevant_items": no_rel & p.in_truth,
-    }
-    no_recs = ~no_rel & ~p.has_recs
-    skipped: dict[str, int] = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
-    zero: dict[str, int] = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
-    out = np.ones(len(p.user_ids), dtype=bool)
-
-    def fail(mask: np.ndarray, what: str, option: str) -> None:
-        user = plain(p.user_ids[np.flatnonzero(mask)[0]])
-        raise PolicyError(
-            f"user {user!r} {what} ({option}='error'; {int(mask.sum())} such users in all)"
-        )
-
-    if missing_recs == "error" and no_recs.any():
-        fail(no_recs, "has relevant items but no recommendations", "missing_recs")
-    if empty_truth == "error":
-        for why, mask in groups.items():
-            if mask.any():
-                text = (
-                    "has recommendations but no truth"
-                    if why == "no_truth"
-                    else ("has no relevant item in the truth")
-                )
-                fail(mask, text, "empty_truth")
-    for why, mask in groups.items():
-        if empty_truth == "skip":
-            values[:, mask] = np.nan
-            out &= ~mask
-            skipped[why] = int(mask.sum())
-        else:
-            values[:, mask] = 0.0
-            zero[why] = int(mask.sum())
-    if missing_recs == "skip":
-        values[:, no_recs] = np.nan
-        out &= ~no_recs
-        skipped["no_recommendations"] = int(no_recs.sum())
-    else:
-        zero["no_recommendations"] = int(no_recs.sum())
-    counts = {
-        "users": len(p.user_ids),
-        "users_in_truth": int(p.in_truth.sum()),
-        "users_with_recommendations": int(p.has_recs.sum()),
-        "users_evaluated": int(out.sum()),
-        "users_skipped": skipped,
-        "users_scored_zero": zero,
-    }
-    return out, counts
 
 
 def score(

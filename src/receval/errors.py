@@ -7,6 +7,7 @@ user, item, what was expected and what was found).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["InputError", "MetricError", "PolicyError", "ReceValError", "plain"]
@@ -49,8 +50,10 @@ class InputError(ReceValError):
         user: Any = None,
         item: Any = None,
         column: str | None = None,
+        other_row: int | None = None,
     ) -> None:
         self.reason = message
+        self.other_row = other_row
         self.source = source
         self.row = row
         self.line = line
@@ -71,7 +74,24 @@ class InputError(ReceValError):
             where.append(f"user {self.user!r}")
         if self.item is not None:
             where.append(f"item {self.item!r}")
-        return (", ".join(where) + ": " if where else "") + self.reason
+        reason = self.reason
+        if "{rows}" in reason:
+            rows = sorted(r for r in (self.row, self.other_row) if r is not None)
+            reason = reason.replace("{rows}", "rows " + " and ".join(map(str, rows)))
+        return (", ".join(where) + ": " if where else "") + reason
+
+    def remap(self, row_of: Callable[[int], int]) -> InputError:
+        """The same error with its rows mapped (a chunk's rows to its table's)."""
+        return InputError(
+            self.reason,
+            source=self.source,
+            line=self.line,
+            user=self.user,
+            item=self.item,
+            column=self.column,
+            row=None if self.row is None else int(row_of(self.row)),
+            other_row=None if self.other_row is None else int(row_of(self.other_row)),
+        )
 
     def located(self, *, source: str | None = None, line_offset: int | None = None) -> InputError:
         """Return a copy naming a file (and turning a row into a line number)."""
@@ -86,4 +106,5 @@ class InputError(ReceValError):
             user=self.user,
             item=self.item,
             column=self.column,
+            other_row=self.other_row,
         )

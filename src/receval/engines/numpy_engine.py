@@ -154,8 +154,13 @@ def prepare(
     threshold: float = 1.0,
     duplicates: str = "error",
     need_ties: bool = False,
+    max_grade: float | None = None,
 ) -> Prepared:
-    """Encode, order, de-duplicate and join recommendations and truth."""
+    """Encode, order, de-duplicate and join recommendations and truth.
+
+    ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
+    the part of a larger truth that belongs to one chunk of users).
+    """
     notes: list[str] = []
     counts: dict[str, Any] = {
         "recommendation_rows": recs.rows,
@@ -179,9 +184,10 @@ def prepare(
     def located(message: str, j: int, k: int) -> InputError:
         a, b = sorted((row(j), row(k)))
         return InputError(
-            f"{message} (rows {a} and {b})",
+            message,
             source=recs.source,
             row=b,
+            other_row=a,
             user=users[0][b],
             item=items[0][b],
         )
@@ -195,7 +201,9 @@ def prepare(
             same = (ru[1:] == ru[:-1]) & (r_sorted[1:] == r_sorted[:-1])
             if same.any():
                 j = int(np.flatnonzero(same)[0])
-                raise located(f"rank {r_sorted[j]} appears twice in this user's list", j, j + 1)
+                raise located(
+                    f"rank {r_sorted[j]} appears twice in this user's list ({{rows}})", j, j + 1
+                )
 
     # --- duplicates in a list: one stable sort of (user, item) keys ----------
     key = ru * n_items + ri
@@ -208,7 +216,7 @@ def prepare(
             j = int(dup_rows.min())
             first = int(korder[np.searchsorted(skey, key[j])])
             raise located(
-                "the item appears twice in this user's list; "
+                "the item appears twice in this user's list ({rows}); "
                 "pass duplicates='keep' to keep the first occurrence",
                 first,
                 j,
@@ -233,10 +241,11 @@ def prepare(
             j = int(np.flatnonzero(tdup)[0])
             a, b = sorted((int(torder[j]), int(torder[j + 1])))
             raise InputError(
-                f"this (user, item) pair appears twice in the truth (rows {a} and {b}); "
+                "this (user, item) pair appears twice in the truth ({rows}); "
                 "pass duplicates='keep' to keep the largest grade",
                 source=truth.source,
                 row=b,
+                other_row=a,
                 user=users[2][b],
                 item=items[1][b],
             )
@@ -296,12 +305,16 @@ def prepare(
         rec_offsets=rec_offsets,
         ideal_grades=ig,
         ideal_offsets=ideal_offsets,
-        max_grade=float(grades.max()) if len(grades) else 1.0,
+        max_grade=max_grade if max_grade is not None else _max_grade(grades),
         tie_start=tie_start,
         tie_end=tie_end,
         counts=counts,
         notes=notes,
     )
+
+
+def _max_grade(grades: np.ndarray) -> float:
+    return float(grades.max()) if len(grades) else 1.0
 
 
 def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:

@@ -8,7 +8,8 @@ naming the table, the 0-based row, the user and the item.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,10 @@ import pyarrow as pa
 
 from ..errors import InputError
 
-__all__ = ["Columns", "RecsData", "TruthData", "read_recs", "read_truth"]
+__all__ = ["Columns", "RecsData", "TruthData", "iter_recs", "read_recs", "read_truth"]
+
+#: Recommendation rows per chunk when a large table is grouped by user.
+CHUNK_ROWS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,53 @@ def read_recs(obj: Any, cols: Columns = Columns(), source: str = "recommendation
             source=source,
         )
     return RecsData(users, items, score, rank, rows=table.num_rows, source=source)
+
+
+def _user_boundaries(column: pa.ChunkedArray, chunk_rows: int) -> list[int] | None:
+    """Row offsets splitting a table into chunks of complete users, or None when
+    the rows of some user are not contiguous."""
+    import pyarrow.compute as pc
+
+    n = len(column)
+    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+    starts = np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1
+    if len(starts) + 1 != pc.count_distinct(column).as_py():
+        return None
+    bounds = [0]
+    for target in range(chunk_rows, n, chunk_rows):
+        i = int(np.searchsorted(starts, target))
+        if i < len(starts) and starts[i] > bounds[-1]:
+            bounds.append(int(starts[i]))
+    bounds.append(n)
+    return list(dict.fromkeys(bounds))
+
+
+def iter_recs(
+    obj: Any, cols: Columns = Columns(), chunk_rows: int | None = None
+) -> Iterator[tuple[RecsData, int]]:
+    """Recommendations as chunks of complete users, each with the row of the
+    table it starts at. A large table whose users' rows are contiguous is cut
+    into chunks of about ``chunk_rows`` rows; anything else is one chunk."""
+    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+    if isinstance(obj, Mapping) or not _is_table(obj):
+        yield read_recs(obj, cols), 0
+        return
+    table = _to_arrow(obj, "recommendations")
+    bounds = None
+    if table.num_rows > chunk_rows and cols.user in table.column_names:
+        user = table.column(cols.user)
+        if not user.null_count:
+            bounds = _user_boundaries(user, chunk_rows)
+    if bounds is None or len(bounds) <= 2:
+        yield read_recs(table, cols), 0
+        return
+    for start, end in itertools.pairwise(bounds):
+        try:
+            chunk = read_recs(table.slice(start, end - start), cols)
+        except InputError as exc:
+            raise exc.remap(lambda r, at=start: r + at) from None
+        chunk.rows = end - start
+        yield chunk, start
 
 
 def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsData:

@@ -1,0 +1,268 @@
+"""Evaluation by chunks of complete users.
+
+Recommendations arrive as one or more chunks (:class:`RecsData`), each holding
+*every* row of the users it contains. Each chunk is evaluated with the part of
+the truth that belongs to its users; users of the truth that no chunk holds are
+evaluated last, with empty lists. Per-user values are then put in the sorted
+order of user ids, so they — and the means computed from them — are
+bit-for-bit the same whatever the chunking: peak memory is bounded by one
+chunk's working set, not by the size of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, PolicyError, plain
+from ..io.tables import RecsData, TruthData
+from ..spec import MetricSpec
+from . import numpy_engine
+from .numpy_engine import Prepared, _encode, _offsets
+
+__all__ = ["Outcome", "run"]
+
+
+@dataclass
+class Outcome:
+    """Per-user values of every metric, in sorted user order, with the counts."""
+
+    user_ids: np.ndarray
+    values: np.ndarray  # (n_metrics, n_users)
+    evaluated: np.ndarray  # (n_users,) bool: included in the means
+    counts: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _as_str(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.astype(str)
+    return out
+
+
+class _TruthIndex:
+    """The truth grouped by user, to hand each chunk the rows of its users."""
+
+    def __init__(self, truth: TruthData) -> None:
+        self.truth = truth
+        (codes, _), self.uniq = _encode([truth.users, truth.empty_users])
+        self.order = np.argsort(codes, kind="stable")
+        self.offsets = _offsets(codes, len(self.uniq))
+        self.seen = np.zeros(len(self.uniq), dtype=bool)
+
+    def _codes(self, users: np.ndarray) -> np.ndarray:
+        if self.uniq.dtype == object or users.dtype == object:
+            import pandas as pd
+
+            return np.asarray(pd.Index(self.uniq).get_indexer(users), dtype=np.int64)
+        pos = np.searchsorted(self.uniq, users)
+        pos[pos == len(self.uniq)] = 0
+        ok = self.uniq[pos] == users if len(self.uniq) else np.zeros(len(users), dtype=bool)
+        return np.where(ok, pos, -1)
+
+    def _take(self, codes: np.ndarray) -> tuple[TruthData, np.ndarray]:
+        self.seen[codes] = True
+        starts, ends = self.offsets[codes], self.offsets[codes + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        rows = self.order[shift + np.arange(total)] if total else np.empty(0, dtype=np.int64)
+        t = self.truth
+        sub = TruthData(
+            users=t.users[rows],
+            items=t.items[rows],
+            grades=t.grades[rows],
+            rows=total,
+            graded=t.graded,
+            source=t.source,
+            empty_users=self.uniq[codes[lengths == 0]],
+        )
+        return sub, rows
+
+    def subset(self, users: np.ndarray) -> tuple[TruthData, np.ndarray]:
+        """The truth of these (distinct) users, and the original row of each of its rows."""
+        codes = self._codes(users)
+        return self._take(codes[codes >= 0])
+
+    def rest(self) -> tuple[TruthData, np.ndarray]:
+        """The truth of the users no chunk held."""
+        return self._take(np.flatnonzero(~self.seen))
+
+
+def _apply_policies(
+    p: Prepared, values: np.ndarray, empty_truth: str, missing_recs: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Set values of users without relevant items / without lists by policy; count them."""
+    no_rel = p.n_relevant == 0
+    groups = {
+        "no_truth": no_rel & ~p.in_truth,
+        "no_relevant_items": no_rel & p.in_truth,
+    }
+    no_recs = ~no_rel & ~p.has_recs
+    skipped = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
+    zero = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
+    out = np.ones(len(p.user_ids), dtype=bool)
+
+    def fail(mask: np.ndarray, what: str, option: str) -> None:
+        user = plain(p.user_ids[np.flatnonzero(mask)[0]])
+        raise PolicyError(f"user {user!r} {what} ({option}='error')")
+
+    if missing_recs == "error" and no_recs.any():
+        fail(no_recs, "has relevant items but no recommendations", "missing_recs")
+    if empty_truth == "error":
+        for why, mask in groups.items():
+            if mask.any():
+                what = (
+                    "has recommendations but no truth"
+                    if why == "no_truth"
+                    else "has no relevant item in the truth"
+                )
+                fail(mask, what, "empty_truth")
+    for why, mask in groups.items():
+        if empty_truth == "skip":
+            values[:, mask] = np.nan
+            out &= ~mask
+            skipped[why] = int(mask.sum())
+        else:
+            values[:, mask] = 0.0
+            zero[why] = int(mask.sum())
+    if missing_recs == "skip":
+        values[:, no_recs] = np.nan
+        out &= ~no_recs
+        skipped["no_recommendations"] = int(no_recs.sum())
+    else:
+        zero["no_recommendations"] = int(no_recs.sum())
+    counts = {
+        "users": len(p.user_ids),
+        "users_in_truth": int(p.in_truth.sum()),
+        "users_with_recommendations": int(p.has_recs.sum()),
+        "users_evaluated": int(out.sum()),
+        "users_skipped": skipped,
+        "users_scored_zero": zero,
+    }
+    return out, counts
+
+
+def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
+    for key, value in part.items():
+        if isinstance(value, dict):
+            _add_counts(total.setdefault(key, {}), value)
+        else:
+            total[key] = total.get(key, 0) + value
+
+
+def _empty_recs(like: RecsData) -> RecsData:
+    return RecsData(
+        users=like.users[:0],
+        items=like.items[:0],
+        score=None if like.score is None else like.score[:0],
+        rank=None if like.rank is None else like.rank[:0],
+        rows=0,
+        source=like.source,
+    )
+
+
+def _distinct(users: np.ndarray) -> np.ndarray:
+    if users.dtype == object:
+        return np.asarray(list(dict.fromkeys(users.tolist())), dtype=object)
+    return np.unique(users)
+
+
+def run(
+    chunks: Iterable[tuple[RecsData, int]],
+    truth: TruthData,
+    specs: Sequence[MetricSpec],
+    *,
+    threshold: float,
+    empty_truth: str,
+    missing_recs: str,
+    duplicates: str,
+) -> Outcome:
+    """Evaluate every chunk (a :class:`RecsData` and the table row of its first
+    row), then the users of the truth no chunk held; merge in user order."""
+    notes: list[str] = []
+    counts: dict[str, Any] = {}
+    need_ties = any(s.definition.needs_ties for s in specs)
+    max_grade = numpy_engine._max_grade(truth.grades)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    iterator: Iterator[tuple[RecsData, int]] = iter(chunks)
+    first = next(iterator, None)
+    if first is None:  # pragma: no cover - callers always give one chunk
+        raise ValueError("no recommendations chunk")
+    template = first[0]
+
+    def kind(a: np.ndarray) -> str:
+        return "str" if a.dtype == object else "number"
+
+    str_users = kind(template.users) != kind(truth.users) and len(truth.users) > 0
+    str_items = kind(template.items) != kind(truth.items) and len(truth.items) > 0
+    if str_users and len(template.users):
+        notes.append(
+            "user ids are numbers on one side and strings on the other: matched as strings"
+        )
+    if str_items and len(template.items):
+        notes.append(
+            "item ids are numbers on one side and strings on the other: matched as strings"
+        )
+    if str_users:
+        truth.users = _as_str(truth.users)
+        truth.empty_users = _as_str(truth.empty_users)
+    if str_items:
+        truth.items = _as_str(truth.items)
+    index = _TruthIndex(truth)
+
+    def evaluate_chunk(recs: RecsData, offset: int, sub: TruthData, rows: np.ndarray) -> None:
+        if str_users:
+            recs.users, recs.empty_users = _as_str(recs.users), _as_str(recs.empty_users)
+        if str_items:
+            recs.items = _as_str(recs.items)
+        try:
+            p = numpy_engine.prepare(
+                recs,
+                sub,
+                threshold=threshold,
+                duplicates=duplicates,
+                need_ties=need_ties,
+                max_grade=max_grade,
+            )
+        except InputError as exc:
+            if exc.row is None:
+                raise
+            if exc.source == sub.source:
+                raise exc.remap(lambda r: rows[r]) from None
+            raise exc.remap(lambda r: r + offset) from None
+        for note in p.notes:
+            if note not in notes:
+                notes.append(note)
+        values = numpy_engine.compute(p, specs)
+        evaluated, policy_counts = _apply_policies(p, values, empty_truth, missing_recs)
+        _add_counts(counts, p.counts)
+        _add_counts(counts, policy_counts)
+        parts.append((p.user_ids, values, evaluated))
+
+    def chunk_users(recs: RecsData) -> np.ndarray:
+        users = recs.users if not str_users else _as_str(recs.users)
+        empty = recs.empty_users if not str_users else _as_str(recs.empty_users)
+        return _distinct(np.concatenate([users, empty]) if len(empty) else users)
+
+    for recs, offset in [first, *iterator]:
+        sub, rows = index.subset(chunk_users(recs))
+        evaluate_chunk(recs, offset, sub, rows)
+    sub, rows = index.rest()
+    if sub.rows or len(sub.empty_users) or not parts:
+        evaluate_chunk(_empty_recs(template), 0, sub, rows)
+
+    if len(parts) == 1:
+        user_ids, values, evaluated = parts[0]
+    else:
+        user_ids = np.concatenate([u for u, _, _ in parts])
+        order = np.argsort(user_ids, kind="stable")
+        user_ids = user_ids[order]
+        values = np.concatenate([v for _, v, _ in parts], axis=1)[:, order]
+        evaluated = np.concatenate([e for _, _, e in parts])[order]
+    return Outcome(user_ids, values, evaluated, counts, notes)
