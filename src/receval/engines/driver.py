@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..errors import InputError, PolicyError, plain
 from ..io.tables import RecsData, TruthData
 from ..spec import MetricSpec
 from . import numpy_engine
-from .numpy_engine import Prepared, _encode, _offsets
+from .numpy_engine import Prepared, _encode, _offsets, _runs
 
 __all__ = ["Outcome", "run"]
 
@@ -57,8 +58,6 @@ class _TruthIndex:
 
     def _codes(self, users: np.ndarray) -> np.ndarray:
         if self.uniq.dtype == object or users.dtype == object:
-            import pandas as pd
-
             return np.asarray(pd.Index(self.uniq).get_indexer(users), dtype=np.int64)
         pos = np.searchsorted(self.uniq, users)
         pos[pos == len(self.uniq)] = 0
@@ -168,9 +167,8 @@ def _empty_recs(like: RecsData) -> RecsData:
 
 
 def _distinct(users: np.ndarray) -> np.ndarray:
-    if users.dtype == object:
-        return np.asarray(list(dict.fromkeys(users.tolist())), dtype=object)
-    return np.unique(users)
+    runs = None if users.dtype == object else _runs(users)
+    return runs[0] if runs is not None else np.asarray(pd.unique(users))
 
 
 def run(

@@ -345,7 +345,11 @@ def _fill(
     u = user[r0:r1] - u0
     p = pos[r0:r1] if pos is not None else np.arange(r0, r1) - offsets[user[r0:r1]]
     keep = p < width
-    out[u[keep], p[keep]] = values[r0:r1][keep]
+    flat = out.reshape(-1)
+    if keep.all():
+        flat[u * width + p] = values[r0:r1]
+    else:
+        flat[u[keep] * width + p[keep]] = values[r0:r1][keep]
     return out
 
 
