@@ -77,7 +77,14 @@ class ParamDef:
 
 @dataclass(frozen=True)
 class MetricDef:
-    """The one declaration of a metric."""
+    """The one declaration of a metric.
+
+    ``kind`` says how its kernel is called: ``ranking`` (per user, from a
+    :class:`~receval.kernels.batch.Batch`, averaged over users), ``aggregate``
+    (one value from combinable statistics of all lists) or ``rating`` (from
+    actual and predicted ratings). ``needs`` names the extra inputs it requires
+    (``train``, ``item_features``, ``catalog``).
+    """
 
     name: str
     description: str
@@ -91,6 +98,8 @@ class MetricDef:
     needs_ties: bool = False
     undefined: str = "users without relevant items (empty_truth policy)"
     notes: str = ""
+    kind: str = "ranking"
+    needs: tuple[str, ...] = ()
     param_map: Mapping[str, ParamDef] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
