@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
+from .context import build_context
 from .engines import driver
 from .errors import ReceValError
 from .io.tables import Columns, iter_recs, read_truth
@@ -43,6 +44,10 @@ def evaluate(
     score_col: str = "score",
     rank_col: str = "rank",
     relevance_col: str = "relevance",
+    train: Any = None,
+    catalog: Iterable[Any] | None = None,
+    item_features: Any = None,
+    popular: Iterable[Any] | None = None,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -64,6 +69,15 @@ def evaluate(
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth.
         user_col, item_col, score_col, rank_col, relevance_col: column names.
+        train: the training interactions (a table with user and item columns,
+            or a mapping user -> items): item popularity (distinct users per
+            item) and, without ``catalog``, the catalog. Needed by novelty,
+            arp, long_tail, and by serendipity without ``popular``.
+        catalog: the item universe of coverage, prediction_coverage and gini.
+        item_features: for ild: a DataFrame (index = item, numeric columns),
+            a mapping item -> vector, or a mapping item -> set of categories.
+        popular: the items serendipity treats as popular (default: the top
+            10% of catalog items by training popularity).
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -84,7 +98,20 @@ def evaluate(
     if not math.isfinite(threshold):
         raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
     specs = parse_metrics(metrics)
+    given = {
+        "train": train is not None,
+        "catalog": catalog is not None or train is not None,
+        "item_features": item_features is not None,
+        "popular": popular is not None or train is not None,
+    }
+    check_inputs(specs, given)
     cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+    items = None
+    if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
+        items = build_context(
+            train=train, catalog=catalog, item_features=item_features, popular=popular,
+            cols=Columns(user_col, item_col),
+        )
     tr = read_truth(truth, cols)
     out = driver.run(
         iter_recs(recommendations, cols),
@@ -94,19 +121,21 @@ def evaluate(
         empty_truth=empty_truth,
         missing_recs=missing_recs,
         duplicates=duplicates,
+        items=items,
     )
     values, evaluated, counts = out.values, out.evaluated, out.counts
 
-    names = [str(s) for s in specs]
-    summary: dict[str, float] = {}
+    names = [str(s) for s in specs if s.definition.kind != "aggregate"]
+    means: dict[str, float] = {}
     undefined: dict[str, int] = {}
     for j, name in enumerate(names):
         v = values[j, evaluated]
         ok = ~np.isnan(v)
-        summary[name] = float(np.sum(v[ok]) / ok.sum()) if ok.any() else math.nan
+        means[name] = float(np.sum(v[ok]) / ok.sum()) if ok.any() else math.nan
         if (~ok).any():
             undefined[name] = int((~ok).sum())
     counts["undefined"] = undefined
+    summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
@@ -118,6 +147,10 @@ def evaluate(
         "ties": "score descending, then item id ascending",
         "engine": "numpy",
     }
+    if items is not None:
+        parameters["catalog"] = items.catalog_source or None
+        parameters["catalog_size"] = int(items.in_catalog.sum())
+        parameters["training_users"] = items.n_train_users
     return Result(
         summary=summary,
         per_user=per_user,
@@ -127,6 +160,24 @@ def evaluate(
         notes=out.notes,
         version=__version__,
     )
+
+
+_PROVIDERS = {
+    "train": "train= (CLI: --train)",
+    "catalog": "catalog= or train= (CLI: --catalog or --train)",
+    "item_features": "item_features= (CLI: --item-features)",
+    "popular": "popular= or train= (CLI: --popular or --train)",
+}
+
+
+def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None:
+    """Fail before any work when a metric needs an input that was not given."""
+    for s in specs:
+        for need in s.definition.needs:
+            if not given.get(need, False):
+                raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")
+        if s.name == "personalization" and s.k is None:
+            raise ReceValError(f"{s} needs a cut-off, e.g. personalization@10")
 
 
 def score(

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .kernels import beyond as B
 from .kernels import ranking as K
 from .kernels.batch import Batch
 
@@ -276,6 +277,138 @@ _DEFS: tuple[MetricDef, ...] = (
         needs_ties=True,
         undefined="users without relevant items (empty_truth policy), and lists without both "
         "a relevant and a non-relevant item (NaN)",
+    ),
+)
+
+_EMPTY_LIST = (
+    "users without relevant items (empty_truth policy), and empty lists (NaN)"
+)
+_AGGREGATE = "one value over the top-k lists of the users evaluated; no per-user value"
+
+_DEFS += (
+    MetricDef(
+        name="novelty",
+        description="how unknown the recommended items are: self-information of popularity",
+        formula="mean over the top-k items of −log2(pop(i) / |training users|)",
+        kernel=B.novelty,
+        bounds=(0.0, math.inf),
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+        notes="pop(i) = distinct training users with item i; items never seen in training: 1.",
+    ),
+    MetricDef(
+        name="arp",
+        aliases=("average_recommendation_popularity", "avg_pop"),
+        description="average popularity of the recommended items",
+        formula="mean over the top-k items of pop(i)",
+        kernel=B.arp,
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+    ),
+    MetricDef(
+        name="long_tail",
+        aliases=("long_tail_share", "tail"),
+        description="share of recommended items outside the short head of popular items",
+        formula="share of the top-k items not among the most popular training items that "
+        "together hold `head` (80%) of the training interactions",
+        kernel=B.long_tail,
+        params=(
+            ParamDef("head", float, 0.8, "share of training interactions held by the short head",
+                     check=lambda x: 0 < x <= 1, check_text="a number in (0, 1]"),
+        ),
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+        notes="Interactions are counted as distinct (user, item) pairs of the training data; "
+        "ties in popularity at the head's edge are broken by item id.",
+    ),
+    MetricDef(
+        name="serendipity",
+        description="relevant recommendations that are not popular, per list slot",
+        formula="|top-k ∩ (relevant \\ popular)| / k",
+        kernel=B.serendipity,
+        params=(
+            ParamDef("top", float, 0.1,
+                     "share of catalog items that count as popular when no popular set is given",
+                     check=lambda x: 0 <= x <= 1, check_text="a number in [0, 1]"),
+        ),
+        needs=("popular",),
+        notes="popular = the items given with popular=, else the top `top` share of catalog "
+        "items by training popularity (ties by item id).",
+    ),
+    MetricDef(
+        name="ild",
+        aliases=("intra_list_diversity", "diversity"),
+        description="intra-list diversity: how different the recommended items are",
+        formula="1 − mean over pairs of top-k items of sim(i, j); cosine of feature vectors, "
+        "or Jaccard of category sets",
+        kernel=B.ild,
+        bounds=(0.0, 2.0),
+        needs=("item_features",),
+        undefined="users without relevant items (empty_truth policy), and lists with fewer "
+        "than 2 items with features (NaN)",
+        notes="Items without features are left out of the pairs.",
+    ),
+    MetricDef(
+        name="user_coverage",
+        description="share of users whose list has at least k items",
+        formula="1 if n ≥ min_items (default k; 1 without k) else 0, averaged over users",
+        kernel=B.user_coverage,
+        params=(
+            ParamDef("min_items", int, None, "list length required (default: k)",
+                     check=lambda x: x >= 1, check_text="an integer ≥ 1"),
+        ),
+    ),
+    MetricDef(
+        name="coverage",
+        aliases=("catalog_coverage", "item_coverage"),
+        description="share of the catalog recommended to at least one user",
+        formula="|{catalog items in at least one top-k list}| / |catalog|",
+        kernel=B.coverage,
+        kind="aggregate",
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="prediction_coverage",
+        description="share of (user, catalog item) pairs that were recommended",
+        formula="Σ_u |top-k list of u ∩ catalog| / (users × |catalog|)",
+        kernel=B.prediction_coverage,
+        kind="aggregate",
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="gini",
+        aliases=("gini_index",),
+        description="inequality of exposure across catalog items (0 equal, → 1 concentrated)",
+        formula="Σ_i (2i − n − 1) x_(i) / (n Σ x), x = list counts of the n catalog items "
+        "sorted ascending (never shown: 0)",
+        kernel=B.gini,
+        kind="aggregate",
+        higher_is_better=False,
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="entropy",
+        aliases=("shannon_entropy",),
+        description="Shannon entropy (bits) of how exposure spreads over recommended items",
+        formula="−Σ_i p_i log2 p_i, p_i = share of all top-k slots holding item i",
+        kernel=B.entropy,
+        kind="aggregate",
+        bounds=(0.0, math.inf),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="personalization",
+        description="how different users' lists are from each other",
+        formula="1 − mean over pairs of users of |L_u ∩ L_v| / k, from item counts c_i: "
+        "Σ_pairs |L_u ∩ L_v| = Σ_i c_i (c_i − 1) / 2",
+        kernel=B.personalization,
+        kind="aggregate",
+        undefined=_AGGREGATE + "; NaN with fewer than 2 users; needs a cut-off @k",
     ),
 )
 

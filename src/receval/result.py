@@ -33,10 +33,12 @@ class Result:
 
     Attributes:
         summary: canonical metric name → mean over the users evaluated
-            (NaN values of undefined users left out).
+            (NaN values of undefined users left out); for aggregate metrics
+            (coverage, gini, ...) their one value over the evaluated users' lists.
         per_user: one row per user (every user of the truth and every user
-            with recommendations, sorted by id), one column per metric; NaN
-            where the value is undefined or the user was skipped.
+            with recommendations, sorted by id), one column per per-user
+            metric (aggregates have none); NaN where the value is undefined or
+            the user was skipped.
         counts: rows read, users evaluated, users skipped or scored 0 and why,
             users with an undefined value per metric.
         parameters: the options that produced the numbers.
@@ -63,11 +65,12 @@ class Result:
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: its mean and the number of users it averages."""
         evaluated = self.per_user.notna().sum()
+        users = [
+            int(evaluated[str(m)]) if str(m) in evaluated else int(self.counts["users_evaluated"])
+            for m in self.metrics
+        ]
         return pd.DataFrame(
-            {
-                "mean": [self.summary[str(m)] for m in self.metrics],
-                "users": [int(evaluated[str(m)]) for m in self.metrics],
-            },
+            {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
             index=pd.Index([str(m) for m in self.metrics], name="metric"),
         )
 

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..context import ItemContext
 from ..errors import InputError, PolicyError, plain
 from ..io.tables import RecsData, TruthData
+from ..kernels.beyond import Exposure
 from ..spec import MetricSpec
 from . import numpy_engine
 from .numpy_engine import Prepared, _encode, _offsets, _runs
@@ -29,13 +31,45 @@ __all__ = ["Outcome", "run"]
 
 @dataclass
 class Outcome:
-    """Per-user values of every metric, in sorted user order, with the counts."""
+    """Per-user values of every per-user metric, in sorted user order, the
+    values of aggregate metrics, and the counts."""
 
     user_ids: np.ndarray
-    values: np.ndarray  # (n_metrics, n_users)
+    values: np.ndarray  # (n per-user metrics, n_users)
     evaluated: np.ndarray  # (n_users,) bool: included in the means
     counts: dict[str, Any]
+    aggregates: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+class _ExposureCounter:
+    """Map → combine for aggregate metrics: item counts in the top-k lists of
+    the users evaluated, per cut-off, summed over chunks."""
+
+    def __init__(self, ks: set[int | None]) -> None:
+        self.parts: dict[int | None, list[pd.Series]] = {k: [] for k in ks}
+        self.users = 0
+
+    def add(self, p: Prepared, evaluated: np.ndarray) -> None:
+        self.users += int(evaluated.sum())
+        if p.rec_item_ids is None:
+            return
+        counted = evaluated[p.rec_user]
+        for k, parts in self.parts.items():
+            rows = counted if k is None else counted & (p.rec_pos < k)
+            parts.append(pd.Series(p.rec_item_ids[rows]).value_counts(sort=False))
+
+    def exposure(self, k: int | None, items: ItemContext | None) -> Exposure:
+        parts = [s for s in self.parts[k] if len(s)]
+        total = pd.concat(parts).groupby(level=0, sort=True).sum() if parts else pd.Series()
+        ids = np.asarray(total.index)
+        counts = total.to_numpy(dtype=np.int64)
+        if items is None:
+            in_catalog, n_catalog = np.zeros(len(ids), dtype=bool), 0
+        else:
+            in_catalog = items.in_catalog[items.index_of(ids)]
+            n_catalog = int(items.in_catalog.sum())
+        return Exposure(counts, in_catalog, n_catalog, self.users, k)
 
 
 def _as_str(a: np.ndarray) -> np.ndarray:
@@ -180,11 +214,15 @@ def run(
     empty_truth: str,
     missing_recs: str,
     duplicates: str,
+    items: ItemContext | None = None,
 ) -> Outcome:
     """Evaluate every chunk (a :class:`RecsData` and the table row of its first
     row), then the users of the truth no chunk held; merge in user order."""
     notes: list[str] = []
     counts: dict[str, Any] = {}
+    aggregate = [s for s in specs if s.definition.kind == "aggregate"]
+    specs = [s for s in specs if s.definition.kind != "aggregate"]
+    exposure = _ExposureCounter({s.k for s in aggregate})
     need_ties = any(s.definition.needs_ties for s in specs)
     max_grade = numpy_engine._max_grade(truth.grades)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -237,8 +275,12 @@ def run(
         for note in p.notes:
             if note not in notes:
                 notes.append(note)
-        values = numpy_engine.compute(p, specs)
+        if items is not None and p.rec_item_ids is not None:
+            p.rec_context = items.index_of(p.rec_item_ids)
+        values = numpy_engine.compute(p, specs, items)
         evaluated, policy_counts = _apply_policies(p, values, empty_truth, missing_recs)
+        if aggregate:
+            exposure.add(p, evaluated)
         _add_counts(counts, p.counts)
         _add_counts(counts, policy_counts)
         parts.append((p.user_ids, values, evaluated))
@@ -263,4 +305,12 @@ def run(
         user_ids = user_ids[order]
         values = np.concatenate([v for _, v, _ in parts], axis=1)[:, order]
         evaluated = np.concatenate([e for _, _, e in parts])[order]
-    return Outcome(user_ids, values, evaluated, counts, notes)
+    aggregates: dict[str, float] = {}
+    for s in aggregate:
+        e = exposure.exposure(s.k, items)
+        aggregates[str(s)] = float(s.definition.kernel(e, **dict(s.params)))
+    if aggregate and items is not None and items.catalog_source:
+        largest = max(aggregate, key=lambda s: np.inf if s.k is None else s.k).k
+        e = exposure.exposure(largest, items)
+        counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
+    return Outcome(user_ids, values, evaluated, counts, aggregates, notes)

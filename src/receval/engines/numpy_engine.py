@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..context import ItemContext
 from ..errors import InputError, MetricError
 from ..io.tables import RecsData, TruthData
 from ..kernels.batch import Batch
@@ -48,8 +49,10 @@ class Prepared:
     ideal_grades: np.ndarray
     ideal_offsets: np.ndarray
     max_grade: float
+    rec_item_ids: np.ndarray | None = None
     tie_start: np.ndarray | None = None
     tie_end: np.ndarray | None = None
+    rec_context: np.ndarray | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -193,6 +196,7 @@ def prepare(
         )
 
     score = recs.score
+    source_rows = order
     if order is not None:
         ru, ri = ru[order], ri[order]
         score = None if score is None else score[order]
@@ -223,6 +227,7 @@ def prepare(
             )
         keep = np.ones(len(key), dtype=bool)
         keep[dup_rows] = False
+        source_rows = (np.arange(len(key)) if source_rows is None else source_rows)[keep]
         new_index = np.cumsum(keep) - 1
         korder = new_index[korder[np.concatenate(([True], ~later))]]
         skey = key[keep][korder]
@@ -293,8 +298,10 @@ def prepare(
     in_truth = np.zeros(n_users, dtype=bool)
     in_truth[tu] = True
     in_truth[teu] = True
+    rec_items = items[0] if source_rows is None else items[0][source_rows]
     return Prepared(
         user_ids=user_ids,
+        rec_item_ids=rec_items,
         n=np.diff(rec_offsets),
         has_recs=has_recs,
         in_truth=in_truth,
@@ -336,10 +343,11 @@ def _fill(
     user: np.ndarray,
     pos: np.ndarray | None = None,
     dtype: Any = np.float64,
+    pad: Any = 0,
 ) -> np.ndarray:
     """A ``(u1 - u0, width)`` matrix of the values of users u0..u1-1 by position."""
     r0, r1 = offsets[u0], offsets[u1]
-    out = np.zeros((u1 - u0, width), dtype=dtype)
+    out = np.full((u1 - u0, width), pad, dtype=dtype)
     if r1 == r0:
         return out
     u = user[r0:r1] - u0
@@ -353,7 +361,9 @@ def _fill(
     return out
 
 
-def compute(p: Prepared, specs: Sequence[MetricSpec]) -> np.ndarray:
+def compute(
+    p: Prepared, specs: Sequence[MetricSpec], items: ItemContext | None = None
+) -> np.ndarray:
     """Every metric for every user: a ``(len(specs), U)`` float64 array.
 
     Users are processed in blocks; every spec runs on the same block, so
@@ -382,6 +392,10 @@ def compute(p: Prepared, specs: Sequence[MetricSpec]) -> np.ndarray:
             tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
             tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
             max_grade=p.max_grade,
+            item_index=None
+            if p.rec_context is None or items is None
+            else _fill(values=p.rec_context, dtype=np.int64, pad=items.unknown, **fill),
+            items=items,
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

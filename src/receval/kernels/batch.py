@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..context import ItemContext
 
 __all__ = ["Batch"]
 
@@ -39,6 +42,10 @@ class Batch:
             (rank or mapping input).
         max_grade: the largest grade in the whole truth (not just this block):
             ERR's default normaliser.
+        item_index: ``(m, W)`` int64 or None: the context index of the item at
+            each position (see :class:`~receval.context.ItemContext`); only
+            built for beyond-accuracy metrics.
+        items: the item context those indexes point into, or None.
     """
 
     gains: np.ndarray
@@ -48,6 +55,8 @@ class Batch:
     tie_start: np.ndarray | None = None
     tie_end: np.ndarray | None = None
     max_grade: float = 1.0
+    item_index: np.ndarray | None = None
+    items: ItemContext | None = None
     _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property

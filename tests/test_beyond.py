@@ -1,0 +1,276 @@
+"""Beyond-accuracy metrics (SPEC §6): known values, edge cases, and a slow reference."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import receval
+from receval import ReceValError
+
+# --- known values: tests/data/known_values_beyond.csv ------------------------
+
+DATA = Path(__file__).parent / "data" / "known_values_beyond.csv"
+
+TRAIN = pd.DataFrame(
+    {"user": [1, 1, 2, 2, 3, 3, 3, 4], "item": ["a", "b", "a", "c", "a", "b", "d", "a"]}
+)
+# pop: a 4, b 2, c 1, d 1; 4 training users; 8 distinct (user, item) pairs
+
+CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
+    "spec_coverage": (
+        {1: [1, 3, 5, 7, 9], 2: [2, 4, 6, 8], 3: list(range(11, 18))},
+        {1: [2, 3, 5, 7, 11], 2: [1, 4, 6, 8, 9], 3: list(range(16, 21))},
+        {"catalog": range(1, 21)},
+    ),
+    "spec_serendipity": (
+        {
+            1: [1, 3, 5, 7, 9, 2, 4, 6, 8, 11],
+            2: [2, 4, 6, 8, 1, 3, 5, 7, 9, 12],
+            3: [11, 12, 13, 14, 15, 16, 17, 1, 3, 5],
+        },
+        {
+            1: [2, 3, 5, 7, 11, 13, 15, 17],
+            2: [1, 4, 6, 8, 9, 11, 14, 16],
+            3: [1, 3, 5, 7, 9, 11, 12, 13, 15, 17],
+        },
+        {"popular": range(1, 10)},
+    ),
+    "unseen": ({10: ["a", "zzz"], 11: ["c"]}, {10: ["a"], 11: ["c"]}, {"train": TRAIN}),
+    "tail": ({10: ["a", "d", "c", "e"]}, {10: ["a"]}, {"train": TRAIN}),
+    "dense": (
+        {1: ["a"], 2: ["a", "b"], 3: ["a", "c", "nofeat"]},
+        {1: ["a"], 2: ["a"], 3: ["a"]},
+        {
+            "item_features": pd.DataFrame(
+                {"x": [1.0, 0.0, 1.0], "y": [0.0, 1.0, 1.0]}, index=["a", "b", "c"]
+            )
+        },
+    ),
+    "categories": (
+        {1: ["a", "b", "c"]},
+        {1: ["a"]},
+        {"item_features": {"a": {"x", "y"}, "b": {"y"}, "c": {"z"}}},
+    ),
+    "same_list": (
+        {u: [1, 2, 3] for u in range(5)},
+        {u: [1] for u in range(5)},
+        {"catalog": range(1, 101)},
+    ),
+    "disjoint": (
+        {u: [10 * u + j for j in range(3)] for u in range(4)},
+        {u: [10 * u] for u in range(4)},
+        {"catalog": range(40)},
+    ),
+    "outside_catalog": ({1: [1, 2, 3, 4], 2: [3, 9]}, {1: [1], 2: [3]}, {"catalog": [1, 2, 3]}),
+    "user_coverage": ({1: [1, 2, 3], 2: [1]}, {1: [1], 2: [1], 3: [1]}, {}),
+}
+
+
+def _rows() -> list[dict[str, str]]:
+    with DATA.open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r['case']}-{r['metric']}-{r['user']}")
+def test_known_values(row: dict[str, str]) -> None:
+    lists, truth, kwargs = CASES[row["case"]]
+    res = receval.evaluate(lists, truth, row["metric"], **kwargs)
+    name = str(receval.parse_metric(row["metric"]))
+    if row["user"]:
+        user: Any = int(row["user"]) if row["user"].isdigit() else row["user"]
+        got = res.per_user.loc[user, name]
+    else:
+        got = res.summary[name]
+    expected = float(row["expected"])
+    if math.isnan(expected):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(expected, abs=1e-12), row["why"]
+
+
+def test_known_cases_report_what_they_used() -> None:
+    lists, truth, kw = CASES["spec_coverage"]
+    res = receval.evaluate(lists, truth, ["coverage", "prediction_coverage"], **kw)
+    assert "coverage" not in res.per_user.columns
+    assert res.parameters["catalog"] == "catalog" and res.parameters["catalog_size"] == 20
+    lists, truth, kw = CASES["unseen"]
+    assert receval.evaluate(lists, truth, "arp", **kw).parameters["training_users"] == 4
+    lists, truth, kw = CASES["dense"]
+    assert receval.evaluate(lists, truth, "ild@3", **kw).counts["undefined"] == {"ild@3": 1}
+
+
+def test_catalog_smaller_than_recommended_set_is_counted() -> None:
+    res = receval.evaluate(
+        {1: [1, 2, 3, 4], 2: [3, 9]}, {1: [1], 2: [3]}, ["coverage", "gini"], catalog=[1, 2, 3]
+    )
+    assert res.summary["coverage"] == pytest.approx(1.0)
+    assert res.counts["recommended_items_outside_catalog"] == 2  # items 4 and 9
+
+
+def test_catalog_from_train() -> None:
+    res = receval.evaluate({1: ["a", "q"]}, {1: ["a"]}, "coverage", train=TRAIN)
+    assert res.parameters["catalog"] == "train"
+    assert res.summary["coverage"] == pytest.approx(1 / 4)
+
+
+@pytest.mark.parametrize(
+    ("metric", "words"),
+    [
+        ("novelty@10", "train="),
+        ("arp", "--train"),
+        ("long_tail@5", "train="),
+        ("ild@5", "item_features="),
+        ("coverage", "catalog= or train="),
+        ("gini@10", "catalog="),
+        ("serendipity@10", "popular= or train="),
+        ("personalization", "needs a cut-off"),
+    ],
+)
+def test_missing_inputs_fail_before_any_work(metric: str, words: str) -> None:
+    with pytest.raises(ReceValError) as info:
+        # the recommendations are not even a table: the check comes first
+        receval.evaluate(object(), object(), metric)
+    assert words in str(info.value)
+
+
+# --- a slow reference on random data ---------------------------------------
+
+
+def _ref(
+    lists: dict[int, list[int]],
+    truth: dict[int, set[int]],
+    train: list[tuple[int, int]],
+    catalog: list[int],
+    feats: dict[int, np.ndarray],
+    k: int,
+) -> dict[str, float]:
+    users_of: dict[int, set[int]] = {}
+    for u, i in train:
+        users_of.setdefault(i, set()).add(u)
+    n_train = len({u for u, _ in train})
+
+    def pop(i: int) -> float:
+        return float(len(users_of[i])) if i in users_of else 1.0
+
+    evaluated = [u for u in sorted(set(lists) | set(truth)) if truth.get(u)]
+    tops = {u: lists.get(u, [])[:k] for u in evaluated}
+    out: dict[str, Any] = {}
+
+    def mean(values: list[float]) -> float:
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else math.nan
+
+    out["user_coverage"] = mean([float(len(lists.get(u, [])) >= k) for u in evaluated])
+    out["novelty"] = mean(
+        [
+            sum(-math.log2(pop(i) / n_train) for i in t) / len(t) if t else math.nan
+            for t in tops.values()
+        ]
+    )
+    out["arp"] = mean([sum(pop(i) for i in t) / len(t) if t else math.nan for t in tops.values()])
+    # short head: most popular training items holding 80% of the interactions
+    seen = sorted(users_of, key=lambda i: (-len(users_of[i]), i))
+    total = sum(len(users_of[i]) for i in seen)
+    head: set[int] = set()
+    acc = 0
+    for i in seen:
+        if acc >= 0.8 * total:
+            break
+        head.add(i)
+        acc += len(users_of[i])
+    out["long_tail"] = mean(
+        [sum(i not in head for i in t) / len(t) if t else math.nan for t in tops.values()]
+    )
+    ranked_catalog = sorted(catalog, key=lambda i: (-pop(i), i))
+    popular = set(ranked_catalog[: math.ceil(0.1 * len(catalog))])
+    out["serendipity"] = mean(
+        [len([i for i in t if i in truth[u] and i not in popular]) / k for u, t in tops.items()]
+    )
+
+    def cos(a: np.ndarray, b: np.ndarray) -> float:
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    ilds = []
+    for t in tops.values():
+        with_f = [i for i in t if i in feats and np.linalg.norm(feats[i]) > 0]
+        pairs = list(itertools.combinations(with_f, 2))
+        ilds.append(
+            1 - sum(cos(feats[a], feats[b]) for a, b in pairs) / len(pairs) if pairs else math.nan
+        )
+    out["ild"] = mean(ilds)
+    exposure = Counter(i for t in tops.values() for i in t)
+    cat = set(catalog)
+    out["coverage"] = len([i for i in exposure if i in cat]) / len(cat)
+    shown = sum(c for i, c in exposure.items() if i in cat)
+    out["prediction_coverage"] = shown / (len(evaluated) * len(cat)) if evaluated else math.nan
+    x = [exposure.get(i, 0) for i in cat]
+    mu = sum(x) / len(x)
+    out["gini"] = sum(abs(a - b) for a in x for b in x) / (2 * len(x) ** 2 * mu) if mu else math.nan
+    n_slots = sum(exposure.values())
+    out["entropy"] = (
+        -sum(c / n_slots * math.log2(c / n_slots) for c in exposure.values())
+        if n_slots
+        else math.nan  # nothing shown: no distribution
+    )
+    us = list(tops)
+    pairs = list(itertools.combinations(us, 2))
+    out["personalization"] = (
+        1 - sum(len(set(tops[a]) & set(tops[b])) / k for a, b in pairs) / len(pairs)
+        if pairs
+        else math.nan
+    )
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None:
+    seed = data.draw(st.integers(0, 10**6))
+    rng = np.random.default_rng(seed)
+    n_items = int(rng.integers(5, 30))
+    k = int(data.draw(st.sampled_from([1, 2, 3, 5, 10])))
+    lists = {
+        u: [
+            int(i)
+            for i in rng.choice(n_items, int(rng.integers(0, min(n_items, 12))), replace=False)
+        ]
+        for u in range(int(rng.integers(2, 12)))
+    }
+    truth = {
+        u: {int(i) for i in rng.choice(n_items, int(rng.integers(0, 4)))}
+        for u in range(int(rng.integers(1, 14)))
+    }
+    train = [
+        (int(u), int(i))
+        for u, i in zip(rng.integers(0, 8, 40), rng.integers(0, n_items + 3, 40), strict=True)
+    ]
+    catalog = sorted({int(i) for i in rng.choice(n_items + 5, n_items)})
+    feats = {i: rng.integers(0, 3, 3).astype(float) for i in range(n_items) if rng.random() < 0.8}
+    expected = _ref(lists, truth, train, catalog, feats, k)
+    names = [f"{m}@{k}" for m in expected]
+    frame = pd.DataFrame.from_dict(feats, orient="index")
+    res = receval.evaluate(
+        lists,
+        {u: sorted(t) for u, t in truth.items()},
+        names,
+        train=pd.DataFrame(train, columns=["user", "item"]),
+        catalog=catalog,
+        item_features=frame,
+    )
+    for name, value in expected.items():
+        got = res.summary[f"{name}@{k}"]
+        if math.isnan(value):
+            assert math.isnan(got), name
+        else:
+            assert got == pytest.approx(value, abs=1e-9), name
