@@ -105,6 +105,17 @@ def test_non_string_metric_fails() -> None:
         parse_metrics([10])  # type: ignore[list-item]
 
 
+CANDIDATES = ["0.05", "0.5", "0.8", "0.95", "1", "1.5", "2", "3.0", "10", "true", "false"]
+
+
+def _valid(p: receval.ParamDef, value: str) -> bool:
+    try:
+        p.convert(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _spec_strategy() -> st.SearchStrategy[str]:
     defs = list(receval.metrics().values())
 
@@ -119,10 +130,8 @@ def _spec_strategy() -> st.SearchStrategy[str]:
             if draw(st.booleans()):
                 if p.choices:
                     value = draw(st.sampled_from(p.choices))
-                elif p.name == "p":
-                    value = str(draw(st.sampled_from([0.5, 0.8, 0.95])))
                 else:
-                    value = str(draw(st.sampled_from([1.5, 2, 3.0, 10])))
+                    value = draw(st.sampled_from([v for v in CANDIDATES if _valid(p, v)]))
                 params.append(f"{p.name}={value}")
         text = name + ("" if k is None else f"@{k}")
         if params:
