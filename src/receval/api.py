@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
-from .context import build_context
+from .context import ItemContext, build_context
 from .engines import driver
-from .errors import ReceValError
-from .io.tables import Columns, iter_recs, read_truth
+from .errors import InputError, ReceValError
+from .io.tables import Columns, RecsData, TruthData, iter_recs, read_truth
 from .result import Result
 from .spec import MetricSpec, parse_metrics
 
@@ -88,15 +88,7 @@ def evaluate(
         >>> round(res.summary["precision@3"], 4)
         0.6667
     """
-    empty_truth = _choice("empty_truth", empty_truth, ("skip", "zero", "error"))  # type: ignore[assignment]
-    missing_recs = _choice("missing_recs", missing_recs, ("zero", "skip", "error"))  # type: ignore[assignment]
-    duplicates = _choice("duplicates", duplicates, ("error", "keep"))  # type: ignore[assignment]
-    try:
-        threshold = float(threshold)
-    except (TypeError, ValueError):
-        raise ReceValError(f"threshold must be a number; got {threshold!r}") from None
-    if not math.isfinite(threshold):
-        raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
+    options = _options(threshold, empty_truth, missing_recs, duplicates)
     specs = parse_metrics(metrics)
     given = {
         "train": train is not None,
@@ -109,20 +101,44 @@ def evaluate(
     items = None
     if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
         items = build_context(
-            train=train, catalog=catalog, item_features=item_features, popular=popular,
+            train=train,
+            catalog=catalog,
+            item_features=item_features,
+            popular=popular,
             cols=Columns(user_col, item_col),
         )
     tr = read_truth(truth, cols)
-    out = driver.run(
-        iter_recs(recommendations, cols),
-        tr,
-        specs,
-        threshold=threshold,
-        empty_truth=empty_truth,
-        missing_recs=missing_recs,
-        duplicates=duplicates,
-        items=items,
-    )
+    return run(iter_recs(recommendations, cols), tr, specs, options, items)
+
+
+def _options(
+    threshold: Any, empty_truth: Any, missing_recs: Any, duplicates: Any
+) -> dict[str, Any]:
+    """The evaluation options, validated."""
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise ReceValError(f"threshold must be a number; got {threshold!r}") from None
+    if not math.isfinite(value):
+        raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
+    return {
+        "threshold": value,
+        "empty_truth": _choice("empty_truth", empty_truth, ("skip", "zero", "error")),
+        "missing_recs": _choice("missing_recs", missing_recs, ("zero", "skip", "error")),
+        "duplicates": _choice("duplicates", duplicates, ("error", "keep")),
+    }
+
+
+def run(
+    chunks: Iterable[tuple[RecsData, int]],
+    truth: TruthData,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None = None,
+    ties: str = "score descending, then item id ascending",
+) -> Result:
+    """Evaluate already-read inputs and assemble the :class:`Result`."""
+    out = driver.run(chunks, truth, specs, items=items, **options)
     values, evaluated, counts = out.values, out.evaluated, out.counts
 
     names = [str(s) for s in specs if s.definition.kind != "aggregate"]
@@ -139,14 +155,7 @@ def evaluate(
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
-    parameters = {
-        "threshold": threshold,
-        "empty_truth": empty_truth,
-        "missing_recs": missing_recs,
-        "duplicates": duplicates,
-        "ties": "score descending, then item id ascending",
-        "engine": "numpy",
-    }
+    parameters: dict[str, Any] = {**options, "ties": ties, "engine": "numpy"}
     if items is not None:
         parameters["catalog"] = items.catalog_source or None
         parameters["catalog_size"] = int(items.in_catalog.sum())
@@ -156,7 +165,7 @@ def evaluate(
         per_user=per_user,
         counts=counts,
         parameters=parameters,
-        metrics=specs,
+        metrics=list(specs),
         notes=out.notes,
         version=__version__,
     )
@@ -176,6 +185,10 @@ def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None
         for need in s.definition.needs:
             if not given.get(need, False):
                 raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")
+        if dict(s.params).get("denominator") == "recommended" and not given.get("ratings"):
+            raise ReceValError(
+                f"{s} needs predicted ratings: use receval.evaluate_ratings (explicit feedback)"
+            )
         if s.name == "personalization" and s.k is None:
             raise ReceValError(f"{s} needs a cut-off, e.g. personalization@10")
 
@@ -220,3 +233,135 @@ def score(
         recs = pd.DataFrame({"user": user, "item": list(ranked), "score": list(scores)})
     res = evaluate(recs, truth, specs, threshold=threshold)
     return float(res.per_user.iloc[0, 0])
+
+
+def evaluate_explicit(
+    ratings: Any,
+    metrics: str | MetricSpec | Iterable[str | MetricSpec],
+    *,
+    threshold: float = 1,
+    dropna: bool = False,
+    empty_truth: EmptyTruth = "skip",
+    missing_recs: MissingRecs = "zero",
+    user_col: str = "user",
+    item_col: str = "item",
+    actual_col: str = "actual",
+    predicted_col: str = "predicted",
+) -> Result:
+    """Ranking metrics on explicit feedback (SPEC §4): ratings instead of lists.
+
+    Each user's list is their rated items ordered by predicted rating
+    (descending, ties by item id ascending). An item is relevant when its
+    actual rating is >= ``threshold``, and *recommended* when its predicted
+    rating is; only recommended items count as hits. So
+    ``precision@k[denominator=recommended]`` is |recommended ∩ relevant in the
+    top k| / |recommended in the top k| and ``recall@k`` counts recommended
+    relevant items over all relevant ones; both are NaN when their denominator
+    is 0. Rows with a missing rating are an error, or dropped with
+    ``dropna=True`` and counted (``counts["rating_rows_dropped_missing"]``).
+
+    Example:
+        >>> import pandas as pd
+        >>> r = pd.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3],
+        ...                   "actual": [5, 2, 4], "predicted": [4.5, 4.0, 2.0]})
+        >>> evaluate_explicit(r, "precision@3[denominator=recommended]", threshold=3.5).summary
+        {'precision@3[denominator=recommended]': 0.5}
+    """
+    options = _options(threshold, empty_truth, missing_recs, "error")
+    specs = parse_metrics(metrics)
+    for s in specs:
+        if s.definition.kind != "ranking" or s.definition.needs:
+            raise ReceValError(f"{s} is not a ranking metric of explicit-feedback input")
+    check_inputs(specs, {"ratings": True})
+    recs, truth, dropped = read_ratings(
+        ratings,
+        Columns(user_col, item_col),
+        actual_col,
+        predicted_col,
+        dropna=dropna,
+        threshold=options["threshold"],
+    )
+    res = run(
+        [(recs, 0)],
+        truth,
+        specs,
+        options,
+        ties="predicted rating descending, then item id ascending",
+    )
+    res.counts["rating_rows_dropped_missing"] = dropped
+    return res
+
+
+def read_ratings(
+    ratings: Any,
+    cols: Columns,
+    actual_col: str,
+    predicted_col: str,
+    *,
+    dropna: bool,
+    threshold: float,
+) -> tuple[RecsData, TruthData, int]:
+    """A (user, item, actual, predicted) table as recommendations (ordered by
+    predicted rating, recommended when predicted >= threshold) and truth
+    (graded by the actual rating)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .io.tables import _is_table, _to_arrow, check_grades, ids_to_numpy
+
+    if not _is_table(ratings):
+        raise ReceValError(
+            f"ratings must be a pandas, polars or pyarrow table; got {type(ratings).__name__}"
+        )
+    table: pa.Table = _to_arrow(ratings, "ratings")
+    for name, role in (
+        (cols.user, "user"),
+        (cols.item, "item"),
+        (actual_col, "actual rating"),
+        (predicted_col, "predicted rating"),
+    ):
+        if name not in table.column_names:
+            raise InputError(
+                f"no {role} column {name!r} (columns found: {', '.join(table.column_names)})",
+                source="ratings",
+            )
+    rows = table.num_rows
+    missing = np.zeros(rows, dtype=bool)
+    for name in (actual_col, predicted_col):
+        col = table.column(name).cast(pa.float64())
+        missing |= pc.is_null(col, nan_is_null=True).to_numpy(zero_copy_only=False)
+    dropped = 0
+    if missing.any():
+        if not dropna:
+            i = int(np.flatnonzero(missing)[0])
+            raise InputError(
+                "missing rating (empty or NaN); pass dropna=True to drop such rows",
+                source="ratings",
+                row=i,
+                user=table.column(cols.user)[i].as_py(),
+                item=table.column(cols.item)[i].as_py(),
+            )
+        dropped = int(missing.sum())
+        table = table.filter(pa.array(~missing))
+    kept = np.flatnonzero(~missing)
+    users = ids_to_numpy(table.column(cols.user), "user", "ratings")
+    items = ids_to_numpy(table.column(cols.item), "item", "ratings")
+    actual = table.column(actual_col).cast(pa.float64()).to_numpy()
+    predicted = table.column(predicted_col).cast(pa.float64()).to_numpy()
+    try:
+        check_grades(actual, users, items, "ratings")
+    except InputError as exc:
+        raise exc.remap(lambda r: kept[r]) from None
+    recs = RecsData(
+        users=users,
+        items=items,
+        score=predicted,
+        rank=None,
+        rows=rows,
+        source="ratings",
+        recommended=predicted >= threshold,
+    )
+    truth = TruthData(
+        users=users, items=items, grades=actual, rows=rows, graded=True, source="ratings"
+    )
+    return recs, truth, dropped

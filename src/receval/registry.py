@@ -134,7 +134,12 @@ _DEFS: tuple[MetricDef, ...] = (
         kernel=K.precision,
         params=(
             ParamDef(
-                "denominator", str, "k", "what hits are divided by", choices=("k", "retrieved")
+                "denominator",
+                str,
+                "k",
+                "what hits are divided by: k, min(k, n), or the recommended items of the top k "
+                "(explicit-feedback input)",
+                choices=("k", "retrieved", "recommended"),
             ),
         ),
         notes="A list shorter than k still divides by k (denominator=k).",

@@ -50,6 +50,7 @@ class Prepared:
     ideal_offsets: np.ndarray
     max_grade: float
     rec_item_ids: np.ndarray | None = None
+    rec_recommended: np.ndarray | None = None
     tie_start: np.ndarray | None = None
     tie_end: np.ndarray | None = None
     rec_context: np.ndarray | None = None
@@ -196,10 +197,13 @@ def prepare(
         )
 
     score = recs.score
+    recommended = recs.recommended
     source_rows = order
     if order is not None:
         ru, ri = ru[order], ri[order]
         score = None if score is None else score[order]
+        if recommended is not None:
+            recommended = recommended[order]
         if recs.rank is not None:
             r_sorted = recs.rank[order]
             same = (ru[1:] == ru[:-1]) & (r_sorted[1:] == r_sorted[:-1])
@@ -234,6 +238,8 @@ def prepare(
         ru, ri, key = ru[keep], ri[keep], key[keep]
         if score is not None:
             score = score[keep]
+        if recommended is not None:
+            recommended = recommended[keep]
         counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
 
     # --- the truth: duplicates, then sorted unique keys ---------------------
@@ -268,6 +274,8 @@ def prepare(
         found[found] = skey[pos[found]] == tkey[found]
         rec_grade[korder[pos[found]]] = grades[found]
     relevant = (rec_grade >= threshold) & (rec_grade > 0)
+    if recommended is not None:  # explicit feedback: only recommended items can be hits
+        relevant &= recommended
     rec_gain = np.where(relevant, rec_grade, 0.0)
 
     rec_offsets = _offsets(ru, n_users)
@@ -309,6 +317,7 @@ def prepare(
         rec_user=ru,
         rec_pos=rec_pos,
         rec_gain=rec_gain,
+        rec_recommended=recommended,
         rec_offsets=rec_offsets,
         ideal_grades=ig,
         ideal_offsets=ideal_offsets,
@@ -391,6 +400,9 @@ def compute(
             ideal=_fill(p.ideal_offsets, u0, u1, p.ideal_grades, wi, ideal_user),
             tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
             tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
+            recommended=None
+            if p.rec_recommended is None
+            else _fill(values=p.rec_recommended, dtype=bool, pad=False, **fill),
             max_grade=p.max_grade,
             item_index=None
             if p.rec_context is None or items is None

@@ -38,7 +38,12 @@ class Columns:
 
 @dataclass
 class RecsData:
-    """Recommendations as columns: one row per (user, item) with a rank or score."""
+    """Recommendations as columns: one row per (user, item) with a rank or score.
+
+    ``recommended`` (explicit-feedback input only) marks the rows whose
+    predicted rating reaches the threshold; the others are ranked but not
+    recommended, so they never count as hits.
+    """
 
     users: np.ndarray
     items: np.ndarray
@@ -46,6 +51,7 @@ class RecsData:
     rank: np.ndarray | None
     rows: int
     source: str = "recommendations"
+    recommended: np.ndarray | None = None
     empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 

@@ -46,6 +46,9 @@ class Batch:
             each position (see :class:`~receval.context.ItemContext`); only
             built for beyond-accuracy metrics.
         items: the item context those indexes point into, or None.
+        recommended: ``(m, W)`` bool or None: explicit-feedback input only —
+            is the item at each position recommended (predicted rating >=
+            threshold). Items not recommended are never hits (their gain is 0).
     """
 
     gains: np.ndarray
@@ -57,6 +60,7 @@ class Batch:
     max_grade: float = 1.0
     item_index: np.ndarray | None = None
     items: ItemContext | None = None
+    recommended: np.ndarray | None = None
     _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property

@@ -45,9 +45,24 @@ def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
 
 
 def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
-    """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n."""
-    den = b.n if (k is None or denominator == "retrieved") else k
-    return _div(b.hits_at(k), _min_k(k, b.n) if denominator == "retrieved" else den)
+    """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n.
+
+    ``denominator="recommended"`` (explicit-feedback input): hits@k divided by
+    the items of the top k whose predicted rating reaches the threshold; NaN
+    when there is none.
+    """
+    hits = b.hits_at(k)
+    if denominator == "recommended":
+        if b.recommended is None:
+            raise ValueError("precision[denominator=recommended] needs ratings input")
+        rec = b.cached("cum_rec", lambda: np.cumsum(b.recommended, axis=1, dtype=np.int64))
+        den = rec[:, b.col(k)]
+        out = np.full(b.size, np.nan)
+        np.divide(hits, den, out=out, where=den > 0)
+        return out
+    if denominator == "retrieved" or k is None:
+        return _div(hits, _min_k(k, b.n))
+    return _div(hits, k)
 
 
 def recall(b: Batch, k: int | None) -> np.ndarray:
