@@ -147,6 +147,22 @@ def test_missing_inputs_fail_before_any_work(metric: str, words: str) -> None:
 # --- a slow reference on random data ---------------------------------------
 
 
+#: The metrics the slow reference below computes.
+REFERENCE_NAMES = {
+    "user_coverage",
+    "novelty",
+    "arp",
+    "long_tail",
+    "serendipity",
+    "ild",
+    "coverage",
+    "prediction_coverage",
+    "gini",
+    "entropy",
+    "personalization",
+}
+
+
 def _ref(
     lists: dict[int, list[int]],
     truth: dict[int, set[int]],
@@ -258,6 +274,7 @@ def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None
     catalog = sorted({int(i) for i in rng.choice(n_items + 5, n_items)})
     feats = {i: rng.integers(0, 3, 3).astype(float) for i in range(n_items) if rng.random() < 0.8}
     expected = _ref(lists, truth, train, catalog, feats, k)
+    assert set(expected) == REFERENCE_NAMES
     names = [f"{m}@{k}" for m in expected]
     frame = pd.DataFrame.from_dict(feats, orient="index")
     res = receval.evaluate(

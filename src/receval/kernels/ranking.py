@@ -66,7 +66,7 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
 
 
 def recall(b: Batch, k: int | None) -> np.ndarray:
-    """hits@k / R."""
+    """hits@k / R: the share of the user's R relevant items found in the top k."""
     return _div(b.hits_at(k), b.n_relevant)
 
 
