@@ -295,15 +295,18 @@ def _grouped_workload(seed: int, str_ids: bool) -> tuple[pd.DataFrame, pd.DataFr
 def test_chunks_of_users_change_nothing(
     monkeypatch: pytest.MonkeyPatch, seed: int, str_ids: bool
 ) -> None:
+    from receval.engines import driver
     from receval.io import tables
 
     recs, truth = _grouped_workload(seed, str_ids)
     whole = receval.evaluate(recs, truth, ALL)
     monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
-    chunked = receval.evaluate(recs, truth, ALL)
-    pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
-    assert whole.summary == chunked.summary
-    assert whole.counts == chunked.counts
+    for threads in (1, 3):
+        monkeypatch.setattr(driver, "THREADS", threads)
+        chunked = receval.evaluate(recs, truth, ALL)
+        pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
+        assert whole.summary == chunked.summary
+        assert whole.counts == chunked.counts
     for policy in ("zero", "skip"):
         a = receval.evaluate(recs, truth, ALL[:5], empty_truth=policy, missing_recs=policy)
         monkeypatch.setattr(tables, "CHUNK_ROWS", 10**9)

@@ -11,7 +11,10 @@ chunk's working set, not by the size of the input.
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,22 @@ from . import numpy_engine
 from .numpy_engine import Prepared, _encode, _offsets, _runs
 
 __all__ = ["Outcome", "run"]
+
+
+#: Threads evaluating chunks of users at once.
+THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass
+class _Part:
+    """What one chunk gives back to be merged."""
+
+    user_ids: np.ndarray
+    values: np.ndarray
+    evaluated: np.ndarray
+    notes: list[str]
+    counts: list[dict[str, Any]]
+    exposure: dict[int | None, pd.Series]
 
 
 @dataclass
@@ -50,14 +69,22 @@ class _ExposureCounter:
         self.parts: dict[int | None, list[pd.Series]] = {k: [] for k in ks}
         self.users = 0
 
-    def add(self, p: Prepared, evaluated: np.ndarray) -> None:
-        self.users += int(evaluated.sum())
+    def count(self, p: Prepared, evaluated: np.ndarray) -> dict[int | None, pd.Series]:
+        """Map: item counts of one chunk, per cut-off (thread-safe: no state)."""
         if p.rec_item_ids is None:
-            return
+            return {}
         counted = evaluated[p.rec_user]
-        for k, parts in self.parts.items():
+        out = {}
+        for k in self.parts:
             rows = counted if k is None else counted & (p.rec_pos < k)
-            parts.append(pd.Series(p.rec_item_ids[rows]).value_counts(sort=False))
+            out[k] = pd.Series(p.rec_item_ids[rows]).value_counts(sort=False)
+        return out
+
+    def add(self, counts: dict[int | None, pd.Series], users: int) -> None:
+        """Combine: keep a chunk's counts."""
+        self.users += users
+        for k, series in counts.items():
+            self.parts[k].append(series)
 
     def exposure(self, k: int | None, items: ItemContext | None) -> Exposure:
         parts = [s for s in self.parts[k] if len(s)]
@@ -252,7 +279,7 @@ def run(
         truth.items = _as_str(truth.items)
     index = _TruthIndex(truth)
 
-    def evaluate_chunk(recs: RecsData, offset: int, sub: TruthData, rows: np.ndarray) -> None:
+    def evaluate_chunk(recs: RecsData, offset: int, sub: TruthData, rows: np.ndarray) -> _Part:
         if str_users:
             recs.users, recs.empty_users = _as_str(recs.users), _as_str(recs.empty_users)
         if str_items:
@@ -272,30 +299,41 @@ def run(
             if exc.source == sub.source:
                 raise exc.remap(lambda r: rows[r]) from None
             raise exc.remap(lambda r: r + offset) from None
-        for note in p.notes:
-            if note not in notes:
-                notes.append(note)
         if items is not None and p.rec_item_ids is not None:
             p.rec_context = items.index_of(p.rec_item_ids)
         values = numpy_engine.compute(p, specs, items)
         evaluated, policy_counts = _apply_policies(p, values, empty_truth, missing_recs)
-        if aggregate:
-            exposure.add(p, evaluated)
-        _add_counts(counts, p.counts)
-        _add_counts(counts, policy_counts)
-        parts.append((p.user_ids, values, evaluated))
+        seen = exposure.count(p, evaluated) if aggregate else {}
+        return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen)
+
+    def merge(part: _Part) -> None:
+        for note in part.notes:
+            if note not in notes:
+                notes.append(note)
+        for c in part.counts:
+            _add_counts(counts, c)
+        exposure.add(part.exposure, int(part.evaluated.sum()))
+        parts.append((part.user_ids, part.values, part.evaluated))
 
     def chunk_users(recs: RecsData) -> np.ndarray:
         users = recs.users if not str_users else _as_str(recs.users)
         empty = recs.empty_users if not str_users else _as_str(recs.empty_users)
         return _distinct(np.concatenate([users, empty]) if len(empty) else users)
 
-    for recs, offset in [first, *iterator]:
-        sub, rows = index.subset(chunk_users(recs))
-        evaluate_chunk(recs, offset, sub, rows)
+    # Chunks run on a few threads (NumPy releases the GIL); results are merged
+    # in chunk order, so nothing depends on the number of threads.
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        pending: deque[Future[_Part]] = deque()
+        for recs, offset in [first, *iterator]:
+            sub, rows = index.subset(chunk_users(recs))
+            pending.append(pool.submit(evaluate_chunk, recs, offset, sub, rows))
+            while len(pending) > THREADS:
+                merge(pending.popleft().result())
+        while pending:
+            merge(pending.popleft().result())
     sub, rows = index.rest()
     if sub.rows or len(sub.empty_users) or not parts:
-        evaluate_chunk(_empty_recs(template), 0, sub, rows)
+        merge(evaluate_chunk(_empty_recs(template), 0, sub, rows))
 
     if len(parts) == 1:
         user_ids, values, evaluated = parts[0]
