@@ -334,3 +334,32 @@ def test_errors_in_a_later_chunk_name_the_table_row(monkeypatch: pytest.MonkeyPa
     tdup = pd.concat([truth, truth.iloc[[5]]], ignore_index=True)
     with pytest.raises(receval.InputError, match=f"rows 5 and {len(tdup) - 1}"):
         receval.evaluate(recs, tdup, "ndcg@3")
+
+
+def test_beyond_accuracy_metrics_do_not_depend_on_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from receval.engines import driver
+    from receval.io import tables
+
+    recs, truth = _grouped_workload(3, False)
+    train = pd.DataFrame({"user": [1, 2, 3, 3, 4], "item": [1, 1, 2, 3, 1]})
+    feats = pd.DataFrame(np.eye(30)[:, :5] + 0.1, index=range(30))
+    metrics = [
+        "coverage@3",
+        "gini",
+        "entropy@5",
+        "personalization@4",
+        "prediction_coverage",
+        "novelty@3",
+        "arp",
+        "long_tail@5",
+        "serendipity@5",
+        "ild@4",
+        "user_coverage@3",
+    ]
+    kw = {"train": train, "item_features": feats}
+    whole = receval.evaluate(recs, truth, metrics, **kw)
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 5)
+    monkeypatch.setattr(driver, "THREADS", 2)
+    chunked = receval.evaluate(recs, truth, metrics, **kw)
+    pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
+    assert whole.summary == chunked.summary
