@@ -1,0 +1,471 @@
+"""A slow, obviously-correct reference for the ranking metrics of SPEC §4.
+
+Plain Python loops over one user at a time, one small function per metric,
+written straight from the formulas of SPEC §4 and independent of the package's
+kernels. The tests compare ``receval.evaluate`` with :func:`ref_evaluate`.
+
+Conventions (SPEC §1, §2.4):
+
+- ``ranked``: one user's list, best first, distinct items.
+- ``grades``: the user's truth, item -> grade. An item is *relevant* when its
+  grade is >= ``threshold`` and > 0; graded metrics use the grade of relevant
+  items as their gain and 0 for every other item (in the list and the ideal).
+- ``k=None``: the whole list. Sums run over positions i = 1..min(k, n).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "METRIC_PARAMS",
+    "is_relevant",
+    "lists_from_rows",
+    "ref_evaluate",
+    "ref_means",
+    "ref_metric",
+    "ref_parse",
+]
+
+Item = Hashable
+Grades = Mapping[Any, float]
+
+#: Every ranking metric and the values each of its parameters may take
+#: (``None``: the default). Used by the random tests to draw metric strings.
+METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
+    "precision": {"denominator": ["k", "retrieved"]},
+    "recall": {},
+    "f1": {"beta": [0.5, 1.0, 2.0]},
+    "hit_rate": {},
+    "ap": {"denominator": ["min_k_relevant", "relevant", "hits", "retrieved"]},
+    "rr": {},
+    "r_precision": {},
+    "dcg": {"gain": ["linear", "exp"], "base": [2.0, 3.0, 10.0]},
+    "ndcg": {"gain": ["linear", "exp"], "ideal": ["relevant", "retrieved"]},
+    "rbp": {"p": [0.5, 0.8, 0.9, 0.95]},
+    "err": {"max_grade": [4.0, 5.0]},
+    "auc": {},
+}
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def is_relevant(grade: float | None, threshold: float) -> bool:
+    """An item of the truth is relevant when its grade is >= threshold and > 0."""
+    return grade is not None and grade >= threshold and grade > 0
+
+
+def _gain_of(item: Item, grades: Grades, threshold: float) -> float:
+    """The grade of a relevant item, 0 for anything else (SPEC §1)."""
+    grade = grades.get(item)
+    return float(grade) if grade is not None and is_relevant(grade, threshold) else 0.0
+
+
+def _relevant_items(grades: Grades, threshold: float) -> list[Item]:
+    """The user's relevant items (order unspecified)."""
+    return [item for item, grade in grades.items() if is_relevant(grade, threshold)]
+
+
+def _cut(ranked: Sequence[Item], k: int | None) -> list[Item]:
+    """The first min(k, n) items (the whole list without k)."""
+    return list(ranked) if k is None else list(ranked[:k])
+
+
+def _hits(ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None) -> int:
+    """hits@k: relevant items among the first k positions."""
+    count = 0
+    for item in _cut(ranked, k):
+        if is_relevant(grades.get(item), threshold):
+            count += 1
+    return count
+
+
+def _transform_gain(g: float, kind: str) -> float:
+    """linear: g; exp: 2^g - 1."""
+    if kind == "linear":
+        return g
+    if kind == "exp":
+        return 2.0**g - 1.0
+    raise ValueError(f"unknown gain {kind!r}")
+
+
+# --- one function per metric -------------------------------------------------
+
+
+def ref_precision(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    denominator: str = "k",
+    **_: Any,
+) -> float:
+    """hits@k / k, or / min(k, n) with denominator=retrieved; hits / n without k."""
+    hits = _hits(ranked, grades, threshold, k)
+    n = len(ranked)
+    if k is None:
+        den = n
+    elif denominator == "k":
+        den = k
+    elif denominator == "retrieved":
+        den = min(k, n)
+    else:
+        raise ValueError(f"unknown precision denominator {denominator!r}")
+    return hits / den if den > 0 else 0.0
+
+
+def ref_recall(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """hits@k / R."""
+    big_r = len(_relevant_items(grades, threshold))
+    return _hits(ranked, grades, threshold, k) / big_r if big_r else 0.0
+
+
+def ref_f1(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    beta: float = 1.0,
+    **_: Any,
+) -> float:
+    """F-beta of precision@k and recall@k: (1 + b²)PR / (b²P + R); 0 when P = R = 0."""
+    p = ref_precision(ranked, grades, threshold, k)
+    r = ref_recall(ranked, grades, threshold, k)
+    b2 = float(beta) ** 2
+    if p == 0 and r == 0:
+        return 0.0
+    return (1 + b2) * p * r / (b2 * p + r)
+
+
+def ref_hit_rate(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """1 if hits@k > 0 else 0."""
+    return 1.0 if _hits(ranked, grades, threshold, k) > 0 else 0.0
+
+
+def ref_ap(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    denominator: str = "min_k_relevant",
+    **_: Any,
+) -> float:
+    """Σ_i rel_i · precision@i / D over i <= min(k, n); 0 when D = 0."""
+    total = 0.0
+    hits = 0
+    for i, item in enumerate(_cut(ranked, k), start=1):
+        if is_relevant(grades.get(item), threshold):
+            hits += 1
+            total += hits / i
+    big_r = len(_relevant_items(grades, threshold))
+    n = len(ranked)
+    if denominator == "min_k_relevant":
+        den = big_r if k is None else min(k, big_r)
+    elif denominator == "relevant":
+        den = big_r
+    elif denominator == "hits":
+        den = hits
+    elif denominator == "retrieved":
+        den = n if k is None else min(k, n)
+    else:
+        raise ValueError(f"unknown ap denominator {denominator!r}")
+    return total / den if den > 0 else 0.0
+
+
+def ref_rr(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """1 / position of the first relevant item within k; 0 if none."""
+    for i, item in enumerate(_cut(ranked, k), start=1):
+        if is_relevant(grades.get(item), threshold):
+            return 1.0 / i
+    return 0.0
+
+
+def ref_r_precision(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """hits@R / R; with k: hits@s / s, s = min(k, R); 0 when R = 0."""
+    big_r = len(_relevant_items(grades, threshold))
+    s = big_r if k is None else min(k, big_r)
+    return _hits(ranked, grades, threshold, s) / s if s > 0 else 0.0
+
+
+def ref_dcg(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    gain: str = "linear",
+    base: float = 2.0,
+    **_: Any,
+) -> float:
+    """Σ gain(g_i) / log_base(i + 1)."""
+    total = 0.0
+    for i, item in enumerate(_cut(ranked, k), start=1):
+        g = _gain_of(item, grades, threshold)
+        total += _transform_gain(g, gain) / (math.log(i + 1) / math.log(float(base)))
+    return total
+
+
+def _dcg_of_gains(gains: Iterable[float], gain: str) -> float:
+    """DCG (base 2) of a list of raw grades."""
+    total = 0.0
+    for i, g in enumerate(gains, start=1):
+        total += _transform_gain(g, gain) / math.log2(i + 1)
+    return total
+
+
+def ref_ndcg(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    gain: str = "linear",
+    ideal: str = "relevant",
+    **_: Any,
+) -> float:
+    """dcg@k / idcg@k; the ideal is the relevant grades sorted (or the top-k re-sorted)."""
+    top = _cut(ranked, k)
+    own = [_gain_of(item, grades, threshold) for item in top]
+    if ideal == "relevant":
+        best = sorted(
+            (float(g) for g in grades.values() if is_relevant(g, threshold)), reverse=True
+        )
+        if k is not None:
+            best = best[:k]
+    elif ideal == "retrieved":
+        best = sorted(own, reverse=True)
+    else:
+        raise ValueError(f"unknown ndcg ideal {ideal!r}")
+    idcg = _dcg_of_gains(best, gain)
+    return _dcg_of_gains(own, gain) / idcg if idcg > 0 else 0.0
+
+
+def ref_rbp(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    p: float = 0.8,
+    **_: Any,
+) -> float:
+    """(1 - p) Σ (g_i / g_max,u) p^(i - 1), g_max,u the user's largest relevant grade."""
+    gmax = max((float(g) for g in grades.values() if is_relevant(g, threshold)), default=0.0)
+    if gmax <= 0:
+        return 0.0
+    p = float(p)
+    total = 0.0
+    for i, item in enumerate(_cut(ranked, k), start=1):
+        total += (_gain_of(item, grades, threshold) / gmax) * p ** (i - 1)
+    return (1 - p) * total
+
+
+def ref_err(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    max_grade: float | None = None,
+    **_: Any,
+) -> float:
+    """Σ_r (1/r) R_r Π_{i<r} (1 - R_i), R_i = (2^g_i - 1) / 2^max_grade."""
+    if max_grade is None:  # standalone use: the largest grade of this truth
+        max_grade = max((float(g) for g in grades.values()), default=0.0)
+    scale = 2.0 ** float(max_grade)
+    total = 0.0
+    not_stopped = 1.0
+    for r, item in enumerate(_cut(ranked, k), start=1):
+        stop = (2.0 ** _gain_of(item, grades, threshold) - 1.0) / scale
+        total += not_stopped * stop / r
+        not_stopped *= 1.0 - stop
+    return total
+
+
+def ref_auc(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    scores: Sequence[float] | None = None,
+    **_: Any,
+) -> float:
+    """Share of (relevant, non-relevant) candidate pairs ranked correctly; equal scores ½."""
+    top = _cut(ranked, k)
+    pos: list[tuple[int, float | None]] = []  # (position, score) of relevant candidates
+    neg: list[tuple[int, float | None]] = []
+    for i, item in enumerate(top):
+        key = (i, None if scores is None else float(scores[i]))
+        if is_relevant(grades.get(item), threshold):
+            pos.append(key)
+        else:
+            neg.append(key)
+    if not pos or not neg:
+        return math.nan
+    good = 0.0
+    for pi, ps in pos:
+        for ni, ns in neg:
+            if ps is not None and ps == ns:
+                good += 0.5
+            elif pi < ni:
+                good += 1.0
+    return good / (len(pos) * len(neg))
+
+
+_FUNCS: dict[str, Callable[..., float]] = {
+    "precision": ref_precision,
+    "recall": ref_recall,
+    "f1": ref_f1,
+    "hit_rate": ref_hit_rate,
+    "ap": ref_ap,
+    "rr": ref_rr,
+    "r_precision": ref_r_precision,
+    "dcg": ref_dcg,
+    "ndcg": ref_ndcg,
+    "rbp": ref_rbp,
+    "err": ref_err,
+    "auc": ref_auc,
+}
+
+_ALIASES = {"map": "ap", "mrr": "rr", "hr": "hit_rate", "success": "hit_rate", "p": "precision"}
+_ALIASES |= {"r": "recall"}
+
+
+def ref_metric(
+    name: str,
+    k: int | None,
+    params: Mapping[str, Any],
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float = 1,
+    scores: Sequence[float] | None = None,
+    max_grade: float | None = None,
+) -> float:
+    """One ranking metric of one user (no user policy applied).
+
+    ``max_grade`` is err's default ``max_grade`` (the largest grade of the
+    whole truth table); a ``max_grade`` in ``params`` wins over it.
+    """
+    name = _ALIASES.get(name.lower(), name.lower())
+    if name not in _FUNCS:
+        raise ValueError(f"no reference for {name!r}")
+    if len(set(ranked)) != len(ranked):
+        raise ValueError("a list must hold distinct items")
+    kwargs = dict(params)
+    if name == "err" and kwargs.get("max_grade") is None:
+        kwargs["max_grade"] = max_grade
+    if name == "auc":
+        kwargs["scores"] = scores
+    return float(_FUNCS[name](list(ranked), grades, threshold, k, **kwargs))
+
+
+# --- inputs and user policies -----------------------------------------------
+
+MetricSpecs = Mapping[str, tuple[str, int | None, Mapping[str, Any]]]
+
+
+def lists_from_rows(
+    rows: Iterable[tuple[Any, Any, float]], by: str = "score"
+) -> tuple[dict[Any, list[Any]], dict[Any, list[float]]]:
+    """Lists and their scores from (user, item, score-or-rank) rows (SPEC §2.1).
+
+    ``by="score"``: score descending, ties by item id ascending.
+    ``by="rank"``: rank ascending. Returns (user -> items, user -> values).
+    """
+    per_user: dict[Any, list[tuple[Any, float]]] = {}
+    for user, item, value in rows:
+        per_user.setdefault(user, []).append((item, value))
+    lists: dict[Any, list[Any]] = {}
+    values: dict[Any, list[float]] = {}
+    for user, pairs in per_user.items():
+        if by == "score":
+            pairs = sorted(pairs, key=lambda p: p[0])  # item ascending ...
+            pairs = sorted(pairs, key=lambda p: -p[1])  # ... then (stable) score descending
+        elif by == "rank":
+            pairs = sorted(pairs, key=lambda p: p[1])
+        else:
+            raise ValueError(f"unknown order {by!r}")
+        lists[user] = [item for item, _ in pairs]
+        values[user] = [value for _, value in pairs]
+    return lists, values
+
+
+def ref_evaluate(
+    recs: Mapping[Any, Sequence[Item]],
+    truth: Mapping[Any, Grades],
+    metric_specs: MetricSpecs,
+    threshold: float = 1,
+    empty_truth: str = "skip",
+    missing_recs: str = "zero",
+    scores: Mapping[Any, Sequence[float]] | None = None,
+) -> dict[Any, dict[str, float]]:
+    """Per-user values of every metric, with the user policies of SPEC §2.4.
+
+    ``metric_specs``: column name -> (metric name, k, params). ``scores``: user
+    -> scores parallel to the user's list (for auc's ties); omit for rank input.
+    Users: every user of the truth, plus recommendation-only users. A user with
+    no relevant item gets NaN (``empty_truth="skip"``) or 0.0 (``"zero"``); a user
+    with relevant items but no list gets an empty list (``missing_recs="zero"``)
+    or NaN (``"skip"``). ``"error"`` raises ValueError.
+    """
+    all_grades = [float(g) for grades in truth.values() for g in grades.values()]
+    table_max = max(all_grades, default=0.0)
+    out: dict[Any, dict[str, float]] = {}
+    users = list(truth) + [u for u in recs if u not in truth]
+    for user in users:
+        grades = truth.get(user, {})
+        n_relevant = len(_relevant_items(grades, threshold))
+        fill: float | None = None
+        if n_relevant == 0:
+            if empty_truth == "error":
+                raise ValueError(f"user {user!r} has no relevant item")
+            fill = math.nan if empty_truth == "skip" else 0.0
+        elif user not in recs:
+            if missing_recs == "error":
+                raise ValueError(f"user {user!r} has no recommendations")
+            if missing_recs == "skip":
+                fill = math.nan
+        row: dict[str, float] = {}
+        ranked = list(recs.get(user, []))
+        user_scores = None if scores is None or user not in scores else scores[user]
+        for column, (name, k, params) in metric_specs.items():
+            if fill is not None:
+                row[column] = fill
+                continue
+            row[column] = ref_metric(
+                name, k, params, ranked, grades, threshold, user_scores, table_max
+            )
+        out[user] = row
+    return out
+
+
+def ref_means(per_user: Mapping[Any, Mapping[str, float]]) -> dict[str, float]:
+    """Mean over users of the non-NaN values of each column (NaN if there are none)."""
+    sums: dict[str, list[float]] = {}
+    for row in per_user.values():
+        for column, value in row.items():
+            bucket = sums.setdefault(column, [])
+            if not math.isnan(value):
+                bucket.append(value)
+    return {c: (sum(v) / len(v) if v else math.nan) for c, v in sums.items()}
+
+
+def ref_parse(metric: str) -> tuple[str, int | None, dict[str, Any]]:
+    """``name@k[p=v,...]`` as (name, k, params); numbers in params become floats."""
+    head, _, rest = metric.partition("[")
+    name, _, k_text = head.partition("@")
+    params: dict[str, Any] = {}
+    for pair in filter(None, rest.rstrip("]").split(",")):
+        key, _, value = pair.partition("=")
+        try:
+            params[key.strip()] = float(value)
+        except ValueError:
+            params[key.strip()] = value.strip()
+    return name.strip().lower(), (int(k_text) if k_text else None), params
