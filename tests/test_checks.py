@@ -1,0 +1,112 @@
+"""Leakage and sanity checks: every finding counted on hand-made data."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import receval
+from receval.checks import check, remove_seen
+from receval.errors import InputError, ReceValError
+
+
+def data() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    train = pd.DataFrame(
+        {"user": [1, 1, 2, 2, 2], "item": [1, 2, 1, 3, 3], "timestamp": [1, 5, 2, 3, 4]}
+    )
+    # user 1's test row at t=3 precedes its training row at t=5; user 9 and item 7 are cold.
+    test = pd.DataFrame(
+        {"user": [1, 1, 2, 9, 9], "item": [4, 4, 5, 7, 1], "timestamp": [3, 6, 6, 6, 7]}
+    )
+    recs = pd.DataFrame(
+        {
+            "user": [1, 1, 1, 2, 2],
+            "item": [2, 4, 8, 4, 4],
+            "score": [0.9, 0.5, 0.5, 0.3, 0.2],
+        }
+    )
+    return train, test, recs
+
+
+def test_every_finding() -> None:
+    train, test, recs = data()
+    r = check(train, test, recs, k=3, chronological=True)
+    assert r["duplicate_rows_train"].count == 1
+    assert r["duplicate_rows_test"].count == 1
+    assert r["duplicate_rows_recs"].count == 1
+    assert r["seen_in_train"].count == 1
+    assert r["seen_in_train"].examples == [(1, 2)]
+    assert r["recommended_items_not_in_train"].count == 2  # items 4 and 8
+    assert r["test_users_not_in_train"].count == 1
+    assert r["test_items_not_in_train"].count == 3  # items 4, 5, 7
+    assert r["test_before_train"].count == 1
+    assert r["missing_lists"].count == 1  # user 9
+    assert r["short_lists"].count == 1  # user 2 has 2 rows < 3
+    assert r["score_ties"].count == 2  # user 1's two rows at 0.5
+    assert not r.ok
+    assert "duplicate_rows_train" not in [f.code for f in r.problems]  # info only
+    text = str(r)
+    assert len(text.splitlines()) == len(r.findings)
+    assert "1 of 5 recommendation rows (1 of 2 users)" in r["seen_in_train"].message
+    assert set(r.to_frame()["check"]) == set(r.codes())
+    assert r.to_dict()["seen_in_train"]["examples"] == [[1, 2]]
+
+
+def test_global_chronology() -> None:
+    train, test, _ = data()
+    r = check(train, test, chronological="global")
+    # latest training row: t=5; test rows before it: t=3.
+    assert r["test_before_train"].count == 1
+    assert "latest training row (5)" in r["test_before_train"].message
+
+
+def test_only_what_inputs_allow() -> None:
+    train, test, recs = data()
+    r = check(train=train, test=test)
+    assert "seen_in_train" not in r.codes()
+    assert "test_before_train" not in r.codes()  # not asked
+    r = check(recs=recs)
+    assert "short_lists" not in r.codes()  # no k
+    assert "score_ties" in r.codes()
+    with pytest.raises(KeyError, match="no check"):
+        r["seen_in_train"]
+
+
+def test_clean_inputs_are_ok() -> None:
+    train = pd.DataFrame({"user": [1, 2], "item": [1, 2], "timestamp": [1, 1]})
+    test = pd.DataFrame({"user": [1, 2], "item": [2, 1], "timestamp": [2, 2]})
+    recs = pd.DataFrame({"user": [1, 2], "item": [2, 1], "rank": [1, 1]})
+    r = check(train, test, recs, k=1, chronological="user")
+    assert r.ok
+    assert all(f.count == 0 for f in r.findings)
+    assert all(line.startswith("[ok  ]") for line in str(r).splitlines())
+
+
+def test_check_changes_nothing() -> None:
+    train, test, recs = data()
+    copies = [x.copy() for x in (train, test, recs)]
+    check(train, test, recs, k=3, chronological=True)
+    for a, b in zip(copies, (train, test, recs), strict=True):
+        assert a.equals(b)
+
+
+def test_remove_seen_reranks() -> None:
+    train, _, _ = data()
+    recs = pd.DataFrame({"user": [1, 1, 1, 2], "item": [1, 5, 2, 6], "rank": [1, 2, 3, 1]})
+    out = remove_seen(recs, train)
+    assert out[["user", "item", "rank"]].values.tolist() == [[1, 5, 1], [2, 6, 1]]
+    assert out.attrs["removed"] == 2
+    res = receval.evaluate(out, {1: [5], 2: [6]}, "precision@1")
+    assert res.summary["precision@1"] == 1.0
+
+
+def test_errors() -> None:
+    train, test, _ = data()
+    with pytest.raises(ReceValError, match="chronological"):
+        check(train, test, chronological="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="timestamp"):
+        check(train.drop(columns="timestamp"), test, chronological=True)
+    with pytest.raises(InputError, match="no column 'item'"):
+        check(train.rename(columns={"item": "thing"}))
+    with pytest.raises(ReceValError, match="k must be"):
+        check(recs=data()[2], k=0)
