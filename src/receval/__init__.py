@@ -6,12 +6,37 @@
 {'precision@3': 0.6667, 'ap@3': 0.6667}
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from ._version import __version__
-from .api import evaluate, score
+from .api import evaluate, evaluate_explicit, score
+from .checks import check
 from .errors import InputError, MetricError, PolicyError, ReceValError
 from .registry import MetricDef, ParamDef, metrics
 from .result import Result
 from .spec import MetricSpec, parse_metric, parse_metrics
+from .split import kfold, split  # the function shadows the module name on purpose
+
+# Heavier parts (SciPy, the baselines, the report) load on first use, so that
+# `import receval` stays fast.
+_LAZY = {
+    "run_demo": ("receval.demo", "run_demo"),
+    "synthetic_interactions": ("receval.data", "synthetic_interactions"),
+    "read_interactions": ("receval.data", "read_interactions"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'receval' has no attribute {name!r}")
+
 
 __all__ = [
     "InputError",
@@ -23,9 +48,16 @@ __all__ = [
     "ReceValError",
     "Result",
     "__version__",
+    "check",
     "evaluate",
+    "evaluate_explicit",
+    "kfold",
     "metrics",
     "parse_metric",
     "parse_metrics",
+    "read_interactions",
+    "run_demo",
     "score",
+    "split",
+    "synthetic_interactions",
 ]
