@@ -72,7 +72,7 @@ def test_missing_ratings_error_or_dropped_and_counted() -> None:
 
 
 def test_recommended_denominator_needs_ratings() -> None:
-    with pytest.raises(receval.ReceValError, match="evaluate_ratings"):
+    with pytest.raises(receval.ReceValError, match="evaluate_explicit"):
         receval.evaluate({1: [1]}, {1: [1]}, f"precision@3{REC}")
     with pytest.raises(receval.ReceValError, match="not a ranking metric"):
         evaluate_explicit(RATINGS, "coverage")

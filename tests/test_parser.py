@@ -124,7 +124,7 @@ def _spec_strategy() -> st.SearchStrategy[str]:
         d = draw(st.sampled_from(defs))
         name = draw(st.sampled_from((d.name, *d.aliases)))
         name = draw(st.sampled_from([name, name.upper(), name.title()]))
-        k = draw(st.one_of(st.none(), st.integers(1, 1000)))
+        k = None if d.kind == "rating" else draw(st.one_of(st.none(), st.integers(1, 1000)))
         params = []
         for p in d.params:
             if draw(st.booleans()):

@@ -14,7 +14,9 @@ from typing import Any
 from ._version import __version__
 from .api import evaluate, evaluate_explicit, score
 from .checks import check
+from .curves import curve, pr_curve, roc
 from .errors import InputError, MetricError, PolicyError, ReceValError
+from .ratings import evaluate_ratings, score_ratings
 from .registry import MetricDef, ParamDef, metrics
 from .result import Result
 from .spec import MetricSpec, parse_metric, parse_metrics
@@ -24,6 +26,10 @@ from .split import kfold, split  # the function shadows the module name on purpo
 # `import receval` stays fast.
 _LAZY = {
     "run_demo": ("receval.demo", "run_demo"),
+    "report": ("receval.report", "report"),
+    "compare": ("receval.compare", "compare"),
+    "Comparison": ("receval.compare", "Comparison"),
+    "Report": ("receval.report", "Report"),
     "synthetic_interactions": ("receval.data", "synthetic_interactions"),
     "read_interactions": ("receval.data", "read_interactions"),
 }
@@ -39,6 +45,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Comparison",
     "InputError",
     "MetricDef",
     "MetricError",
@@ -46,18 +53,26 @@ __all__ = [
     "ParamDef",
     "PolicyError",
     "ReceValError",
+    "Report",
     "Result",
     "__version__",
     "check",
+    "compare",
+    "curve",
     "evaluate",
     "evaluate_explicit",
+    "evaluate_ratings",
     "kfold",
     "metrics",
     "parse_metric",
     "parse_metrics",
+    "pr_curve",
     "read_interactions",
+    "report",
+    "roc",
     "run_demo",
     "score",
+    "score_ratings",
     "split",
     "synthetic_interactions",
 ]

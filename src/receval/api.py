@@ -182,12 +182,16 @@ _PROVIDERS = {
 def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None:
     """Fail before any work when a metric needs an input that was not given."""
     for s in specs:
+        if s.definition.kind == "rating":
+            raise ReceValError(
+                f"{s} is a rating-prediction metric: use receval.evaluate_ratings"
+            )
         for need in s.definition.needs:
             if not given.get(need, False):
                 raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")
         if dict(s.params).get("denominator") == "recommended" and not given.get("ratings"):
             raise ReceValError(
-                f"{s} needs predicted ratings: use receval.evaluate_ratings (explicit feedback)"
+                f"{s} needs predicted ratings: use receval.evaluate_explicit (explicit feedback)"
             )
         if s.name == "personalization" and s.k is None:
             raise ReceValError(f"{s} needs a cut-off, e.g. personalization@10")

@@ -417,6 +417,11 @@ _DEFS += (
     ),
 )
 
+# Rating-prediction metrics (SPEC §5) are declared beside their kernels.
+from .kernels.rating import RATING_DEFS  # noqa: E402 - needs MetricDef above
+
+_DEFS += RATING_DEFS
+
 REGISTRY: Mapping[str, MetricDef] = MappingProxyType({d.name: d for d in _DEFS})
 _ALIASES: dict[str, str] = {}
 for _d in _DEFS:

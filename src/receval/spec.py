@@ -166,6 +166,11 @@ def _parse_one(text: str) -> list[MetricSpec]:
             f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"), all_names())
         )
     params = _parse_params(m.group("params") or "", d, text)
+    if d.kind == "rating" and m.group("k") is not None:
+        raise MetricError(
+            f"{text!r}: the rating metric {d.name} takes no cut-off @k; write {d.name!r} "
+            f"or '{d.name}[per_user=true]'"
+        )
     ks: list[int | None] = [None]
     if m.group("k") is not None:
         ks = list(_parse_cutoffs(m.group("k"), text))

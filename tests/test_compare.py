@@ -1,0 +1,229 @@
+"""receval.compare: alignment, tests, corrections, marks and renderings."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import receval
+from receval import stats
+from receval.compare import Comparison, compare, letters_for
+from receval.errors import ReceValError
+
+N_ITEMS = 40
+
+
+def _world(n_users: int = 120, seed: int = 0) -> tuple[dict, dict]:
+    """Truth and three systems: a strong one, a weak one, a random one."""
+    rng = np.random.default_rng(seed)
+    truth = {u: [int(i) for i in rng.choice(N_ITEMS, 4, replace=False)] for u in range(n_users)}
+    runs: dict[str, dict] = {"random": {}, "good": {}, "weak": {}}
+    for u, rel in truth.items():
+        others = [i for i in rng.permutation(N_ITEMS).tolist() if i not in rel]
+        runs["random"][u] = rng.permutation(N_ITEMS)[:10].tolist()
+        k = int(rng.integers(1, 4))
+        runs["good"][u] = rel[:k] + others[: 10 - k]
+        runs["weak"][u] = others[:5] + rel[:1] + others[5:9]
+    return truth, runs
+
+
+@pytest.fixture(scope="module")
+def world() -> tuple[dict, dict]:
+    return _world()
+
+
+@pytest.fixture(scope="module")
+def cmp(world: tuple[dict, dict]) -> Comparison:
+    truth, runs = world
+    return compare(runs, truth, ["ndcg@10", "p@5", "coverage@10"], n_resamples=2000,
+                   train={0: list(range(N_ITEMS))})
+
+
+def test_table_means_equal_evaluate(world: tuple[dict, dict], cmp: Comparison) -> None:
+    truth, runs = world
+    for name, run in runs.items():
+        res = receval.evaluate(run, truth, ["ndcg@10", "precision@5"])
+        for m in ("ndcg@10", "precision@5"):
+            assert cmp.table.loc[(m, name), "mean"] == pytest.approx(res.summary[m])
+            assert cmp.table.loc[(m, name), "users"] == len(truth)
+    assert cmp.metrics == ["ndcg@10", "precision@5", "coverage@10"]
+    assert cmp.letters == {"random": "a", "good": "b", "weak": "c"}
+
+
+def test_p_values_are_scipy_t_tests_corrected_by_holm(
+    world: tuple[dict, dict], cmp: Comparison
+) -> None:
+    truth, runs = world
+    per = {n: receval.evaluate(r, truth, ["ndcg@10", "p@5"]).per_user for n, r in runs.items()}
+    raw = []
+    for m in ("ndcg@10", "precision@5"):
+        for a, b in [("random", "good"), ("random", "weak"), ("good", "weak")]:
+            ref = sps.ttest_rel(per[a][m], per[b][m])
+            row = cmp.pairs.loc[(m, a, b)]
+            assert row["p_value"] == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
+            assert row["statistic"] == pytest.approx(ref.statistic)
+            assert row["diff"] == pytest.approx((per[a][m] - per[b][m]).mean())
+            d = per[a][m] - per[b][m]
+            assert row["effect_size"] == pytest.approx(d.mean() / d.std(ddof=1))
+            raw.append(ref.pvalue)
+    # corrected over all 6 comparisons (both metrics), in table order
+    assert cmp.pairs["p_adjusted"].to_numpy() == pytest.approx(
+        stats.adjust_pvalues(raw, "holm"), rel=1e-9, abs=1e-300
+    )
+    assert cmp.settings["comparisons"] == 6
+
+
+def test_marks_name_the_systems_beaten(cmp: Comparison) -> None:
+    assert cmp.table.loc[("ndcg@10", "good"), "wins"] == "ac"
+    assert cmp.table.loc[("ndcg@10", "good"), "beats"] == ("random", "weak")
+    assert cmp.table.loc[("ndcg@10", "random"), "wins"] == ""
+    assert cmp.pairs.loc[("ndcg@10", "random", "good"), "winner"] == "good"
+    # aggregate: a value, no test, no mark
+    assert cmp.table.loc[("coverage@10", "good"), "wins"] == ""
+    assert math.isnan(cmp.table.loc[("coverage@10", "good"), "ci_low"])
+    assert "coverage@10" not in cmp.pairs.index.get_level_values(0)
+    assert cmp.table.loc[("coverage@10", "random"), "mean"] == pytest.approx(1.0)
+
+
+def test_lower_is_better_metrics_flip_the_winner() -> None:
+    truth = {u: [u % 5] for u in range(30)}
+    popular_run = {u: [0, 1, 2] for u in range(30)}  # always the most popular items
+    niche_run = {u: [7, 8, 9] for u in range(30)}
+    train = {v: [0, 1, 2] for v in range(20)} | {99: [7, 8, 9]}
+    c = compare({"pop": popular_run, "niche": niche_run}, truth, "arp@3", train=train)
+    assert c.pairs.loc[("arp@3", "pop", "niche"), "winner"] == "niche"
+    assert c.table.loc[("arp@3", "niche"), "wins"] == "a"
+
+
+def test_baseline_compares_only_against_it(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    c = compare(runs, truth, "ndcg@10", baseline="random", n_resamples=500)
+    assert list(c.pairs.index) == [("ndcg@10", "good", "random"), ("ndcg@10", "weak", "random")]
+    assert c.settings["baseline"] == "random"
+    assert c.table.loc[("ndcg@10", "good"), "wins"] == "a"
+    with pytest.raises(ReceValError, match="baseline 'nope' is not one of"):
+        compare(runs, truth, "ndcg@10", baseline="nope")
+
+
+def test_users_lacking_in_a_run_are_dropped_and_counted() -> None:
+    truth = {u: [1, 2] for u in range(10)}
+    a = {u: [1, 3] for u in range(10)}
+    b = {u: [2, 1] for u in range(7)}  # users 7, 8, 9 have no list
+    c = compare({"a": a, "b": b}, truth, "ndcg@2", n_resamples=200, missing_recs="skip")
+    assert c.table.loc[("ndcg@2", "a"), "users"] == 7
+    assert c.missing.loc["b", "ndcg@2"] == 3 and c.missing.loc["a", "ndcg@2"] == 0
+    assert c.missing.loc["b", "no_recommendations"] == 3
+    assert c.missing.loc["b", "counted_as"] == "left out"
+    assert "3 users without recommendations (counted as left out)" in c.to_markdown()
+    # default missing_recs="zero": the users count, with 0
+    z = compare({"a": a, "b": b}, truth, "ndcg@2", n_resamples=200)
+    assert z.table.loc[("ndcg@2", "a"), "users"] == 10
+    assert z.missing.loc["b", "counted_as"] == "0"
+    assert z.table.loc[("ndcg@2", "b"), "mean"] == pytest.approx(0.7)
+
+
+def test_same_seed_same_numbers_on_any_number_of_threads(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    kw = dict(test="randomization", n_resamples=1500, seed=11, ci="bca")
+    one = compare(runs, truth, ["ndcg@10", "recall@10"], n_jobs=1, **kw)
+    four = compare(runs, truth, ["ndcg@10", "recall@10"], n_jobs=4, **kw)
+    pd.testing.assert_frame_equal(one.pairs, four.pairs)
+    pd.testing.assert_frame_equal(one.table, four.table)
+    other = compare(runs, truth, ["ndcg@10", "recall@10"], **{**kw, "seed": 12})
+    assert not one.table["ci_low"].equals(other.table["ci_low"])
+
+
+def test_units_use_spawned_seeds_in_fixed_order(world: tuple[dict, dict]) -> None:
+    """The first pair of the first metric uses child 3 (after 3 means) of the root."""
+    truth, runs = world
+    c = compare(runs, truth, "ndcg@10", test="randomization", n_resamples=800, seed=5)
+    children = np.random.SeedSequence(5).spawn(3 + 3)
+    test_seed, _ = children[3].spawn(2)
+    frame = c.aligned["ndcg@10"]
+    expected = stats.randomization_test(
+        frame["random"], frame["good"], n_resamples=800, seed=test_seed
+    ).pvalue
+    assert c.pairs.loc[("ndcg@10", "random", "good"), "p_value"] == expected
+    lo, _ = stats.bootstrap_ci(frame["good"], n_resamples=800, seed=children[1].spawn(2)[1])
+    assert c.table.loc[("ndcg@10", "good"), "ci_low"] == lo
+
+
+@pytest.mark.parametrize("test", ["t", "wilcoxon", "randomization", "permutation"])
+@pytest.mark.parametrize("correction", ["holm", "bonferroni", "bh", "none"])
+def test_every_test_and_correction_runs(
+    world: tuple[dict, dict], test: str, correction: str
+) -> None:
+    truth, runs = world
+    c = compare(runs, truth, "rr@10", test=test, correction=correction, n_resamples=300,
+                ci="percentile")
+    p = c.pairs["p_value"].to_numpy()
+    assert ((p >= 0) & (p <= 1)).all()
+    assert (c.pairs["p_adjusted"].to_numpy() >= p - 1e-15).all()
+    lo, hi = c.pairs["ci_low"].to_numpy(), c.pairs["ci_high"].to_numpy()
+    assert (lo <= c.pairs["diff"].to_numpy() + 1e-12).all()
+    assert (hi >= c.pairs["diff"].to_numpy() - 1e-12).all()
+
+
+def test_renderings(cmp: Comparison) -> None:
+    md = cmp.to_markdown()
+    assert "| b | good |" in md and "<sup>ac</sup>" in md
+    assert "### ndcg@10" in md and "p (holm)" in md
+    tex = cmp.to_latex(details=True)
+    assert r"\textsuperscript{ac}" in tex and r"\begin{tabular}{llrrr}" in tex
+    assert tex.count(r"\begin{tabular}") == 3
+    text = str(cmp)
+    assert "ᵃᶜ" in text and "Holm correction over 6 comparisons" in text
+    doc = json.loads(cmp.to_json())
+    assert doc["systems"][1] == {"name": "good", "letter": "b"}
+    nd = doc["metrics"]["ndcg@10"]
+    assert nd["systems"]["good"]["wins"] == "ac"
+    assert len(nd["comparisons"]) == 3 and nd["comparisons"][0]["system"] == "random"
+    assert doc["metrics"]["coverage@10"]["kind"] == "aggregate"
+    assert doc["metrics"]["coverage@10"]["systems"]["good"]["ci"] == [None, None]
+    assert doc["settings"]["test"] == "t" and doc["version"] == receval.__version__
+    assert "counts" in doc["evaluations"]["good"]
+    board = cmp.to_frame()
+    assert list(board.index) == ["random", "good", "weak"]
+    assert list(board.columns) == cmp.metrics
+
+
+def test_latex_escapes_names() -> None:
+    truth = {1: [1], 2: [2]}
+    c = compare({"my_sys": {1: [1], 2: [2]}, "x&y": {1: [2], 2: [1]}}, truth, "p@1",
+                n_resamples=100)
+    tex = c.to_latex()
+    assert r"my\_sys" in tex and r"x\&y" in tex
+
+
+def test_precomputed_results_are_accepted(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    res = {n: receval.evaluate(r, truth, "ndcg@10") for n, r in runs.items()}
+    c = compare(res, truth, "ndcg@10", n_resamples=300)
+    d = compare(runs, truth, "ndcg@10", n_resamples=300)
+    pd.testing.assert_frame_equal(c.pairs, d.pairs)
+    with pytest.raises(ReceValError, match="has no recall@10"):
+        compare(res, truth, "recall@10")
+
+
+def test_argument_errors(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    with pytest.raises(ReceValError, match="at least two"):
+        compare({"a": runs["good"]}, truth, "ndcg@10")
+    with pytest.raises(ReceValError, match="test must be one of"):
+        compare(runs, truth, "ndcg@10", test="anova")
+    with pytest.raises(ReceValError, match="correction must be one of"):
+        compare(runs, truth, "ndcg@10", correction="sidak")
+    with pytest.raises(ReceValError, match="alpha"):
+        compare(runs, truth, "ndcg@10", alpha=0)
+    with pytest.raises(ReceValError, match="ci must be one of"):
+        compare(runs, truth, "ndcg@10", ci="normal")
+
+
+def test_letters_beyond_z() -> None:
+    assert letters_for(27)[25:] == ["z", "aa"]
+    assert len(set(letters_for(800))) == 800

@@ -1,0 +1,283 @@
+"""receval.report: the HTML page (rendered in headless Chromium), its data and PNGs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import receval
+from receval.errors import ReceValError
+from receval.report import Report, report
+from receval.report.data import popularity_deciles, top_k_items
+from receval.report.svg import bar_chart, box_plot, line_chart
+
+CHROMIUM = Path("/usr/bin/chromium")
+N_ITEMS, N_USERS = 60, 80
+
+
+def _world() -> tuple[dict, dict, pd.DataFrame]:
+    rng = np.random.default_rng(0)
+    w = 1 / np.arange(1, N_ITEMS + 1)
+    w /= w.sum()
+    train = pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(N_USERS), 8),
+            "item": np.concatenate(
+                [rng.choice(N_ITEMS, 8, replace=False, p=w) for _ in range(N_USERS)]
+            ),
+        }
+    )
+    truth = {
+        u: [int(i) for i in rng.choice(N_ITEMS, 4, replace=False, p=w)] for u in range(N_USERS)
+    }
+    good = {}
+    for u, rel in truth.items():
+        rest = [int(i) for i in rng.permutation(N_ITEMS) if i not in rel]
+        good[u] = rel[: int(rng.integers(0, 3))] + rest[:8]
+    runs = {
+        "most popular": {u: list(range(10)) for u in range(N_USERS)},
+        "random": {u: [int(i) for i in rng.permutation(N_ITEMS)[:10]] for u in range(N_USERS)},
+        "model <x&y>": good,
+    }
+    return truth, runs, train
+
+
+@pytest.fixture(scope="module")
+def rep(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    truth, runs, train = _world()
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    return report(runs, truth, ["ndcg@10", "recall@5", "coverage@10"], train=train, out=out,
+                  n_resamples=500, title="Test report")
+
+
+def test_report_is_self_contained(rep: Report) -> None:
+    html = rep.html
+    assert rep.path is not None and rep.path.read_text(encoding="utf-8") == html
+    assert "<script" not in html.lower()
+    assert not re.search(r"(src|href)\s*=\s*['\"]?(https?:)?//", html)
+    assert "@import" not in html and "url(" not in html
+    assert html.count('class="chart"') == len(rep.charts)
+    # user text is escaped
+    assert "model &lt;x&amp;y&gt;" in html and "<x&y>" not in html
+
+
+def test_report_content(rep: Report) -> None:
+    assert rep.charts == [
+        "curve-ndcg",
+        "curve-recall",
+        "curve-precision",
+        "curve-coverage",
+        "pr-curve",
+        "dist-ndcg@10",
+        "dist-recall@5",
+        "popularity",
+        "coverage",
+    ]
+    assert rep.max_k == 10
+    html = rep.html
+    for text in ("Leaderboard", "Pairwise comparisons", "Precision–recall", "Popularity bias",
+                 "receval version " + receval.__version__, "missing_recs",
+                 "score descending, then item id ascending", "Holm correction"):
+        assert text in html
+    # the leaderboard marks agree with the comparison
+    for (metric, system), row in rep.comparison.table.iterrows():
+        if row["wins"]:
+            assert f'<sup class="wins">{row["wins"]}</sup>' in html, (metric, system)
+
+
+def test_curves_are_evaluate_at_each_k(rep: Report) -> None:
+    truth, runs, train = _world()
+    res = receval.evaluate(runs["random"], truth, "ndcg@1-10", train=train)
+    sub = rep.curves[(rep.curves["system"] == "random") & (rep.curves["metric"] == "ndcg")]
+    assert sub["k"].tolist() == list(range(1, 11))
+    expected = [res.summary[f"ndcg@{k}"] for k in range(1, 11)]
+    assert sub["value"].to_numpy() == pytest.approx(expected)
+    cov = receval.evaluate(runs["most popular"], truth, "coverage@10", train=train)
+    assert rep.coverage is not None
+    assert rep.coverage["most popular"] == pytest.approx(cov.summary["coverage@10"])
+
+
+def test_popularity_deciles(rep: Report) -> None:
+    pop = rep.popularity
+    assert pop is not None
+    assert pop.sum(axis=1).to_numpy() == pytest.approx(1.0)
+    # the ten most popular items cover the first decile(s) only
+    assert pop.loc["most popular", "1"] + pop.loc["most popular", "2"] == pytest.approx(1.0)
+    assert pop.loc["training data", "1"] > pop.loc["training data", "10"]
+
+
+def test_popularity_deciles_by_hand() -> None:
+    # pop: item 1 -> 3 users, item 2 -> 2, items 3..10 -> 1; catalog 10 items, one per decile
+    train = {0: [1, 2, 3, 4, 5], 1: [1, 2, 6, 7], 2: [1, 8, 9, 10]}
+    tops = {"s": top_k_items({"u": [2, 10, 99], "v": [1, 2]}, 2)}
+    f = popularity_deciles(tops, train=train)
+    assert f.loc["s", "1"] == pytest.approx(0.25)  # item 1
+    assert f.loc["s", "2"] == pytest.approx(0.5)  # item 2, twice
+    assert f.loc["s", "10"] == pytest.approx(0.25)  # item 10 (ties by id: last)
+    assert f.loc["s", "outside"] == 0.0  # 99 is third in u's list, cut at k=2
+    assert f.loc["training data", "1"] == pytest.approx(3 / 13)
+
+
+def test_top_k_orders_scores_like_evaluate() -> None:
+    recs = pd.DataFrame({"user": [1, 1, 1, 2], "item": [5, 3, 4, 9], "score": [0.5, 0.9, 0.5, 1]})
+    top = top_k_items(recs, 2)
+    assert top["item"].tolist() == [3, 4, 9]  # tie 0.5: item 4 before 5
+
+
+def test_without_training_data_no_popularity_chart() -> None:
+    truth, runs, _ = _world()
+    r = report(runs, truth, "ndcg@3", n_resamples=100, ci="percentile")
+    assert r.popularity is None and r.coverage is None
+    assert "popularity" not in r.charts and "Popularity bias" not in r.html
+    assert r.max_k == 3
+
+
+def test_report_errors() -> None:
+    truth, runs, _ = _world()
+    res = {k: receval.evaluate(v, truth, "ndcg@3") for k, v in runs.items()}
+    with pytest.raises(ReceValError, match="not an evaluated Result"):
+        report(res, truth, "ndcg@3")
+    with pytest.raises(ReceValError, match="max_k"):
+        report(runs, truth, "ndcg@3", max_k=0)
+
+
+def test_png_images(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    truth, runs, train = _world()
+    r = report(runs, truth, ["ndcg@5"], train=train, png_dir=tmp_path / "png", n_resamples=100)
+    names = sorted(p.name for p in r.images)
+    assert names == sorted(
+        ["curve_ndcg.png", "curve_precision.png", "curve_recall.png", "curve_coverage.png",
+         "pr_curve.png", "distribution_ndcg_5.png", "popularity.png"]
+    )
+    import matplotlib.image as mpimg
+
+    for p in r.images:
+        img = mpimg.imread(p)
+        assert img.shape[0] > 100 and np.ptp(img[..., :3]) > 0.5, p.name
+
+
+def test_svg_helpers_are_well_formed() -> None:
+    import xml.etree.ElementTree as ET
+
+    charts = [
+        line_chart("l", "t <&>", {"a&b": ([1, 2, 3], [0.1, float("nan"), 0.3])}, xlabel="k",
+                   ylabel="v", integer_x=True),
+        bar_chart("b", "t", ["1", "2"], {"x": [0.5, 0.25]}, xlabel="", ylabel=""),
+        box_plot("x", "t", {"a": np.linspace(0, 1, 50), "empty": []}, ylabel="v"),
+        line_chart("e", "empty", {}, xlabel="", ylabel=""),
+    ]
+    for c in charts:
+        root = ET.fromstring(c)
+        assert root.tag.endswith("svg")
+
+
+# -- a real browser ------------------------------------------------------------------
+
+
+def _png_pixels(path: Path) -> np.ndarray:
+    """Decode an 8-bit RGB/RGBA non-interlaced PNG with zlib only."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks, ihdr = 8, [], b""
+    while pos < len(data):
+        n = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            ihdr = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        pos += 12 + n
+    width, height = int.from_bytes(ihdr[0:4], "big"), int.from_bytes(ihdr[4:8], "big")
+    depth, ctype, interlace = ihdr[8], ihdr[9], ihdr[12]
+    assert depth == 8 and ctype in (2, 6) and interlace == 0
+    bpp = 3 if ctype == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * bpp
+    out = np.zeros((height, stride), dtype=np.uint8)
+    prev = np.zeros(stride, dtype=np.int32)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int32)
+        if f == 0:
+            cur = line
+        elif f == 2:
+            cur = (line + prev) & 255
+        else:
+            cur = np.zeros(stride, dtype=np.int32)
+            for x in range(stride):
+                a = cur[x - bpp] if x >= bpp else 0
+                b = prev[x]
+                c = prev[x - bpp] if x >= bpp else 0
+                if f == 1:
+                    pred = a
+                elif f == 3:
+                    pred = (a + b) // 2
+                else:
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                cur[x] = (line[x] + pred) & 255
+        out[y] = cur
+        prev = cur
+    return out.reshape(height, width, bpp)[..., :3]
+
+
+def _chromium(*args: str, profile: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed "
+                    "(apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> None:
+    assert rep.path is not None
+    url = rep.path.resolve().as_uri()
+    with tempfile.TemporaryDirectory() as profile:
+        dom = _chromium("--dump-dom", url, profile=profile)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    text = dom.stdout
+    for key in ("Test report", "Leaderboard", "Pairwise comparisons", "most popular",
+                "Metrics at every cut-off", "Distribution of per-user values",
+                "Popularity bias and coverage", "How these numbers were produced"):
+        assert key in text, key
+    found = re.findall(r'<svg class="chart" data-chart="([^"]+)"', text)
+    assert found == rep.charts
+    assert text.count("<polyline") >= 3 * 5  # 3 systems × (4 curves + PR)
+
+    shot = tmp_path / "shot.png"
+    with tempfile.TemporaryDirectory() as profile:
+        run = _chromium(f"--screenshot={shot}", "--window-size=1280,2000", url, profile=profile)
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    try:
+        import matplotlib.image as mpimg
+
+        pixels = (mpimg.imread(shot)[..., :3] * 255).round().astype(np.uint8)
+    except ImportError:  # pragma: no cover - matplotlib is a test dependency
+        pixels = _png_pixels(shot)
+    assert pixels.shape[:2] == (2000, 1280)
+    colours = np.unique(pixels.reshape(-1, 3)[::97], axis=0)
+    assert len(colours) > 20, "the screenshot is (nearly) one colour"
+    # the chart colours are on the page: blue and vermillion series
+    flat = pixels.reshape(-1, 3).astype(int)
+    assert (np.abs(flat - [0x00, 0x72, 0xB2]).sum(axis=1) < 30).any()
+    assert (np.abs(flat - [0xD5, 0x5E, 0x00]).sum(axis=1) < 30).any()

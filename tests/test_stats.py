@@ -1,0 +1,263 @@
+"""Statistics of receval.stats checked against SciPy, exact enumeration, known
+coverage and hand-worked corrections."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from receval import stats
+from receval.errors import ReceValError
+
+
+def _pairs(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 1, n)
+    b = np.clip(a - 0.05 + rng.normal(0, 0.2, n), 0, 1)
+    return a, b
+
+
+# -- t-test and Wilcoxon against SciPy -------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("n", [5, 30, 400])
+def test_t_test_matches_scipy(seed: int, n: int) -> None:
+    a, b = _pairs(seed, n)
+    ours = stats.paired_t_test(a, b)
+    ref = sps.ttest_rel(a, b)
+    assert ours.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+    # b=None: a holds the differences.
+    assert stats.paired_t_test(a - b).pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("n", [8, 40, 300])
+def test_wilcoxon_matches_scipy(seed: int, n: int) -> None:
+    a, b = _pairs(seed, n)
+    b[:3] = a[:3]  # some zero differences, dropped by the wilcox convention
+    ours = stats.wilcoxon_test(a, b)
+    ref = sps.wilcoxon(a, b, zero_method="wilcox")
+    assert ours.statistic == pytest.approx(ref.statistic)
+    assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_wilcoxon_with_ties_matches_scipy() -> None:
+    a = np.array([0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 1.0, 0.5, 1.0, 1.0, 0.0, 0.5])
+    b = np.array([0.5, 0.0, 0.5, 0.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0.5, 0.0, 0.0])
+    ref = sps.wilcoxon(a, b)
+    assert stats.wilcoxon_test(a, b).pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "fn", [stats.paired_t_test, stats.wilcoxon_test, stats.randomization_test]
+)
+def test_identical_systems_give_p_one(fn) -> None:  # type: ignore[no-untyped-def]
+    a = np.array([0.1, 0.5, 0.9, 0.3])
+    assert fn(a, a.copy()).pvalue == 1.0
+
+
+def test_too_few_users_give_nan() -> None:
+    assert math.isnan(stats.paired_t_test([1.0], [0.0]).pvalue)
+    assert math.isnan(stats.wilcoxon_test([], []).pvalue)
+    assert math.isnan(stats.randomization_test([], []).pvalue)
+    assert math.isnan(stats.cohens_d([1.0], [0.0]))
+    lo, hi = stats.bootstrap_ci([], [])
+    assert math.isnan(lo) and math.isnan(hi)
+
+
+def test_inputs_are_checked() -> None:
+    with pytest.raises(ReceValError, match="same length"):
+        stats.paired_t_test([1.0, 2.0], [1.0])
+    with pytest.raises(ReceValError, match="finite"):
+        stats.wilcoxon_test([1.0, math.nan], [1.0, 2.0])
+    with pytest.raises(ReceValError, match="test must be one of"):
+        stats.run_test("z", [1.0], [2.0])
+    with pytest.raises(ReceValError, match="correction must be one of"):
+        stats.adjust_pvalues([0.1], "sidak")
+    with pytest.raises(ReceValError, match="alpha"):
+        stats.bootstrap_ci([1.0, 2.0], alpha=1.5)
+
+
+# -- randomization test against exact enumeration ----------------------------------
+
+
+def _exact_sign_flip_p(d: np.ndarray) -> float:
+    """All 2**n sign vectors, written the slow and obvious way."""
+    observed = abs(d.mean())
+    hits = 0
+    for signs in itertools.product((1.0, -1.0), repeat=len(d)):
+        if abs(np.mean(np.array(signs) * d)) >= observed - 1e-12:
+            hits += 1
+    return hits / 2 ** len(d)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_randomization_exact_mode_equals_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 11))
+    d = np.round(rng.normal(0.1, 0.3, n), 2)  # rounded: ties among |sums| happen
+    expected = _exact_sign_flip_p(d)
+    assert stats.randomization_test(d, exact=True).pvalue == pytest.approx(expected, abs=1e-15)
+    # automatic: exact when 2**n <= n_resamples
+    assert stats.randomization_test(d, n_resamples=2**n).pvalue == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_randomization_monte_carlo_agrees_with_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    d = rng.normal(0.15, 0.4, 12)
+    expected = _exact_sign_flip_p(d)
+    b = 40_000
+    got = stats.randomization_test(d, n_resamples=b, seed=seed, exact=False).pvalue
+    se = math.sqrt(expected * (1 - expected) / b) + 1 / b
+    assert abs(got - expected) < 5 * se
+
+
+def test_randomization_is_reproducible_and_seed_dependent() -> None:
+    a, b = _pairs(1, 200)
+    p1 = stats.randomization_test(a, b, n_resamples=3000, seed=7).pvalue
+    p2 = stats.randomization_test(a, b, n_resamples=3000, seed=7).pvalue
+    p3 = stats.randomization_test(a, b, n_resamples=3000, seed=np.random.SeedSequence(7)).pvalue
+    assert p1 == p2 == p3
+    ps = {stats.randomization_test(a, b, n_resamples=500, seed=s).pvalue for s in range(8)}
+    assert len(ps) > 1 or ps == {1 / 501}
+
+
+def test_randomization_blocks_do_not_change_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = _pairs(2, 300)
+    a = a + np.random.default_rng(0).normal(0, 0.01, 300)
+    ref = stats.randomization_test(a, b, n_resamples=2000, seed=5).pvalue
+    ci = stats.bootstrap_ci(a, b, n_resamples=2000, seed=5, method="percentile")
+    monkeypatch.setattr(stats, "_BLOCK_VALUES", 300 * 7)  # blocks of 7 resamples
+    assert stats.randomization_test(a, b, n_resamples=2000, seed=5).pvalue == ref
+    assert stats.bootstrap_ci(a, b, n_resamples=2000, seed=5, method="percentile") == ci
+
+
+def test_randomization_matches_scipy_permutation_test_roughly() -> None:
+    a, b = _pairs(3, 60)
+    ours = stats.randomization_test(a, b, n_resamples=20_000, seed=1).pvalue
+    ref = sps.permutation_test(
+        (a - b,),
+        np.mean,
+        permutation_type="samples",
+        n_resamples=20_000,
+        random_state=1,
+    ).pvalue
+    assert ours == pytest.approx(ref, abs=0.01)
+
+
+# -- bootstrap ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_coverage_of_a_known_mean(method: str) -> None:
+    """About 95% of 95% intervals contain the true mean (200 seeds)."""
+    true_mean = 0.3
+    covered = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(true_mean, 0.25, 60)
+        lo, hi = stats.bootstrap_ci(x, method=method, n_resamples=1000, seed=seed)
+        covered += lo <= true_mean <= hi
+    assert 0.90 <= covered / 200 <= 0.99
+
+
+def test_bca_coverage_on_skewed_data() -> None:
+    covered = 0
+    for seed in range(200):
+        rng = np.random.default_rng(1000 + seed)
+        x = rng.exponential(1.0, 50)  # mean 1
+        lo, hi = stats.bootstrap_ci(x, method="bca", n_resamples=1000, seed=seed)
+        covered += lo <= 1.0 <= hi
+    assert 0.88 <= covered / 200 <= 0.99
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_bootstrap_agrees_with_scipy(method: str) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.exponential(0.4, 80)
+    ours = stats.bootstrap_ci(x, method=method, n_resamples=20_000, seed=2)
+    ref = sps.bootstrap(
+        (x,), np.mean, method=method, n_resamples=20_000, random_state=2
+    ).confidence_interval
+    width = ref.high - ref.low
+    assert ours[0] == pytest.approx(ref.low, abs=0.03 * width)
+    assert ours[1] == pytest.approx(ref.high, abs=0.03 * width)
+
+
+def test_bootstrap_paired_difference_is_interval_of_differences() -> None:
+    a, b = _pairs(5, 100)
+    assert stats.bootstrap_ci(a, b, seed=3, n_resamples=500) == stats.bootstrap_ci(
+        a - b, seed=3, n_resamples=500
+    )
+
+
+def test_bootstrap_of_constant_values_is_a_point() -> None:
+    assert stats.bootstrap_ci([0.5, 0.5, 0.5]) == (0.5, 0.5)
+
+
+def test_bca_is_skewed_like_the_data() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.exponential(1.0, 40)
+    lo, hi = stats.bootstrap_ci(x, method="bca", seed=1)
+    m = x.mean()
+    assert hi - m > m - lo  # right-skewed data: longer upper arm
+
+
+# -- effect size -------------------------------------------------------------------
+
+
+def test_cohens_d_is_mean_over_sd_of_differences() -> None:
+    a, b = _pairs(6, 50)
+    d = a - b
+    assert stats.cohens_d(a, b) == pytest.approx(d.mean() / d.std(ddof=1))
+    assert stats.cohens_d([1.0, 2.0], [0.0, 1.0]) == math.inf
+    assert stats.cohens_d([1.0, 2.0], [1.0, 2.0]) == 0.0
+
+
+# -- corrections: hand-worked examples ---------------------------------------------
+
+
+def test_bonferroni_hand_worked() -> None:
+    p = [0.01, 0.02, 0.03, 0.04, 0.5]
+    # m = 5: 5 p, capped at 1
+    assert stats.adjust_pvalues(p, "bonferroni") == pytest.approx([0.05, 0.1, 0.15, 0.2, 1.0])
+
+
+def test_holm_hand_worked() -> None:
+    p = [0.04, 0.01, 0.03, 0.005]
+    # sorted: .005 .01 .03 .04; factors 4 3 2 1 -> .02 .03 .06 .04; running max -> .02 .03 .06 .06
+    assert stats.adjust_pvalues(p, "holm") == pytest.approx([0.06, 0.03, 0.06, 0.02])
+    # significant at .05: the two smallest only (Holm stops at the first failure)
+    assert (stats.adjust_pvalues(p, "holm") < 0.05).tolist() == [False, True, False, True]
+
+
+def test_bh_hand_worked() -> None:
+    p = [0.01, 0.04, 0.03, 0.005, 0.2]
+    # sorted .005 .01 .03 .04 .2 -> m p / i: .025 .025 .05 .05 .2; running min from the top
+    assert stats.adjust_pvalues(p, "bh") == pytest.approx([0.025, 0.05, 0.05, 0.025, 0.2])
+    p2 = [0.02, 0.03]  # 2·.02/1 = .04, 2·.03/2 = .03 -> min from top: .03 .03
+    assert stats.adjust_pvalues(p2, "bh") == pytest.approx([0.03, 0.03])
+
+
+def test_corrections_skip_nan_and_keep_order() -> None:
+    p = [0.01, math.nan, 0.02]
+    out = stats.adjust_pvalues(p, "bonferroni")
+    assert out[0] == pytest.approx(0.02) and math.isnan(out[1]) and out[2] == pytest.approx(0.04)
+    assert stats.adjust_pvalues(p, "none")[2] == 0.02
+    assert stats.adjust_pvalues([], "holm").size == 0
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "bh"])
+def test_corrections_are_monotone_and_never_below_raw(method: str) -> None:
+    p = np.random.default_rng(0).uniform(0, 0.2, 30)
+    adj = stats.adjust_pvalues(p, method)
+    assert (adj >= p - 1e-15).all() and (adj <= 1).all()
+    order = np.argsort(p)
+    assert (np.diff(adj[order]) >= -1e-15).all()
