@@ -26,6 +26,8 @@ def test_ordering(demo: dict) -> None:
     sig = demo["significance"]
     main = sig[sig["metric"] == "ndcg@10"]
     assert len(main) == 3 and main["significant"].all()
+    table = demo["comparison"].table.loc["ndcg@10"]
+    assert table.loc["item_knn", "wins"] == "bc" and table.loc["popular", "wins"] == "c"
 
 
 def test_files(demo: dict) -> None:
@@ -38,6 +40,7 @@ def test_files(demo: dict) -> None:
         "split_train",
         "split_test",
         "split_info",
+        "report_html",
         *(f"run_{s}" for s in SYSTEMS),
     ):
         assert Path(files[name]).is_file(), name

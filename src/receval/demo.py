@@ -22,14 +22,12 @@
    over the pairs;
 6. output: the leaderboard printed and written (CSV, Markdown), the runs
    (Parquet), the split (Parquet + JSON), per-system results (JSON), the
-   significance table (CSV), and an HTML report when ``receval.report`` exists.
+   significance table (CSV), and the HTML report.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -76,79 +74,8 @@ MAIN_METRIC = "ndcg@10"
 #: Per-user metrics tested for significance.
 TESTED = ("ndcg@10", "recall@10", "ap@10")
 
-
-def _holm(p: np.ndarray) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values (NaN kept)."""
-    out = np.full(len(p), np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    if not len(ok):
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out[order] = adj
-    return out
-
-
-def paired_tests(results: dict[str, Result], metrics: tuple[str, ...] = TESTED) -> pd.DataFrame:
-    """Paired t-tests between every pair of systems on per-user values.
-
-    Users are aligned by id; a user counts in a pair when both systems have a
-    value. p-values are two-sided (``scipy.stats.ttest_rel``), then adjusted
-    with Holm's method over the pairs of each metric.
-
-    Returns:
-        One row per (metric, a, b): ``mean_a``, ``mean_b``, ``diff`` (a − b),
-        ``users``, ``t``, ``p``, ``p_holm``, ``significant`` (p_holm < 0.05).
-    """
-    from scipy import stats
-
-    rows = []
-    for metric in metrics:
-        block = []
-        for a, b in itertools.combinations(results, 2):
-            pa, pb = results[a].per_user, results[b].per_user
-            if metric not in pa.columns or metric not in pb.columns:
-                continue
-            joined = pd.concat([pa[metric].rename("a"), pb[metric].rename("b")], axis=1).dropna()
-            x, y = joined["a"].to_numpy(), joined["b"].to_numpy()
-            if len(x) > 1 and np.any(x != y):
-                t, p = stats.ttest_rel(x, y)
-            else:
-                t, p = math.nan, (1.0 if len(x) > 1 else math.nan)
-            block.append(
-                {
-                    "metric": metric,
-                    "a": a,
-                    "b": b,
-                    "mean_a": float(x.mean()) if len(x) else math.nan,
-                    "mean_b": float(y.mean()) if len(y) else math.nan,
-                    "diff": float((x - y).mean()) if len(x) else math.nan,
-                    "users": len(x),
-                    "t": float(t),
-                    "p": float(p),
-                }
-            )
-        if block:
-            adj = _holm(np.array([r["p"] for r in block], dtype=float))
-            for r, q in zip(block, adj, strict=True):
-                r["p_holm"] = float(q)
-                r["significant"] = bool(q < 0.05)
-            rows += block
-    columns = [
-        "metric",
-        "a",
-        "b",
-        "mean_a",
-        "mean_b",
-        "diff",
-        "users",
-        "t",
-        "p",
-        "p_holm",
-        "significant",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+#: Metrics of the HTML report (curves run over every cut-off up to the largest).
+REPORT_METRICS = ("ndcg@10", "recall@10", "precision@10", "ap@10", "coverage@10")
 
 
 def _load(interactions: Any, users: int, seed: int) -> tuple[pd.DataFrame, str]:
@@ -173,45 +100,6 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _try_compare(
-    runs: dict[str, pd.DataFrame], truth: pd.DataFrame, train: pd.DataFrame, note: Callable
-) -> Any:
-    """``receval.compare`` when the installed receval has it (else None)."""
-    import receval
-
-    compare = getattr(receval, "compare", None)
-    if compare is None:
-        try:
-            from . import compare as module  # type: ignore[attr-defined]
-        except ImportError:
-            return None
-        compare = getattr(module, "compare", None)
-    if not callable(compare):
-        return None
-    metrics = [m for m in DEMO_METRICS if not m.startswith(("coverage", "gini", "person"))]
-    try:
-        return compare(runs, truth, metrics, train=train)
-    except Exception as exc:  # an API still being built: fall back, and say so
-        note(f"receval.compare failed ({type(exc).__name__}: {exc}); paired t-tests only")
-        return None
-
-
-def _try_report(comparison: Any, results: dict[str, Result], path: Path, note: Callable) -> bool:
-    import receval
-
-    report = getattr(receval, "report", None)
-    if not callable(report):
-        return False
-    try:
-        out = report(comparison if comparison is not None else results, path)
-    except Exception as exc:  # an API still being built: skip, and say so
-        note(f"receval.report failed ({type(exc).__name__}: {exc}); no HTML report")
-        return False
-    if isinstance(out, str) and not path.exists():
-        path.write_text(out)
-    return path.exists()
-
-
 def run_demo(
     out_dir: str | Path,
     *,
@@ -234,7 +122,7 @@ def run_demo(
     Returns:
         ``leaderboard`` (DataFrame: one row per system, one column per metric,
         best ``ndcg@10`` first), ``significance`` (DataFrame, see
-        :func:`paired_tests`), ``comparison`` (what ``receval.compare``
+        ``Comparison.pairs``), ``comparison`` (what ``receval.compare``
         returned, or None), ``results`` (system → :class:`~receval.Result`),
         ``split`` (the :class:`~receval.split.Split`), ``files`` (name →
         path), ``notes``, ``seconds``.
@@ -292,8 +180,20 @@ def run_demo(
     ).T
     board.index.name = "system"
     board = board.sort_values(MAIN_METRIC, ascending=False, kind="stable")
-    sig = paired_tests(results)
-    comparison = _try_compare(runs, truth, train, notes.append)
+    from .compare import compare
+
+    # the runs are already evaluated: compare reuses their per-user values
+    comparison = compare(
+        {name: results[name] for name in SYSTEMS},
+        truth,
+        list(TESTED),
+        test="t",
+        correction="holm",
+        ci="percentile",
+        n_resamples=2000,
+        seed=seed,
+    )
+    sig = comparison.pairs.reset_index()
 
     files["leaderboard_csv"] = out / "leaderboard.csv"
     board.to_csv(files["leaderboard_csv"])
@@ -305,12 +205,10 @@ def run_demo(
         f"Split: {method}, " + ", ".join(f"{k}={v}" for k, v in options.items()),
         "",
         _markdown(board),
-        "## Paired t-tests (Holm-adjusted over pairs)",
+        "## Significance (paired t-tests, Holm correction over all comparisons)",
         "",
+        comparison.to_markdown(),
     ]
-    md.append(_markdown(sig.set_index("metric")) if len(sig) else "(none)\n")
-    if comparison is not None:
-        md += ["## receval.compare", "", "```", str(comparison), "```", ""]
     files["leaderboard_md"] = out / "leaderboard.md"
     files["leaderboard_md"].write_text("\n".join(md))
     files["significance_csv"] = out / "significance.csv"
@@ -319,9 +217,21 @@ def run_demo(
     files["results_json"].write_text(
         json.dumps({n: r.to_dict() for n, r in results.items()}, indent=2) + "\n"
     )
-    report_path = out / "report.html"
-    if _try_report(comparison, results, report_path, notes.append):
-        files["report_html"] = report_path
+    from .report import report
+
+    files["report_html"] = out / "report.html"
+    report(
+        runs,
+        truth,
+        REPORT_METRICS,
+        out=files["report_html"],
+        train=train,
+        title="receval demo",
+        test="t",
+        ci="percentile",
+        n_resamples=1000,
+        seed=seed,
+    )
 
     shown = [
         c
@@ -340,14 +250,7 @@ def run_demo(
     say("")
     say(board[shown].to_string(float_format=lambda v: f"{v:.4f}"))
     say("")
-    for r in sig[sig["metric"] == MAIN_METRIC].itertuples():
-        verdict = "significant" if r.significant else "not significant"
-        say(
-            f"{r.metric}: {r.a} vs {r.b}: diff {r.diff:+.4f} over {r.users} users, "
-            f"p_holm = {r.p_holm:.2g} ({verdict})"
-        )
-    if comparison is not None:
-        say(str(comparison))
+    say(str(comparison))
     for n in notes:
         say(f"note: {n}")
     seconds = time.perf_counter() - t0
