@@ -75,9 +75,10 @@ class InputError(ReceValError):
         if self.item is not None:
             where.append(f"item {self.item!r}")
         reason = self.reason
-        if "{rows}" in reason:
-            rows = sorted(r for r in (self.row, self.other_row) if r is not None)
-            reason = reason.replace("{rows}", "rows " + " and ".join(map(str, rows)))
+        for key, word, first in (("{rows}", "rows ", self.row), ("{lines}", "lines ", self.line)):
+            if key in reason:
+                both = sorted(r for r in (first, self.other_row) if r is not None)
+                reason = reason.replace(key, word + " and ".join(map(str, both)))
         return (", ".join(where) + ": " if where else "") + reason
 
     def remap(self, row_of: Callable[[int], int]) -> InputError:

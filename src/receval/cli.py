@@ -1,0 +1,546 @@
+"""The ``receval`` command line: parsing and rendering only; the work is in the library.
+
+Exit codes: 0 success; 2 a usage or input error (one or two lines on stderr
+naming the file, line, user and item, no traceback); 1 an internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import InputError, ReceValError
+
+app = typer.Typer(
+    name="receval",
+    help="Offline evaluation of recommender systems, every definition explicit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    latex = "latex"
+
+
+class Format(StrEnum):
+    auto = "auto"
+    csv = "csv"
+    tsv = "tsv"
+    parquet = "parquet"
+    jsonl = "jsonl"
+    trec = "trec"
+
+
+@contextlib.contextmanager
+def _status(message: str, quiet: bool) -> Iterator[None]:
+    """A spinner on stderr while something runs; silent off a terminal or with --quiet."""
+    if quiet or not sys.stderr.isatty():
+        yield
+        return
+    with err.status(message):
+        yield
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Write through a temporary file renamed into place: no partial file on error."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
+    from .spec import parse_metrics
+
+    if not metric:
+        raise ReceValError("give at least one metric with -m, e.g. -m ndcg@10")
+    if cutoffs is None:
+        return list(metric)
+    ks = []
+    for part in cutoffs.split(","):
+        try:
+            k = int(part)
+        except ValueError:
+            raise ReceValError(f"-k takes positive integers like 5,10,20; got {part!r}") from None
+        if k <= 0:
+            raise ReceValError(f"-k takes positive integers like 5,10,20; got {k}")
+        ks.append(k)
+    out_metrics: list[str] = []
+    for m in metric:
+        specs = parse_metrics(m)
+        if all(s.k is None for s in specs) and "@" not in m:
+            out_metrics += [str(s.with_k(k)) for s in specs for k in ks]
+        else:
+            out_metrics.append(m)
+    return out_metrics
+
+
+def _read(
+    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool
+) -> tuple[Any, Any]:
+    from .io.files import read_file
+
+    with _status(f"reading {path}", quiet):
+        table, info = read_file(path, role=role, fmt=fmt.value, sep=sep, cols=cols)
+    if not quiet:
+        for message in info.messages:
+            err.print(f"{path}: {message}")
+    return table, info
+
+
+def _render(result: Any, output: Output) -> str:
+    if output is Output.json:
+        return result.to_json() if hasattr(result, "to_json") else json.dumps(result, indent=2)
+    if output is Output.markdown:
+        return result.to_markdown()
+    if output is Output.latex:
+        return result.to_latex()
+    if output is Output.csv:
+        return result.to_frame().to_csv()
+    return str(result)
+
+
+UserCol = Annotated[str, typer.Option("--user-col", help="user column (default: detected)")]
+ItemCol = Annotated[str, typer.Option("--item-col", help="item column (default: detected)")]
+ScoreCol = Annotated[str, typer.Option("--score-col", help="score column")]
+RankCol = Annotated[str, typer.Option("--rank-col", help="rank column (1 = best)")]
+RelCol = Annotated[str, typer.Option("--relevance-col", help="grade column of the truth")]
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option("-m", "--metric", help="metric, e.g. ndcg@10 or map@5,10 (repeatable)"),
+]
+
+
+@app.command()
+def evaluate(
+    recs: Annotated[Path, typer.Argument(help="recommendations: CSV/TSV/Parquet/JSONL/TREC run")],
+    truth: Annotated[Path, typer.Argument(help="truth: CSV/TSV/Parquet/JSONL/TREC qrels")],
+    metric: Metrics = None,
+    k: Annotated[
+        str | None, typer.Option("-k", help="cut-offs for metrics given without @k")
+    ] = None,
+    threshold: Annotated[float, typer.Option(help="grade from which an item is relevant")] = 1.0,
+    empty_truth: Annotated[str, typer.Option(help="skip | zero | error")] = "skip",
+    missing_recs: Annotated[str, typer.Option(help="zero | skip | error")] = "zero",
+    duplicates: Annotated[str, typer.Option(help="error | keep")] = "error",
+    per_user: Annotated[
+        Path | None, typer.Option(help="write per-user values (.csv or .parquet)")
+    ] = None,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    as_json: Annotated[bool, typer.Option("--json", help="same as --output json")] = False,
+    fmt: Annotated[Format, typer.Option("--format", help="input format")] = Format.auto,
+    sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
+    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
+    catalog: Annotated[Path | None, typer.Option(help="file of catalog items")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    user_col: UserCol = "user",
+    item_col: ItemCol = "item",
+    score_col: ScoreCol = "score",
+    rank_col: RankCol = "rank",
+    relevance_col: RelCol = "relevance",
+) -> None:
+    """Evaluate a file of recommendations against a file of truth."""
+    from .api import evaluate as run
+    from .io.tables import Columns
+
+    metrics = _metrics(metric, k)
+    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+    recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
+    truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
+    extra: dict[str, Any] = {}
+    if train is not None:
+        extra["train"] = _read(train, "truth", Format.auto, sep, cols, quiet)[0]
+    if catalog is not None:
+        cat = _read(catalog, "truth", Format.auto, sep, cols, quiet)[0]
+        extra["catalog"] = cat.column("item").to_pylist()
+    try:
+        with _status("evaluating", quiet):
+            result = run(
+                recs_table,
+                truth_table,
+                metrics,
+                threshold=threshold,
+                empty_truth=empty_truth,
+                missing_recs=missing_recs,
+                duplicates=duplicates,
+                **extra,  # type: ignore[arg-type]
+            )
+    except InputError as exc:
+        info = recs_info if exc.source == "recommendations" else truth_info
+        raise info.locate(exc) from None
+    result.parameters["inputs"] = {
+        "recommendations": {
+            "path": str(recs),
+            "format": recs_info.format,
+            "columns": recs_info.columns,
+        },
+        "truth": {"path": str(truth), "format": truth_info.format, "columns": truth_info.columns},
+    }
+    if per_user is not None:
+        frame = result.per_user.reset_index()
+        if per_user.suffix.lower() in (".parquet", ".pq"):
+            _write_atomic(per_user, lambda p: frame.to_parquet(p, index=False))
+        else:
+            _write_atomic(per_user, lambda p: frame.to_csv(p, index=False, na_rep="NaN"))
+    out.print(_render(result, Output.json if as_json else output), markup=False)
+
+
+@app.command("evaluate-ratings")
+def evaluate_ratings(
+    ratings: Annotated[Path, typer.Argument(help="(user, item, actual, predicted) rows")],
+    metric: Metrics = None,
+    actual_col: Annotated[str, typer.Option(help="actual rating column")] = "actual",
+    predicted_col: Annotated[str, typer.Option(help="predicted rating column")] = "predicted",
+    dropna: Annotated[bool, typer.Option(help="drop rows with a missing rating")] = False,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    user_col: UserCol = "user",
+    item_col: ItemCol = "item",
+) -> None:
+    """Rating-prediction metrics (mae, rmse, r2, pearson, ...) of a ratings file."""
+    from .io.files import read_file
+    from .io.tables import Columns
+    from .ratings import evaluate_ratings as run
+
+    table, info = read_file(ratings, role="ratings", cols=Columns(user_col, item_col))
+    try:
+        result = run(
+            table,
+            list(metric or []) or ["rmse"],
+            actual_col=actual_col,
+            predicted_col=predicted_col,
+            dropna=dropna,
+        )
+    except InputError as exc:
+        raise info.locate(exc) from None
+    out.print(_render(result, Output.json if as_json else output), markup=False)
+
+
+@app.command("metrics")
+def list_metrics() -> None:
+    """List every metric with its aliases, parameters and definition."""
+    from .registry import metrics as registry
+
+    kinds = {"ranking": "per user", "aggregate": "aggregate", "rating": "rating prediction"}
+    for d in registry().values():
+        params = ", ".join(
+            f"{p.name}={p.default}" + (f" ({'|'.join(p.choices)})" if p.choices else "")
+            for p in d.params
+        )
+        line = d.name
+        if d.aliases:
+            line += f" (also {', '.join(d.aliases)})"
+        if params:
+            line += f" [{params}]"
+        out.print(f"{line} — {kinds[d.kind]}: {d.description}", markup=False)
+
+
+# which tools use which variant, by metric (the full table: docs/conventions.md)
+_ELSEWHERE = {
+    "precision": "trec_eval P_k, ranx, MLlib precisionAt divide by k; some libraries by "
+    "min(k, n) (denominator=retrieved).",
+    "ap": "trec_eval map_cut_k, ranx, rectools MAP divide by R (denominator=relevant); MLlib "
+    "meanAveragePrecisionAt by min(k, R) (the default); some papers by the hits.",
+    "ndcg": "trec_eval ndcg_cut_k: linear gain, ideal from all relevant judged items (the "
+    "default); many libraries use gain=exp; some papers re-sort the retrieved list "
+    "(ideal=retrieved); MLlib uses binary relevance.",
+    "rr": "trec_eval recip_rank has no cut-off (use rr without @k).",
+    "hit_rate": "trec_eval success_k.",
+    "r_precision": "trec_eval Rprec.",
+}
+
+
+@app.command()
+def explain(metric: Annotated[str, typer.Argument(help="a metric name, e.g. map@10")]) -> None:
+    """Explain a metric: formula, parameters, edge cases, other tools' variants."""
+    from .spec import parse_metric
+
+    spec = parse_metric(metric)
+    d = spec.definition
+    lines = [f"{spec}  ({d.name}: {d.description})", "", f"formula: {d.formula}"]
+    if d.aliases:
+        lines.append(f"aliases: {', '.join(d.aliases)}")
+    for p in d.params:
+        choices = f" — one of {', '.join(p.choices)}" if p.choices else ""
+        value = dict(spec.params).get(p.name, p.default)
+        lines.append(
+            f"parameter {p.name} = {value} (default {p.default}){choices}: {p.description}"
+        )
+    lines.append(
+        f"bounds: [{d.bounds[0]:g}, {d.bounds[1]:g}], "
+        f"{'higher' if d.higher_is_better else 'lower'} is better"
+    )
+    lines.append(f"undefined for: {d.undefined}")
+    if d.needs:
+        lines.append(f"needs: {', '.join(d.needs)}")
+    if d.notes:
+        lines.append(f"notes: {d.notes}")
+    if d.name in _ELSEWHERE:
+        lines.append(f"other tools: {_ELSEWHERE[d.name]}")
+    out.print("\n".join(lines), markup=False)
+
+
+@app.command()
+def inspect(
+    path: Annotated[Path, typer.Argument(help="a recommendations or truth file")],
+    truth: Annotated[bool, typer.Option("--truth", help="read it as truth")] = False,
+    fmt: Annotated[Format, typer.Option("--format")] = Format.auto,
+    sep: Annotated[str | None, typer.Option()] = None,
+    user_col: UserCol = "user",
+    item_col: ItemCol = "item",
+    score_col: ScoreCol = "score",
+    rank_col: RankCol = "rank",
+    relevance_col: RelCol = "relevance",
+) -> None:
+    """Summarise a file as receval reads it: columns, users, items, lists, ties, grades."""
+    import numpy as np
+    import pandas as pd
+
+    from .io.tables import Columns
+
+    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+    role = "truth" if truth else "recommendations"
+    table, info = _read(path, role, fmt, sep, cols, quiet=True)
+    frame = table.to_pandas()
+    lines = [f"{path}: {info.format}, {len(frame)} rows"]
+    lines += [f"column {c} read as {role_}" for role_, c in info.columns.items()]
+    lines += info.messages
+    sizes = frame.groupby("user").size()
+    lines.append(f"users: {len(sizes)}; items: {frame['item'].nunique()}")
+    lines.append(
+        f"rows per user: min {sizes.min()}, median {float(np.median(sizes)):g}, max {sizes.max()}"
+    )
+    dup = int(frame.duplicated(["user", "item"]).sum())
+    lines.append(f"duplicate (user, item) rows: {dup}")
+    if "score" in frame:
+        ties = int(frame.duplicated(["user", "score"]).sum())
+        lines.append(f"rows tied in score with another row of their user: {ties}")
+    if "relevance" in frame:
+        counts = pd.Series(frame["relevance"]).value_counts().sort_index()
+        lines.append("grades: " + ", ".join(f"{g:g}: {n}" for g, n in counts.items()))
+    out.print("\n".join(lines), markup=False)
+
+
+@app.command()
+def compare(
+    truth: Annotated[Path, typer.Argument(help="the truth file")],
+    runs: Annotated[list[Path], typer.Argument(help="two or more recommendation files")],
+    metric: Metrics = None,
+    names: Annotated[str | None, typer.Option(help="system names, comma-separated")] = None,
+    baseline: Annotated[str | None, typer.Option(help="compare every run with this one")] = None,
+    test: Annotated[str, typer.Option(help="t | wilcoxon | randomization")] = "t",
+    correction: Annotated[str, typer.Option(help="holm | bonferroni | bh | none")] = "holm",
+    alpha: float = 0.05,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Compare systems on the same truth with paired significance tests."""
+    from .compare import compare as run
+    from .io.tables import Columns
+
+    systems = _systems(runs, names)
+    cols = Columns()
+    truth_table = _read(truth, "truth", Format.auto, None, cols, quiet)[0]
+    tables = {
+        name: _read(p, "recommendations", Format.auto, None, cols, quiet)[0]
+        for name, p in systems.items()
+    }
+    with _status("comparing", quiet):
+        result = run(
+            tables,
+            truth_table,
+            _metrics(metric, None),
+            baseline=baseline,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+    if output is Output.csv:
+        out.print(result.table.to_csv(), markup=False)
+    else:
+        out.print(_render(result, output), markup=False)
+
+
+def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
+    labels = [n.strip() for n in names.split(",")] if names else [p.stem for p in runs]
+    if len(labels) != len(runs):
+        raise ReceValError(f"--names gives {len(labels)} names for {len(runs)} runs")
+    if len(set(labels)) != len(labels):
+        raise ReceValError("two runs have the same name: give --names a,b,c")
+    return dict(zip(labels, runs, strict=True))
+
+
+@app.command()
+def report(
+    truth: Annotated[Path, typer.Argument(help="the truth file")],
+    runs: Annotated[list[Path], typer.Argument(help="one or more recommendation files")],
+    out_path: Annotated[Path, typer.Option("--out", help="the HTML file to write")] = Path(
+        "report.html"
+    ),
+    metric: Metrics = None,
+    names: Annotated[str | None, typer.Option(help="system names, comma-separated")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="also write PNG charts here")] = None,
+    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
+    seed: int = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Write a self-contained HTML report comparing systems."""
+    from .io.tables import Columns
+    from .report import report as run
+
+    systems = _systems(runs, names)
+    cols = Columns()
+    truth_table = _read(truth, "truth", Format.auto, None, cols, quiet)[0]
+    tables = {
+        name: _read(p, "recommendations", Format.auto, None, cols, quiet)[0]
+        for name, p in systems.items()
+    }
+    extra: dict[str, Any] = {}
+    if train is not None:
+        extra["train"] = _read(train, "truth", Format.auto, None, cols, quiet)[0]
+    metrics = _metrics(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], None)
+    with _status("writing the report", quiet):
+        _write_atomic(
+            out_path,
+            lambda p: run(tables, truth_table, metrics, out=p, png_dir=png, seed=seed, **extra),
+        )
+    err.print(f"report written to {out_path}")
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="where the demo writes its files")] = Path(
+        "receval-demo"
+    ),
+    users: Annotated[int, typer.Option(help="users of the synthetic log")] = 10_000,
+    interactions: Annotated[
+        Path | None, typer.Option(help="your own log (CSV/Parquet or MovieLens ratings)")
+    ] = None,
+    seed: int = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
+    from .demo import run_demo
+
+    if users <= 0:
+        raise ReceValError(f"--users must be positive; got {users}")
+    run_demo(out_dir, users=users, interactions=interactions, seed=seed, quiet=quiet)
+
+
+@app.command()
+def split(
+    interactions: Annotated[Path, typer.Argument(help="an interactions file")],
+    out_dir: Annotated[Path, typer.Option("--out", help="where train/test go")] = Path("split"),
+    method: Annotated[
+        str, typer.Option(help="random | user_random | time | user_time | leave_one_out")
+    ] = "user_time",
+    test_size: float = 0.2,
+    seed: int = 0,
+    min_user_interactions: int = 0,
+    min_item_interactions: int = 0,
+    drop_unseen: Annotated[bool, typer.Option(help="drop unseen users/items from test")] = False,
+) -> None:
+    """Split an interactions log into train and test, and say what was dropped."""
+    from .data import read_interactions
+    from .split import split as run
+
+    log = read_interactions(interactions)
+    result = run(
+        log,
+        method,
+        test_size=test_size,
+        seed=seed,  # type: ignore[arg-type]
+        min_user_interactions=min_user_interactions,
+        min_item_interactions=min_item_interactions,
+        drop_unseen_users=drop_unseen,
+        drop_unseen_items=drop_unseen,
+    )
+    out.print(str(result), markup=False)
+    for name, path in result.save(out_dir).items():
+        err.print(f"{name}: {path}")
+
+
+@app.command()
+def check(
+    recs: Annotated[Path | None, typer.Option(help="recommendations file")] = None,
+    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
+    test: Annotated[Path | None, typer.Option(help="test interactions")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="the largest cut-off you will use")] = None,
+    chronological: bool = False,
+) -> None:
+    """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates."""
+    from .checks import check as run
+    from .data import read_interactions
+
+    def load(p: Path | None) -> Any:
+        return None if p is None else read_interactions(p)
+
+    report_ = run(
+        train=load(train), test=load(test), recs=load(recs), k=k, chronological=chronological
+    )
+    out.print(str(report_), markup=False)
+
+
+@app.callback(invoke_without_command=True)
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
+) -> None:
+    if version:
+        out.print(f"receval {__version__}")
+        raise typer.Exit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except ReceValError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        err.print(f"error: {exc.filename}: {exc.strerror}", markup=False)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        return 1
+    except Exception as exc:  # usage errors of the parser, and everything unexpected
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()  # a usage error: "Missing parameter", "No such option" (exit 2)
+            return int(exc.exit_code)
+        err.print(
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "please report it with the command you ran (receval " + __version__ + ")",
+            markup=False,
+        )
+        return 1
+    return 0
