@@ -507,3 +507,43 @@ def test_console_script_exit_codes(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     usage = subprocess.run([*exe, "evaluate"], capture_output=True, text=True)
     assert usage.returncode == 2
+
+
+def test_beyond_accuracy_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recs = _write(tmp_path / "r.csv", RECS)
+    truth = _write(tmp_path / "t.csv", TRUTH)
+    train = _write(tmp_path / "train.csv", "user,item\nx,1\ny,1\ny,2\n")
+    catalog = _write(tmp_path / "cat.csv", "item\n1\n2\n3\n6\n8\n9\n")
+    feats = _write(tmp_path / "f.csv", "item,a,b\n1,1,0\n2,0,1\n3,1,1\n6,1,0\n8,0,1\n")
+    popular = _write(tmp_path / "pop.csv", "item\n1\n")
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        recs,
+        truth,
+        "-m",
+        "coverage@3",
+        "-m",
+        "novelty@3",
+        "-m",
+        "ild@3",
+        "-m",
+        "serendipity@3",
+        "--train",
+        train,
+        "--catalog",
+        catalog,
+        "--item-features",
+        feats,
+        "--popular",
+        popular,
+        "--json",
+    )
+    assert code == 0, err
+    m = json.loads(out)["metrics"]
+    assert m["coverage@3"] == pytest.approx(5 / 6)  # 1 2 3 6 8 of 6 catalog items
+    # u1: item 6; u2: item 2 (item 1 is popular); u3 has no list: 0
+    assert m["serendipity@3"] == pytest.approx((1 / 3 + 1 / 3 + 0) / 3)
+    assert 0 <= m["ild@3"] <= 1 and m["novelty@3"] > 0
+    code, _, err = run(capsys, "evaluate", recs, truth, "-m", "ild@3")
+    assert code == 2 and "--item-features" in err

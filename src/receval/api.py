@@ -151,6 +151,13 @@ def run(
         if (~ok).any():
             undefined[name] = int((~ok).sum())
     counts["undefined"] = undefined
+    # rows read = rows used + rows rejected (with the reason in the key)
+    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(
+        "recommendation_rows_duplicate_dropped", 0
+    )
+    counts["truth_rows_used"] = counts.get("truth_rows", 0) - counts.get(
+        "truth_rows_duplicate_dropped", 0
+    )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
 
     index = pd.Index(out.user_ids, name="user")
@@ -183,9 +190,7 @@ def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None
     """Fail before any work when a metric needs an input that was not given."""
     for s in specs:
         if s.definition.kind == "rating":
-            raise ReceValError(
-                f"{s} is a rating-prediction metric: use receval.evaluate_ratings"
-            )
+            raise ReceValError(f"{s} is a rating-prediction metric: use receval.evaluate_ratings")
         for need in s.definition.needs:
             if not given.get(need, False):
                 raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")

@@ -157,6 +157,13 @@ def evaluate(
     sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
     train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
     catalog: Annotated[Path | None, typer.Option(help="file of catalog items")] = None,
+    item_features: Annotated[
+        Path | None,
+        typer.Option(help="item features for ild: an item column and numeric feature columns"),
+    ] = None,
+    popular: Annotated[
+        Path | None, typer.Option(help="file of the items serendipity treats as popular")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     user_col: UserCol = "user",
     item_col: ItemCol = "item",
@@ -176,8 +183,15 @@ def evaluate(
     if train is not None:
         extra["train"] = _read(train, "truth", Format.auto, sep, cols, quiet)[0]
     if catalog is not None:
-        cat = _read(catalog, "truth", Format.auto, sep, cols, quiet)[0]
+        cat = _read(catalog, "items", Format.auto, sep, cols, quiet)[0]
         extra["catalog"] = cat.column("item").to_pylist()
+    if popular is not None:
+        pop = _read(popular, "items", Format.auto, sep, cols, quiet)[0]
+        extra["popular"] = pop.column("item").to_pylist()
+    if item_features is not None:
+        feats = _read(item_features, "items", Format.auto, sep, cols, quiet)[0].to_pandas()
+        values = feats.drop(columns=[c for c in ("user", "relevance") if c in feats])
+        extra["item_features"] = values.set_index("item").astype(float)
     try:
         with _status("evaluating", quiet):
             result = run(

@@ -139,8 +139,9 @@ def read_file(
     sep: str | None = None,
     cols: Columns = Columns(),
 ) -> tuple[pa.Table, FileInfo]:
-    """Read recommendations (``role="recommendations"``) or truth
-    (``role="truth"``) from a file into a table with receval's column names."""
+    """Read recommendations (``role="recommendations"``), truth (``"truth"``),
+    ratings (``"ratings"``) or a list of items (``"items"``: catalog, popular
+    items, item features) from a file into a table with receval's column names."""
     p = Path(path)
     name = str(path)
     if not p.exists():
@@ -321,7 +322,7 @@ def _map_columns(table: pa.Table, cols: Columns, role: str, info: FileInfo) -> p
             info.columns[canonical] = found
             if found != canonical:
                 info.messages.append(f"using column {found} as {canonical}")
-    for canonical in ("user", "item"):
+    for canonical in ("item",) if role == "items" else ("user", "item"):
         if canonical not in info.columns:
             close = difflib.get_close_matches(wanted[canonical], names, n=1, cutoff=0.4)
             hint = (
@@ -334,7 +335,7 @@ def _map_columns(table: pa.Table, cols: Columns, role: str, info: FileInfo) -> p
                 f"no {canonical} column {wanted[canonical]!r} (columns found: "
                 f"{', '.join(names)}){hint}",
             )
-    if role == "truth":
+    if role in ("truth", "items"):
         rename.pop(info.columns.pop("score", ""), None)
         rename.pop(info.columns.pop("rank", ""), None)
     else:
