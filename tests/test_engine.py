@@ -363,3 +363,13 @@ def test_beyond_accuracy_metrics_do_not_depend_on_chunks(monkeypatch: pytest.Mon
     chunked = receval.evaluate(recs, truth, metrics, **kw)
     pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
     assert whole.summary == chunked.summary
+
+
+def test_progress_is_reported_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from receval.io import tables
+
+    recs, truth = _grouped_workload(0, False)
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 50)
+    seen: list[int] = []
+    receval.evaluate(recs, truth, "ndcg@3", progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == len(recs) and len(seen) > 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -48,6 +48,7 @@ def evaluate(
     catalog: Iterable[Any] | None = None,
     item_features: Any = None,
     popular: Iterable[Any] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -78,6 +79,8 @@ def evaluate(
             a mapping item -> vector, or a mapping item -> set of categories.
         popular: the items serendipity treats as popular (default: the top
             10% of catalog items by training popularity).
+        progress: called with the number of recommendation rows evaluated so
+            far, after each chunk of users (for progress bars).
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -108,7 +111,7 @@ def evaluate(
             cols=Columns(user_col, item_col),
         )
     tr = read_truth(truth, cols)
-    return run(iter_recs(recommendations, cols), tr, specs, options, items)
+    return run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
 
 
 def _options(
@@ -136,9 +139,10 @@ def run(
     options: Mapping[str, Any],
     items: ItemContext | None = None,
     ties: str = "score descending, then item id ascending",
+    progress: Callable[[int], None] | None = None,
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
-    out = driver.run(chunks, truth, specs, items=items, **options)
+    out = driver.run(chunks, truth, specs, items=items, progress=progress, **options)
     values, evaluated, counts = out.values, out.evaluated, out.counts
 
     names = [str(s) for s in specs if s.definition.kind != "aggregate"]

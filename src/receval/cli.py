@@ -60,6 +60,25 @@ def _status(message: str, quiet: bool) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _progress(total: int, quiet: bool) -> Iterator[Any]:
+    """A progress bar of recommendation rows on stderr; silent off a terminal or with --quiet."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("evaluating"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("evaluating", total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
 def _write_atomic(path: Path, write: Any) -> None:
     """Write through a temporary file renamed into place: no partial file on error."""
     path = Path(path)
@@ -193,7 +212,7 @@ def evaluate(
         values = feats.drop(columns=[c for c in ("user", "relevance") if c in feats])
         extra["item_features"] = values.set_index("item").astype(float)
     try:
-        with _status("evaluating", quiet):
+        with _progress(recs_table.num_rows, quiet) as advance:
             result = run(
                 recs_table,
                 truth_table,
@@ -202,6 +221,7 @@ def evaluate(
                 empty_truth=empty_truth,
                 missing_recs=missing_recs,
                 duplicates=duplicates,
+                progress=advance,
                 **extra,  # type: ignore[arg-type]
             )
     except InputError as exc:

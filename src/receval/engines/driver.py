@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,9 +242,11 @@ def run(
     missing_recs: str,
     duplicates: str,
     items: ItemContext | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Evaluate every chunk (a :class:`RecsData` and the table row of its first
-    row), then the users of the truth no chunk held; merge in user order."""
+    row), then the users of the truth no chunk held; merge in user order.
+    ``progress`` is called with the recommendation rows done after each chunk."""
     notes: list[str] = []
     counts: dict[str, Any] = {}
     aggregate = [s for s in specs if s.definition.kind == "aggregate"]
@@ -314,6 +316,8 @@ def run(
             _add_counts(counts, c)
         exposure.add(part.exposure, int(part.evaluated.sum()))
         parts.append((part.user_ids, part.values, part.evaluated))
+        if progress is not None:
+            progress(int(counts.get("recommendation_rows", 0)))
 
     def chunk_users(recs: RecsData) -> np.ndarray:
         users = recs.users if not str_users else _as_str(recs.users)
