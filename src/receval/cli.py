@@ -397,15 +397,8 @@ def compare(
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
     from .compare import compare as run
-    from .io.tables import Columns
 
-    systems = _systems(runs, names)
-    cols = Columns()
-    truth_table = _read(truth, "truth", Format.auto, None, cols, quiet)[0]
-    tables = {
-        name: _read(p, "recommendations", Format.auto, None, cols, quiet)[0]
-        for name, p in systems.items()
-    }
+    truth_table, tables = _read_runs(truth, runs, names, quiet)
     with _status("comparing", quiet):
         result = run(
             tables,
@@ -422,6 +415,21 @@ def compare(
         out.print(result.table.to_csv(), markup=False)
     else:
         out.print(_render(result, output), markup=False)
+
+
+def _read_runs(
+    truth: Path, runs: list[Path], names: str | None, quiet: bool
+) -> tuple[Any, dict[str, Any]]:
+    """The truth and each named run, read."""
+    from .io.tables import Columns
+
+    systems = _systems(runs, names)
+    truth_table = _read(truth, "truth", Format.auto, None, Columns(), quiet)[0]
+    tables = {
+        name: _read(p, "recommendations", Format.auto, None, Columns(), quiet)[0]
+        for name, p in systems.items()
+    }
+    return truth_table, tables
 
 
 def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
@@ -451,16 +459,10 @@ def report(
     from .io.tables import Columns
     from .report import report as run
 
-    systems = _systems(runs, names)
-    cols = Columns()
-    truth_table = _read(truth, "truth", Format.auto, None, cols, quiet)[0]
-    tables = {
-        name: _read(p, "recommendations", Format.auto, None, cols, quiet)[0]
-        for name, p in systems.items()
-    }
+    truth_table, tables = _read_runs(truth, runs, names, quiet)
     extra: dict[str, Any] = {}
     if train is not None:
-        extra["train"] = _read(train, "truth", Format.auto, None, cols, quiet)[0]
+        extra["train"] = _read(train, "truth", Format.auto, None, Columns(), quiet)[0]
     metrics = _metrics(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], None)
     with _status("writing the report", quiet):
         _write_atomic(

@@ -21,7 +21,7 @@ import pandas as pd
 from . import stats
 from ._version import __version__
 from .errors import ReceValError
-from .result import Result, _clean
+from .result import Result, _clean, latex_escape
 from .spec import MetricSpec, parse_metrics
 
 __all__ = ["Comparison", "compare", "letters_for"]
@@ -309,7 +309,7 @@ class Comparison:
         """A LaTeX ``tabular`` (booktabs) of the leaderboard: best value in bold,
         ``\\textsuperscript`` letters for significant wins; with ``details`` one
         more tabular per metric with every comparison."""
-        esc = _latex_escape
+        esc = latex_escape
         cols = "ll" + "r" * len(self.metrics)
         lines = [
             rf"\begin{{tabular}}{{{cols}}}",
@@ -376,22 +376,6 @@ class Comparison:
 
     def __repr__(self) -> str:
         return f"Comparison(systems={self.systems!r}, metrics={self.metrics!r})"
-
-
-def _latex_escape(s: str) -> str:
-    special = {
-        "\\": r"\textbackslash{}",
-        "_": r"\_",
-        "&": r"\&",
-        "%": r"\%",
-        "#": r"\#",
-        "{": r"\{",
-        "}": r"\}",
-        "$": r"\$",
-        "^": r"\^{}",
-        "~": r"\~{}",
-    }
-    return "".join(special.get(ch, ch) for ch in str(s))
 
 
 def _evaluate_runs(

@@ -14,6 +14,25 @@ from .spec import MetricSpec
 __all__ = ["Result"]
 
 
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "^": r"\^{}",
+    "~": r"\~{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Text safe inside a LaTeX table cell."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(text))
+
+
 def _clean(value: Any) -> Any:
     """JSON-safe copy: NaN becomes null, NumPy scalars become Python numbers."""
     if isinstance(value, dict):
@@ -106,22 +125,8 @@ class Result:
     def to_latex(self, digits: int = 4) -> str:
         """A LaTeX ``tabular`` of the means (booktabs rules)."""
 
-        special = {
-            "\\": r"\textbackslash{}",
-            "_": r"\_",
-            "&": r"\&",
-            "%": r"\%",
-            "#": r"\#",
-            "{": r"\{",
-            "}": r"\}",
-            "$": r"\$",
-        }
-
-        def esc(s: str) -> str:
-            return "".join(special.get(ch, ch) for ch in s)
-
         lines = [r"\begin{tabular}{lrr}", r"\toprule", r"metric & mean & users \\", r"\midrule"]
-        lines += [f"{esc(m)} & {v} & {n} \\\\" for m, v, n in self._rows(digits)]
+        lines += [f"{latex_escape(m)} & {v} & {n} \\\\" for m, v, n in self._rows(digits)]
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
 
