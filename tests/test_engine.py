@@ -373,3 +373,24 @@ def test_progress_is_reported_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None
     seen: list[int] = []
     receval.evaluate(recs, truth, "ndcg@3", progress=seen.append)
     assert seen == sorted(seen) and seen[-1] == len(recs) and len(seen) > 2
+
+
+def test_warnings_count_what_changed_no_number() -> None:
+    recs = pd.DataFrame(
+        {"user": [1, 1, 1, 2], "item": [10, 11, 12, 10], "score": [0.5, 0.5, 0.1, 0.9]}
+    )
+    truth = {1: [11], 2: [10]}
+    train = pd.DataFrame({"user": [1, 2], "item": [12, 5]})
+    res = receval.evaluate(recs, truth, ["ndcg@5", "novelty@2"], train=train)
+    c = res.counts
+    assert c["recommendation_rows_tied"] == 1  # 10 and 11 tie for user 1
+    assert c["lists_shorter_than_largest_k"] == 2  # both lists are shorter than 5
+    assert c["recommendations_seen_in_train"] == 1  # user 1 already had item 12
+    text = " ".join(res.notes)
+    assert "broken by item id" in text and "shorter than the largest" in text
+    assert "already in the user's training data" in text
+    plain = receval.evaluate(recs.assign(score=[3.0, 2.0, 1.0, 1.0]), truth, "ndcg@3")
+    assert (
+        "recommendation_rows_tied" not in plain.notes
+        and plain.counts.get("recommendation_rows_tied") == 0
+    )

@@ -163,6 +163,7 @@ def run(
         "truth_rows_duplicate_dropped", 0
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
+    notes = list(out.notes) + _warnings(counts)
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
@@ -177,9 +178,30 @@ def run(
         counts=counts,
         parameters=parameters,
         metrics=list(specs),
-        notes=out.notes,
+        notes=notes,
         version=__version__,
     )
+
+
+def _warnings(counts: Mapping[str, Any]) -> list[str]:
+    """One line per thing worth a look that changed no number (SPEC §2.5)."""
+    out = []
+    if counts.get("recommendation_rows_tied"):
+        out.append(
+            f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
+            "row above them: ties were broken by item id"
+        )
+    if counts.get("lists_shorter_than_largest_k"):
+        out.append(
+            f"{counts['lists_shorter_than_largest_k']} lists are shorter than the largest "
+            "cut-off asked"
+        )
+    if counts.get("recommendations_seen_in_train"):
+        out.append(
+            f"{counts['recommendations_seen_in_train']} recommended items are already in the "
+            "user's training data (leakage? see receval check / checks.remove_seen)"
+        )
+    return out
 
 
 _PROVIDERS = {

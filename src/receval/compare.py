@@ -256,11 +256,19 @@ class Comparison:
             hib = bool(sub["higher_is_better"].iloc[0])
             direction = "higher is better" if hib else "lower is better"
             if self._kind(m) == "aggregate":
-                lines += [f"### {m}", "", f"Aggregate metric ({direction}): no per-user values, "
-                          "no test.", ""]
+                lines += [
+                    f"### {m}",
+                    "",
+                    f"Aggregate metric ({direction}): no per-user values, no test.",
+                    "",
+                ]
                 continue
-            lines += [f"### {m}", "", f"{int(sub['users'].iloc[0])} users compared; {direction}.",
-                      ""]
+            lines += [
+                f"### {m}",
+                "",
+                f"{int(sub['users'].iloc[0])} users compared; {direction}.",
+                "",
+            ]
             lines += [f"| system | mean | {conf} CI |", "|---|---:|---|"]
             for name in self.systems:
                 r = sub.loc[name]
@@ -324,9 +332,7 @@ class Comparison:
                 if name in self._best(m):
                     value = rf"\textbf{{{value}}}"
                 cells.append(value + (rf"\textsuperscript{{{wins}}}" if wins else ""))
-            lines.append(
-                f"({self.letters[name]}) & {esc(name)} & " + " & ".join(cells) + r" \\"
-            )
+            lines.append(f"({self.letters[name]}) & {esc(name)} & " + " & ".join(cells) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", "% " + self.footnote()]
         if details:
             corr = self.settings["correction"]
@@ -364,8 +370,8 @@ class Comparison:
         for j, r in enumerate(rows):
             out.append(
                 "  ".join(
-                    c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths,
-                                                                                      strict=True))
+                    c.ljust(w) if i < 2 else c.rjust(w)
+                    for i, (c, w) in enumerate(zip(r, widths, strict=True))
                 ).rstrip()
             )
             if j == 0:
@@ -463,9 +469,7 @@ def compare(
         raise ReceValError("system names must be distinct")
     runs = {str(k): v for k, v in runs.items()}
     if baseline is not None and str(baseline) not in systems:
-        raise ReceValError(
-            f"baseline {baseline!r} is not one of the systems: {', '.join(systems)}"
-        )
+        raise ReceValError(f"baseline {baseline!r} is not one of the systems: {', '.join(systems)}")
     baseline = None if baseline is None else str(baseline)
     test_name = stats.normalize_test(test)
     corr = stats.normalize_correction(correction)
@@ -547,8 +551,17 @@ def compare(
         for (kind, m, who), out in zip(units, outputs, strict=True)
         if kind == "pair"
     ]
-    pcols = ["diff", "ci_low", "ci_high", "statistic", "p_value", "p_adjusted",
-             "effect_size", "significant", "winner"]
+    pcols = [
+        "diff",
+        "ci_low",
+        "ci_high",
+        "statistic",
+        "p_value",
+        "p_adjusted",
+        "effect_size",
+        "significant",
+        "winner",
+    ]
     if pair_rows:
         pairs = pd.DataFrame(pair_rows).set_index(["metric", "system", "versus"])
         pairs["p_adjusted"] = stats.adjust_pvalues(pairs["p_value"].to_numpy(), corr)
@@ -656,7 +669,12 @@ def _interval(
     if method == "none":
         return (math.nan, math.nan)
     return stats.bootstrap_ci(
-        a, b, alpha=alpha, method=method, n_resamples=n_resamples, seed=seed  # type: ignore[arg-type]
+        a,
+        b,
+        alpha=alpha,
+        method=method,
+        n_resamples=n_resamples,
+        seed=seed,  # type: ignore[arg-type]
     )
 
 

@@ -32,6 +32,8 @@ class ItemContext:
         pop: popularity per index: distinct training users with the item
             (1 for items never seen in training, and for the unknown slot).
         seen: per index, was the item seen in training.
+        train_pairs: the distinct (user, item) pairs of the training data, to
+            count recommended items a user already had (a leakage warning).
         n_train_users: distinct users in the training data (0 without it).
         in_catalog: per index, is the item in the catalog.
         catalog_source: "catalog", "train" or "" (none available).
@@ -49,6 +51,7 @@ class ItemContext:
     catalog_source: str
     has_train: bool
     seen: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
+    train_pairs: pd.DataFrame | None = None
     popular_given: np.ndarray | None = None
     features: np.ndarray | None = None
     categories: np.ndarray | None = None
@@ -248,6 +251,7 @@ def build_context(
     if t_items is not None and t_users is not None:
         idx = ctx.index_of(t_items)
         pairs = pd.DataFrame({"u": t_users, "i": idx}).drop_duplicates()
+        ctx.train_pairs = pd.DataFrame({"user": t_users, "item": t_items}).drop_duplicates()
         counts = np.bincount(pairs["i"].to_numpy(), minlength=n + 1).astype(np.float64)
         seen = counts > 0
         ctx.pop = np.where(seen, counts, 1.0)

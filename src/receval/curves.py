@@ -31,8 +31,15 @@ from .errors import InputError, MetricError, ReceValError
 from .io.tables import Columns, read_recs, read_truth
 from .spec import MetricSpec, parse_metric
 
-__all__ = ["RECALL_LEVELS", "curve", "interpolated_precision", "pr_curve", "roc", "roc_auc",
-           "roc_points"]
+__all__ = [
+    "RECALL_LEVELS",
+    "curve",
+    "interpolated_precision",
+    "pr_curve",
+    "roc",
+    "roc_auc",
+    "roc_points",
+]
 
 #: The 11 standard recall levels 0, 0.1, ..., 1.
 RECALL_LEVELS = np.arange(11) / 10
@@ -293,8 +300,7 @@ def roc(
     assert recs.score is not None
     tr = read_truth(truth, cols)
     if len(recs.users) == 0:
-        raise InputError("no scored pairs: the recommendations are empty",
-                         source="recommendations")
+        raise InputError("no scored pairs: the recommendations are empty", source="recommendations")
     ru, ri, tu, ti = recs.users, recs.items, tr.users, tr.items
     if (ru.dtype == object) != (tu.dtype == object) and len(tu):
         ru, tu = _as_str(ru), _as_str(tu)

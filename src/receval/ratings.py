@@ -151,8 +151,13 @@ def parse_rating_metrics(metrics: str | Iterable[str | MetricSpec]) -> list[Rati
     return list(dict.fromkeys(out))
 
 
-def _compute(spec: RatingSpec, actual: np.ndarray, predicted: np.ndarray,
-             codes: np.ndarray | None, n_users: int) -> tuple[float, np.ndarray | None]:
+def _compute(
+    spec: RatingSpec,
+    actual: np.ndarray,
+    predicted: np.ndarray,
+    codes: np.ndarray | None,
+    n_users: int,
+) -> tuple[float, np.ndarray | None]:
     """The metric's value, and with per_user its value for every user code."""
     if not spec.per_user:
         return float(spec.definition.kernel(actual, predicted)), None
@@ -188,8 +193,7 @@ def score_ratings(
     p = _as_ratings(predicted, "predicted")
     if len(a) != len(p):
         raise ReceValError(
-            f"actual has {len(a)} values but predicted has {len(p)}: arrays of different "
-            "lengths"
+            f"actual has {len(a)} values but predicted has {len(p)}: arrays of different lengths"
         )
     if len(a) == 0:
         raise ReceValError("no rating pairs: actual and predicted are empty")
@@ -400,8 +404,10 @@ def evaluate_ratings(
             column=column,
         )
 
-    for values, name, role in ((actual, actual_col, "actual"), (predicted, predicted_col,
-                                                                 "predicted")):
+    for values, name, role in (
+        (actual, actual_col, "actual"),
+        (predicted, predicted_col, "predicted"),
+    ):
         inf = np.isinf(values)
         if inf.any():
             fail(f"{role} rating is infinite", int(np.flatnonzero(inf)[0]), name)
@@ -409,10 +415,13 @@ def evaluate_ratings(
     dropped = int(missing.sum())
     if dropped and not dropna:
         i = int(np.flatnonzero(missing)[0])
-        role, name = ("actual", actual_col) if np.isnan(actual[i]) else ("predicted",
-                                                                         predicted_col)
-        fail(f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
-             "missing rating", i, name)
+        role, name = ("actual", actual_col) if np.isnan(actual[i]) else ("predicted", predicted_col)
+        fail(
+            f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
+            "missing rating",
+            i,
+            name,
+        )
     if dropped:
         keep = ~missing
         actual, predicted = actual[keep], predicted[keep]

@@ -285,9 +285,7 @@ _DEFS: tuple[MetricDef, ...] = (
     ),
 )
 
-_EMPTY_LIST = (
-    "users without relevant items (empty_truth policy), and empty lists (NaN)"
-)
+_EMPTY_LIST = "users without relevant items (empty_truth policy), and empty lists (NaN)"
 _AGGREGATE = "one value over the top-k lists of the users evaluated; no per-user value"
 
 _DEFS += (
@@ -320,8 +318,14 @@ _DEFS += (
         "together hold `head` (80%) of the training interactions",
         kernel=B.long_tail,
         params=(
-            ParamDef("head", float, 0.8, "share of training interactions held by the short head",
-                     check=lambda x: 0 < x <= 1, check_text="a number in (0, 1]"),
+            ParamDef(
+                "head",
+                float,
+                0.8,
+                "share of training interactions held by the short head",
+                check=lambda x: 0 < x <= 1,
+                check_text="a number in (0, 1]",
+            ),
         ),
         needs=("train",),
         undefined=_EMPTY_LIST,
@@ -334,9 +338,14 @@ _DEFS += (
         formula="|top-k ∩ (relevant \\ popular)| / k",
         kernel=B.serendipity,
         params=(
-            ParamDef("top", float, 0.1,
-                     "share of catalog items that count as popular when no popular set is given",
-                     check=lambda x: 0 <= x <= 1, check_text="a number in [0, 1]"),
+            ParamDef(
+                "top",
+                float,
+                0.1,
+                "share of catalog items that count as popular when no popular set is given",
+                check=lambda x: 0 <= x <= 1,
+                check_text="a number in [0, 1]",
+            ),
         ),
         needs=("popular",),
         notes="popular = the items given with popular=, else the top `top` share of catalog "
@@ -361,8 +370,14 @@ _DEFS += (
         formula="1 if n ≥ min_items (default k; 1 without k) else 0, averaged over users",
         kernel=B.user_coverage,
         params=(
-            ParamDef("min_items", int, None, "list length required (default: k)",
-                     check=lambda x: x >= 1, check_text="an integer ≥ 1"),
+            ParamDef(
+                "min_items",
+                int,
+                None,
+                "list length required (default: k)",
+                check=lambda x: x >= 1,
+                check_text="an integer ≥ 1",
+            ),
         ),
     ),
     MetricDef(

@@ -119,9 +119,7 @@ def _diff(a: Any, b: Any | None) -> np.ndarray:
         return x
     y = _vector(b, "b")
     if x.shape != y.shape:
-        raise ReceValError(
-            f"paired samples must have the same length; got {len(x)} and {len(y)}"
-        )
+        raise ReceValError(f"paired samples must have the same length; got {len(x)} and {len(y)}")
     return x - y
 
 
@@ -193,8 +191,9 @@ def _unpacked_signs(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
     as one large draw.
     """
     words = (n + 63) // 64
-    raw = rng.integers(0, np.iinfo(np.uint64).max, size=(rows, words), dtype=np.uint64,
-                       endpoint=True)
+    raw = rng.integers(
+        0, np.iinfo(np.uint64).max, size=(rows, words), dtype=np.uint64, endpoint=True
+    )
     bits = np.unpackbits(raw.view(np.uint8), axis=1, count=n, bitorder="little")
     return bits.astype(np.float64)
 
@@ -369,9 +368,7 @@ def cohens_d(a: Any, b: Any | None = None) -> float:
     return mean / sd
 
 
-def adjust_pvalues(
-    pvalues: Sequence[float] | np.ndarray, method: str = "holm"
-) -> np.ndarray:
+def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """P-values adjusted for multiple comparisons (NaN entries stay NaN and do
     not count among the ``m`` comparisons).
 

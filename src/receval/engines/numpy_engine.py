@@ -290,6 +290,11 @@ def prepare(
         iu, ig = iu[iorder], ig[iorder]
     ideal_offsets = _offsets(iu, n_users)
 
+    if score is not None and len(score) > 1:
+        # rows whose score equals the previous row's of the same user: ties broken by id
+        counts["recommendation_rows_tied"] = int(
+            ((ru[1:] == ru[:-1]) & (score[1:] == score[:-1])).sum()
+        )
     tie_start = tie_end = None
     if need_ties and score is not None and len(score):
         new = np.ones(len(score), dtype=bool)

@@ -230,7 +230,8 @@ def _csv_error(text: str, sep: str, name: str, exc: Exception) -> InputError:
     for number, row in enumerate(rows, 2):
         if row and len(row) != len(header):
             return _fail(
-                name, f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
+                name,
+                f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
                 number,
             )
     return _fail(name, f"cannot read as CSV: {str(exc).splitlines()[0]}")

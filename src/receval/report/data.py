@@ -69,8 +69,14 @@ def curves_frame(
     return pd.DataFrame(rows, columns=["system", "metric", "k", "value"])
 
 
-def top_k_items(run: Any, k: int, user_col: str = "user", item_col: str = "item",
-                score_col: str = "score", rank_col: str = "rank") -> pd.DataFrame:
+def top_k_items(
+    run: Any,
+    k: int,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str = "rank",
+) -> pd.DataFrame:
     """The first ``k`` items of every list of a run as a (user, item, position) table.
 
     Lists are ordered as :func:`receval.evaluate` orders them: by rank, or by

@@ -203,9 +203,7 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _dl(items: Mapping[str, Any]) -> str:
     return (
         '<dl class="params">'
-        + "".join(
-            f"<dt>{escape(str(k))}</dt><dd>{escape(str(v))}</dd>" for k, v in items.items()
-        )
+        + "".join(f"<dt>{escape(str(k))}</dt><dd>{escape(str(v))}</dd>" for k, v in items.items())
         + "</dl>"
     )
 
@@ -374,8 +372,9 @@ def report(
         charts.append(cid)
         figures.append(
             _figure(
-                svg.line_chart(cid, f"{name}@k", series, xlabel="cut-off k",
-                               ylabel=f"{name}@k", integer_x=True),
+                svg.line_chart(
+                    cid, f"{name}@k", series, xlabel="cut-off k", ylabel=f"{name}@k", integer_x=True
+                ),
                 f"{name} at k = 1..{max_k}, mean over users.",
             )
         )
@@ -386,8 +385,7 @@ def report(
         pr[s] = (r.tolist(), p.tolist())
     charts.append("pr-curve")
     pr_fig = _figure(
-        svg.line_chart("pr-curve", "Precision–recall", pr, xlabel="recall@k",
-                       ylabel="precision@k"),
+        svg.line_chart("pr-curve", "Precision–recall", pr, xlabel="recall@k", ylabel="precision@k"),
         f"One point per cut-off k = 1..{max_k} (mean precision@k against mean recall@k).",
     )
     dists = []
@@ -396,8 +394,9 @@ def report(
         charts.append(cid)
         dists.append(
             _figure(
-                svg.box_plot(cid, f"Per-user {m}", {s: frame[s].to_numpy() for s in systems},
-                             ylabel=m),
+                svg.box_plot(
+                    cid, f"Per-user {m}", {s: frame[s].to_numpy() for s in systems}, ylabel=m
+                ),
                 f"{len(frame)} users: box = quartiles, line = median, diamond = mean, "
                 "whiskers = 1.5 IQR.",
             )
@@ -407,8 +406,11 @@ def report(
     coverage = None
     bias_figs = []
     if train is not None:
-        cols = {k: evaluate_kwargs[k] for k in ("user_col", "item_col", "score_col", "rank_col")
-                if k in evaluate_kwargs}
+        cols = {
+            k: evaluate_kwargs[k]
+            for k in ("user_col", "item_col", "score_col", "rank_col")
+            if k in evaluate_kwargs
+        }
         tops = {s: top_k_items(runs[s], max_k, **cols) for s in systems}
         popularity = popularity_deciles(
             tops,

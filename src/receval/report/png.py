@@ -19,9 +19,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "PNG images need matplotlib: pip install 'receval[plot]'"
-        ) from exc
+        raise ImportError("PNG images need matplotlib: pip install 'receval[plot]'") from exc
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
@@ -72,8 +70,9 @@ def write_pngs(
     for i, s in enumerate(systems):
         p = curves[(curves["metric"] == "precision") & (curves["system"] == s)]
         r = curves[(curves["metric"] == "recall") & (curves["system"] == s)]
-        ax.plot(r["value"].to_numpy(), p["value"].to_numpy(), marker="o", ms=3,
-                color=color(i), label=s)
+        ax.plot(
+            r["value"].to_numpy(), p["value"].to_numpy(), marker="o", ms=3, color=color(i), label=s
+        )
     ax.set_xlabel("recall@k")
     ax.set_ylabel("precision@k")
     ax.set_title("Precision–recall (k = 1..K)")
@@ -101,8 +100,13 @@ def write_pngs(
         width = 0.8 / len(names)
         x = np.arange(len(cols))
         for j, name in enumerate(names):
-            ax.bar(x + j * width, popularity.loc[name].to_numpy(dtype=float), width,
-                   color=color(j), label=name)
+            ax.bar(
+                x + j * width,
+                popularity.loc[name].to_numpy(dtype=float),
+                width,
+                color=color(j),
+                label=name,
+            )
         ax.set_xticks(x + 0.4 - width / 2, cols)
         ax.set_xlabel("item popularity decile (1 = most popular)")
         ax.set_ylabel("share of recommendations")

@@ -160,9 +160,7 @@ def _legend(names: Sequence[str], marker: str = "line") -> list[str]:
                 f'stroke-width="2.5"{_dash(i)}/>'
             )
         else:
-            out.append(
-                f'<rect x="{x + 4}" y="{y - 6}" width="14" height="12" fill="{color(i)}"/>'
-            )
+            out.append(f'<rect x="{x + 4}" y="{y - 6}" width="14" height="12" fill="{color(i)}"/>')
         short = name if len(name) <= 18 else name[:17] + "…"
         out.append(
             f'<text x="{x + 28}" y="{y + 4}" font-size="12" fill="#222">{escape(short)}</text>'
@@ -222,8 +220,7 @@ def line_chart(
         )
         if markers and len(pts) <= 40:
             out += [
-                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.8" fill="{color(i)}"/>'
-                for px, py in pts
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.8" fill="{color(i)}"/>' for px, py in pts
             ]
     out += _legend(list(series))
     out.append("</svg>")
