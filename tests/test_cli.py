@@ -547,3 +547,29 @@ def test_beyond_accuracy_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert 0 <= m["ild@3"] <= 1 and m["novelty@3"] > 0
     code, _, err = run(capsys, "evaluate", recs, truth, "-m", "ild@3")
     assert code == 2 and "--item-features" in err
+
+
+def test_evaluate_ratings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ratings = _write(
+        tmp_path / "ratings.csv",
+        "user,item,actual,predicted\n1,1,3.5,3\n1,2,4,4.5\n1,3,2,1.5\n2,1,5,4.5\n2,2,3,2.5\n",
+    )
+    code, out, err = run(
+        capsys,
+        "evaluate-ratings",
+        ratings,
+        "-m",
+        "mae",
+        "-m",
+        "rmse",
+        "-m",
+        "rmse[per_user=true]",
+        "--json",
+    )
+    assert code == 0, err
+    m = json.loads(out)["metrics"]
+    assert m["mae"] == pytest.approx(0.5) and m["rmse"] == pytest.approx(0.5)
+    assert m["rmse[per_user=true]"] == pytest.approx(0.5)
+    bad = _write(tmp_path / "bad.csv", "user,item,actual,predicted\n1,1,3.5,\n")
+    code, _, err = run(capsys, "evaluate-ratings", bad, "-m", "mae")
+    assert code == 2 and "bad.csv" in err and "line 2" in err

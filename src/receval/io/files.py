@@ -307,6 +307,8 @@ def _map_columns(table: pa.Table, cols: Columns, role: str, info: FileInfo) -> p
         "rank": cols.rank,
         "relevance": cols.relevance,
     }
+    if role in ("ratings", "items"):  # their other columns keep their names
+        wanted = {"user": cols.user, "item": cols.item}
     rename: dict[str, str] = {}
     for canonical, given in wanted.items():
         found = None
