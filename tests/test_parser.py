@@ -29,6 +29,13 @@ CANONICAL = [
     ("err@5[max_grade=4]", "err@5[max_grade=4.0]"),
     (" auc ", "auc"),
     ("Rprec", "r_precision"),
+    # trec_eval's measure names
+    ("P_5", "precision@5"),
+    ("map_cut_10", "ap@10[denominator=relevant]"),
+    ("ndcg_cut.10", "ndcg@10"),
+    ("success_1", "hit_rate@1"),
+    ("recall_100", "recall@100"),
+    ("recip_rank", "rr"),
 ]
 
 
@@ -49,6 +56,10 @@ def test_cutoff_lists_and_ranges_expand() -> None:
     ]
     # duplicates collapse, first occurrence kept
     assert [str(s) for s in parse_metrics(["map@5", "ap@5", "mrr"])] == ["ap@5", "rr"]
+
+
+def test_trec_cutoff_lists_expand() -> None:
+    assert [str(s) for s in parse_metrics("P.5,10")] == ["precision@5", "precision@10"]
 
 
 def test_parse_metric_rejects_several() -> None:

@@ -153,7 +153,32 @@ def parse_metrics(metrics: str | MetricSpec | Iterable[str | MetricSpec]) -> lis
     return list(dict.fromkeys(out))
 
 
+#: trec_eval's measure names: name -> receval metric text (the cut-offs follow "_" or ".").
+_TREC = {
+    "p": "precision",
+    "recall": "recall",
+    "map_cut": "ap{k}[denominator=relevant]",
+    "ndcg_cut": "ndcg",
+    "success": "hit_rate",
+}
+_TREC_NAME = re.compile(r"^\s*(P|recall|map_cut|ndcg_cut|success)[._](\d+(?:,\d+)*)\s*$", re.I)
+
+
+def _trec_alias(text: str) -> str | None:
+    """``P_5``, ``map_cut.10,20``, ``ndcg_cut_10``, ``success_1``, ``recall_100`` as
+    receval metric text (trec_eval's definitions: map_cut divides by all relevant)."""
+    m = _TREC_NAME.match(text)
+    if not m:
+        return None
+    target = _TREC[m.group(1).lower()]
+    cut = "@" + m.group(2)
+    return target.format(k=cut) if "{k}" in target else target + cut
+
+
 def _parse_one(text: str) -> list[MetricSpec]:
+    alias = _trec_alias(text)
+    if alias is not None:
+        return _parse_one(alias)
     m = _GRAMMAR.match(text)
     if not m:
         raise MetricError(
