@@ -42,8 +42,16 @@ METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
     "ap": {"denominator": ["min_k_relevant", "relevant", "hits", "retrieved"]},
     "rr": {},
     "r_precision": {},
-    "dcg": {"gain": ["linear", "exp"], "base": [2.0, 3.0, 10.0]},
-    "ndcg": {"gain": ["linear", "exp"], "ideal": ["relevant", "retrieved"]},
+    "dcg": {
+        "gain": ["linear", "exp", "binary"],
+        "base": [2.0, 3.0, 10.0],
+        "grades": ["relevant", "positive"],
+    },
+    "ndcg": {
+        "gain": ["linear", "exp", "binary"],
+        "ideal": ["relevant", "retrieved"],
+        "grades": ["relevant", "positive"],
+    },
     "rbp": {"p": [0.5, 0.8, 0.9, 0.95]},
     "err": {"max_grade": [4.0, 5.0]},
     "auc": {},
@@ -84,9 +92,11 @@ def _hits(ranked: Sequence[Item], grades: Grades, threshold: float, k: int | Non
 
 
 def _transform_gain(g: float, kind: str) -> float:
-    """linear: g; exp: 2^g - 1."""
+    """linear: g; exp: 2^g - 1; binary: 1 for any g > 0."""
     if kind == "linear":
         return g
+    if kind == "binary":
+        return 1.0 if g > 0 else 0.0
     if kind == "exp":
         return 2.0**g - 1.0
     raise ValueError(f"unknown gain {kind!r}")
@@ -205,9 +215,12 @@ def ref_dcg(
     k: int | None,
     gain: str = "linear",
     base: float = 2.0,
+    grades_from: str = "relevant",
     **_: Any,
 ) -> float:
-    """Σ gain(g_i) / log_base(i + 1)."""
+    """Σ gain(g_i) / log_base(i + 1); ``grades_from="positive"``: threshold 0+."""
+    if grades_from == "positive":
+        threshold = 0.0
     total = 0.0
     for i, item in enumerate(_cut(ranked, k), start=1):
         g = _gain_of(item, grades, threshold)
@@ -230,9 +243,13 @@ def ref_ndcg(
     k: int | None,
     gain: str = "linear",
     ideal: str = "relevant",
+    grades_from: str = "relevant",
     **_: Any,
 ) -> float:
-    """dcg@k / idcg@k; the ideal is the relevant grades sorted (or the top-k re-sorted)."""
+    """dcg@k / idcg@k; the ideal is the relevant grades sorted (or the top-k re-sorted);
+    ``grades_from="positive"``: every grade > 0 counts, whatever the threshold."""
+    if grades_from == "positive":
+        threshold = 0.0
     top = _cut(ranked, k)
     own = [_gain_of(item, grades, threshold) for item in top]
     if ideal == "relevant":
@@ -359,6 +376,8 @@ def ref_metric(
     if len(set(ranked)) != len(ranked):
         raise ValueError("a list must hold distinct items")
     kwargs = dict(params)
+    if "grades" in kwargs:  # the metric parameter, not the user's truth
+        kwargs["grades_from"] = kwargs.pop("grades")
     if name == "err" and kwargs.get("max_grade") is None:
         kwargs["max_grade"] = max_grade
     if name == "auc":
@@ -371,13 +390,24 @@ def ref_metric(
 MetricSpecs = Mapping[str, tuple[str, int | None, Mapping[str, Any]]]
 
 
+def _tie_order(pairs: list[tuple[Any, float]], ties: str) -> list[tuple[Any, float]]:
+    """Pairs in the order equal scores take under a tie rule (then sorted stably by score)."""
+    if ties == "input":
+        return pairs
+    as_str = ties in ("item_str", "item_str_desc")
+    desc = ties in ("item_desc", "item_str_desc")
+    return sorted(pairs, key=lambda p: str(p[0]) if as_str else p[0], reverse=desc)
+
+
 def lists_from_rows(
-    rows: Iterable[tuple[Any, Any, float]], by: str = "score"
+    rows: Iterable[tuple[Any, Any, float]], by: str = "score", ties: str = "item"
 ) -> tuple[dict[Any, list[Any]], dict[Any, list[float]]]:
     """Lists and their scores from (user, item, score-or-rank) rows (SPEC §2.1).
 
-    ``by="score"``: score descending, ties by item id ascending.
-    ``by="rank"``: rank ascending. Returns (user -> items, user -> values).
+    ``by="score"``: score descending, ties by the tie rule (``item``: item id
+    ascending; ``item_desc``; ``item_str``/``item_str_desc``: ids as strings;
+    ``input``: row order). ``by="rank"``: rank ascending. Returns (user ->
+    items, user -> values).
     """
     per_user: dict[Any, list[tuple[Any, float]]] = {}
     for user, item, value in rows:
@@ -386,7 +416,7 @@ def lists_from_rows(
     values: dict[Any, list[float]] = {}
     for user, pairs in per_user.items():
         if by == "score":
-            pairs = sorted(pairs, key=lambda p: p[0])  # item ascending ...
+            pairs = _tie_order(pairs, ties)  # the tie order ...
             pairs = sorted(pairs, key=lambda p: -p[1])  # ... then (stable) score descending
         elif by == "rank":
             pairs = sorted(pairs, key=lambda p: p[1])
@@ -405,6 +435,7 @@ def ref_evaluate(
     empty_truth: str = "skip",
     missing_recs: str = "zero",
     scores: Mapping[Any, Sequence[float]] | None = None,
+    no_truth: str | None = None,
 ) -> dict[Any, dict[str, float]]:
     """Per-user values of every metric, with the user policies of SPEC §2.4.
 
@@ -413,7 +444,10 @@ def ref_evaluate(
     Users: every user of the truth, plus recommendation-only users. A user with
     no relevant item gets NaN (``empty_truth="skip"``) or 0.0 (``"zero"``); a user
     with relevant items but no list gets an empty list (``missing_recs="zero"``)
-    or NaN (``"skip"``). ``"error"`` raises ValueError.
+    or NaN (``"skip"``). A user of the truth with neither a list nor a relevant
+    item is skipped when either policy says skip. Users with a list who are not
+    in the truth follow ``no_truth`` (default: ``empty_truth``). ``"error"``
+    raises ValueError.
     """
     all_grades = [float(g) for grades in truth.values() for g in grades.values()]
     table_max = max(all_grades, default=0.0)
@@ -424,9 +458,12 @@ def ref_evaluate(
         n_relevant = len(_relevant_items(grades, threshold))
         fill: float | None = None
         if n_relevant == 0:
-            if empty_truth == "error":
+            policy = empty_truth if user in truth else (no_truth or empty_truth)
+            if user in truth and user not in recs and "skip" in (empty_truth, missing_recs):
+                policy = "skip"
+            if policy == "error":
                 raise ValueError(f"user {user!r} has no relevant item")
-            fill = math.nan if empty_truth == "skip" else 0.0
+            fill = math.nan if policy == "skip" else 0.0
         elif user not in recs:
             if missing_recs == "error":
                 raise ValueError(f"user {user!r} has no recommendations")

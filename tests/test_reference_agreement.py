@@ -89,6 +89,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "threshold": draw(st.sampled_from([1, 2])),
         "empty_truth": draw(st.sampled_from(["skip", "zero", "skip", "zero", "error"])),
         "missing_recs": draw(st.sampled_from(["zero", "skip", "zero", "skip", "error"])),
+        "no_truth": draw(st.sampled_from([None, None, "skip", "zero", "error"])),
+        "ties": draw(st.sampled_from(["item", "item", "item_desc", "item_str_desc", "input"])),
         "metrics": draw(metric_specs()),
     }
 
@@ -129,19 +131,20 @@ def check(s: dict[str, Any], res: receval.Result, ref: dict[Any, dict[str, float
 
 def run_both(s: dict[str, Any], recs: Any, truth: Any, scores: Any) -> None:
     """Evaluate with receval and the reference; compare, or both raise under "error"."""
-    lists, _ = lists_from_rows(s["rec_rows"], by=s["by"])
+    lists, _ = lists_from_rows(s["rec_rows"], by=s["by"], ties=s["ties"])
     kwargs = {
         "threshold": s["threshold"],
         "empty_truth": s["empty_truth"],
         "missing_recs": s["missing_recs"],
+        "no_truth": s["no_truth"],
     }
     try:
         ref = ref_evaluate(lists, s["truth"], s["metrics"], scores=scores, **kwargs)
     except ValueError:
         with pytest.raises(receval.ReceValError):
-            receval.evaluate(recs, truth, list(s["metrics"]), **kwargs)
+            receval.evaluate(recs, truth, list(s["metrics"]), ties=s["ties"], **kwargs)
         return
-    res = receval.evaluate(recs, truth, list(s["metrics"]), **kwargs)
+    res = receval.evaluate(recs, truth, list(s["metrics"]), ties=s["ties"], **kwargs)
     check(s, res, ref)
 
 
@@ -163,7 +166,7 @@ def convert(frame: pd.DataFrame, kind: str) -> Any:
 def test_tables_agree_with_reference(s: dict[str, Any], kind: str) -> None:
     """Pandas tables mostly; polars and pyarrow now and then."""
     recs, truth = (convert(frame, kind) for frame in frames(s))
-    _, values = lists_from_rows(s["rec_rows"], by=s["by"])
+    _, values = lists_from_rows(s["rec_rows"], by=s["by"], ties=s["ties"])
     run_both(s, recs, truth, values if s["by"] == "score" else None)
 
 
@@ -171,7 +174,7 @@ def test_tables_agree_with_reference(s: dict[str, Any], kind: str) -> None:
 @given(scenarios())
 def test_mappings_agree_with_reference(s: dict[str, Any]) -> None:
     """The same scenarios given as user -> list and user -> {item: grade} (or item set)."""
-    lists, _ = lists_from_rows(s["rec_rows"], by=s["by"])
+    lists, _ = lists_from_rows(s["rec_rows"], by=s["by"], ties=s["ties"])
     truth: Any = s["truth"] if s["graded"] else {u: set(g) for u, g in s["truth"].items()}
     run_both(s, lists, truth, None)
 

@@ -11,7 +11,9 @@ import pandas as pd
 
 from ._version import __version__
 from .context import ItemContext, build_context
+from . import conventions
 from .engines import driver
+from .engines.numpy_engine import TIES
 from .errors import InputError, ReceValError
 from .io.tables import Columns, RecsData, TruthData, iter_recs, read_truth
 from .result import Result
@@ -22,6 +24,7 @@ __all__ = ["evaluate", "score"]
 EmptyTruth = Literal["skip", "zero", "error"]
 MissingRecs = Literal["zero", "skip", "error"]
 Duplicates = Literal["error", "keep"]
+Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -35,9 +38,12 @@ def evaluate(
     truth: Any,
     metrics: str | MetricSpec | Iterable[str | MetricSpec],
     *,
-    threshold: float = 1,
-    empty_truth: EmptyTruth = "skip",
-    missing_recs: MissingRecs = "zero",
+    convention: str | None = None,
+    threshold: float | None = None,
+    empty_truth: EmptyTruth | None = None,
+    missing_recs: MissingRecs | None = None,
+    no_truth: EmptyTruth | None = None,
+    ties: Ties | None = None,
     duplicates: Duplicates = "error",
     user_col: str = "user",
     item_col: str = "item",
@@ -61,12 +67,25 @@ def evaluate(
             ``user -> iterable of items`` or ``user -> {item: grade}``.
         metrics: one metric string or several, e.g. ``"ndcg@10"``,
             ``["precision@5,10", "ap@10[denominator=relevant]"]``.
-        threshold: an item is relevant when its grade is >= threshold (and > 0).
-        empty_truth: users without a relevant item (also users with
-            recommendations but no truth): ``skip`` (NaN, left out of the
-            means and counted), ``zero`` (scored 0) or ``error``.
+        convention: a tool whose numbers to reproduce (``"trec_eval"``,
+            ``"ranx"``, ... see :mod:`receval.conventions`): it sets the
+            defaults of every option below left as None and of every metric
+            parameter a metric string does not give. None: receval's own.
+        threshold: an item is relevant when its grade is >= threshold (and > 0);
+            default 1.
+        empty_truth: users in the truth without a relevant item: ``skip``
+            (NaN, left out of the means and counted; the default), ``zero``
+            (scored 0) or ``error``.
         missing_recs: users with relevant items but no recommendations:
-            ``zero`` (an empty list: every metric 0), ``skip`` or ``error``.
+            ``zero`` (an empty list: every metric 0; the default), ``skip`` or
+            ``error``. A user with neither a list nor a relevant item is
+            skipped when either policy says ``skip``.
+        no_truth: users with recommendations who are not in the truth at all:
+            ``skip``, ``zero`` or ``error``; default: as ``empty_truth``.
+        ties: the order of equal scores: ``item`` (item id ascending, numbers
+            numerically, strings by code point; the default), ``item_desc``,
+            ``item_str`` / ``item_str_desc`` (ids compared as strings, as
+            trec_eval does) or ``input`` (the rows' order, a stable sort).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth.
         user_col, item_col, score_col, rank_col, relevance_col: column names.
@@ -91,8 +110,16 @@ def evaluate(
         >>> round(res.summary["precision@3"], 4)
         0.6667
     """
-    options = _options(threshold, empty_truth, missing_recs, duplicates)
-    specs = parse_metrics(metrics)
+    conv = conventions.get(convention or "receval")
+    options = _options(
+        conv.threshold if threshold is None else threshold,
+        conv.empty_truth if empty_truth is None else empty_truth,
+        conv.missing_recs if missing_recs is None else missing_recs,
+        duplicates,
+        conv.no_truth if no_truth is None else no_truth,
+        conv.ties if ties is None else ties,
+    )
+    specs = parse_metrics(metrics, conv.params)
     given = {
         "train": train is not None,
         "catalog": catalog is not None or train is not None,
@@ -111,11 +138,20 @@ def evaluate(
             cols=Columns(user_col, item_col),
         )
     tr = read_truth(truth, cols)
-    return run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
+    if not conv.graded:  # the tool reads no grades: every truth row is relevant
+        tr.grades = np.ones(len(tr.grades))
+    res = run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
+    res.parameters["convention"] = conv.name
+    return res
 
 
 def _options(
-    threshold: Any, empty_truth: Any, missing_recs: Any, duplicates: Any
+    threshold: Any,
+    empty_truth: Any,
+    missing_recs: Any,
+    duplicates: Any,
+    no_truth: Any = None,
+    ties: Any = "item",
 ) -> dict[str, Any]:
     """The evaluation options, validated."""
     try:
@@ -129,6 +165,10 @@ def _options(
         "empty_truth": _choice("empty_truth", empty_truth, ("skip", "zero", "error")),
         "missing_recs": _choice("missing_recs", missing_recs, ("zero", "skip", "error")),
         "duplicates": _choice("duplicates", duplicates, ("error", "keep")),
+        "no_truth": None
+        if no_truth is None
+        else _choice("no_truth", no_truth, ("skip", "zero", "error")),
+        "ties": _choice("ties", ties, tuple(TIES)),
     }
 
 
@@ -138,7 +178,7 @@ def run(
     specs: Sequence[MetricSpec],
     options: Mapping[str, Any],
     items: ItemContext | None = None,
-    ties: str = "score descending, then item id ascending",
+    ties: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
@@ -163,11 +203,16 @@ def run(
         "truth_rows_duplicate_dropped", 0
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
-    notes = list(out.notes) + _warnings(counts)
+    notes = list(out.notes) + _warnings(counts, options.get("ties", "item"))
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
-    parameters: dict[str, Any] = {**options, "ties": ties, "engine": "numpy"}
+    parameters: dict[str, Any] = {
+        **options,
+        "no_truth": options.get("no_truth") or options["empty_truth"],
+        "ties": ties or "score descending, then " + TIES[options.get("ties", "item")],
+        "engine": "numpy",
+    }
     if items is not None:
         parameters["catalog"] = items.catalog_source or None
         parameters["catalog_size"] = int(items.in_catalog.sum())
@@ -183,13 +228,13 @@ def run(
     )
 
 
-def _warnings(counts: Mapping[str, Any]) -> list[str]:
+def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
     """One line per thing worth a look that changed no number (SPEC §2.5)."""
     out = []
     if counts.get("recommendation_rows_tied"):
         out.append(
             f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
-            "row above them: ties were broken by item id"
+            f"row above them: ties were broken by {TIES[ties]}"
         )
     if counts.get("lists_shorter_than_largest_k"):
         out.append(

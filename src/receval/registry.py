@@ -116,6 +116,21 @@ def _positive(x: float) -> bool:
     return x > 0
 
 
+_GAIN = ParamDef(
+    "gain",
+    str,
+    "linear",
+    "gain of a grade g: g (linear), 2^g − 1 (exp) or 1 (binary)",
+    choices=("linear", "exp", "binary"),
+)
+_GRADES = ParamDef(
+    "grades",
+    str,
+    "relevant",
+    "which grades give gain: those of relevant items (grade >= threshold), or every "
+    "grade > 0 whatever the threshold (trec_eval's nDCG under -l)",
+    choices=("relevant", "positive"),
+)
 _BETA = ParamDef(
     "beta",
     float,
@@ -200,12 +215,11 @@ _DEFS: tuple[MetricDef, ...] = (
     MetricDef(
         name="dcg",
         description="discounted cumulative gain of the first k positions",
-        formula="Σ_{i≤min(k,n)} gain(g_i) / log_base(i + 1); gain = g (linear) or 2^g − 1 (exp)",
+        formula="Σ_{i≤min(k,n)} gain(g_i) / log_base(i + 1); gain = g (linear), 2^g − 1 (exp) "
+        "or 1 (binary)",
         kernel=K.dcg,
         params=(
-            ParamDef(
-                "gain", str, "linear", "gain of a grade g: g or 2^g − 1", choices=("linear", "exp")
-            ),
+_GAIN,
             ParamDef(
                 "base",
                 float,
@@ -214,6 +228,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 check=lambda x: x > 1,
                 check_text="a number > 1",
             ),
+            _GRADES,
         ),
         bounds=(0.0, math.inf),
         graded=True,
@@ -225,9 +240,7 @@ _DEFS: tuple[MetricDef, ...] = (
         "0 when idcg = 0",
         kernel=K.ndcg,
         params=(
-            ParamDef(
-                "gain", str, "linear", "gain of a grade g: g or 2^g − 1", choices=("linear", "exp")
-            ),
+_GAIN,
             ParamDef(
                 "ideal",
                 str,
@@ -235,6 +248,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 "ideal list: all relevant items of the truth, or the retrieved top k re-sorted",
                 choices=("relevant", "retrieved"),
             ),
+            _GRADES,
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +98,12 @@ def _parse_cutoffs(text: str, metric: str) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def _parse_params(text: str, d: MetricDef, metric: str) -> tuple[tuple[str, Any], ...]:
+Defaults = Mapping[str, Mapping[str, Any]]
+
+
+def _parse_params(
+    text: str, d: MetricDef, metric: str, defaults: Defaults | None = None
+) -> tuple[tuple[str, Any], ...]:
     values: dict[str, Any] = {}
     for part in text.split(","):
         if not part.strip():
@@ -123,17 +128,23 @@ def _parse_params(text: str, d: MetricDef, metric: str) -> tuple[tuple[str, Any]
                 f"{metric!r}: bad value {raw.strip()!r} for {d.name}'s {key}: {exc}"
                 + (_suggest(raw.strip(), p.choices) if p.choices else "")
             ) from None
+    for key, value in (defaults or {}).get(d.name, {}).items():
+        values.setdefault(key, value)  # a convention's default, unless given
     kept = tuple(
         (name, values[name]) for name in sorted(values) if values[name] != d.param_map[name].default
     )
     return kept
 
 
-def parse_metrics(metrics: str | MetricSpec | Iterable[str | MetricSpec]) -> list[MetricSpec]:
+def parse_metrics(
+    metrics: str | MetricSpec | Iterable[str | MetricSpec], defaults: Defaults | None = None
+) -> list[MetricSpec]:
     """Parse one metric string or many, expanding cut-off lists and ranges.
 
     ``"ndcg@1,5,10"`` gives three specs, ``"p@1-3"`` three more; duplicates are
-    dropped, first occurrence kept.
+    dropped, first occurrence kept. ``defaults`` (metric name → parameter →
+    value, a convention's) fill the parameters a string does not give;
+    :class:`MetricSpec` objects are taken as they are.
 
     Example:
         >>> [str(s) for s in parse_metrics(["MRR", "ndcg@5,10[gain=exp]"])]
@@ -149,7 +160,7 @@ def parse_metrics(metrics: str | MetricSpec | Iterable[str | MetricSpec]) -> lis
             continue
         if not isinstance(item, str):
             raise MetricError(f"a metric must be a string like 'ndcg@10'; got {item!r}")
-        out.extend(_parse_one(item))
+        out.extend(_parse_one(item, defaults))
     return list(dict.fromkeys(out))
 
 
@@ -175,10 +186,10 @@ def _trec_alias(text: str) -> str | None:
     return target.format(k=cut) if "{k}" in target else target + cut
 
 
-def _parse_one(text: str) -> list[MetricSpec]:
+def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
     alias = _trec_alias(text)
     if alias is not None:
-        return _parse_one(alias)
+        return _parse_one(alias, defaults)
     m = _GRAMMAR.match(text)
     if not m:
         raise MetricError(
@@ -190,7 +201,7 @@ def _parse_one(text: str) -> list[MetricSpec]:
         raise MetricError(
             f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"), all_names())
         )
-    params = _parse_params(m.group("params") or "", d, text)
+    params = _parse_params(m.group("params") or "", d, text, defaults)
     if d.kind == "rating" and m.group("k") is not None:
         raise MetricError(
             f"{text!r}: the rating metric {d.name} takes no cut-off @k; write {d.name!r} "
@@ -202,8 +213,9 @@ def _parse_one(text: str) -> list[MetricSpec]:
     return [MetricSpec(d.name, k, params) for k in ks]
 
 
-def parse_metric(text: str) -> MetricSpec:
-    """Parse one metric string into its :class:`MetricSpec`.
+def parse_metric(text: str, defaults: Defaults | None = None) -> MetricSpec:
+    """Parse one metric string into its :class:`MetricSpec` (``defaults``: as
+    in :func:`parse_metrics`).
 
     Example:
         >>> spec = parse_metric("NDCG@10[gain=exp, ideal=relevant]")
@@ -212,7 +224,7 @@ def parse_metric(text: str) -> MetricSpec:
         >>> parse_metric(str(spec)) == spec
         True
     """
-    specs = _parse_one(text)
+    specs = _parse_one(text, defaults)
     if len(specs) != 1:
         raise MetricError(
             f"{text!r} names {len(specs)} metrics; use parse_metrics() for cut-off lists"

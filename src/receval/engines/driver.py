@@ -155,48 +155,50 @@ class _TruthIndex:
 
 
 def _apply_policies(
-    p: Prepared, values: np.ndarray, empty_truth: str, missing_recs: str
+    p: Prepared, values: np.ndarray, empty_truth: str, missing_recs: str, no_truth: str
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Set values of users without relevant items / without lists by policy; count them."""
+    """Set values of users without relevant items / without lists by policy; count them.
+
+    Groups: ``no_truth`` (a list, not in the truth: ``no_truth`` policy),
+    ``no_relevant_items`` (in the truth, nothing relevant: ``empty_truth``),
+    ``no_recommendations`` (relevant items, no list: ``missing_recs``). A user
+    without a list and without relevant items falls under both ``empty_truth``
+    and ``missing_recs``: skipped if either says skip, else zero.
+    """
     no_rel = p.n_relevant == 0
+    no_list = ~p.has_recs
+    # in the truth without relevant items and without a list: skipped as a
+    # missing list when only missing_recs says skip, else under empty_truth
+    lost = no_rel & p.in_truth & no_list
+    if not (missing_recs == "skip" and empty_truth != "skip"):
+        lost[:] = False
     groups = {
-        "no_truth": no_rel & ~p.in_truth,
-        "no_relevant_items": no_rel & p.in_truth,
+        "no_truth": (no_rel & ~p.in_truth, no_truth),
+        "no_relevant_items": (no_rel & p.in_truth & ~lost, empty_truth),
+        "no_recommendations": ((~no_rel & no_list) | lost, missing_recs),
     }
-    no_recs = ~no_rel & ~p.has_recs
     skipped = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
     zero = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
     out = np.ones(len(p.user_ids), dtype=bool)
-
-    def fail(mask: np.ndarray, what: str, option: str) -> None:
-        user = plain(p.user_ids[np.flatnonzero(mask)[0]])
-        raise PolicyError(f"user {user!r} {what} ({option}='error')")
-
-    if missing_recs == "error" and no_recs.any():
-        fail(no_recs, "has relevant items but no recommendations", "missing_recs")
-    if empty_truth == "error":
-        for why, mask in groups.items():
-            if mask.any():
-                what = (
-                    "has recommendations but no truth"
-                    if why == "no_truth"
-                    else "has no relevant item in the truth"
-                )
-                fail(mask, what, "empty_truth")
-    for why, mask in groups.items():
-        if empty_truth == "skip":
+    what = {
+        "no_truth": ("has recommendations but no truth", "no_truth"),
+        "no_relevant_items": ("has no relevant item in the truth", "empty_truth"),
+        "no_recommendations": ("has relevant items but no recommendations", "missing_recs"),
+    }
+    for why, (mask, policy) in groups.items():
+        if policy == "error" and mask.any():
+            user = plain(p.user_ids[np.flatnonzero(mask)[0]])
+            text, option = what[why]
+            raise PolicyError(f"user {user!r} {text} ({option}='error')")
+    for why, (mask, policy) in groups.items():
+        if policy == "skip":
             values[:, mask] = np.nan
             out &= ~mask
             skipped[why] = int(mask.sum())
-        else:
-            values[:, mask] = 0.0
+        else:  # users without a list keep the values of an empty list (auc: NaN)
+            if why != "no_recommendations":
+                values[:, mask] = 0.0
             zero[why] = int(mask.sum())
-    if missing_recs == "skip":
-        values[:, no_recs] = np.nan
-        out &= ~no_recs
-        skipped["no_recommendations"] = int(no_recs.sum())
-    else:
-        zero["no_recommendations"] = int(no_recs.sum())
     counts = {
         "users": len(p.user_ids),
         "users_in_truth": int(p.in_truth.sum()),
@@ -250,6 +252,8 @@ def run(
     empty_truth: str,
     missing_recs: str,
     duplicates: str,
+    no_truth: str | None = None,
+    ties: str = "item",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
@@ -262,6 +266,7 @@ def run(
     specs = [s for s in specs if s.definition.kind != "aggregate"]
     exposure = _ExposureCounter({s.k for s in aggregate})
     need_ties = any(s.definition.needs_ties for s in specs)
+    positive = any(dict(s.params).get("grades") == "positive" for s in specs)
     max_grade = numpy_engine._max_grade(truth.grades)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     iterator: Iterator[tuple[RecsData, int]] = iter(chunks)
@@ -303,6 +308,8 @@ def run(
                 duplicates=duplicates,
                 need_ties=need_ties,
                 max_grade=max_grade,
+                ties=ties,
+                positive_grades=positive,
             )
         except InputError as exc:
             if exc.row is None:
@@ -319,7 +326,9 @@ def run(
         if longest_k:
             short = p.has_recs & (p.n < longest_k)
             p.counts["lists_shorter_than_largest_k"] = int(short.sum())
-        evaluated, policy_counts = _apply_policies(p, values, empty_truth, missing_recs)
+        evaluated, policy_counts = _apply_policies(
+            p, values, empty_truth, missing_recs, empty_truth if no_truth is None else no_truth
+        )
         seen = exposure.count(p, evaluated) if aggregate else {}
         return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen)
 

@@ -54,6 +54,9 @@ class Prepared:
     tie_start: np.ndarray | None = None
     tie_end: np.ndarray | None = None
     rec_context: np.ndarray | None = None
+    positive_gain: np.ndarray | None = None
+    positive_ideal_grades: np.ndarray | None = None
+    positive_ideal_offsets: np.ndarray | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -134,9 +137,29 @@ def _offsets(codes: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _list_order(ru: np.ndarray, ri: np.ndarray, recs: RecsData) -> np.ndarray | None:
+#: Tie rules for equal scores: how each orders the items of one score.
+TIES = {
+    "item": "item id ascending (numbers numerically, strings by code point)",
+    "item_desc": "item id descending (numbers numerically, strings by code point)",
+    "item_str": "item id ascending, compared as strings",
+    "item_str_desc": "item id descending, compared as strings",
+    "input": "the order of the rows as given",
+}
+
+
+def _tie_key(rule: str, ri: np.ndarray, raw_items: np.ndarray) -> np.ndarray:
+    """An int64 key per row: among equal scores, rows are put in ascending key order."""
+    if rule in ("item_str", "item_str_desc") and raw_items.dtype != object:
+        _, ri = np.unique(raw_items.astype(str), return_inverse=True)
+        ri = ri.reshape(-1).astype(np.int64)
+    if rule == "input":
+        return np.arange(len(ri), dtype=np.int64)
+    return -ri if rule in ("item_desc", "item_str_desc") else ri
+
+
+def _list_order(ru: np.ndarray, key: np.ndarray, recs: RecsData) -> np.ndarray | None:
     """The permutation putting rows in list order (user, then rank or score
-    descending, then item ascending); None when they already are."""
+    descending, then the tie key ascending); None when they already are."""
     du = ru[1:] - ru[:-1]
     if recs.rank is not None:
         rk = recs.rank
@@ -145,10 +168,10 @@ def _list_order(ru: np.ndarray, ri: np.ndarray, recs: RecsData) -> np.ndarray | 
         return np.lexsort((rk, ru))
     sc = recs.score
     assert sc is not None
-    after = (sc[1:] < sc[:-1]) | ((sc[1:] == sc[:-1]) & (ri[1:] > ri[:-1]))
+    after = (sc[1:] < sc[:-1]) | ((sc[1:] == sc[:-1]) & (key[1:] > key[:-1]))
     if np.all((du > 0) | ((du == 0) & after)):
         return None
-    return np.lexsort((ri, -sc, ru))
+    return np.lexsort((key, -sc, ru))
 
 
 def prepare(
@@ -159,8 +182,14 @@ def prepare(
     duplicates: str = "error",
     need_ties: bool = False,
     max_grade: float | None = None,
+    ties: str = "item",
+    positive_grades: bool = False,
 ) -> Prepared:
     """Encode, order, de-duplicate and join recommendations and truth.
+
+    ``ties`` is the rule ordering equal scores (a key of :data:`TIES`).
+    ``positive_grades`` also keeps every grade > 0 whatever the threshold
+    (the gains of ``dcg``/``ndcg`` with ``grades=positive``).
 
     ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
     the part of a larger truth that belongs to one chunk of users).
@@ -180,7 +209,8 @@ def prepare(
     n_items = max(n_items, 1)
 
     # --- order each list -------------------------------------------------
-    order = _list_order(ru, ri, recs)
+    tie_key = ri if recs.rank is not None or ties == "item" else _tie_key(ties, ri, items[0])
+    order = _list_order(ru, tie_key, recs)
 
     def row(j: int) -> int:
         return j if order is None else int(order[j])
@@ -282,13 +312,14 @@ def prepare(
     rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
 
     # --- the ideal: relevant grades per user, descending --------------------
-    rel_t = (grades >= threshold) & (grades > 0)
-    iu, ig = tuser[rel_t], grades[rel_t]
-    if len(ig) and ig.min() != ig.max():  # sort grades within each user (users are sorted)
-        levels, inv = np.unique(-ig, return_inverse=True)
-        iorder = np.argsort(iu * len(levels) + inv, kind="stable")
-        iu, ig = iu[iorder], ig[iorder]
-    ideal_offsets = _offsets(iu, n_users)
+    ig, ideal_offsets = _ideal(tuser, grades, (grades >= threshold) & (grades > 0), n_users)
+    pos_gain = pos_ig = pos_offsets = None
+    if positive_grades:
+        positive = rec_grade > 0
+        if recommended is not None:
+            positive &= recommended
+        pos_gain = np.where(positive, rec_grade, 0.0)
+        pos_ig, pos_offsets = _ideal(tuser, grades, grades > 0, n_users)
 
     if score is not None and len(score) > 1:
         # rows whose score equals the previous row's of the same user: ties broken by id
@@ -326,12 +357,27 @@ def prepare(
         rec_offsets=rec_offsets,
         ideal_grades=ig,
         ideal_offsets=ideal_offsets,
+        positive_gain=pos_gain,
+        positive_ideal_grades=pos_ig,
+        positive_ideal_offsets=pos_offsets,
         max_grade=max_grade if max_grade is not None else _max_grade(grades),
         tie_start=tie_start,
         tie_end=tie_end,
         counts=counts,
         notes=notes,
     )
+
+
+def _ideal(
+    tuser: np.ndarray, grades: np.ndarray, keep: np.ndarray, n_users: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kept grades of each user sorted descending, and their offsets (users sorted)."""
+    iu, ig = tuser[keep], grades[keep]
+    if len(ig) and ig.min() != ig.max():
+        levels, inv = np.unique(-ig, return_inverse=True)
+        iorder = np.argsort(iu * len(levels) + inv, kind="stable")
+        iu, ig = iu[iorder], ig[iorder]
+    return ig, _offsets(iu, n_users)
 
 
 def _max_grade(grades: np.ndarray) -> float:
@@ -343,6 +389,8 @@ def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
     max_k = max((s.k for s in specs if s.k is not None), default=0)
     max_n = int(p.n.max(initial=0))
     max_r = int(p.n_relevant.max(initial=0))
+    if p.positive_ideal_offsets is not None:
+        max_r = max(max_r, int(np.diff(p.positive_ideal_offsets).max(initial=0)))
     w = max_n if whole else min(max_k, max_n)
     wi = max_r if whole else min(max_k, max_r)
     return max(w, 1), max(wi, 1)
@@ -395,6 +443,10 @@ def compute(
     step = max(1, BLOCK_CELLS // max(w, wi))
     ideal_user = np.repeat(np.arange(n_users), np.diff(p.ideal_offsets))
     ties = p.tie_start is not None and any(s.definition.needs_ties for s in specs)
+    positive = p.positive_ideal_offsets is not None
+    pos_user = (
+        np.repeat(np.arange(n_users), np.diff(p.positive_ideal_offsets)) if positive else None
+    )
     for u0 in range(0, n_users, step):
         u1 = min(n_users, u0 + step)
         fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=p.rec_pos)
@@ -413,6 +465,12 @@ def compute(
             if p.rec_context is None or items is None
             else _fill(values=p.rec_context, dtype=np.int64, pad=items.unknown, **fill),
             items=items,
+            positive_gains=_fill(values=p.positive_gain, **fill) if positive else None,
+            positive_ideal=_fill(
+                p.positive_ideal_offsets, u0, u1, p.positive_ideal_grades, wi, pos_user
+            )
+            if positive
+            else None,
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

@@ -49,6 +49,10 @@ class Batch:
         recommended: ``(m, W)`` bool or None: explicit-feedback input only —
             is the item at each position recommended (predicted rating >=
             threshold). Items not recommended are never hits (their gain is 0).
+        positive_gains, positive_ideal: ``(m, W)`` and ``(m, Wi)`` float64 or
+            None: like ``gains`` and ``ideal`` but with every grade > 0 whatever
+            the relevance threshold (trec_eval's nDCG under ``-l``); only built
+            when a metric asks for ``grades=positive``.
     """
 
     gains: np.ndarray
@@ -61,6 +65,8 @@ class Batch:
     item_index: np.ndarray | None = None
     items: ItemContext | None = None
     recommended: np.ndarray | None = None
+    positive_gains: np.ndarray | None = None
+    positive_ideal: np.ndarray | None = None
     _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property

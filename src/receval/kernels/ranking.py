@@ -138,7 +138,19 @@ def r_precision(b: Batch, k: int | None) -> np.ndarray:
 
 
 def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
-    return np.exp2(grades) - 1.0 if gain == "exp" else grades
+    if gain == "exp":
+        return np.exp2(grades) - 1.0
+    if gain == "binary":
+        return (grades > 0).astype(np.float64)
+    return grades
+
+
+def _graded(b: Batch, grades: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (gains, ideal) matrices: relevant grades only, or every grade > 0."""
+    if grades == "positive":
+        assert b.positive_gains is not None and b.positive_ideal is not None
+        return b.positive_gains, b.positive_ideal
+    return b.gains, b.ideal
 
 
 def _discount(b: Batch, width: int, base: float) -> np.ndarray:
@@ -149,39 +161,53 @@ def _discount(b: Batch, width: int, base: float) -> np.ndarray:
     )
 
 
-def _cum_dcg(b: Batch, gain: str, base: float) -> np.ndarray:
+def _cum_dcg(b: Batch, gain: str, base: float, grades: str) -> np.ndarray:
     return b.cached(
-        ("cum_dcg", gain, base),
-        lambda: np.cumsum(_gain(b.gains, gain) * _discount(b, b.width, base), axis=1),
+        ("cum_dcg", gain, base, grades),
+        lambda: np.cumsum(_gain(_graded(b, grades)[0], gain) * _discount(b, b.width, base), axis=1),
     )
 
 
-def dcg(b: Batch, k: int | None, *, gain: str = "linear", base: float = 2.0) -> np.ndarray:
-    """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g or exp 2^g − 1."""
-    return _cum_dcg(b, gain, base)[:, b.col(k)]
+def dcg(
+    b: Batch, k: int | None, *, gain: str = "linear", base: float = 2.0, grades: str = "relevant"
+) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
+    binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
+    graded > 0, whatever the threshold)."""
+    return _cum_dcg(b, gain, base, grades)[:, b.col(k)]
 
 
-def _ideal_dcg(b: Batch, k: int | None, gain: str) -> np.ndarray:
-    wi = b.ideal.shape[1]
+def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str) -> np.ndarray:
+    ideal = _graded(b, grades)[1]
+    wi = ideal.shape[1]
     cum = b.cached(
-        ("cum_idcg", gain),
-        lambda: np.cumsum(_gain(b.ideal, gain) * _discount(b, wi, 2.0), axis=1),
+        ("cum_idcg", gain, grades),
+        lambda: np.cumsum(_gain(ideal, gain) * _discount(b, wi, 2.0), axis=1),
     )
     return cum[:, wi - 1 if k is None else min(k, wi) - 1]
 
 
-def ndcg(b: Batch, k: int | None, *, gain: str = "linear", ideal: str = "relevant") -> np.ndarray:
+def ndcg(
+    b: Batch,
+    k: int | None,
+    *,
+    gain: str = "linear",
+    ideal: str = "relevant",
+    grades: str = "relevant",
+) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
     ``ideal="relevant"``: the ideal list is the user's relevant grades sorted
     descending, cut at k. ``ideal="retrieved"``: the first min(k, n) gains of
     the list itself, re-sorted descending. The log base cancels out (base 2).
+    ``grades="positive"``: gains and ideal take every grade > 0, whatever the
+    relevance threshold (trec_eval's nDCG under ``-l``).
     """
-    actual = dcg(b, k, gain=gain)
+    actual = dcg(b, k, gain=gain, grades=grades)
     if ideal == "relevant":
-        best = _ideal_dcg(b, k, gain)
+        best = _ideal_dcg(b, k, gain, grades)
     else:
-        top = b.gains[:, : b.col(k) + 1]
+        top = _graded(b, grades)[0][:, : b.col(k) + 1]
         resorted = -np.sort(-top, axis=1)
         best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0)).sum(axis=1)
     return _div(actual, best)
