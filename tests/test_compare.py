@@ -40,8 +40,13 @@ def world() -> tuple[dict, dict]:
 @pytest.fixture(scope="module")
 def cmp(world: tuple[dict, dict]) -> Comparison:
     truth, runs = world
-    return compare(runs, truth, ["ndcg@10", "p@5", "coverage@10"], n_resamples=2000,
-                   train={0: list(range(N_ITEMS))})
+    return compare(
+        runs,
+        truth,
+        ["ndcg@10", "p@5", "coverage@10"],
+        n_resamples=2000,
+        train={0: list(range(N_ITEMS))},
+    )
 
 
 def test_table_means_equal_evaluate(world: tuple[dict, dict], cmp: Comparison) -> None:
@@ -159,8 +164,9 @@ def test_every_test_and_correction_runs(
     world: tuple[dict, dict], test: str, correction: str
 ) -> None:
     truth, runs = world
-    c = compare(runs, truth, "rr@10", test=test, correction=correction, n_resamples=300,
-                ci="percentile")
+    c = compare(
+        runs, truth, "rr@10", test=test, correction=correction, n_resamples=300, ci="percentile"
+    )
     p = c.pairs["p_value"].to_numpy()
     assert ((p >= 0) & (p <= 1)).all()
     assert (c.pairs["p_adjusted"].to_numpy() >= p - 1e-15).all()
@@ -194,8 +200,9 @@ def test_renderings(cmp: Comparison) -> None:
 
 def test_latex_escapes_names() -> None:
     truth = {1: [1], 2: [2]}
-    c = compare({"my_sys": {1: [1], 2: [2]}, "x&y": {1: [2], 2: [1]}}, truth, "p@1",
-                n_resamples=100)
+    c = compare(
+        {"my_sys": {1: [1], 2: [2]}, "x&y": {1: [2], 2: [1]}}, truth, "p@1", n_resamples=100
+    )
     tex = c.to_latex()
     assert r"my\_sys" in tex and r"x\&y" in tex
 

@@ -41,10 +41,8 @@ def test_curve_known_values() -> None:
     assert c.index.tolist() == [1, 2, 3, 4, 5] and c.index.name == "k"
     assert list(c.columns) == ["precision", "recall"]
     # SPEC §11 table (k = 1, 3, 5)
-    assert c.loc[[1, 3, 5], "precision"].tolist() == pytest.approx([1 / 3, 1 / 3, 0.2667],
-                                                                    abs=1e-4)
-    assert c.loc[[1, 3, 5], "recall"].tolist() == pytest.approx([0.0556, 0.2222, 0.3333],
-                                                                 abs=1e-4)
+    assert c.loc[[1, 3, 5], "precision"].tolist() == pytest.approx([1 / 3, 1 / 3, 0.2667], abs=1e-4)
+    assert c.loc[[1, 3, 5], "recall"].tolist() == pytest.approx([0.0556, 0.2222, 0.3333], abs=1e-4)
 
 
 def test_curve_is_one_evaluate_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,11 +63,25 @@ def test_curve_equals_separate_calls(seed: int) -> None:
     recs, truth = random_run(seed)
     metrics = ["precision", "recall", "ndcg[gain=exp]", "ap[denominator=relevant]", "MRR"]
     c = curve(recs, truth, k=8, metrics=metrics, threshold=1)
-    assert list(c.columns) == ["precision", "recall", "ndcg[gain=exp]",
-                               "ap[denominator=relevant]", "rr"]
+    assert list(c.columns) == [
+        "precision",
+        "recall",
+        "ndcg[gain=exp]",
+        "ap[denominator=relevant]",
+        "rr",
+    ]
     for k in (1, 4, 8):
-        res = receval.evaluate(recs, truth, [f"p@{k}", f"r@{k}", f"ndcg@{k}[gain=exp]",
-                                             f"map@{k}[denominator=relevant]", f"mrr@{k}"])
+        res = receval.evaluate(
+            recs,
+            truth,
+            [
+                f"p@{k}",
+                f"r@{k}",
+                f"ndcg@{k}[gain=exp]",
+                f"map@{k}[denominator=relevant]",
+                f"mrr@{k}",
+            ],
+        )
         assert c.loc[k].tolist() == pytest.approx(list(res.summary.values()), rel=1e-12)
 
 
@@ -189,8 +201,11 @@ def scored_run(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows += [(u, int(i), float(rng.integers(0, 10))) for i in items]  # many ties
     recs = pd.DataFrame(rows, columns=["user", "item", "score"])
     truth = pd.DataFrame(
-        {"user": rng.integers(0, 55, 400), "item": rng.integers(0, 40, 400),
-         "relevance": rng.integers(0, 4, 400)}
+        {
+            "user": rng.integers(0, 55, 400),
+            "item": rng.integers(0, 40, 400),
+            "relevance": rng.integers(0, 4, 400),
+        }
     ).drop_duplicates(["user", "item"])
     return recs, truth
 
@@ -211,7 +226,7 @@ def test_roc_auc_matches_pair_count(seed: int, threshold: int) -> None:
 
 
 def test_roc_hand_worked_and_row_order() -> None:
-    recs = pd.DataFrame({"user": [1, 1, 1, 2], "item": [1, 2, 3, 1], "score": [.9, .5, .5, .1]})
+    recs = pd.DataFrame({"user": [1, 1, 1, 2], "item": [1, 2, 3, 1], "score": [0.9, 0.5, 0.5, 0.1]})
     table, auc = roc(recs, {1: [1, 3], 2: [2]})
     assert auc == pytest.approx(3.5 / 4)
     assert table["tpr"].tolist() == [0.0, 0.5, 1.0, 1.0]
@@ -242,19 +257,41 @@ def test_roc_duplicates_keep() -> None:
 
 ROC_ERRORS = [
     (lambda: roc({"u": [1, 2]}, {"u": [1]}), ReceValError, "needs scores"),
-    (lambda: roc(pd.DataFrame({"user": [1], "item": [1], "rank": [1]}), {1: [1]}),
-     InputError, "needs scores: no score column 'score'"),
-    (lambda: roc(pd.DataFrame({"user": [1, 1], "item": [2, 2], "score": [1.0, 2.0]}), {1: [1]}),
-     InputError, "row 1, user 1, item 2: the same item twice"),
-    (lambda: roc(pd.DataFrame({"user": [1], "item": [2], "score": [1.0]}),
-                 pd.DataFrame({"user": [1, 1], "item": [2, 2]})),
-     InputError, "truth, row 0, user 1, item 2: the same .user, item. twice"),
-    (lambda: roc(pd.DataFrame({"user": [1], "item": [2], "score": [np.nan]}), {1: [1]}),
-     InputError, "row 0"),
-    (lambda: roc(pd.DataFrame({"user": [], "item": [], "score": []}), {1: [1]}),
-     InputError, "empty"),
-    (lambda: roc(pd.DataFrame({"user": [1], "item": [2], "score": [1.0]}), {1: [1]},
-                 duplicates="drop"), ReceValError, "duplicates must be one of"),
+    (
+        lambda: roc(pd.DataFrame({"user": [1], "item": [1], "rank": [1]}), {1: [1]}),
+        InputError,
+        "needs scores: no score column 'score'",
+    ),
+    (
+        lambda: roc(pd.DataFrame({"user": [1, 1], "item": [2, 2], "score": [1.0, 2.0]}), {1: [1]}),
+        InputError,
+        "row 1, user 1, item 2: the same item twice",
+    ),
+    (
+        lambda: roc(
+            pd.DataFrame({"user": [1], "item": [2], "score": [1.0]}),
+            pd.DataFrame({"user": [1, 1], "item": [2, 2]}),
+        ),
+        InputError,
+        "truth, row 0, user 1, item 2: the same .user, item. twice",
+    ),
+    (
+        lambda: roc(pd.DataFrame({"user": [1], "item": [2], "score": [np.nan]}), {1: [1]}),
+        InputError,
+        "row 0",
+    ),
+    (
+        lambda: roc(pd.DataFrame({"user": [], "item": [], "score": []}), {1: [1]}),
+        InputError,
+        "empty",
+    ),
+    (
+        lambda: roc(
+            pd.DataFrame({"user": [1], "item": [2], "score": [1.0]}), {1: [1]}, duplicates="drop"
+        ),
+        ReceValError,
+        "duplicates must be one of",
+    ),
 ]
 
 
@@ -268,19 +305,28 @@ CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "
 
 
 def _trec(name: str, columns: list[str]) -> pd.DataFrame:
-    frame = pd.read_csv(CONFORMANCE / name, sep=r"\s+", header=None, names=columns,
-                        dtype={"user": str, "item": str}, usecols=range(len(columns)))
+    frame = pd.read_csv(
+        CONFORMANCE / name,
+        sep=r"\s+",
+        header=None,
+        names=columns,
+        dtype={"user": str, "item": str},
+        usecols=range(len(columns)),
+    )
     return frame[~frame["user"].str.startswith("#")]
 
 
 @pytest.mark.skipif(not CONFORMANCE.is_dir(), reason="conformance data not present")
 @pytest.mark.parametrize(
     "results, qrels, expected_file",
-    [("results.test", "qrels.test", "out.test"),
-     ("results.comment.test", "qrels.comment.test", "out.comment.test")],
+    [
+        ("results.test", "qrels.test", "out.test"),
+        ("results.comment.test", "qrels.comment.test", "out.comment.test"),
+    ],
 )
-def test_pr_curve_matches_trec_eval_iprec_at_recall(results: str, qrels: str,
-                                                    expected_file: str) -> None:
+def test_pr_curve_matches_trec_eval_iprec_at_recall(
+    results: str, qrels: str, expected_file: str
+) -> None:
     # trec_eval orders by score descending, ties by document id descending (as strings),
     # evaluates only topics of both the run and the qrels (no -c), and counts topics
     # without a relevant document 0

@@ -75,8 +75,9 @@ def random_ratings(seed: int, n_users: int = 60, ties: bool = True) -> pd.DataFr
     actual[:3] = 4.0
     users[3:6] = -2
     predicted[3:6] = 2.5
-    return pd.DataFrame({"user": users, "item": np.arange(n), "actual": actual,
-                         "predicted": predicted})
+    return pd.DataFrame(
+        {"user": users, "item": np.arange(n), "actual": actual, "predicted": predicted}
+    )
 
 
 # --------------------------------------------------------------------------- known values
@@ -160,8 +161,9 @@ def test_per_user_matches_slow_loop(name: str, seed: int) -> None:
     expected = ref_by_user(name, a, p, u)
     got = res.per_user[spec]
     assert list(got.index) == sorted(expected)
-    np.testing.assert_allclose(got.to_numpy(), [expected[k] for k in got.index],
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        got.to_numpy(), [expected[k] for k in got.index], rtol=1e-9, atol=1e-12
+    )
     vals = np.array(list(expected.values()))
     assert res.summary[spec] == pytest.approx(float(np.nanmean(vals)), rel=1e-9)
     assert res.counts["undefined"].get(spec, 0) == int(np.isnan(vals).sum())
@@ -216,8 +218,14 @@ def test_row_order_does_not_matter() -> None:
 
 
 def test_dropna_drops_and_counts() -> None:
-    r = pd.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 2],
-                      "actual": [4.0, None, 3.0, 2.0], "predicted": [3.0, 2.0, np.nan, 2.0]})
+    r = pd.DataFrame(
+        {
+            "user": [1, 1, 2, 2],
+            "item": [1, 2, 1, 2],
+            "actual": [4.0, None, 3.0, 2.0],
+            "predicted": [3.0, 2.0, np.nan, 2.0],
+        }
+    )
     res = evaluate_ratings(r, ["mae", "mae[per_user=true]"], dropna=True)
     assert res.counts["rows"] == 4
     assert res.counts["rows_used"] == 2
@@ -320,44 +328,91 @@ def _with(**cols: list) -> dict:
 ERRORS = [
     # (call, exception, words the message must contain)
     (lambda: evaluate_ratings(pd.DataFrame(), "mae"), InputError, ["empty"]),
-    (lambda: evaluate_ratings(pd.DataFrame(columns=["actual", "predicted"]), "mae"),
-     InputError, ["empty"]),
-    (lambda: evaluate_ratings(_with(actual=[4.0, np.nan]), "mae"), InputError,
-     ["row 1", "user 1", "item 2", "missing actual rating", "dropna=True"]),
-    (lambda: evaluate_ratings(_with(predicted=[None, 3.0]), "mae"), InputError,
-     ["row 0", "item 1", "missing predicted rating"]),
-    (lambda: evaluate_ratings(_with(actual=[np.nan, np.nan]), "mae", dropna=True),
-     InputError, ["no rating pairs left", "2 rows"]),
-    (lambda: evaluate_ratings(_with(predicted=[3.0, np.inf]), "mae"), InputError,
-     ["row 1", "infinite"]),
-    (lambda: evaluate_ratings(_with(actual=["4", "x"]), "mae"), InputError,
-     ["row 1", "actual rating must be a number", "'x'"]),
-    (lambda: evaluate_ratings({"actual": [1, 2, 3], "predicted": [1, 2]}, "mae"),
-     ReceValError, ["different lengths", "actual has 3", "predicted has 2"]),
-    (lambda: evaluate_ratings({"actual": [1], "predicted": [1]}, "mae[per_user=true]"),
-     InputError, ["no user", "'user'", "mae[per_user=true]"]),
-    (lambda: evaluate_ratings({"actual": [1], "pred": [1]}, "mae"),
-     InputError, ["no predicted rating column 'predicted'", "pred"]),
+    (
+        lambda: evaluate_ratings(pd.DataFrame(columns=["actual", "predicted"]), "mae"),
+        InputError,
+        ["empty"],
+    ),
+    (
+        lambda: evaluate_ratings(_with(actual=[4.0, np.nan]), "mae"),
+        InputError,
+        ["row 1", "user 1", "item 2", "missing actual rating", "dropna=True"],
+    ),
+    (
+        lambda: evaluate_ratings(_with(predicted=[None, 3.0]), "mae"),
+        InputError,
+        ["row 0", "item 1", "missing predicted rating"],
+    ),
+    (
+        lambda: evaluate_ratings(_with(actual=[np.nan, np.nan]), "mae", dropna=True),
+        InputError,
+        ["no rating pairs left", "2 rows"],
+    ),
+    (
+        lambda: evaluate_ratings(_with(predicted=[3.0, np.inf]), "mae"),
+        InputError,
+        ["row 1", "infinite"],
+    ),
+    (
+        lambda: evaluate_ratings(_with(actual=["4", "x"]), "mae"),
+        InputError,
+        ["row 1", "actual rating must be a number", "'x'"],
+    ),
+    (
+        lambda: evaluate_ratings({"actual": [1, 2, 3], "predicted": [1, 2]}, "mae"),
+        ReceValError,
+        ["different lengths", "actual has 3", "predicted has 2"],
+    ),
+    (
+        lambda: evaluate_ratings({"actual": [1], "predicted": [1]}, "mae[per_user=true]"),
+        InputError,
+        ["no user", "'user'", "mae[per_user=true]"],
+    ),
+    (
+        lambda: evaluate_ratings({"actual": [1], "pred": [1]}, "mae"),
+        InputError,
+        ["no predicted rating column 'predicted'", "pred"],
+    ),
     (lambda: evaluate_ratings([1, 2], "mae"), ReceValError, ["must be a pandas"]),
-    (lambda: evaluate_ratings({"actual": 1, "predicted": 2}, "mae"), ReceValError,
-     ["mapping", "sequences"]),
-    (lambda: score_ratings("mae", [1, 2, 3], [1, 2]), ReceValError,
-     ["different lengths", "actual has 3", "predicted has 2"]),
+    (
+        lambda: evaluate_ratings({"actual": 1, "predicted": 2}, "mae"),
+        ReceValError,
+        ["mapping", "sequences"],
+    ),
+    (
+        lambda: score_ratings("mae", [1, 2, 3], [1, 2]),
+        ReceValError,
+        ["different lengths", "actual has 3", "predicted has 2"],
+    ),
     (lambda: score_ratings("mae", [], []), ReceValError, ["no rating pairs", "empty"]),
-    (lambda: score_ratings("rmse", [1, float("nan")], [1, 2]), InputError,
-     ["actual", "row 1", "missing"]),
-    (lambda: score_ratings("rmse[per_user=true]", [1, 2], [1, 2]), ReceValError,
-     ["needs users="]),
-    (lambda: score_ratings("rmse[per_user=true]", [1, 2], [1, 2], users=[1]), ReceValError,
-     ["users has 1", "different lengths"]),
-    (lambda: parse_rating_metric("rmsee"), MetricError,
-     ["unknown rating metric 'rmsee'", "did you mean 'rmse'"]),
+    (
+        lambda: score_ratings("rmse", [1, float("nan")], [1, 2]),
+        InputError,
+        ["actual", "row 1", "missing"],
+    ),
+    (lambda: score_ratings("rmse[per_user=true]", [1, 2], [1, 2]), ReceValError, ["needs users="]),
+    (
+        lambda: score_ratings("rmse[per_user=true]", [1, 2], [1, 2], users=[1]),
+        ReceValError,
+        ["users has 1", "different lengths"],
+    ),
+    (
+        lambda: parse_rating_metric("rmsee"),
+        MetricError,
+        ["unknown rating metric 'rmsee'", "did you mean 'rmse'"],
+    ),
     (lambda: parse_rating_metric("ndcg@10"), MetricError, ["ranking metric", "evaluate_explicit"]),
     (lambda: parse_rating_metric("rmse@10"), MetricError, ["no cut-off", "rmse"]),
-    (lambda: parse_rating_metric("rmse[per_user=maybe]"), MetricError,
-     ["bad value 'maybe'", "true or false"]),
-    (lambda: parse_rating_metric("rmse[peruser=true]"), MetricError,
-     ["unknown parameter 'peruser'", "per_user"]),
+    (
+        lambda: parse_rating_metric("rmse[per_user=maybe]"),
+        MetricError,
+        ["bad value 'maybe'", "true or false"],
+    ),
+    (
+        lambda: parse_rating_metric("rmse[peruser=true]"),
+        MetricError,
+        ["unknown parameter 'peruser'", "per_user"],
+    ),
     (lambda: parse_rating_metric("rmse[["), MetricError, ["cannot read metric"]),
     (lambda: parse_rating_metrics([]), MetricError, ["no metric"]),
 ]
@@ -380,8 +435,9 @@ def test_error_attributes_locate_the_row() -> None:
 
 
 @pytest.mark.parametrize("limit, batch", [(600, 2_000_000), (3, 7), (0, 10)])
-def test_kendall_per_user_both_paths(monkeypatch: pytest.MonkeyPatch, limit: int,
-                                     batch: int) -> None:
+def test_kendall_per_user_both_paths(
+    monkeypatch: pytest.MonkeyPatch, limit: int, batch: int
+) -> None:
     # vectorized pair counting (small users, in batches) and the SciPy loop (large
     # users) give the same tau-b
     monkeypatch.setattr(K, "KENDALL_PAIRWISE_MAX", limit)
@@ -401,8 +457,12 @@ KNOWN_CASES = {
         {"user": [1] * 5, "item": range(5), "actual": ACTUAL, "predicted": PREDICTED}
     ),
     "two_users": pd.DataFrame(
-        {"user": ["u1", "u1", "u2", "u2"], "item": [1, 2, 1, 2],
-         "actual": [4.0, 2.0, 5.0, 1.0], "predicted": [3.5, 2.5, 4.0, 2.0]}
+        {
+            "user": ["u1", "u1", "u2", "u2"],
+            "item": [1, 2, 1, 2],
+            "actual": [4.0, 2.0, 5.0, 1.0],
+            "predicted": [3.5, 2.5, 4.0, 2.0],
+        }
     ),
 }
 

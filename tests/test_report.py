@@ -53,8 +53,15 @@ def _world() -> tuple[dict, dict, pd.DataFrame]:
 def rep(tmp_path_factory: pytest.TempPathFactory) -> Report:
     truth, runs, train = _world()
     out = tmp_path_factory.mktemp("report") / "report.html"
-    return report(runs, truth, ["ndcg@10", "recall@5", "coverage@10"], train=train, out=out,
-                  n_resamples=500, title="Test report")
+    return report(
+        runs,
+        truth,
+        ["ndcg@10", "recall@5", "coverage@10"],
+        train=train,
+        out=out,
+        n_resamples=500,
+        title="Test report",
+    )
 
 
 def test_report_is_self_contained(rep: Report) -> None:
@@ -82,9 +89,16 @@ def test_report_content(rep: Report) -> None:
     ]
     assert rep.max_k == 10
     html = rep.html
-    for text in ("Leaderboard", "Pairwise comparisons", "Precision–recall", "Popularity bias",
-                 "receval version " + receval.__version__, "missing_recs",
-                 "score descending, then item id ascending", "Holm correction"):
+    for text in (
+        "Leaderboard",
+        "Pairwise comparisons",
+        "Precision–recall",
+        "Popularity bias",
+        "receval version " + receval.__version__,
+        "missing_recs",
+        "score descending, then item id ascending",
+        "Holm correction",
+    ):
         assert text in html
     # the leaderboard marks agree with the comparison
     for (metric, system), row in rep.comparison.table.iterrows():
@@ -154,8 +168,15 @@ def test_png_images(tmp_path: Path) -> None:
     r = report(runs, truth, ["ndcg@5"], train=train, png_dir=tmp_path / "png", n_resamples=100)
     names = sorted(p.name for p in r.images)
     assert names == sorted(
-        ["curve_ndcg.png", "curve_precision.png", "curve_recall.png", "curve_coverage.png",
-         "pr_curve.png", "distribution_ndcg_5.png", "popularity.png"]
+        [
+            "curve_ndcg.png",
+            "curve_precision.png",
+            "curve_recall.png",
+            "curve_coverage.png",
+            "pr_curve.png",
+            "distribution_ndcg_5.png",
+            "popularity.png",
+        ]
     )
     import matplotlib.image as mpimg
 
@@ -168,8 +189,14 @@ def test_svg_helpers_are_well_formed() -> None:
     import xml.etree.ElementTree as ET
 
     charts = [
-        line_chart("l", "t <&>", {"a&b": ([1, 2, 3], [0.1, float("nan"), 0.3])}, xlabel="k",
-                   ylabel="v", integer_x=True),
+        line_chart(
+            "l",
+            "t <&>",
+            {"a&b": ([1, 2, 3], [0.1, float("nan"), 0.3])},
+            xlabel="k",
+            ylabel="v",
+            integer_x=True,
+        ),
         bar_chart("b", "t", ["1", "2"], {"x": [0.5, 0.25]}, xlabel="", ylabel=""),
         box_plot("x", "t", {"a": np.linspace(0, 1, 50), "empty": []}, ylabel="v"),
         line_chart("e", "empty", {}, xlabel="", ylabel=""),
@@ -247,8 +274,9 @@ def _chromium(*args: str, profile: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed "
-                    "(apt-get install -y chromium)")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (apt-get install -y chromium)"
+)
 def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> None:
     assert rep.path is not None
     url = rep.path.resolve().as_uri()
@@ -256,9 +284,16 @@ def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> Non
         dom = _chromium("--dump-dom", url, profile=profile)
     assert dom.returncode == 0, dom.stderr[-2000:]
     text = dom.stdout
-    for key in ("Test report", "Leaderboard", "Pairwise comparisons", "most popular",
-                "Metrics at every cut-off", "Distribution of per-user values",
-                "Popularity bias and coverage", "How these numbers were produced"):
+    for key in (
+        "Test report",
+        "Leaderboard",
+        "Pairwise comparisons",
+        "most popular",
+        "Metrics at every cut-off",
+        "Distribution of per-user values",
+        "Popularity bias and coverage",
+        "How these numbers were produced",
+    ):
         assert key in text, key
     found = re.findall(r'<svg class="chart" data-chart="([^"]+)"', text)
     assert found == rep.charts

@@ -54,9 +54,7 @@ def test_wilcoxon_with_ties_matches_scipy() -> None:
     assert stats.wilcoxon_test(a, b).pvalue == pytest.approx(ref.pvalue, rel=1e-10)
 
 
-@pytest.mark.parametrize(
-    "fn", [stats.paired_t_test, stats.wilcoxon_test, stats.randomization_test]
-)
+@pytest.mark.parametrize("fn", [stats.paired_t_test, stats.wilcoxon_test, stats.randomization_test])
 def test_identical_systems_give_p_one(fn) -> None:  # type: ignore[no-untyped-def]
     a = np.array([0.1, 0.5, 0.9, 0.3])
     assert fn(a, a.copy()).pvalue == 1.0

@@ -9,9 +9,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from . import conventions
 from ._version import __version__
 from .context import ItemContext, build_context
-from . import conventions
 from .engines import driver
 from .engines.numpy_engine import TIES
 from .errors import InputError, ReceValError

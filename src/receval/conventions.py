@@ -143,9 +143,7 @@ TREC_EVAL = Convention(
     },
 )
 
-CONVENTIONS: Mapping[str, Convention] = MappingProxyType(
-    {c.name: c for c in (RECEVAL, TREC_EVAL)}
-)
+CONVENTIONS: Mapping[str, Convention] = MappingProxyType({c.name: c for c in (RECEVAL, TREC_EVAL)})
 _ALIASES = {"pytrec_eval": "trec_eval", "trec": "trec_eval"}
 
 
@@ -156,9 +154,7 @@ def get(name: str | Convention) -> Convention:
     key = str(name).strip().lower().replace("-", "_")
     key = _ALIASES.get(key, key)
     if key not in CONVENTIONS:
-        raise ReceValError(
-            f"unknown convention {name!r}; known: {', '.join(sorted(CONVENTIONS))}"
-        )
+        raise ReceValError(f"unknown convention {name!r}; known: {', '.join(sorted(CONVENTIONS))}")
     return CONVENTIONS[key]
 
 
@@ -189,7 +185,9 @@ def decisions(c: Convention) -> dict[str, str]:
     out = {
         "equal scores ordered by": _TIE_TEXT[c.ties],
         "relevant items": (
-            f"grade >= {c.threshold:g} (and > 0)" if c.graded else "every truth row (grades ignored)"
+            f"grade >= {c.threshold:g} (and > 0)"
+            if c.graded
+            else "every truth row (grades ignored)"
         ),
         "user in the truth without relevant items": _POLICY_TEXT[c.empty_truth],
         "user with relevant items but no list": _POLICY_TEXT[c.missing_recs],
@@ -203,8 +201,11 @@ def decisions(c: Convention) -> dict[str, str]:
             if ideal == "relevant"
             else "the retrieved top k re-sorted"
         )
-        + (" (every grade > 0, whatever the threshold)" if c.param("ndcg", "grades") == "positive"
-           else ""),
+        + (
+            " (every grade > 0, whatever the threshold)"
+            if c.param("ndcg", "grades") == "positive"
+            else ""
+        ),
         "numbers": "float32" if c.float32 else "float64",
     }
     return {k: v for k, v in out.items()}

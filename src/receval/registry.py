@@ -219,7 +219,7 @@ _DEFS: tuple[MetricDef, ...] = (
         "or 1 (binary)",
         kernel=K.dcg,
         params=(
-_GAIN,
+            _GAIN,
             ParamDef(
                 "base",
                 float,
@@ -240,7 +240,7 @@ _GAIN,
         "0 when idcg = 0",
         kernel=K.ndcg,
         params=(
-_GAIN,
+            _GAIN,
             ParamDef(
                 "ideal",
                 str,
