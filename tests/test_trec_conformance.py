@@ -1,49 +1,163 @@
-"""trec_eval's own test data: measures whose definitions receval shares, by their trec names.
+"""trec_eval's own test data, reproduced through the command line.
 
-`shared/conformance/trec_eval/out.test.a` is trec_eval 10.0's output of
-`-m all_trec qrels.test results.test`. For these measures receval's defaults
-already are trec_eval's definitions (P_k divides by k, recall by R, map and
-map_cut by all relevant, ndcg_cut with linear gain and an ideal of all relevant
-items, success_k = hit rate, recip_rank without cut-off), so reading the same
-files through the CLI's reader must reproduce every printed digit. Ties in
-score are broken differently (trec_eval: docno descending): on this run that
-changes none of these values. A `convention="trec_eval"` (issue #8) will set
-the tie rule and the query policies.
+`shared/conformance/trec_eval/` holds trec_eval 10.0's test files and its
+expected outputs:
+
+- ``out.test``: ``trec_eval qrels.test results.test``
+- ``out.test.a``: ``-m all_trec``; ``out.test.aq``: the same per query (``-q``)
+- ``out.test.aqc``: ``-m all_trec -q -c qrels.test results.trunc`` (a query of
+  the qrels missing from the run scores 0 and stays in the mean)
+- ``out.test.aql``: ``-m all_trec -q -l2 qrels.rel_level results.test`` (relevant
+  from grade 2; nDCG still gains from every grade > 0)
+
+``receval evaluate --convention trec_eval`` must print every measure receval
+has to trec_eval's 4 decimals, per query and over all queries, and count the
+same queries (``num_q``) and relevant documents (``num_rel``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import receval
+from receval.cli import main
 from receval.io.files import read_file
 
 TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "trec_eval"
-MEASURES = ("map", "Rprec", "recip_rank", "P_", "recall_", "ndcg_cut_", "map_cut_", "success_")
 
 pytestmark = pytest.mark.skipif(
     not TREC.exists(), reason="shared/conformance is not beside the repo"
 )
 
+#: trec_eval measures without a cut-off in the name -> receval metric text
+_PLAIN = {
+    "map": "map",
+    "Rprec": "Rprec",
+    "recip_rank": "recip_rank",
+    "ndcg": "ndcg",
+    "set_P": "precision[denominator=retrieved]",
+    "set_recall": "recall",
+    "set_F": "f1",
+}
+_CUT = re.compile(r"^(P|recall|map_cut|ndcg_cut|success)_\d+$")
 
-def _expected(name: str) -> dict[str, float]:
+#: expected file -> (run, qrels, extra CLI options: trec_eval's flags)
+CASES = {
+    "out.test": ("results.test", "qrels.test", []),
+    "out.test.a": ("results.test", "qrels.test", []),
+    "out.test.aq": ("results.test", "qrels.test", []),
+    "out.test.aqc": ("results.trunc", "qrels.test", ["--missing-recs", "zero"]),  # -c
+    "out.test.aql": ("results.test", "qrels.rel_level", ["--threshold", "2"]),  # -l2
+}
+
+
+def receval_name(measure: str) -> str | None:
+    """The receval metric text of a trec_eval measure, None when receval has none."""
+    if measure in _PLAIN:
+        return _PLAIN[measure]
+    return measure if _CUT.match(measure) else None
+
+
+def expected(name: str) -> dict[tuple[str, str], float]:
+    """(measure, query or 'all') -> value, for the measures receval has, plus num_q/num_rel."""
     out = {}
     for line in (TREC / name).read_text().splitlines():
-        measure, topic, value = line.split()
-        if topic == "all" and (measure in MEASURES or measure.startswith(MEASURES[3:])):
-            out[measure] = float(value)
+        measure, query, value = line.split()
+        if receval_name(measure) is not None or measure in ("num_q", "num_rel"):
+            out[(measure, query)] = float(value)
     return out
 
 
-def test_all_trec_measures_receval_shares() -> None:
-    expected = _expected("out.test.a")
-    assert len(expected) >= 40
+@pytest.mark.parametrize("name", list(CASES))
+def test_cli_reproduces_trec_eval(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, qrels, flags = CASES[name]
+    want = expected(name)
+    measures = sorted({m for m, _ in want if receval_name(m)})
+    assert len(measures) >= (5 if name == "out.test" else 46)
+    per_user = tmp_path / "per_user.csv"
+    argv = [
+        "evaluate",
+        str(TREC / run),
+        str(TREC / qrels),
+        "--convention",
+        "trec_eval",
+        *flags,
+        "--json",
+        "--per-user",
+        str(per_user),
+    ]
+    for m in measures:
+        argv += ["-m", str(receval_name(m))]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    table = pd.read_csv(per_user, dtype={"user": str}).set_index("user")
+    conv = receval.conventions.get("trec_eval")
+    checked = 0
+    for (measure, query), value in want.items():
+        if measure == "num_q":
+            assert result["counts"]["users_evaluated"] == value
+            continue
+        if measure == "num_rel":
+            continue  # checked below from the qrels
+        column = str(receval.parse_metric(str(receval_name(measure)), conv.params))
+        got = result["metrics"][column] if query == "all" else float(table.loc[query, column])
+        assert round(got, 4) == pytest.approx(value, abs=1e-9), (measure, query)
+        checked += 1
+    assert checked >= len(measures)
+    # num_rel: grades >= the threshold, per query
+    truth, _ = read_file(TREC / qrels, role="truth")
+    frame = truth.to_pandas()
+    threshold = 2 if name == "out.test.aql" else 1
+    rel = frame[frame["relevance"] >= threshold].groupby(frame["user"].astype(str)).size()
+    for (measure, query), value in want.items():
+        if measure == "num_rel" and query != "all":
+            assert rel.get(query, 0) == value
+
+
+def test_receval_defaults_already_agree_on_these_queries() -> None:
+    """Without the convention the numbers of out.test.a hold too: on this run, trec_eval's
+    tie rule and query policies change none of them (a documented coincidence)."""
+    want = {m: v for (m, q), v in expected("out.test.a").items() if q == "all"}
     recs, _ = read_file(TREC / "results.test", role="recommendations")
     qrels, _ = read_file(TREC / "qrels.test", role="truth")
-    res = receval.evaluate(recs, qrels, list(expected))
-    for measure, value in expected.items():
-        got = res.summary[str(receval.parse_metric(measure))]
-        # trec_eval prints 4 decimals
-        assert round(got, 4) == pytest.approx(value, abs=1e-9), measure
+    names = [m for m in want if m not in ("num_q", "num_rel") and m != "ndcg"]
+    res = receval.evaluate(recs, qrels, [str(receval_name(m)) for m in names])
+    for measure in names:
+        got = res.summary[str(receval.parse_metric(str(receval_name(measure))))]
+        assert round(got, 4) == pytest.approx(want[measure], abs=1e-9), measure
+
+
+def test_trec_eval_tie_rule_is_docno_descending_as_strings() -> None:
+    """Equal scores: trec_eval sorts docnos descending by strcmp ("10" before "9")."""
+    recs = pd.DataFrame({"user": 1, "item": [9, 10, 2], "score": [1.0, 1.0, 1.0]})
+    truth = {1: {9: 1}}
+    trec = receval.evaluate(recs, truth, "rr", convention="trec_eval")
+    # "9" > "2" > "10" as strings: 9 comes first
+    assert trec.summary["rr"] == 1.0
+    mine = receval.evaluate(recs, truth, "rr")  # numerically ascending: 2, 9, 10
+    assert mine.summary["rr"] == 0.5
+
+
+def test_trec_eval_query_policies() -> None:
+    """Run-only queries are ignored; qrels queries without relevant docs score 0;
+    qrels queries missing from the run are left out (scored 0 with -c)."""
+    recs = {"a": ["x", "y"], "b": ["x"], "runonly": ["x"]}
+    truth = {"a": {"x": 1}, "b": {"x": 0}, "norun": {"x": 1}, "nothing": {"x": 0}}
+    res = receval.evaluate(recs, truth, "P_1", convention="trec_eval")
+    assert res.summary["precision@1"] == 0.5  # a: 1, b: 0
+    assert res.counts["users_evaluated"] == 2
+    assert res.counts["users_skipped"] == {
+        "no_truth": 1,
+        "no_relevant_items": 0,
+        "no_recommendations": 2,
+    }
+    c = receval.evaluate(recs, truth, "P_1", convention="trec_eval", missing_recs="zero")
+    assert c.summary["precision@1"] == 0.25  # a, b, norun, nothing
+    assert c.counts["users_evaluated"] == 4

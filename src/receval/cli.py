@@ -163,9 +163,28 @@ def evaluate(
     k: Annotated[
         str | None, typer.Option("-k", help="cut-offs for metrics given without @k")
     ] = None,
-    threshold: Annotated[float, typer.Option(help="grade from which an item is relevant")] = 1.0,
-    empty_truth: Annotated[str, typer.Option(help="skip | zero | error")] = "skip",
-    missing_recs: Annotated[str, typer.Option(help="zero | skip | error")] = "zero",
+    convention: Annotated[
+        str | None,
+        typer.Option(help="reproduce a tool's numbers: trec_eval, ranx, rectools, ... (see docs)"),
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="grade from which an item is relevant [default: 1]")
+    ] = None,
+    empty_truth: Annotated[
+        str | None,
+        typer.Option(help="users in the truth without relevant items: skip | zero | error"),
+    ] = None,
+    missing_recs: Annotated[
+        str | None, typer.Option(help="users with relevant items but no list: zero | skip | error")
+    ] = None,
+    no_truth: Annotated[
+        str | None,
+        typer.Option(help="users with a list, not in the truth: skip | zero | error"),
+    ] = None,
+    ties: Annotated[
+        str | None,
+        typer.Option(help="equal scores: item | item_desc | item_str | item_str_desc | input"),
+    ] = None,
     duplicates: Annotated[str, typer.Option(help="error | keep")] = "error",
     per_user: Annotated[
         Path | None, typer.Option(help="write per-user values (.csv or .parquet)")
@@ -217,9 +236,12 @@ def evaluate(
                 recs_table,
                 truth_table,
                 metrics,
+                convention=convention,
                 threshold=threshold,
                 empty_truth=empty_truth,
                 missing_recs=missing_recs,
+                no_truth=no_truth,
+                ties=ties,
                 duplicates=duplicates,
                 progress=advance,
                 **extra,  # type: ignore[arg-type]

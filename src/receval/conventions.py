@@ -14,11 +14,12 @@ them (:func:`compare_conventions`).
 Example:
     >>> import receval
     >>> recs = {"q1": ["d3", "d1", "d2"]}
-    >>> truth = {"q1": {"d1": 1, "d9": 1}}
-    >>> receval.evaluate(recs, truth, "map@2").summary
+    >>> truth = {"q1": {"d1": 1, "d8": 1, "d9": 1}}
+    >>> receval.evaluate(recs, truth, "map@2").summary  # (1/2) / min(2, 3)
     {'ap@2': 0.25}
-    >>> receval.evaluate(recs, truth, "map@2", convention="trec_eval").summary
-    {'ap@2[denominator=relevant]': 0.25}
+    >>> res = receval.evaluate(recs, truth, "map@2", convention="trec_eval")
+    >>> {name: round(value, 4) for name, value in res.summary.items()}  # (1/2) / 3
+    {'ap@2[denominator=relevant]': 0.1667}
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ TREC_EVAL = Convention(
         "ndcg": {"grades": "positive"},
         "dcg": {"grades": "positive"},
     },
-    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1", "rbp"),
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
     names={
         "precision": "P_k",
         "recall": "recall_k",
@@ -117,7 +118,6 @@ TREC_EVAL = Convention(
         "hit_rate": "success_k",
         "r_precision": "Rprec",
         "f1": "set_F (no cut-off)",
-        "rbp": "rbp",
     },
     notes=(
         "`-c` (average over every query of the qrels, missing ones scoring 0) is "
