@@ -316,27 +316,87 @@ def list_metrics() -> None:
         out.print(f"{line} — {kinds[d.kind]}: {d.description}", markup=False)
 
 
-# which tools use which variant, by metric (the full table: docs/conventions.md)
-_ELSEWHERE = {
-    "precision": "trec_eval P_k, ranx, MLlib precisionAt divide by k; some libraries by "
-    "min(k, n) (denominator=retrieved).",
-    "ap": "trec_eval map_cut_k, ranx, rectools MAP divide by R (denominator=relevant); MLlib "
-    "meanAveragePrecisionAt by min(k, R) (the default); some papers by the hits.",
-    "ndcg": "trec_eval ndcg_cut_k: linear gain, ideal from all relevant judged items (the "
-    "default); many libraries use gain=exp; some papers re-sort the retrieved list "
-    "(ideal=retrieved); MLlib uses binary relevance.",
-    "rr": "trec_eval recip_rank has no cut-off (use rr without @k).",
-    "hit_rate": "trec_eval success_k.",
-    "r_precision": "trec_eval Rprec.",
-}
+def _render_compare(table: Any, name: str, output: Output) -> str:
+    """explain --compare's table: values, then each decision that differs."""
+    if output is Output.json:
+        return str(table.reset_index().to_json(orient="records", indent=2))
+    if output is Output.csv:
+        return str(table.to_csv())
+    if output is Output.markdown:
+        cols = ["convention", *table.columns]
+        rows = [
+            [str(i), *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in r)]
+            for i, r in zip(table.index, table.itertuples(index=False), strict=True)
+        ]
+        lines = ["| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    width = max(len(str(i)) for i in table.index)
+    lines = [f"{'convention':<{width}}  {'value':>8}  {'users':>7}  metric"]
+    for conv, row in table.iterrows():
+        lines.append(f"{conv:<{width}}  {row['value']:>8.4f}  {row['users']:>7}  {row['metric']}")
+    decided = list(table.columns[3:])
+    if decided:
+        lines.append("")
+        lines.append(f"decisions that differ ({name}):")
+        for key in decided:
+            lines.append(f"  {key}:")
+            lines += [f"    {conv:<{width}}  {text}" for conv, text in table[key].items()]
+    else:
+        lines.append("every convention compared decides alike here")
+    return "\n".join(lines)
 
 
 @app.command()
-def explain(metric: Annotated[str, typer.Argument(help="a metric name, e.g. map@10")]) -> None:
-    """Explain a metric: formula, parameters, edge cases, other tools' variants."""
+def explain(
+    metric: Annotated[str, typer.Argument(help="a metric name, e.g. map@10")],
+    recs: Annotated[
+        Path | None, typer.Argument(help="with --compare: a recommendations file")
+    ] = None,
+    truth: Annotated[Path | None, typer.Argument(help="with --compare: a truth file")] = None,
+    compare: Annotated[
+        bool,
+        typer.Option("--compare", help="compute METRIC on RECS/TRUTH under every convention"),
+    ] = False,
+    convention: Annotated[
+        list[str] | None, typer.Option(help="with --compare: only these conventions")
+    ] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="input format")] = Format.auto,
+    sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    user_col: UserCol = "user",
+    item_col: ItemCol = "item",
+    score_col: ScoreCol = "score",
+    rank_col: RankCol = "rank",
+    relevance_col: RelCol = "relevance",
+) -> None:
+    """Explain a metric: formula, parameters, edge cases, other tools' variants.
+
+    With --compare RECS TRUTH: the metric under every convention on that data,
+    and the decisions that make the numbers differ.
+    """
+    from .conventions import compare_conventions, variants
     from .spec import parse_metric
 
     spec = parse_metric(metric)
+    if compare:
+        if recs is None or truth is None:
+            raise ReceValError("explain --compare needs METRIC RECS TRUTH")
+        from .io.tables import Columns
+
+        cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, True)
+        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, True)
+        try:
+            table = compare_conventions(recs_table, truth_table, metric, names=convention)
+        except InputError as exc:
+            info = recs_info if exc.source == "recommendations" else truth_info
+            raise info.locate(exc) from None
+        out.print(_render_compare(table, spec.name, output), markup=False)
+        return
+    if recs is not None or truth is not None:
+        raise ReceValError(
+            "files are only read with --compare (explain --compare METRIC RECS TRUTH)"
+        )
     d = spec.definition
     lines = [f"{spec}  ({d.name}: {d.description})", "", f"formula: {d.formula}"]
     if d.aliases:
@@ -356,8 +416,10 @@ def explain(metric: Annotated[str, typer.Argument(help="a metric name, e.g. map@
         lines.append(f"needs: {', '.join(d.needs)}")
     if d.notes:
         lines.append(f"notes: {d.notes}")
-    if d.name in _ELSEWHERE:
-        lines.append(f"other tools: {_ELSEWHERE[d.name]}")
+    others = {c: v for c, v in variants(metric).items() if c != "receval"}
+    if others:
+        lines.append("under other tools' conventions (docs/conventions.md):")
+        lines += [f"  {c}: {v}" for c, v in others.items()]
     out.print("\n".join(lines), markup=False)
 
 

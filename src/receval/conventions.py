@@ -29,10 +29,20 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import pandas as pd
+
 from .errors import ReceValError
 from .registry import REGISTRY
 
-__all__ = ["CONVENTIONS", "Convention", "get", "markdown_table"]
+__all__ = [
+    "CONVENTIONS",
+    "Convention",
+    "compare_conventions",
+    "decisions",
+    "get",
+    "markdown_table",
+    "variants",
+]
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,16 @@ _AP_TEXT = {
 _P_TEXT = {"k": "k", "retrieved": "min(k, n)", "recommended": "recommended items in the top k"}
 
 
+#: decisions about one metric only (the others concern every metric)
+_ABOUT = {
+    "precision@k divides by": "precision",
+    "recall@k divides by": "recall",
+    "AP@k divides by": "ap",
+    "nDCG gain": "ndcg",
+    "nDCG ideal": "ndcg",
+}
+
+
 def decisions(c: Convention) -> dict[str, str]:
     """Each decision of a convention in words (rows of the docs table)."""
     gain = c.param("ndcg", "gain")
@@ -225,3 +245,79 @@ def markdown_table() -> str:
     )
     lines.append(f"| metrics (the tool's names) | {metric_names} |")
     return "\n".join(lines)
+
+
+def variants(metric: str) -> dict[str, str]:
+    """Convention name → the canonical metric a metric string becomes under it
+    (only the conventions whose tool has the metric).
+
+    Example:
+        >>> variants("map@10")["trec_eval"]
+        'ap@10[denominator=relevant]'
+    """
+    from .spec import parse_metric
+
+    out = {}
+    for c in CONVENTIONS.values():
+        spec = parse_metric(metric, c.params)
+        if spec.name in c.metrics:
+            out[c.name] = str(spec)
+    return out
+
+
+def compare_conventions(
+    recommendations: Any,
+    truth: Any,
+    metric: str,
+    names: list[str] | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """One metric under every convention, on the same data, with the decisions that differ.
+
+    Returns a DataFrame indexed by convention: ``value`` (the mean), ``metric``
+    (the canonical metric computed), ``users`` (users averaged), then one column
+    per decision whose setting differs between the conventions compared
+    (see :func:`decisions`). Conventions whose tool lacks the metric are left
+    out. ``options`` go to every :func:`receval.evaluate` call (column names,
+    ``duplicates``, ...); policies given here override every convention's.
+
+    Example:
+        >>> recs = {"u1": ["a", "b", "c"], "u2": ["d"]}
+        >>> truth = {"u1": {"b": 1, "x": 1, "y": 1}, "u3": {"a": 1}}
+        >>> table = compare_conventions(recs, truth, "map@2", names=["receval", "trec_eval"])
+        >>> table["value"].round(4).to_dict()  # receval: u3 has no list, scores 0
+        {'receval': 0.125, 'trec_eval': 0.1667}
+        >>> table["users"].to_dict()
+        {'receval': 2, 'trec_eval': 1}
+        >>> list(table.columns[3:])  # doctest: +NORMALIZE_WHITESPACE
+        ['equal scores ordered by', 'user in the truth without relevant items',
+         'user with relevant items but no list', 'AP@k divides by']
+    """
+    from .api import evaluate
+    from .spec import parse_metric
+
+    parse_metric(metric)  # a bad name fails before any work
+    chosen = [get(n) for n in (names or list(CONVENTIONS))]
+    rows = {}
+    texts = {}
+    for c in chosen:
+        spec = parse_metric(metric, c.params)
+        if spec.name not in c.metrics:
+            continue
+        res = evaluate(recommendations, truth, metric, convention=c.name, **options)
+        key = str(spec)
+        rows[c.name] = {
+            "value": res.summary[key],
+            "metric": key,
+            "users": res.counts["users_evaluated"],
+        }
+        texts[c.name] = decisions(c)
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    if texts:
+        name = parse_metric(metric).name
+        keys = [k for k in next(iter(texts.values())) if _ABOUT.get(k, name) == name]
+        differ = [k for k in keys if len({t[k] for t in texts.values()}) > 1]
+        for k in differ:
+            frame[k] = [texts[n][k] for n in frame.index]
+    frame.index.name = "convention"
+    return frame
