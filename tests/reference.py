@@ -39,7 +39,7 @@ METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
     "recall": {},
     "f1": {"beta": [0.5, 1.0, 2.0]},
     "hit_rate": {},
-    "ap": {"denominator": ["min_k_relevant", "relevant", "hits", "retrieved"]},
+    "ap": {"denominator": ["min_k_relevant", "relevant", "hits", "retrieved", "k"]},
     "rr": {},
     "r_precision": {},
     "dcg": {
@@ -49,7 +49,7 @@ METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
     },
     "ndcg": {
         "gain": ["linear", "exp", "binary"],
-        "ideal": ["relevant", "retrieved"],
+        "ideal": ["relevant", "retrieved", "k"],
         "grades": ["relevant", "positive"],
     },
     "rbp": {"p": [0.5, 0.8, 0.9, 0.95]},
@@ -184,6 +184,8 @@ def ref_ap(
         den = hits
     elif denominator == "retrieved":
         den = n if k is None else min(k, n)
+    elif denominator == "k":
+        den = n if k is None else k
     else:
         raise ValueError(f"unknown ap denominator {denominator!r}")
     return total / den if den > 0 else 0.0
@@ -260,6 +262,9 @@ def ref_ndcg(
             best = best[:k]
     elif ideal == "retrieved":
         best = sorted(own, reverse=True)
+    elif ideal == "k":  # k items at the user's top grade (n without k)
+        top = max((float(g) for g in grades.values() if is_relevant(g, threshold)), default=0.0)
+        best = [top] * (len(ranked) if k is None else k)
     else:
         raise ValueError(f"unknown ndcg ideal {ideal!r}")
     idcg = _dcg_of_gains(best, gain)
@@ -436,6 +441,7 @@ def ref_evaluate(
     missing_recs: str = "zero",
     scores: Mapping[Any, Sequence[float]] | None = None,
     no_truth: str | None = None,
+    relevant_from: str = "truth",
 ) -> dict[Any, dict[str, float]]:
     """Per-user values of every metric, with the user policies of SPEC §2.4.
 
@@ -447,7 +453,8 @@ def ref_evaluate(
     or NaN (``"skip"``). A user of the truth with neither a list nor a relevant
     item is skipped when either policy says skip. Users with a list who are not
     in the truth follow ``no_truth`` (default: ``empty_truth``). ``"error"``
-    raises ValueError.
+    raises ValueError. ``relevant_from="list"``: each user's truth is cut to
+    the items of their list before anything else.
     """
     all_grades = [float(g) for grades in truth.values() for g in grades.values()]
     table_max = max(all_grades, default=0.0)
@@ -455,6 +462,9 @@ def ref_evaluate(
     users = list(truth) + [u for u in recs if u not in truth]
     for user in users:
         grades = truth.get(user, {})
+        if relevant_from == "list":
+            listed = set(recs.get(user, []))
+            grades = {item: g for item, g in grades.items() if item in listed}
         n_relevant = len(_relevant_items(grades, threshold))
         fill: float | None = None
         if n_relevant == 0:

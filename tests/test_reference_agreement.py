@@ -91,6 +91,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "missing_recs": draw(st.sampled_from(["zero", "skip", "zero", "skip", "error"])),
         "no_truth": draw(st.sampled_from([None, None, "skip", "zero", "error"])),
         "ties": draw(st.sampled_from(["item", "item", "item_desc", "item_str_desc", "input"])),
+        "relevant_from": draw(st.sampled_from(["truth", "truth", "list"])),
         "metrics": draw(metric_specs()),
     }
 
@@ -137,6 +138,7 @@ def run_both(s: dict[str, Any], recs: Any, truth: Any, scores: Any) -> None:
         "empty_truth": s["empty_truth"],
         "missing_recs": s["missing_recs"],
         "no_truth": s["no_truth"],
+        "relevant_from": s["relevant_from"],
     }
     try:
         ref = ref_evaluate(lists, s["truth"], s["metrics"], scores=scores, **kwargs)

@@ -44,6 +44,7 @@ def evaluate(
     missing_recs: MissingRecs | None = None,
     no_truth: EmptyTruth | None = None,
     ties: Ties | None = None,
+    relevant_from: Literal["truth", "list"] | None = None,
     duplicates: Duplicates = "error",
     user_col: str = "user",
     item_col: str = "item",
@@ -86,6 +87,10 @@ def evaluate(
             numerically, strings by code point; the default), ``item_desc``,
             ``item_str`` / ``item_str_desc`` (ids compared as strings, as
             trec_eval does) or ``input`` (the rows' order, a stable sort).
+        relevant_from: ``truth`` (R and the ideal ranking come from the
+            user's relevant items; the default) or ``list`` (only the relevant
+            items the list holds exist, as for tools that only see the
+            candidates they are given, e.g. torchmetrics).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth.
         user_col, item_col, score_col, rank_col, relevance_col: column names.
@@ -118,6 +123,7 @@ def evaluate(
         duplicates,
         conv.no_truth if no_truth is None else no_truth,
         conv.ties if ties is None else ties,
+        conv.relevant_from if relevant_from is None else relevant_from,
     )
     specs = parse_metrics(metrics, conv.params)
     given = {
@@ -152,6 +158,7 @@ def _options(
     duplicates: Any,
     no_truth: Any = None,
     ties: Any = "item",
+    relevant_from: Any = "truth",
 ) -> dict[str, Any]:
     """The evaluation options, validated."""
     try:
@@ -169,6 +176,7 @@ def _options(
         if no_truth is None
         else _choice("no_truth", no_truth, ("skip", "zero", "error")),
         "ties": _choice("ties", ties, tuple(TIES)),
+        "relevant_from": _choice("relevant_from", relevant_from, ("truth", "list")),
     }
 
 

@@ -57,6 +57,8 @@ class Convention:
             :func:`receval.evaluate`).
         graded: False when the tool reads no grades: every truth row is relevant.
         threshold: the relevance threshold (grade >= threshold and > 0).
+        relevant_from: ``list`` when the tool only knows the relevant items
+            it is given as candidates (R and the ideal from the list).
         params: metric name → parameter → value, the defaults of metric strings.
         metrics: receval metric names the tool has (others are left out of
             :func:`compare_conventions`).
@@ -74,6 +76,7 @@ class Convention:
     no_truth: str | None = None
     graded: bool = True
     threshold: float = 1.0
+    relevant_from: str = "truth"
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     names: Mapping[str, str] = field(default_factory=dict)
@@ -89,6 +92,7 @@ class Convention:
             "missing_recs": self.missing_recs,
             "no_truth": self.no_truth,
             "ties": self.ties,
+            "relevant_from": self.relevant_from,
         }
 
     def param(self, metric: str, name: str) -> Any:

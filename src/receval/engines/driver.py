@@ -254,6 +254,7 @@ def run(
     duplicates: str,
     no_truth: str | None = None,
     ties: str = "item",
+    relevant_from: str = "truth",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
@@ -310,6 +311,7 @@ def run(
                 max_grade=max_grade,
                 ties=ties,
                 positive_grades=positive,
+                relevant_from=relevant_from,
             )
         except InputError as exc:
             if exc.row is None:

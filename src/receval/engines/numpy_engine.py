@@ -184,12 +184,15 @@ def prepare(
     max_grade: float | None = None,
     ties: str = "item",
     positive_grades: bool = False,
+    relevant_from: str = "truth",
 ) -> Prepared:
     """Encode, order, de-duplicate and join recommendations and truth.
 
     ``ties`` is the rule ordering equal scores (a key of :data:`TIES`).
     ``positive_grades`` also keeps every grade > 0 whatever the threshold
     (the gains of ``dcg``/``ndcg`` with ``grades=positive``).
+    ``relevant_from="list"``: only the recommended items of the truth exist
+    (R and the ideal come from the list; torchmetrics' view).
 
     ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
     the part of a larger truth that belongs to one chunk of users).
@@ -312,6 +315,8 @@ def prepare(
     rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
 
     # --- the ideal: relevant grades per user, descending --------------------
+    if relevant_from == "list":  # the truth is what the lists hold
+        tuser, grades = ru, rec_grade
     ig, ideal_offsets = _ideal(tuser, grades, (grades >= threshold) & (grades > 0), n_users)
     pos_gain = pos_ig = pos_offsets = None
     if positive_grades:

@@ -97,7 +97,8 @@ def average_precision(
     """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
 
     D: ``min_k_relevant`` min(k, R) (R without k), ``relevant`` R,
-    ``hits`` hits@k, ``retrieved`` min(k, n) (n without k).
+    ``hits`` hits@k, ``retrieved`` min(k, n) (n without k), ``k`` k (n
+    without k).
     """
     num = _cum_ap_numerator(b)[:, b.col(k)]
     if denominator == "min_k_relevant":
@@ -108,6 +109,8 @@ def average_precision(
         den = b.hits_at(k)
     elif denominator == "retrieved":
         den = _min_k(k, b.n)
+    elif denominator == "k":
+        den = b.n if k is None else np.full(b.size, k)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
     return _div(num, den)
@@ -199,13 +202,20 @@ def ndcg(
 
     ``ideal="relevant"``: the ideal list is the user's relevant grades sorted
     descending, cut at k. ``ideal="retrieved"``: the first min(k, n) gains of
-    the list itself, re-sorted descending. The log base cancels out (base 2).
+    the list itself, re-sorted descending. ``ideal="k"``: k items at the user's
+    top grade whatever R (n without k; RecTools' default, binary). The log
+    base cancels out (base 2).
     ``grades="positive"``: gains and ideal take every grade > 0, whatever the
     relevance threshold (trec_eval's nDCG under ``-l``).
     """
     actual = dcg(b, k, gain=gain, grades=grades)
     if ideal == "relevant":
         best = _ideal_dcg(b, k, gain, grades)
+    elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
+        span = b.n if k is None else np.full(b.size, k)
+        whole = np.log(2.0) / np.log(np.arange(2, int(span.max(initial=0)) + 2, dtype=np.float64))
+        top = _gain(_graded(b, grades)[1][:, 0], gain)
+        best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         top = _graded(b, grades)[0][:, : b.col(k) + 1]
         resorted = -np.sort(-top, axis=1)
