@@ -36,21 +36,32 @@ Grades = Mapping[Any, float]
 #: (``None``: the default). Used by the random tests to draw metric strings.
 METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
     "precision": {"denominator": ["k", "retrieved"]},
-    "recall": {},
     "f1": {"beta": [0.5, 1.0, 2.0]},
     "hit_rate": {},
-    "ap": {"denominator": ["min_k_relevant", "relevant", "hits", "retrieved", "k"]},
+    "ap": {
+        "denominator": [
+            "min_k_relevant",
+            "relevant",
+            "hits",
+            "retrieved",
+            "k",
+            "min_retrieved_relevant",
+        ]
+    },
+    "recall": {"denominator": ["relevant", "min_k_relevant"]},
     "rr": {},
     "r_precision": {},
     "dcg": {
         "gain": ["linear", "exp", "binary"],
         "base": [2.0, 3.0, 10.0],
         "grades": ["relevant", "positive"],
+        "discount": ["log", "jarvelin"],
     },
     "ndcg": {
         "gain": ["linear", "exp", "binary"],
         "ideal": ["relevant", "retrieved", "k"],
         "grades": ["relevant", "positive"],
+        "discount": ["log", "jarvelin"],
     },
     "rbp": {"p": [0.5, 0.8, 0.9, 0.95]},
     "err": {"max_grade": [4.0, 5.0]},
@@ -128,10 +139,17 @@ def ref_precision(
 
 
 def ref_recall(
-    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    denominator: str = "relevant",
+    **_: Any,
 ) -> float:
-    """hits@k / R."""
+    """hits@k / R (min(k, R) with denominator="min_k_relevant")."""
     big_r = len(_relevant_items(grades, threshold))
+    if denominator == "min_k_relevant" and k is not None:
+        big_r = min(big_r, k)
     return _hits(ranked, grades, threshold, k) / big_r if big_r else 0.0
 
 
@@ -186,6 +204,8 @@ def ref_ap(
         den = n if k is None else min(k, n)
     elif denominator == "k":
         den = n if k is None else k
+    elif denominator == "min_retrieved_relevant":
+        den = min(big_r, n if k is None else min(k, n))
     else:
         raise ValueError(f"unknown ap denominator {denominator!r}")
     return total / den if den > 0 else 0.0
@@ -218,6 +238,7 @@ def ref_dcg(
     gain: str = "linear",
     base: float = 2.0,
     grades_from: str = "relevant",
+    discount: str = "log",
     **_: Any,
 ) -> float:
     """Σ gain(g_i) / log_base(i + 1); ``grades_from="positive"``: threshold 0+."""
@@ -226,15 +247,22 @@ def ref_dcg(
     total = 0.0
     for i, item in enumerate(_cut(ranked, k), start=1):
         g = _gain_of(item, grades, threshold)
-        total += _transform_gain(g, gain) / (math.log(i + 1) / math.log(float(base)))
+        total += _transform_gain(g, gain) / _disc(i, float(base), discount)
     return total
 
 
-def _dcg_of_gains(gains: Iterable[float], gain: str) -> float:
+def _disc(i: int, base: float = 2.0, discount: str = "log") -> float:
+    """The discount divisor of 1-based position i."""
+    if discount == "jarvelin":
+        return max(1.0, math.log(i) / math.log(base))
+    return math.log(i + 1) / math.log(base)
+
+
+def _dcg_of_gains(gains: Iterable[float], gain: str, discount: str = "log") -> float:
     """DCG (base 2) of a list of raw grades."""
     total = 0.0
     for i, g in enumerate(gains, start=1):
-        total += _transform_gain(g, gain) / math.log2(i + 1)
+        total += _transform_gain(g, gain) / _disc(i, 2.0, discount)
     return total
 
 
@@ -246,6 +274,7 @@ def ref_ndcg(
     gain: str = "linear",
     ideal: str = "relevant",
     grades_from: str = "relevant",
+    discount: str = "log",
     **_: Any,
 ) -> float:
     """dcg@k / idcg@k; the ideal is the relevant grades sorted (or the top-k re-sorted);
@@ -267,8 +296,8 @@ def ref_ndcg(
         best = [top] * (len(ranked) if k is None else k)
     else:
         raise ValueError(f"unknown ndcg ideal {ideal!r}")
-    idcg = _dcg_of_gains(best, gain)
-    return _dcg_of_gains(own, gain) / idcg if idcg > 0 else 0.0
+    idcg = _dcg_of_gains(best, gain, discount)
+    return _dcg_of_gains(own, gain, discount) / idcg if idcg > 0 else 0.0
 
 
 def ref_rbp(

@@ -92,7 +92,7 @@ BAD = [
     ("f1[beta=0]", "> 0"),
     ("dcg[base=1]", "> 1"),
     ("ndcg[gain=exp,gain=linear]", "given twice"),
-    ("recall[p=0.5]", "valid: none"),
+    ("hit_rate[p=0.5]", "valid: none"),
     ("ndcg[gain=exp", "cannot read metric"),
     ("", "cannot read metric"),
 ]

@@ -131,6 +131,14 @@ _GRADES = ParamDef(
     "grade > 0 whatever the threshold (trec_eval's nDCG under -l)",
     choices=("relevant", "positive"),
 )
+_DISCOUNT = ParamDef(
+    "discount",
+    str,
+    "log",
+    "position discount: 1 / log(i + 1), or Järvelin & Kekäläinen's 1 / max(1, log i) "
+    "(ranks 1 and 2 undiscounted; LensKit)",
+    choices=("log", "jarvelin"),
+)
 _BETA = ParamDef(
     "beta",
     float,
@@ -163,8 +171,17 @@ _DEFS: tuple[MetricDef, ...] = (
         name="recall",
         aliases=("r", "rec"),
         description="share of the user's relevant items found in the first k positions",
-        formula="hits@k / R",
+        formula="hits@k / R (min(k, R) with denominator=min_k_relevant)",
         kernel=K.recall,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "relevant",
+                "what hits are divided by: R, or min(k, R) (LensKit)",
+                choices=("relevant", "min_k_relevant"),
+            ),
+        ),
     ),
     MetricDef(
         name="f1",
@@ -192,8 +209,15 @@ _DEFS: tuple[MetricDef, ...] = (
                 "denominator",
                 str,
                 "min_k_relevant",
-                "D: min(k, R), R, hits@k, min(k, n), or k",
-                choices=("min_k_relevant", "relevant", "hits", "retrieved", "k"),
+                "D: min(k, R), R, hits@k, min(k, n), k, or min(k, n, R)",
+                choices=(
+                    "min_k_relevant",
+                    "relevant",
+                    "hits",
+                    "retrieved",
+                    "k",
+                    "min_retrieved_relevant",
+                ),
             ),
         ),
         notes="trec_eval's map_cut divides by R (denominator=relevant); some papers by hits.",
@@ -229,6 +253,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 check_text="a number > 1",
             ),
             _GRADES,
+            _DISCOUNT,
         ),
         bounds=(0.0, math.inf),
         graded=True,
@@ -250,6 +275,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 choices=("relevant", "retrieved", "k"),
             ),
             _GRADES,
+            _DISCOUNT,
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",

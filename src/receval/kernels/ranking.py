@@ -65,9 +65,11 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
     return _div(hits, k)
 
 
-def recall(b: Batch, k: int | None) -> np.ndarray:
-    """hits@k / R: the share of the user's R relevant items found in the top k."""
-    return _div(b.hits_at(k), b.n_relevant)
+def recall(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
+    """hits@k / R: the share of the user's R relevant items found in the top k;
+    ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit)."""
+    den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
+    return _div(b.hits_at(k), den)
 
 
 def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
@@ -98,7 +100,7 @@ def average_precision(
 
     D: ``min_k_relevant`` min(k, R) (R without k), ``relevant`` R,
     ``hits`` hits@k, ``retrieved`` min(k, n) (n without k), ``k`` k (n
-    without k).
+    without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
     """
     num = _cum_ap_numerator(b)[:, b.col(k)]
     if denominator == "min_k_relevant":
@@ -111,6 +113,8 @@ def average_precision(
         den = _min_k(k, b.n)
     elif denominator == "k":
         den = b.n if k is None else np.full(b.size, k)
+    elif denominator == "min_retrieved_relevant":
+        den = np.minimum(_min_k(k, b.n), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
     return _div(num, den)
@@ -156,36 +160,48 @@ def _graded(b: Batch, grades: str) -> tuple[np.ndarray, np.ndarray]:
     return b.gains, b.ideal
 
 
-def _discount(b: Batch, width: int, base: float) -> np.ndarray:
-    """1 / log_base(i + 1) for i = 1..width."""
-    return b.cached(
-        ("discount", width, base),
-        lambda: np.log(base) / np.log(np.arange(2, width + 2, dtype=np.float64)),
-    )
+def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.ndarray:
+    """1 / log_base(i + 1) for i = 1..width; ``jarvelin``: 1 / max(1, log_base(i))."""
+
+    def compute() -> np.ndarray:
+        if discount == "jarvelin":
+            logs = np.log(np.arange(1, width + 1, dtype=np.float64)) / np.log(base)
+            return 1.0 / np.maximum(logs, 1.0)
+        return np.log(base) / np.log(np.arange(2, width + 2, dtype=np.float64))
+
+    return b.cached(("discount", width, base, discount), compute)
 
 
-def _cum_dcg(b: Batch, gain: str, base: float, grades: str) -> np.ndarray:
-    return b.cached(
-        ("cum_dcg", gain, base, grades),
-        lambda: np.cumsum(_gain(_graded(b, grades)[0], gain) * _discount(b, b.width, base), axis=1),
-    )
+def _cum_dcg(b: Batch, gain: str, base: float, grades: str, discount: str) -> np.ndarray:
+    def compute() -> np.ndarray:
+        weights = _discount(b, b.width, base, discount)
+        return np.cumsum(_gain(_graded(b, grades)[0], gain) * weights, axis=1)
+
+    return b.cached(("cum_dcg", gain, base, grades, discount), compute)
 
 
 def dcg(
-    b: Batch, k: int | None, *, gain: str = "linear", base: float = 2.0, grades: str = "relevant"
+    b: Batch,
+    k: int | None,
+    *,
+    gain: str = "linear",
+    base: float = 2.0,
+    grades: str = "relevant",
+    discount: str = "log",
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
-    graded > 0, whatever the threshold)."""
-    return _cum_dcg(b, gain, base, grades)[:, b.col(k)]
+    graded > 0, whatever the threshold). ``discount="jarvelin"``: 1 / max(1,
+    log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit)."""
+    return _cum_dcg(b, gain, base, grades, discount)[:, b.col(k)]
 
 
-def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str) -> np.ndarray:
+def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
     ideal = _graded(b, grades)[1]
     wi = ideal.shape[1]
     cum = b.cached(
-        ("cum_idcg", gain, grades),
-        lambda: np.cumsum(_gain(ideal, gain) * _discount(b, wi, 2.0), axis=1),
+        ("cum_idcg", gain, grades, discount),
+        lambda: np.cumsum(_gain(ideal, gain) * _discount(b, wi, 2.0, discount), axis=1),
     )
     return cum[:, wi - 1 if k is None else min(k, wi) - 1]
 
@@ -197,6 +213,7 @@ def ndcg(
     gain: str = "linear",
     ideal: str = "relevant",
     grades: str = "relevant",
+    discount: str = "log",
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -208,18 +225,18 @@ def ndcg(
     ``grades="positive"``: gains and ideal take every grade > 0, whatever the
     relevance threshold (trec_eval's nDCG under ``-l``).
     """
-    actual = dcg(b, k, gain=gain, grades=grades)
+    actual = dcg(b, k, gain=gain, grades=grades, discount=discount)
     if ideal == "relevant":
-        best = _ideal_dcg(b, k, gain, grades)
+        best = _ideal_dcg(b, k, gain, grades, discount)
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
         span = b.n if k is None else np.full(b.size, k)
-        whole = np.log(2.0) / np.log(np.arange(2, int(span.max(initial=0)) + 2, dtype=np.float64))
+        whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
         top = _gain(_graded(b, grades)[1][:, 0], gain)
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         top = _graded(b, grades)[0][:, : b.col(k) + 1]
         resorted = -np.sort(-top, axis=1)
-        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0)).sum(axis=1)
+        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0, discount)).sum(axis=1)
     return _div(actual, best)
 
 
