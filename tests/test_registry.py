@@ -90,3 +90,11 @@ def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)
     failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert failures == 0
+
+
+def test_conventions_page_holds_the_generated_table() -> None:
+    """docs/conventions.md shows exactly what receval.conventions implements."""
+    from receval.conventions import markdown_table
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "conventions.md").read_text()
+    assert markdown_table() in page

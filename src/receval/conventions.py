@@ -157,8 +157,308 @@ TREC_EVAL = Convention(
     },
 )
 
-CONVENTIONS: Mapping[str, Convention] = MappingProxyType({c.name: c for c in (RECEVAL, TREC_EVAL)})
-_ALIASES = {"pytrec_eval": "trec_eval", "trec": "trec_eval"}
+RANX = Convention(
+    name="ranx",
+    tool="ranx 0.3.21 (evaluate(..., make_comparable=True))",
+    ties="input",
+    empty_truth="zero",
+    missing_recs="zero",
+    no_truth="skip",
+    params={"ap": {"denominator": "relevant"}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
+    names={
+        "precision": "precision@k",
+        "recall": "recall@k",
+        "ap": "map@k",
+        "ndcg": "ndcg@k (ndcg_burges@k = gain=exp)",
+        "rr": "mrr@k",
+        "hit_rate": "hit_rate@k",
+        "r_precision": "r-precision",
+        "f1": "f1@k",
+    },
+    notes=(
+        "Equal scores: ranx sorts each query's scores with Numba's quicksort, which keeps "
+        "the input order for lists of at most 15 documents (insertion sort) and is not "
+        "stable beyond; ties='input' reproduces ranx exactly only up to that length.",
+        "Without make_comparable=True ranx refuses runs whose queries differ from the "
+        "qrels'; with it, qrels queries missing from the run score 0 and run-only queries "
+        "are dropped (this convention).",
+        "ranx hashes document ids to float64 before matching them; two ids with the same "
+        "hash would be confused (receval compares ids exactly).",
+    ),
+    sources={
+        "ties": "ranx/data_structures/common.py: sort_dict_by_value (np.argsort of -scores "
+        "under Numba)",
+        "users": "ranx/meta/evaluate.py: check_keys; ranx/data_structures/run.py: make_comparable",
+        "relevance": "ranx/metrics/common.py: clean_qrels (rel >= rel_lvl, default 1)",
+        "ap": "ranx/metrics/average_precision.py: _average_precision (/ len(qrels))",
+        "precision": "ranx/metrics/precision.py: _precision (hits / k)",
+        "ndcg": "ranx/metrics/ndcg.py: _dcg (jarvelin: grade / log2(i + 1)), _idcg (qrels "
+        "sorted, cut at k); 0 when idcg = 0",
+        "rr": "ranx/metrics/reciprocal_rank.py: cut at k",
+    },
+)
+
+RECTOOLS = Convention(
+    name="rectools",
+    tool="RecTools 0.19 (rectools.metrics)",
+    graded=False,
+    empty_truth="skip",
+    missing_recs="zero",
+    no_truth="skip",
+    params={"ap": {"denominator": "relevant"}, "ndcg": {"gain": "binary", "ideal": "k"}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
+    names={
+        "precision": "Precision(k)",
+        "recall": "Recall(k)",
+        "ap": "MAP(k) (divide_by_k=True: denominator=k)",
+        "ndcg": "NDCG(k) (divide_by_achievable=True: ideal=relevant)",
+        "rr": "MRR(k)",
+        "hit_rate": "HitRate(k)",
+    },
+    notes=(
+        "RecTools reads ranks, not scores: with a rank column there are no ties; given "
+        "scores, receval orders ties by item id.",
+        "Every interaction of the test table is relevant (weights are not read).",
+    ),
+    sources={
+        "users": "rectools/metrics/base.py: merge_reco (interactions left-joined with the "
+        "recommendations: the interactions' users, missing lists score 0)",
+        "ap": "rectools/metrics/ranking.py: MAP.calc_per_user_from_fitted (/ n_relevant_items "
+        "unless divide_by_k)",
+        "ndcg": "rectools/metrics/ranking.py: NDCG (ideal of k hits unless divide_by_achievable)",
+        "precision": "rectools/metrics/classification.py: Precision (hits / k)",
+    },
+)
+
+REPLAY = Convention(
+    name="replay",
+    tool="RePlay 0.22 (replay.metrics)",
+    ties="item_desc",
+    graded=False,
+    empty_truth="skip",
+    missing_recs="zero",
+    no_truth="skip",
+    params={"ndcg": {"gain": "binary"}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
+    names={
+        "precision": "Precision",
+        "recall": "Recall",
+        "ap": "MAP",
+        "ndcg": "NDCG",
+        "rr": "MRR",
+        "hit_rate": "HitRate",
+    },
+    notes=("Every ground-truth row is relevant (no grades).",),
+    sources={
+        "ties": "replay/metrics/base_metric.py: sort by (rating, item) descending",
+        "users": "replay/metrics/base_metric.py: _dict_call over the ground truth's users; "
+        "missing predictions score 0",
+        "ap": "replay/metrics/map.py: / min(k, len(ground_truth))",
+        "ndcg": "replay/metrics/ndcg.py: binary, ideal of min(k, R) hits",
+    },
+)
+
+TORCHMETRICS = Convention(
+    name="torchmetrics",
+    tool="torchmetrics 1.9 (torchmetrics.retrieval, the recommended rows as candidates)",
+    relevant_from="list",
+    empty_truth="zero",
+    missing_recs="skip",
+    no_truth="zero",
+    params={"ap": {"denominator": "hits"}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
+    names={
+        "precision": "RetrievalPrecision(top_k)",
+        "recall": "RetrievalRecall(top_k)",
+        "ap": "RetrievalMAP(top_k)",
+        "ndcg": "RetrievalNormalizedDCG(top_k)",
+        "rr": "RetrievalMRR(top_k)",
+        "hit_rate": "RetrievalHitRate(top_k)",
+    },
+    float32=True,
+    notes=(
+        "torchmetrics only knows the candidates it is given (preds, target, indexes): "
+        "relevant items missing from a list do not exist for it, so R and the nDCG ideal "
+        "come from the list (relevant_from='list').",
+        "Not modelled: items scored <= 0 never count as hits (except in HitRate and nDCG); "
+        "equal scores are ordered by torch.topk/argsort, which promise no order, and nDCG "
+        "averages the gains of tied items. receval matches on positive, distinct scores.",
+        "Parts are computed in float32: agreement is to ~1e-7, not 1e-9.",
+    ),
+    sources={
+        "users": "torchmetrics/retrieval/base.py: RetrievalMetric.compute (groups by indexes; "
+        "empty_target_action='neg' scores 0)",
+        "ap": "torchmetrics/functional/retrieval/average_precision.py (mean over hits)",
+        "recall": "torchmetrics/functional/retrieval/recall.py (/ target.sum())",
+        "ndcg": "torchmetrics/functional/retrieval/ndcg.py: _dcg_sample_scores (ideal = "
+        "targets sorted, cut at k)",
+        "precision": "torchmetrics/functional/retrieval/precision.py (/ top_k)",
+    },
+)
+
+MLLIB = Convention(
+    name="mllib",
+    tool="Spark MLlib RankingMetrics (Spark 4.x; pyspark.mllib.evaluation)",
+    ties="input",
+    graded=False,
+    empty_truth="zero",
+    missing_recs="zero",
+    no_truth="zero",
+    params={"ndcg": {"gain": "binary"}},
+    metrics=("precision", "recall", "ap", "ndcg"),
+    names={
+        "precision": "precisionAt(k)",
+        "recall": "recallAt(k)",
+        "ap": "meanAveragePrecisionAt(k), meanAveragePrecision",
+        "ndcg": "ndcgAt(k)",
+    },
+    notes=(
+        "Users are the rows of the RDD the caller builds; receval takes every user of "
+        "either table (a full outer join), empty sides scoring 0.",
+        "An empty ground truth scores 0 with a logged warning and stays in the mean.",
+        "The prediction arrays are taken in the order given (ties='input'); with "
+        "relevance values ndcgAt uses gain 2^rel - 1 and an ideal in the labels' order.",
+    ),
+    sources={
+        "all": "mllib/src/main/scala/org/apache/spark/mllib/evaluation/RankingMetrics.scala: "
+        "precisionAt (/ k), recallAt (/ |labels|), averagePrecision (/ min(|labels|, k)), "
+        "ndcgAt (binary, ideal of min(k, |labels|) hits), empty labels -> 0.0 + logWarning",
+    },
+)
+
+RECBOLE = Convention(
+    name="recbole",
+    tool="RecBole 1.2 (recbole.evaluator.metrics, full-sort top-k)",
+    graded=False,
+    empty_truth="skip",
+    missing_recs="zero",
+    no_truth="skip",
+    params={"ndcg": {"gain": "binary"}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
+    names={
+        "precision": "precision@k",
+        "recall": "recall@k",
+        "ap": "map@k",
+        "ndcg": "ndcg@k",
+        "rr": "mrr@k",
+        "hit_rate": "hit@k",
+    },
+    notes=(
+        "RecBole evaluates the users of the test set (every one has a positive item) on a "
+        "full ranking of the catalogue; equal scores are ordered by torch.topk, which "
+        "promises no order.",
+        "Results are rounded to `metric_decimal_place` (4 by default).",
+    ),
+    sources={
+        "all": "recbole/evaluator/metrics.py: Hit, MRR, MAP (/ min(k, pos_len)), Recall "
+        "(/ pos_len), NDCG (binary, ideal min(k, pos_len)), Precision (/ k)",
+        "users": "recbole/data/dataloader (users with test interactions)",
+    },
+)
+
+RECOMMENDERS = Convention(
+    name="recommenders",
+    tool="Microsoft Recommenders 1.2 (recommenders.evaluation.python_evaluation)",
+    ties="input",
+    graded=False,
+    empty_truth="skip",
+    missing_recs="skip",
+    no_truth="skip",
+    params={"ndcg": {"gain": "binary"}},
+    metrics=("precision", "recall", "ap", "ndcg"),
+    names={
+        "precision": "precision_at_k",
+        "recall": "recall_at_k",
+        "ap": "map_at_k (map: denominator=relevant)",
+        "ndcg": "ndcg_at_k (score_type='raw'/'exp': gain=linear/exp)",
+    },
+    notes=(
+        "Users are those of both tables (merge_ranking_true_pred), except in ndcg_at_k, "
+        "whose outer merge also averages the truth's users without predictions as 0: use "
+        "missing_recs='zero' for that one.",
+        "Equal predictions keep their input order (a stable pandas sort by user, prediction).",
+        "r_precision_at_k has no receval equivalent: it counts the hits among the first "
+        "min(k, R) positions, divides by R and averages only the users with such a hit.",
+    ),
+    sources={
+        "users": "recommenders/evaluation/python_evaluation.py: merge_ranking_true_pred "
+        "(common users)",
+        "ties": "python_evaluation.py: get_top_k_items (sort_values([user, prediction]))",
+        "ap": "python_evaluation.py: map_at_k (/ min(actual, k)); map (/ actual)",
+        "ndcg": "python_evaluation.py: ndcg_at_k (score_type='binary', ideal from the truth "
+        "sorted by rating, head(k))",
+    },
+)
+
+LENSKIT = Convention(
+    name="lenskit",
+    ties="input",
+    tool="LensKit 2025.8 (lenskit.metrics: Precision, Recall, NDCG, RecipRank, Hit, "
+    "AveragePrecision)",
+    graded=False,
+    empty_truth="skip",
+    missing_recs="skip",
+    no_truth="skip",
+    params={
+        "precision": {"denominator": "retrieved"},
+        "recall": {"denominator": "min_k_relevant"},
+        "ap": {"denominator": "min_retrieved_relevant"},
+        "ndcg": {"gain": "binary", "discount": "jarvelin"},
+        "dcg": {"gain": "binary", "discount": "jarvelin"},
+    },
+    metrics=("precision", "recall", "ap", "ndcg", "dcg", "rr", "hit_rate"),
+    names={
+        "precision": "Precision(k)",
+        "recall": "Recall(k)",
+        "ap": "AveragePrecision(k)",
+        "ndcg": "NDCG(k) (gain='rating': gain=linear)",
+        "dcg": "DCG(k)",
+        "rr": "RecipRank(k)",
+        "hit_rate": "Hit(k)",
+    },
+    notes=(
+        "LensKit measures the lists it is given, in their order (ties='input'): an empty "
+        "list gives NaN for precision and AP (left out of the mean) but 0 for recall and "
+        "nDCG, where receval scores 0 throughout; a list without test items is NaN for most "
+        "metrics and a ZeroDivisionError for AveragePrecision (receval: left out).",
+        "Its default discount clips log2(rank) at 1, so ranks 1 and 2 are both undiscounted "
+        "(discount=jarvelin).",
+    ),
+    sources={
+        "precision": "lenskit/metrics/ranking/_pr.py: Precision (/ len(truncated list))",
+        "recall": "lenskit/metrics/ranking/_pr.py: Recall (/ min(|test|, k))",
+        "ap": "lenskit/metrics/ranking/_map.py: AveragePrecision (/ min(|test|, |list|))",
+        "ndcg": "lenskit/metrics/ranking/_dcg.py: NDCG (binary unless gain=field; "
+        "fixed_dcg(min(|test|, k))); _weighting.py: LogRankWeight (clipped)",
+        "rr": "lenskit/metrics/ranking/_recip.py: RecipRank (cut at k; NaN without test items)",
+    },
+)
+
+CONVENTIONS: Mapping[str, Convention] = MappingProxyType(
+    {
+        c.name: c
+        for c in (
+            RECEVAL,
+            TREC_EVAL,
+            RANX,
+            RECTOOLS,
+            REPLAY,
+            TORCHMETRICS,
+            MLLIB,
+            RECBOLE,
+            RECOMMENDERS,
+            LENSKIT,
+        )
+    }
+)
+_ALIASES = {
+    "pytrec_eval": "trec_eval",
+    "trec": "trec_eval",
+    "spark": "mllib",
+    "ms_recommenders": "recommenders",
+    "lkpy": "lenskit",
+}
 
 
 def get(name: str | Convention) -> Convention:
@@ -183,6 +483,8 @@ _TIE_TEXT = {
 }
 _POLICY_TEXT = {"skip": "left out", "zero": "scored 0", "error": "an error"}
 _AP_TEXT = {
+    "min_retrieved_relevant": "min(k, n, R)",
+    "k": "k",
     "min_k_relevant": "min(k, R)",
     "relevant": "R",
     "hits": "hits in the top k",
@@ -197,6 +499,7 @@ _ABOUT = {
     "recall@k divides by": "recall",
     "AP@k divides by": "ap",
     "nDCG gain": "ndcg",
+    "nDCG discount": "ndcg",
     "nDCG ideal": "ndcg",
 }
 
@@ -212,19 +515,25 @@ def decisions(c: Convention) -> dict[str, str]:
             f"grade >= {c.threshold:g} (and > 0)"
             if c.graded
             else "every truth row (grades ignored)"
-        ),
+        )
+        + (", and only those the list holds" if c.relevant_from == "list" else ""),
         "user in the truth without relevant items": _POLICY_TEXT[c.empty_truth],
         "user with relevant items but no list": _POLICY_TEXT[c.missing_recs],
         "user with a list but not in the truth": _POLICY_TEXT[no_truth],
         "precision@k divides by": _P_TEXT[c.param("precision", "denominator")],
-        "recall@k divides by": "R",
+        "recall@k divides by": {"relevant": "R", "min_k_relevant": "min(k, R)"}[
+            c.param("recall", "denominator")
+        ],
         "AP@k divides by": _AP_TEXT[c.param("ap", "denominator")],
         "nDCG gain": {"linear": "grade", "exp": "2^grade − 1", "binary": "1 if relevant"}[gain],
-        "nDCG ideal": (
-            "all relevant items, sorted by grade, cut at k"
-            if ideal == "relevant"
-            else "the retrieved top k re-sorted"
-        )
+        "nDCG discount": {"log": "1 / log2(i + 1)", "jarvelin": "1 / max(1, log2 i)"}[
+            c.param("ndcg", "discount")
+        ],
+        "nDCG ideal": {
+            "relevant": "all relevant items, sorted by grade, cut at k",
+            "retrieved": "the retrieved top k re-sorted",
+            "k": "k relevant items, whatever R",
+        }[ideal]
         + (
             " (every grade > 0, whatever the threshold)"
             if c.param("ndcg", "grades") == "positive"
