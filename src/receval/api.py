@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -62,10 +63,14 @@ def evaluate(
     Args:
         recommendations: a long table (pandas, polars or pyarrow) with a user,
             an item and a rank (1 = best) or a score (higher = better) column,
-            or a mapping ``user -> sequence of items``, best first. With only
+            or a mapping ``user -> sequence of items``, best first, or the
+            path of a file (CSV/TSV, Parquet, JSON Lines, TREC run). With only
             scores, ties are broken by item id ascending.
-        truth: a table (user, item, optional relevance grade), or a mapping
-            ``user -> iterable of items`` or ``user -> {item: grade}``.
+        truth: a table (user, item, optional relevance grade), a mapping
+            ``user -> iterable of items`` or ``user -> {item: grade}``, or the
+            path of a file. When both are Parquet files they are read in
+            chunks of users, never whole (:mod:`receval.io.stream`): memory
+            stays bounded whatever their size, and the numbers are the same.
         metrics: one metric string or several, e.g. ``"ndcg@10"``,
             ``["precision@5,10", "ap@10[denominator=relevant]"]``.
         convention: a tool whose numbers to reproduce (``"trec_eval"``,
@@ -143,12 +148,67 @@ def evaluate(
             popular=popular,
             cols=Columns(user_col, item_col),
         )
-    tr = read_truth(truth, cols)
-    if not conv.graded:  # the tool reads no grades: every truth row is relevant
-        tr.grades = np.ones(len(tr.grades))
-    res = run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
+    recommendations, truth, streams = _files(recommendations, truth, cols)
+    if streams is not None:
+        res = _streamed(*streams, specs, options, items, conv.graded, progress)
+    else:
+        tr = read_truth(truth, cols)
+        if not conv.graded:  # the tool reads no grades: every truth row is relevant
+            tr.grades = np.ones(len(tr.grades))
+        res = run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
     res.parameters["convention"] = conv.name
     return res
+
+
+def _is_path(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike))
+
+
+def _files(recommendations: Any, truth: Any, cols: Columns) -> tuple[Any, Any, Any]:
+    """Paths read as files: two Parquet files stream (bounded memory); any
+    other file is read whole into a table."""
+    from .io.files import read_file
+    from .io.stream import ParquetInput, is_parquet, open_parquet
+
+    inputs = [recommendations, truth]
+    for i, role in enumerate(("recommendations", "truth")):
+        if _is_path(inputs[i]) and is_parquet(inputs[i]):
+            inputs[i] = open_parquet(inputs[i], role, cols) or inputs[i]
+    if all(isinstance(x, ParquetInput) for x in inputs):
+        return inputs[0], inputs[1], (inputs[0], inputs[1])
+    for i, role in enumerate(("recommendations", "truth")):
+        if isinstance(inputs[i], ParquetInput):
+            inputs[i] = inputs[i].read_all()
+        elif _is_path(inputs[i]):
+            inputs[i] = read_file(inputs[i], role=role, cols=cols)[0]
+    return inputs[0], inputs[1], None
+
+
+def _streamed(
+    recs: Any,
+    truth: Any,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None,
+    graded: bool,
+    progress: Callable[[int], None] | None,
+) -> Result:
+    """Evaluate two Parquet files chunk by chunk of users (:mod:`receval.io.stream`)."""
+    from .io import stream
+
+    def run_pairs(pairs: Any, max_grade: float, notes: list[str]) -> driver.Outcome:
+        return driver.run_pairs(
+            pairs,
+            specs,
+            max_grade=max_grade,
+            notes=notes,
+            items=items,
+            progress=progress,
+            **options,
+        )
+
+    out = stream.evaluate(recs, truth, run_pairs, graded=graded)
+    return _result(out, specs, options, items)
 
 
 def _options(
@@ -191,6 +251,17 @@ def run(
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
     out = driver.run(chunks, truth, specs, items=items, progress=progress, **options)
+    return _result(out, specs, options, items, ties)
+
+
+def _result(
+    out: driver.Outcome,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None,
+    ties: str | None = None,
+) -> Result:
+    """The :class:`Result` of the driver's outcome: means, counts, parameters."""
     values, evaluated, counts = out.values, out.evaluated, out.counts
 
     names = [str(s) for s in specs if s.definition.kind != "aggregate"]

@@ -132,6 +132,26 @@ def _read(
     return table, info
 
 
+def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) -> Any:
+    """Both inputs as Parquet streams ((stream, info) each), or None when
+    either is another format or must be read whole."""
+    from .io.stream import is_parquet, open_parquet
+
+    if not (is_parquet(recs, fmt.value) and is_parquet(truth, fmt.value)):
+        return None
+    opened = []
+    for path, role in ((recs, "recommendations"), (truth, "truth")):
+        src = open_parquet(path, role, cols)
+        if src is None:
+            return None
+        opened.append((src, src.info))
+    if not quiet:
+        for src, info in opened:
+            for message in info.messages:
+                err.print(f"{src.path}: {message}")
+    return opened
+
+
 def _render(result: Any, output: Output) -> str:
     if output is Output.json:
         return result.to_json() if hasattr(result, "to_json") else json.dumps(result, indent=2)
@@ -215,8 +235,12 @@ def evaluate(
 
     metrics = _metrics(metric, k)
     cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
-    recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
-    truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
+    streams = _open_streams(recs, truth, fmt, cols, quiet)
+    if streams is not None:  # two Parquet files: read chunk by chunk of users
+        (recs_table, recs_info), (truth_table, truth_info) = streams
+    else:
+        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
+        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
     extra: dict[str, Any] = {}
     if train is not None:
         extra["train"] = _read(train, "truth", Format.auto, sep, cols, quiet)[0]
@@ -247,6 +271,8 @@ def evaluate(
                 **extra,  # type: ignore[arg-type]
             )
     except InputError as exc:
+        if streams is not None and exc.source in (recs_info.path, truth_info.path):
+            raise  # already names the file and its row
         info = recs_info if exc.source == "recommendations" else truth_info
         raise info.locate(exc) from None
     result.parameters["inputs"] = {

@@ -29,7 +29,7 @@ from ..spec import MetricSpec
 from . import numpy_engine
 from .numpy_engine import Prepared, _encode, _offsets, _runs
 
-__all__ = ["Outcome", "run"]
+__all__ = ["Outcome", "Pair", "run", "run_pairs"]
 
 
 #: Threads evaluating chunks of users at once.
@@ -243,6 +243,17 @@ def _distinct(users: np.ndarray) -> np.ndarray:
     return runs[0] if runs is not None else np.asarray(pd.unique(users))
 
 
+@dataclass
+class Pair:
+    """A chunk of recommendations and the truth of the same users, with the
+    row of the input each of their rows came from (for error messages)."""
+
+    recs: RecsData
+    truth: TruthData
+    recs_row: Callable[[int], int]
+    truth_row: Callable[[int], int]
+
+
 def run(
     chunks: Iterable[tuple[RecsData, int]],
     truth: TruthData,
@@ -259,36 +270,23 @@ def run(
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Evaluate every chunk (a :class:`RecsData` and the table row of its first
-    row), then the users of the truth no chunk held; merge in user order.
-    ``progress`` is called with the recommendation rows done after each chunk."""
+    row) with the truth of its users, then the users of the truth no chunk
+    held; merge in user order. ``progress`` is called with the recommendation
+    rows done after each chunk."""
     notes: list[str] = []
-    counts: dict[str, Any] = {}
-    aggregate = [s for s in specs if s.definition.kind == "aggregate"]
-    specs = [s for s in specs if s.definition.kind != "aggregate"]
-    exposure = _ExposureCounter({s.k for s in aggregate})
-    need_ties = any(s.definition.needs_ties for s in specs)
-    positive = any(dict(s.params).get("grades") == "positive" for s in specs)
-    max_grade = numpy_engine._max_grade(truth.grades)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     iterator: Iterator[tuple[RecsData, int]] = iter(chunks)
     first = next(iterator, None)
     if first is None:  # pragma: no cover - callers always give one chunk
         raise ValueError("no recommendations chunk")
     template = first[0]
-
-    def kind(a: np.ndarray) -> str:
-        return "str" if a.dtype == object else "number"
-
-    str_users = kind(template.users) != kind(truth.users) and len(truth.users) > 0
-    str_items = kind(template.items) != kind(truth.items) and len(truth.items) > 0
-    if str_users and len(template.users):
-        notes.append(
-            "user ids are numbers on one side and strings on the other: matched as strings"
-        )
-    if str_items and len(template.items):
-        notes.append(
-            "item ids are numbers on one side and strings on the other: matched as strings"
-        )
+    str_users = _kind(template.users) != _kind(truth.users) and len(truth.users) > 0
+    str_items = _kind(template.items) != _kind(truth.items) and len(truth.items) > 0
+    sides = (("user", str_users, template.users), ("item", str_items, template.items))
+    for what, differ, ids in sides:
+        if differ and len(ids):
+            notes.append(
+                f"{what} ids are numbers on one side and strings on the other: matched as strings"
+            )
     if str_users:
         truth.users = _as_str(truth.users)
         truth.empty_users = _as_str(truth.empty_users)
@@ -296,11 +294,83 @@ def run(
         truth.items = _as_str(truth.items)
     index = _TruthIndex(truth)
 
-    def evaluate_chunk(recs: RecsData, offset: int, sub: TruthData, rows: np.ndarray) -> _Part:
-        if str_users:
-            recs.users, recs.empty_users = _as_str(recs.users), _as_str(recs.empty_users)
-        if str_items:
-            recs.items = _as_str(recs.items)
+    def pairs() -> Iterator[Pair]:
+        for recs, offset in [first, *iterator]:
+            _convert(recs, str_users, str_items)
+            sub, rows = index.subset(_distinct_users(recs))
+            yield Pair(recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r])
+        sub, rows = index.rest()
+        if sub.rows or len(sub.empty_users):
+            yield Pair(_empty_recs(template), sub, lambda r: r, lambda r, rows=rows: rows[r])
+
+    return run_pairs(
+        pairs(),
+        specs,
+        max_grade=numpy_engine._max_grade(truth.grades),
+        notes=notes,
+        threshold=threshold,
+        empty_truth=empty_truth,
+        missing_recs=missing_recs,
+        duplicates=duplicates,
+        no_truth=no_truth,
+        ties=ties,
+        relevant_from=relevant_from,
+        items=items,
+        progress=progress,
+    )
+
+
+def _kind(a: np.ndarray) -> str:
+    return "str" if a.dtype == object else "number"
+
+
+def _convert(data: RecsData | TruthData, users: bool, items: bool) -> None:
+    """Ids as strings (in place) when the other side's are strings."""
+    if users:
+        data.users, data.empty_users = _as_str(data.users), _as_str(data.empty_users)
+    if items:
+        data.items = _as_str(data.items)
+
+
+def _distinct_users(recs: RecsData) -> np.ndarray:
+    users, empty = recs.users, recs.empty_users
+    return _distinct(np.concatenate([users, empty]) if len(empty) else users)
+
+
+def run_pairs(
+    pairs: Iterable[Pair],
+    specs: Sequence[MetricSpec],
+    *,
+    max_grade: float,
+    threshold: float,
+    empty_truth: str,
+    missing_recs: str,
+    duplicates: str,
+    no_truth: str | None = None,
+    ties: str = "item",
+    relevant_from: str = "truth",
+    items: ItemContext | None = None,
+    progress: Callable[[int], None] | None = None,
+    notes: list[str] | None = None,
+) -> Outcome:
+    """Evaluate pairs (recommendations, truth) of disjoint sets of users — each
+    user's rows all in one pair — and merge their values in user order.
+
+    ``max_grade`` is the largest grade of the whole truth (graded metrics
+    normalise by it). Users are in at most one pair, so the values, and the
+    means taken from them, do not depend on how the users were cut into pairs.
+    """
+    notes = [] if notes is None else notes
+    counts: dict[str, Any] = {}
+    aggregate = [s for s in specs if s.definition.kind == "aggregate"]
+    specs = [s for s in specs if s.definition.kind != "aggregate"]
+    exposure = _ExposureCounter({s.k for s in aggregate})
+    need_ties = any(s.definition.needs_ties for s in specs)
+    positive = any(dict(s.params).get("grades") == "positive" for s in specs)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def evaluate_chunk(pair: Pair) -> _Part:
+        recs, sub = pair.recs, pair.truth
         try:
             p = numpy_engine.prepare(
                 recs,
@@ -317,8 +387,8 @@ def run(
             if exc.row is None:
                 raise
             if exc.source == sub.source:
-                raise exc.remap(lambda r: rows[r]) from None
-            raise exc.remap(lambda r: r + offset) from None
+                raise exc.remap(pair.truth_row) from None
+            raise exc.remap(pair.recs_row) from None
         if items is not None and p.rec_item_ids is not None:
             p.rec_context = items.index_of(p.rec_item_ids)
         values = numpy_engine.compute(p, specs, items)
@@ -345,34 +415,20 @@ def run(
         if progress is not None:
             progress(int(counts.get("recommendation_rows", 0)))
 
-    def chunk_users(recs: RecsData) -> np.ndarray:
-        users = recs.users if not str_users else _as_str(recs.users)
-        empty = recs.empty_users if not str_users else _as_str(recs.empty_users)
-        return _distinct(np.concatenate([users, empty]) if len(empty) else users)
-
     # Chunks run on a few threads (NumPy releases the GIL); results are merged
     # in chunk order, so nothing depends on the number of threads.
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         pending: deque[Future[_Part]] = deque()
-        for recs, offset in [first, *iterator]:
-            sub, rows = index.subset(chunk_users(recs))
-            pending.append(pool.submit(evaluate_chunk, recs, offset, sub, rows))
+        for pair in pairs:
+            pending.append(pool.submit(evaluate_chunk, pair))
             while len(pending) > THREADS:
                 merge(pending.popleft().result())
         while pending:
             merge(pending.popleft().result())
-    sub, rows = index.rest()
-    if sub.rows or len(sub.empty_users) or not parts:
-        merge(evaluate_chunk(_empty_recs(template), 0, sub, rows))
+    if not parts:
+        raise ValueError("no users to evaluate")  # pragma: no cover - callers give one pair
 
-    if len(parts) == 1:
-        user_ids, values, evaluated = parts[0]
-    else:
-        user_ids = np.concatenate([u for u, _, _ in parts])
-        order = np.argsort(user_ids, kind="stable")
-        user_ids = user_ids[order]
-        values = np.concatenate([v for _, v, _ in parts], axis=1)[:, order]
-        evaluated = np.concatenate([e for _, _, e in parts])[order]
+    user_ids, values, evaluated = _in_user_order(parts)
     aggregates: dict[str, float] = {}
     for s in aggregate:
         e = exposure.exposure(s.k, items)
@@ -382,3 +438,19 @@ def run(
         e = exposure.exposure(largest, items)
         counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
     return Outcome(user_ids, values, evaluated, counts, aggregates, notes)
+
+
+def _in_user_order(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts' users, values and flags concatenated in sorted user order
+    (without a reorder when the parts already are in order)."""
+    if len(parts) == 1:
+        return parts[0]
+    user_ids = np.concatenate([u for u, _, _ in parts])
+    values = np.concatenate([v for _, v, _ in parts], axis=1)
+    evaluated = np.concatenate([e for _, _, e in parts])
+    if user_ids.dtype != object and np.all(user_ids[1:] > user_ids[:-1]):
+        return user_ids, values, evaluated
+    order = np.argsort(user_ids, kind="stable")
+    return user_ids[order], values[:, order], evaluated[order]

@@ -1,0 +1,433 @@
+"""Parquet files larger than memory, evaluated by chunks of complete users.
+
+Two Parquet inputs are read batch by batch, never whole, and cut into pairs
+(recommendations, truth) that each hold *every* row of their users:
+
+* **Merge** (files sorted by user, as most pipelines write them): both files
+  are read in step; a pair ends just before the last user read so far, whose
+  rows may continue in the next batch. Memory: a few batches.
+* **Partition** (anything else): one pass writes both files into hash buckets
+  of users (Parquet, in a temporary directory, with each row's original row
+  number), then each bucket is one pair. Memory: one bucket.
+
+Sortedness is checked on every batch as it is read; the first batch out of
+order switches to partitioning (an error found on the way is only reported
+once the files are known to be sorted). Each pair goes through the same
+driver as in-memory tables (:func:`receval.engines.driver.run_pairs`), whose
+values do not depend on how users are cut, so the numbers are bit-for-bit
+those of reading the files whole. Errors name the file and the row of the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InputError, PolicyError
+from .files import FileInfo, _fail, _map_columns
+from .tables import CHUNK_ROWS, Columns, read_recs, read_truth
+
+__all__ = ["ParquetInput", "is_parquet", "open_parquet", "pairs"]
+
+_CANON = Columns()
+
+
+def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
+    """Whether a path is read as Parquet (by ``--format`` or its extension)."""
+    if fmt != "auto":
+        return fmt == "parquet"
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
+def _id_kind(typ: pa.DataType) -> str | None:
+    """int / str for ids that stream; None (read the file whole) otherwise."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
+        return "int"
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return "str"
+    return None  # floats (integral or not), lists, dates: decided on the whole column
+
+
+@dataclass
+class ParquetInput:
+    """A Parquet file of recommendations or truth, opened but not read."""
+
+    path: str
+    role: str  # "recommendations" or "truth"
+    file: Any  # pyarrow.parquet.ParquetFile
+    read: list[str]  # the file's columns to read
+    names: list[str]  # their canonical names
+    info: FileInfo
+    user_kind: str
+    item_kind: str
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.file.metadata.num_rows)
+
+    @property
+    def graded(self) -> bool:
+        return "relevance" in self.names
+
+    def batches(self, rows: int) -> Iterator[tuple[pa.Table, int]]:
+        """Tables of about ``rows`` rows with canonical column names (user
+        ids as int64 or large strings), each with the file row it starts at."""
+        start = 0
+        for batch in self.file.iter_batches(batch_size=rows, columns=self.read):
+            table = pa.Table.from_batches([batch]).rename_columns(self.names)
+            user = table.column("user")
+            if user.null_count:
+                row = int(np.flatnonzero(user.is_null().to_numpy(zero_copy_only=False))[0])
+                raise InputError("missing user id", source=self.path, row=start + row)
+            target = pa.int64() if self.user_kind == "int" else pa.large_string()
+            if user.type != target:
+                table = table.set_column(0, "user", user.cast(target))
+            yield table, start
+            start += table.num_rows
+
+    def read_all(self) -> pa.Table:
+        """The whole file (for the in-memory path)."""
+        return self.file.read(columns=self.read).rename_columns(self.names)
+
+    def max_grade(self) -> float:
+        """The largest grade of the file (1 without grades), from the row
+        groups' statistics when every one has them, else from one pass. (A
+        bad grade is reported when its chunk is read.)"""
+        if not self.graded:
+            return 1.0
+        col = self.read[self.names.index("relevance")]
+        meta = self.file.metadata
+        try:
+            index = meta.schema.to_arrow_schema().get_field_index(col)
+            groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+            stats = [g.column(index).statistics for g in groups]
+            if all(s is not None and s.has_min_max for s in stats):
+                values = [float(s.max) for s in stats if s.num_values]
+                if all(math.isfinite(v) for v in values):
+                    return max(values, default=1.0)
+        except (TypeError, ValueError, IndexError):
+            pass
+        best = -math.inf
+        try:
+            for batch in self.file.iter_batches(batch_size=CHUNK_ROWS, columns=[col]):
+                top = pc.max(batch.column(0).cast(pa.float64())).as_py()
+                if top is not None and math.isfinite(top):
+                    best = max(best, top)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return 1.0
+        return best if math.isfinite(best) else 1.0
+
+    def is_sorted(self) -> bool:
+        """Whether the users are in ascending order (one pass over that column)."""
+        last = None
+        col = self.read[0]
+        for batch in self.file.iter_batches(batch_size=CHUNK_ROWS, columns=[col]):
+            user = batch.column(0)
+            target = pa.int64() if self.user_kind == "int" else pa.large_string()
+            user = user.cast(target) if user.type != target else user
+            n = len(user)
+            if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
+                return False
+            if n and last is not None and pc.less(user[0], last).as_py():
+                return False
+            if n:
+                last = user[-1]
+        return True
+
+
+def open_parquet(
+    path: str | os.PathLike[str], role: str, cols: Columns = Columns()
+) -> ParquetInput | None:
+    """Open a Parquet file of recommendations or truth for streaming; None
+    when it must be read whole (ids that are floats, lists of items)."""
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    name = str(path)
+    if not p.exists():
+        raise _fail(name, "no such file")
+    if p.is_dir():
+        raise _fail(name, "is a directory, not a file")
+    if p.stat().st_size == 0:
+        raise _fail(name, "the file is empty")
+    try:
+        file = pq.ParquetFile(p)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise _fail(name, f"not a readable Parquet file ({exc})") from None
+    if file.metadata.num_rows == 0:
+        raise _fail(name, "no data rows (only a header?)")
+    schema = file.schema_arrow
+    info = FileInfo(name, "parquet", rows=file.metadata.num_rows)
+    mapped = _map_columns(schema.empty_table(), cols, role, info)
+    wanted = ["user", "item"]
+    if role == "truth":
+        wanted += ["relevance"] if "relevance" in mapped.column_names else []
+    elif "rank" in mapped.column_names:
+        wanted.append("rank")
+    elif "score" in mapped.column_names:
+        wanted.append("score")
+    else:  # let the table reader word the error
+        return None
+    user_kind = _id_kind(schema.field(info.columns["user"]).type)
+    item_kind = _id_kind(schema.field(info.columns["item"]).type)
+    if user_kind is None or item_kind is None:
+        return None
+    read = [info.columns[c] for c in wanted]
+    return ParquetInput(name, role, file, read, wanted, info, user_kind, item_kind)
+
+
+# --- sorted files: read in step ---------------------------------------------
+
+
+class _NotSorted(Exception):
+    """A file's users are not in ascending order: partition instead."""
+
+
+class _Reader:
+    """Batches of one sorted file, buffered so that users are never cut."""
+
+    def __init__(self, src: ParquetInput, rows: int) -> None:
+        self.batches = src.batches(rows)
+        self.buf: pa.Table | None = None
+        self.start = 0  # file row of the buffer's first row
+        self.done = False
+        self.last: Any = None  # the last user read (an Arrow scalar)
+
+    @property
+    def rows(self) -> int:
+        return 0 if self.buf is None else self.buf.num_rows
+
+    def _one_user(self) -> bool:
+        if self.buf is None or self.buf.num_rows == 0:
+            return True
+        user = self.buf.column("user")
+        return bool(pc.equal(user[0], user[-1]).as_py())
+
+    def fill(self, rows: int) -> None:
+        """Read until ``rows`` rows and two users are buffered, or the end."""
+        while not self.done and (self.rows < rows or self._one_user()):
+            got = next(self.batches, None)
+            if got is None:
+                self.done = True
+                break
+            table, start = got
+            user = table.column("user")
+            n = table.num_rows
+            if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
+                raise _NotSorted
+            if n and self.last is not None and pc.less(user[0], self.last).as_py():
+                raise _NotSorted
+            if n:
+                self.last = user[-1]
+            if self.buf is None:
+                self.buf, self.start = table, start
+            else:
+                self.buf = pa.concat_tables([self.buf, table])
+
+    def take(self, bound: Any) -> tuple[pa.Table, int]:
+        """The buffered rows of users < ``bound`` (all when None), and the
+        file row of the first."""
+        if self.buf is None:  # pragma: no cover - files have rows
+            raise _NotSorted
+        start = self.start
+        if bound is None:
+            n = self.buf.num_rows
+        else:
+            n = int(pc.sum(pc.less(self.buf.column("user"), bound)).as_py() or 0)
+        out = self.buf.slice(0, n)
+        self.buf = self.buf.slice(n)
+        self.start += n
+        return out, start
+
+
+def _merge(
+    recs: ParquetInput, truth: ParquetInput, rows: int
+) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
+    r, t = _Reader(recs, rows), _Reader(truth, rows)
+    while True:
+        r.fill(rows)
+        t.fill(rows)
+        # every user below the last one read of an unfinished file is complete
+        if r.done and t.done:
+            bound = None
+        elif r.done or t.done:
+            bound = t.last if r.done else r.last
+        else:
+            bound = r.last if pc.less_equal(r.last, t.last).as_py() else t.last
+        a, at = r.take(bound)
+        b, bt = t.take(bound)
+        if a.num_rows or b.num_rows:
+            yield a, lambda i, at=at: i + at, b, lambda i, bt=bt: i + bt
+        if bound is None:
+            return
+
+
+# --- anything else: partition by a hash of the user -------------------------
+
+
+def _hash(user: pa.ChunkedArray, as_str: bool) -> np.ndarray:
+    """A well-mixed unsigned hash of each user id (the same on both files)."""
+    if as_str or pa.types.is_large_string(user.type):
+        text = user.cast(pa.large_string()).to_numpy(zero_copy_only=False)
+        return pd.util.hash_array(np.asarray(text, dtype=object))
+    u = user.to_numpy().astype(np.int64, copy=False).view(np.uint64)
+    return (u * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(17)
+
+
+def _partition(src: ParquetInput, buckets: int, directory: Path, as_str: bool, rows: int) -> None:
+    import pyarrow.dataset as ds
+
+    def tagged() -> Iterator[pa.RecordBatch]:
+        for table, start in src.batches(rows):
+            n = table.num_rows
+            bucket = (_hash(table.column("user"), as_str) % np.uint64(buckets)).astype(np.int32)
+            table = table.append_column("__row", pa.array(np.arange(start, start + n)))
+            table = table.append_column("__bucket", pa.array(bucket))
+            yield from table.to_batches()
+
+    schema = next(src.batches(1))[0].schema.append(pa.field("__row", pa.int64()))
+    schema = schema.append(pa.field("__bucket", pa.int32()))
+    ds.write_dataset(
+        tagged(),
+        directory,
+        schema=schema,
+        format="parquet",
+        partitioning=ds.partitioning(pa.schema([("__bucket", pa.int32())])),
+        existing_data_behavior="overwrite_or_ignore",
+        preserve_order=True,
+        max_open_files=min(buckets, 256),
+        max_partitions=buckets,
+        use_threads=False,
+    )
+
+
+def _bucket(directory: Path, b: int, like: pa.Schema) -> tuple[pa.Table, np.ndarray]:
+    """One bucket's rows in their file order, and their rows in the file."""
+    import pyarrow.parquet as pq
+
+    folder = directory / str(b)
+    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
+    if not files:
+        empty = like.empty_table()
+        return empty, np.empty(0, dtype=np.int64)
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    rows = table.column("__row").to_numpy()
+    if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
+        order = np.argsort(rows, kind="stable")
+        table, rows = table.take(pa.array(order)), rows[order]
+    return table.drop_columns(["__row"]), rows
+
+
+def _partitioned(
+    recs: ParquetInput, truth: ParquetInput, rows: int, tmp: str | None
+) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
+    as_str = recs.user_kind != truth.user_kind
+    buckets = max(2, math.ceil(max(recs.num_rows, truth.num_rows) / rows))
+    with tempfile.TemporaryDirectory(prefix="receval-", dir=tmp) as d:
+        base = Path(d)
+        _partition(recs, buckets, base / "recs", as_str, rows)
+        _partition(truth, buckets, base / "truth", as_str, rows)
+        recs_like = next(recs.batches(1))[0].schema
+        truth_like = next(truth.batches(1))[0].schema
+        for b in range(buckets):
+            a, arows = _bucket(base / "recs", b, recs_like)
+            t, trows = _bucket(base / "truth", b, truth_like)
+            if a.num_rows or t.num_rows:
+                yield (a, lambda i, m=arows: m[i], t, lambda i, m=trows: m[i])
+
+
+# --- pairs for the driver ----------------------------------------------------
+
+
+def pairs(
+    recs: ParquetInput,
+    truth: ParquetInput,
+    *,
+    graded: bool = True,
+    rows: int | None = None,
+    tmp: str | None = None,
+    sorted_files: bool = True,
+) -> Iterator[Any]:
+    """Pairs (:class:`~receval.engines.driver.Pair`) of the users of both
+    files, by merging them when they are sorted by user, else by partitioning.
+
+    ``sorted_files=False`` partitions without trying to merge. A merge that
+    meets rows out of order raises :class:`_NotSorted` (the caller restarts
+    with ``sorted_files=False``).
+    """
+    from ..engines.driver import Pair, _convert
+
+    rows = CHUNK_ROWS if rows is None else max(1, rows)
+    str_users = recs.user_kind != truth.user_kind
+    str_items = recs.item_kind != truth.item_kind
+    same_kind = recs.user_kind == truth.user_kind
+    source = _merge(recs, truth, rows) if sorted_files and same_kind else None
+    if source is None:
+        source = _partitioned(recs, truth, rows, tmp)
+    for a, arow, t, trow in source:
+        try:
+            r = read_recs(a, _CANON, source=recs.path)
+        except InputError as exc:
+            raise exc.remap(arow) from None
+        try:
+            tr = read_truth(t, _CANON, source=truth.path)
+        except InputError as exc:
+            raise exc.remap(trow) from None
+        if not graded:
+            tr.grades = np.ones(len(tr.grades))
+        _convert(r, str_users, str_items)
+        _convert(tr, str_users, str_items)
+        yield Pair(r, tr, arow, trow)
+
+
+def evaluate(
+    recs: ParquetInput,
+    truth: ParquetInput,
+    run: Callable[[Iterator[Any], float, list[str]], Any],
+    *,
+    graded: bool = True,
+    rows: int | None = None,
+    tmp: str | None = None,
+) -> Any:
+    """``run(pairs, max_grade, notes)`` over the pairs of both files: merged
+    when sorted, else (or when a batch turns out of order) partitioned. An
+    error met while merging is raised once both files are known to be sorted
+    (else the files are partitioned), so it never comes from a user whose
+    rows were not all read."""
+    notes = []
+    for what, a, b in (
+        ("user", recs.user_kind, truth.user_kind),
+        ("item", recs.item_kind, truth.item_kind),
+    ):
+        if a != b:
+            notes.append(
+                f"{what} ids are numbers on one side and strings on the other: matched as strings"
+            )
+    max_grade = truth.max_grade() if graded else 1.0
+    tmp = tmp or os.environ.get("RECEVAL_TMPDIR") or None
+    if recs.user_kind == truth.user_kind:
+        try:
+            return run(pairs(recs, truth, graded=graded, rows=rows), max_grade, list(notes))
+        except _NotSorted:
+            pass
+        except (InputError, PolicyError):
+            # raised before all rows of every user were necessarily read
+            if recs.is_sorted() and truth.is_sorted():
+                raise
+    return run(
+        pairs(recs, truth, graded=graded, rows=rows, tmp=tmp, sorted_files=False),
+        max_grade,
+        list(notes),
+    )
