@@ -38,6 +38,7 @@ import workload  # noqa: E402
 PEERS = ["rectools", "replay", "pytrec_eval", "ranx", "torchmetrics"]
 MODULE = {  # what must import for the library to count as installed
     "receval": "receval",
+    "receval_files": "receval",
     "rectools": "rectools",
     "replay": "replay.metrics",
     "pytrec_eval": "pytrec_eval",
@@ -49,7 +50,7 @@ MODULE = {  # what must import for the library to count as installed
 def interpreter_for(name: str, args: argparse.Namespace) -> str:
     if name in args.python_for:
         return args.python_for[name]
-    if name == "receval":
+    if name in ("receval", "receval_files"):
         return args.receval_python or sys.executable
     return args.peer_python or sys.executable
 
@@ -167,10 +168,38 @@ def timing_table(results: list[dict]) -> list[str]:
     return lines
 
 
+def end_to_end(results: list[dict]) -> list[str]:
+    """receval from the files (streamed) against the fastest peer's read +
+    compute, and whether its numbers are receval's in-memory numbers, bit for bit."""
+    ok = [r for r in results if "error" not in r and "skipped" not in r]
+    files = next((r for r in ok if r["library"] == "receval_files"), None)
+    mem = next((r for r in ok if r["library"] == "receval"), None)
+    if files is None:
+        return []
+    lines = [""]
+    if mem is not None:
+        same = files["metrics"] == mem["metrics"]
+        lines.append(
+            f"receval from the files (streamed by chunks of users) vs the tables read whole: "
+            f"numbers {'identical' if same else 'DIFFERENT'}."
+        )
+    peers = [r for r in ok if not r["library"].startswith("receval")]
+    if peers:
+        best = min(peers, key=lambda r: r["read_s"] + r["compute_s"])
+        total = best["read_s"] + best["compute_s"]
+        lines.append(
+            f"End to end (files on disk to the 12 means): receval {files['compute_s']:.2f} s, "
+            f"{files['peak_rss_mib']:.0f} MiB; fastest peer {best['library']} {total:.2f} s, "
+            f"{best['peak_rss_mib']:.0f} MiB: {total / files['compute_s']:.1f}x faster, "
+            f"{best['peak_rss_mib'] / files['peak_rss_mib']:.1f}x less memory."
+        )
+    return lines
+
+
 def check_tables(results: list[dict], check: dict) -> list[str]:
     lines: list[str] = []
     for r in results:
-        if "error" in r or "skipped" in r or r["library"] == "receval":
+        if "error" in r or "skipped" in r or r["library"].startswith("receval"):
             continue
         name = r["library"]
         conv = r["convention"]
@@ -270,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     recs, truth = data / "recs.parquet", data / "truth.parquet"
 
     results: list[dict] = []
-    for name in ["receval", *peers]:
+    for name in ["receval", "receval_files", *peers]:
         python = interpreter_for(name, args)
         ok, why = importable(python, MODULE[name])
         if not ok:
@@ -310,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{git_commit()}.",
         "",
     ]
-    lines = header + timing_table(results) + check_tables(results, check)
+    lines = header + timing_table(results) + end_to_end(results) + check_tables(results, check)
     text = "\n".join(lines)
     print()
     print(text)

@@ -60,6 +60,25 @@ def _id_kind(typ: pa.DataType) -> str | None:
     return None  # floats (integral or not), lists, dates: decided on the whole column
 
 
+def _pieces(file: Any, rows: int, columns: list[str]) -> Iterator[pa.Table]:
+    """The file's rows in order, in tables of at most about ``rows`` rows.
+
+    Row group by row group: ``ParquetFile.iter_batches`` over a whole file
+    holds on to what it has read until the end (2.6 MB per million rows
+    read here), which would make memory grow with the file.
+    """
+    meta = file.metadata
+    for i in range(meta.num_row_groups):
+        n = meta.row_group(i).num_rows
+        if n <= 4 * rows:
+            group = file.read_row_group(i, columns=columns)
+            for at in range(0, n, rows):
+                yield group.slice(at, rows)
+        else:  # a huge row group: its batches (the reader lives for this group only)
+            for batch in file.iter_batches(batch_size=rows, row_groups=[i], columns=columns):
+                yield pa.Table.from_batches([batch])
+
+
 @dataclass
 class ParquetInput:
     """A Parquet file of recommendations or truth, opened but not read."""
@@ -85,8 +104,8 @@ class ParquetInput:
         """Tables of about ``rows`` rows with canonical column names (user
         ids as int64 or large strings), each with the file row it starts at."""
         start = 0
-        for batch in self.file.iter_batches(batch_size=rows, columns=self.read):
-            table = pa.Table.from_batches([batch]).rename_columns(self.names)
+        for table in _pieces(self.file, rows, self.read):
+            table = table.rename_columns(self.names)
             user = table.column("user")
             if user.null_count:
                 row = int(np.flatnonzero(user.is_null().to_numpy(zero_copy_only=False))[0])
@@ -121,8 +140,8 @@ class ParquetInput:
             pass
         best = -math.inf
         try:
-            for batch in self.file.iter_batches(batch_size=CHUNK_ROWS, columns=[col]):
-                top = pc.max(batch.column(0).cast(pa.float64())).as_py()
+            for piece in _pieces(self.file, CHUNK_ROWS, [col]):
+                top = pc.max(piece.column(0).cast(pa.float64())).as_py()
                 if top is not None and math.isfinite(top):
                     best = max(best, top)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -133,8 +152,8 @@ class ParquetInput:
         """Whether the users are in ascending order (one pass over that column)."""
         last = None
         col = self.read[0]
-        for batch in self.file.iter_batches(batch_size=CHUNK_ROWS, columns=[col]):
-            user = batch.column(0)
+        for piece in _pieces(self.file, CHUNK_ROWS, [col]):
+            user = piece.column(0)
             target = pa.int64() if self.user_kind == "int" else pa.large_string()
             user = user.cast(target) if user.type != target else user
             n = len(user)
