@@ -305,45 +305,62 @@ def _hash(user: pa.ChunkedArray, as_str: bool) -> np.ndarray:
     return (u * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(17)
 
 
-def _partition(src: ParquetInput, buckets: int, directory: Path, as_str: bool, rows: int) -> None:
-    import pyarrow.dataset as ds
+#: Rows of one partition buffered before they are written (all partitions
+#: together hold about this many rows in memory).
+BUFFERED_ROWS = 4_000_000
 
-    def tagged() -> Iterator[pa.RecordBatch]:
+
+def _partition(src: ParquetInput, buckets: int, directory: Path, as_str: bool, rows: int) -> None:
+    """Write the file's rows into ``buckets`` Parquet files by a hash of the
+    user, in file order, each row with its row number in the file (``__row``)."""
+    import pyarrow.parquet as pq
+
+    directory.mkdir(parents=True, exist_ok=True)
+    flush = max(8192, BUFFERED_ROWS // buckets)
+    held: list[list[pa.Table]] = [[] for _ in range(buckets)]
+    sizes = np.zeros(buckets, dtype=np.int64)
+    writers: dict[int, Any] = {}
+
+    def write(b: int) -> None:
+        table = pa.concat_tables(held[b])
+        if b not in writers:
+            writers[b] = pq.ParquetWriter(directory / f"{b}.parquet", table.schema)
+        writers[b].write_table(table, row_group_size=max(table.num_rows, 1))
+        held[b], sizes[b] = [], 0
+
+    try:
         for table, start in src.batches(rows):
             n = table.num_rows
-            bucket = (_hash(table.column("user"), as_str) % np.uint64(buckets)).astype(np.int32)
+            bucket = (_hash(table.column("user"), as_str) % np.uint64(buckets)).astype(np.int16)
+            order = np.argsort(bucket, kind="stable")  # a radix sort: small integers
             table = table.append_column("__row", pa.array(np.arange(start, start + n)))
-            table = table.append_column("__bucket", pa.array(bucket))
-            yield from table.to_batches()
-
-    schema = next(src.batches(1))[0].schema.append(pa.field("__row", pa.int64()))
-    schema = schema.append(pa.field("__bucket", pa.int32()))
-    ds.write_dataset(
-        tagged(),
-        directory,
-        schema=schema,
-        format="parquet",
-        partitioning=ds.partitioning(pa.schema([("__bucket", pa.int32())])),
-        existing_data_behavior="overwrite_or_ignore",
-        preserve_order=True,
-        max_open_files=min(buckets, 256),
-        max_partitions=buckets,
-        use_threads=False,
-    )
+            table = table.take(pa.array(order))
+            counts = np.bincount(bucket, minlength=buckets)
+            at = 0
+            for b in np.flatnonzero(counts):
+                c = int(counts[b])
+                held[b].append(table.slice(at, c))
+                at += c
+                sizes[b] += c
+                if sizes[b] >= flush:
+                    write(int(b))
+        for b in np.flatnonzero(sizes):
+            write(int(b))
+    finally:
+        for w in writers.values():
+            w.close()
 
 
 def _bucket(directory: Path, b: int, like: pa.Schema) -> tuple[pa.Table, np.ndarray]:
     """One bucket's rows in their file order, and their rows in the file."""
     import pyarrow.parquet as pq
 
-    folder = directory / str(b)
-    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
-    if not files:
-        empty = like.empty_table()
-        return empty, np.empty(0, dtype=np.int64)
-    table = pa.concat_tables([pq.read_table(f) for f in files])
+    path = directory / f"{b}.parquet"
+    if not path.exists():
+        return like.empty_table(), np.empty(0, dtype=np.int64)
+    table = pq.read_table(path)
     rows = table.column("__row").to_numpy()
-    if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
+    if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):  # pragma: no cover - written in order
         order = np.argsort(rows, kind="stable")
         table, rows = table.take(pa.array(order)), rows[order]
     return table.drop_columns(["__row"]), rows
@@ -353,7 +370,8 @@ def _partitioned(
     recs: ParquetInput, truth: ParquetInput, rows: int, tmp: str | None
 ) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
     as_str = recs.user_kind != truth.user_kind
-    buckets = max(2, math.ceil(max(recs.num_rows, truth.num_rows) / rows))
+    # one bucket ~ one chunk of rows; at most 512 buckets (open files)
+    buckets = min(512, max(2, math.ceil(max(recs.num_rows, truth.num_rows) / rows)))
     with tempfile.TemporaryDirectory(prefix="receval-", dir=tmp) as d:
         base = Path(d)
         _partition(recs, buckets, base / "recs", as_str, rows)
