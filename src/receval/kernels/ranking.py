@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .batch import Batch
+from .batch import Batch, cumsum_rows
 
 __all__ = [
     "auc",
@@ -55,7 +55,7 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
     if denominator == "recommended":
         if b.recommended is None:
             raise ValueError("precision[denominator=recommended] needs ratings input")
-        rec = b.cached("cum_rec", lambda: np.cumsum(b.recommended, axis=1, dtype=np.int64))
+        rec = b.cached("cum_rec", lambda: cumsum_rows(b.recommended, np.int64))
         den = rec[:, b.col(k)]
         out = np.full(b.size, np.nan)
         np.divide(hits, den, out=out, where=den > 0)
@@ -88,7 +88,7 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
 def _cum_ap_numerator(b: Batch) -> np.ndarray:
     def compute() -> np.ndarray:
         prec_i = b.cum_hits() / b.positions()
-        return np.cumsum(np.where(b.relevant(), prec_i, 0.0), axis=1)
+        return cumsum_rows(np.where(b.relevant(), prec_i, 0.0))
 
     return b.cached("cum_ap", compute)
 
@@ -175,7 +175,7 @@ def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.nd
 def _cum_dcg(b: Batch, gain: str, base: float, grades: str, discount: str) -> np.ndarray:
     def compute() -> np.ndarray:
         weights = _discount(b, b.width, base, discount)
-        return np.cumsum(_gain(_graded(b, grades)[0], gain) * weights, axis=1)
+        return cumsum_rows(_gain(_graded(b, grades)[0], gain) * weights)
 
     return b.cached(("cum_dcg", gain, base, grades, discount), compute)
 
@@ -201,7 +201,7 @@ def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -
     wi = ideal.shape[1]
     cum = b.cached(
         ("cum_idcg", gain, grades, discount),
-        lambda: np.cumsum(_gain(ideal, gain) * _discount(b, wi, 2.0, discount), axis=1),
+        lambda: cumsum_rows(_gain(ideal, gain) * _discount(b, wi, 2.0, discount)),
     )
     return cum[:, wi - 1 if k is None else min(k, wi) - 1]
 
@@ -245,7 +245,7 @@ def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
 
     def compute() -> np.ndarray:
         weights = np.power(p, np.arange(b.width, dtype=np.float64))
-        return np.cumsum(b.gains * weights, axis=1)
+        return cumsum_rows(b.gains * weights)
 
     cum = b.cached(("cum_rbp", p), compute)
     return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal[:, 0])
@@ -263,7 +263,7 @@ def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarra
         reach = np.cumprod(1.0 - stop, axis=1)
         before = np.ones_like(reach)
         before[:, 1:] = reach[:, :-1]
-        return np.cumsum(stop * before / b.positions(), axis=1)
+        return cumsum_rows(stop * before / b.positions())
 
     return b.cached(("cum_err", gmax), compute)[:, b.col(k)]
 
