@@ -255,7 +255,7 @@ def test_cli_streams_parquet_and_prints_errors_without_traceback(
     streamed = json.loads(capsys.readouterr().out)
     assert main(["evaluate", str(csv_r), str(csv_t), *args]) == 0
     whole = json.loads(capsys.readouterr().out)
-    assert ways == ["merge"]
+    assert ways == ["merge", "merge"]  # the CSV tables are sorted by user: merged too
     assert streamed["metrics"] == whole["metrics"]
     assert streamed["counts"] == whole["counts"]
 
@@ -340,3 +340,23 @@ def test_any_chunking_of_any_file_gives_the_whole_tables_numbers(
     finally:
         stream.CHUNK_ROWS = old
     _same(whole, got)
+
+
+@pytest.mark.parametrize("str_users", [False, True])
+def test_tables_sorted_by_user_merge_like_files(
+    small_chunks: pytest.MonkeyPatch, str_users: bool
+) -> None:
+    recs, truth = _workload(12, str_users)
+    ways = _spy(small_chunks)
+    for table in (lambda f: f, pa.Table.from_pandas):
+        merged = receval.evaluate(table(recs), table(truth), METRICS)
+        assert ways.pop() == "merge"
+        with small_chunks.context() as m:
+            m.setattr(stream, "sorted_tables", lambda *a: None)
+            _same(merged, receval.evaluate(table(recs), table(truth), METRICS))
+        assert not ways
+    # not sorted, or ids of mixed kinds: the in-memory path
+    receval.evaluate(_shuffled(recs, 1), truth, METRICS)
+    other = truth["user"].str[1:].astype(int) if str_users else truth["user"].astype(str)
+    receval.evaluate(recs, truth.assign(user=other), METRICS)
+    assert not ways

@@ -149,6 +149,10 @@ def evaluate(
             cols=Columns(user_col, item_col),
         )
     recommendations, truth, streams = _files(recommendations, truth, cols)
+    if streams is None:  # tables sorted by user merge like sorted files
+        from .io.stream import sorted_tables
+
+        streams = sorted_tables(recommendations, truth, cols)
     if streams is not None:
         res = _streamed(*streams, specs, options, items, conv.graded, progress)
     else:

@@ -104,7 +104,7 @@ class ParquetInput:
         """Tables of about ``rows`` rows with canonical column names (user
         ids as int64 or large strings), each with the file row it starts at."""
         start = 0
-        for table in _pieces(self.file, rows, self.read):
+        for table in self._pieces(rows, self.read):
             table = table.rename_columns(self.names)
             user = table.column("user")
             if user.null_count:
@@ -115,6 +115,9 @@ class ParquetInput:
                 table = table.set_column(0, "user", user.cast(target))
             yield table, start
             start += table.num_rows
+
+    def _pieces(self, rows: int, columns: list[str]) -> Iterator[pa.Table]:
+        return _pieces(self.file, rows, columns)
 
     def read_all(self) -> pa.Table:
         """The whole file (for the in-memory path)."""
@@ -127,7 +130,7 @@ class ParquetInput:
         if not self.graded:
             return 1.0
         col = self.read[self.names.index("relevance")]
-        meta = self.file.metadata
+        meta = None if self.file is None else self.file.metadata
         try:
             index = meta.schema.to_arrow_schema().get_field_index(col)
             groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
@@ -136,11 +139,11 @@ class ParquetInput:
                 values = [float(s.max) for s in stats if s.num_values]
                 if all(math.isfinite(v) for v in values):
                     return max(values, default=1.0)
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, AttributeError):
             pass
         best = -math.inf
         try:
-            for piece in _pieces(self.file, CHUNK_ROWS, [col]):
+            for piece in self._pieces(CHUNK_ROWS, [col]):
                 top = pc.max(piece.column(0).cast(pa.float64())).as_py()
                 if top is not None and math.isfinite(top):
                     best = max(best, top)
@@ -152,7 +155,7 @@ class ParquetInput:
         """Whether the users are in ascending order (one pass over that column)."""
         last = None
         col = self.read[0]
-        for piece in _pieces(self.file, CHUNK_ROWS, [col]):
+        for piece in self._pieces(CHUNK_ROWS, [col]):
             user = piece.column(0)
             target = pa.int64() if self.user_kind == "int" else pa.large_string()
             user = user.cast(target) if user.type != target else user
@@ -164,6 +167,65 @@ class ParquetInput:
             if n:
                 last = user[-1]
         return True
+
+
+@dataclass
+class TableInput(ParquetInput):
+    """An in-memory Arrow table read like a file (``file`` is None)."""
+
+    table: Any = None
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.table.num_rows)
+
+    def _pieces(self, rows: int, columns: list[str]) -> Iterator[pa.Table]:
+        t = self.table.select(columns)
+        for at in range(0, t.num_rows, rows):
+            yield t.slice(at, rows)
+
+
+def sorted_tables(recs: Any, truth: Any, cols: Columns = Columns()) -> tuple[Any, Any] | None:
+    """Two in-memory tables as inputs to merge by user (the same path as
+    sorted Parquet files), or None unless both are Arrow-typed tables whose
+    ids are integers or strings, with users in ascending order."""
+    from .tables import _is_table, _to_arrow
+
+    if not (_is_table(recs) and _is_table(truth)):
+        return None
+    out = []
+    for obj, role in ((recs, "recommendations"), (truth, "truth")):
+        table = _to_arrow(obj, role)
+        names = table.column_names
+        if cols.user not in names or cols.item not in names:
+            return None
+        read = [cols.user, cols.item]
+        if role == "truth":
+            read += [cols.relevance] if cols.relevance in names else []
+        elif cols.rank in names:
+            read.append(cols.rank)
+        elif cols.score in names:
+            read.append(cols.score)
+        else:
+            return None
+        canon = [
+            "user",
+            "item",
+            *(
+                {cols.relevance: "relevance", cols.rank: "rank", cols.score: "score"}[c]
+                for c in read[2:]
+            ),
+        ]
+        kinds = [_id_kind(table.schema.field(c).type) for c in read[:2]]
+        if None in kinds or table.num_rows == 0 or table.column(cols.user).null_count:
+            return None
+        src = TableInput(
+            role, role, None, read, canon, FileInfo(role, "table"), kinds[0], kinds[1], table
+        )
+        out.append(src)
+    if out[0].user_kind != out[1].user_kind or not (out[0].is_sorted() and out[1].is_sorted()):
+        return None
+    return out[0], out[1]
 
 
 def open_parquet(
