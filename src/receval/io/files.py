@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import gzip
 import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,25 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
+    """Whether a path is read as Parquet (by ``--format`` or its extension)."""
+    if fmt != "auto":
+        return fmt == "parquet"
+    return Path(path).suffix.lower() in (".parquet", ".pq")
+
+
+def _checked_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The path of an existing, non-empty file, and its name for messages."""
+    p, name = Path(path), str(path)
+    if not p.exists():
+        raise _fail(name, "no such file")
+    if p.is_dir():
+        raise _fail(name, "is a directory, not a file")
+    if p.stat().st_size == 0:
+        raise _fail(name, "the file is empty")
+    return p, name
+
+
 def read_file(
     path: str | Path,
     *,
@@ -142,18 +162,11 @@ def read_file(
     """Read recommendations (``role="recommendations"``), truth (``"truth"``),
     ratings (``"ratings"``) or a list of items (``"items"``: catalog, popular
     items, item features) from a file into a table with receval's column names."""
-    p = Path(path)
-    name = str(path)
-    if not p.exists():
-        raise _fail(name, "no such file")
-    if p.is_dir():
-        raise _fail(name, "is a directory, not a file")
-    if p.stat().st_size == 0:
-        raise _fail(name, "the file is empty")
-    is_parquet = fmt == "parquet" or (fmt == "auto" and p.suffix.lower() in (".parquet", ".pq"))
-    data = None if is_parquet else _open_text(p)
+    p, name = _checked_path(path)
+    parquet = is_parquet(p, fmt)
+    data = None if parquet else _open_text(p)
     if fmt == "auto":
-        fmt = "parquet" if is_parquet else _format_of(p, data)
+        fmt = "parquet" if parquet else _format_of(p, data)
     info = FileInfo(name, fmt)
     if fmt == "parquet":
         table = _read_parquet(p)

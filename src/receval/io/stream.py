@@ -34,19 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InputError, PolicyError
-from .files import FileInfo, _fail, _map_columns
+from .files import FileInfo, _checked_path, _fail, _map_columns, is_parquet
 from .tables import CHUNK_ROWS, Columns, read_recs, read_truth
 
 __all__ = ["ParquetInput", "is_parquet", "open_parquet", "pairs"]
 
 _CANON = Columns()
-
-
-def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
-    """Whether a path is read as Parquet (by ``--format`` or its extension)."""
-    if fmt != "auto":
-        return fmt == "parquet"
-    return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
 def _id_kind(typ: pa.DataType) -> str | None:
@@ -79,6 +72,15 @@ def _pieces(file: Any, rows: int, columns: list[str]) -> Iterator[pa.Table]:
                 yield pa.Table.from_batches([batch])
 
 
+def _in_order(user: Any, last: Any) -> bool:
+    """Whether a batch's users ascend, from ``last`` (the previous batch's
+    last user, or None)."""
+    n = len(user)
+    if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
+        return False
+    return not (n and last is not None and pc.less(user[0], last).as_py())
+
+
 @dataclass
 class ParquetInput:
     """A Parquet file of recommendations or truth, opened but not read."""
@@ -97,6 +99,11 @@ class ParquetInput:
         return int(self.file.metadata.num_rows)
 
     @property
+    def user_type(self) -> pa.DataType:
+        """The type user ids are read as: int64 or large strings."""
+        return pa.int64() if self.user_kind == "int" else pa.large_string()
+
+    @property
     def graded(self) -> bool:
         return "relevance" in self.names
 
@@ -110,9 +117,8 @@ class ParquetInput:
             if user.null_count:
                 row = int(np.flatnonzero(user.is_null().to_numpy(zero_copy_only=False))[0])
                 raise InputError("missing user id", source=self.path, row=start + row)
-            target = pa.int64() if self.user_kind == "int" else pa.large_string()
-            if user.type != target:
-                table = table.set_column(0, "user", user.cast(target))
+            if user.type != self.user_type:
+                table = table.set_column(0, "user", user.cast(self.user_type))
             yield table, start
             start += table.num_rows
 
@@ -157,14 +163,10 @@ class ParquetInput:
         col = self.read[0]
         for piece in self._pieces(CHUNK_ROWS, [col]):
             user = piece.column(0)
-            target = pa.int64() if self.user_kind == "int" else pa.large_string()
-            user = user.cast(target) if user.type != target else user
-            n = len(user)
-            if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
+            user = user.cast(self.user_type) if user.type != self.user_type else user
+            if not _in_order(user, last):
                 return False
-            if n and last is not None and pc.less(user[0], last).as_py():
-                return False
-            if n:
+            if len(user):
                 last = user[-1]
         return True
 
@@ -235,14 +237,7 @@ def open_parquet(
     when it must be read whole (ids that are floats, lists of items)."""
     import pyarrow.parquet as pq
 
-    p = Path(path)
-    name = str(path)
-    if not p.exists():
-        raise _fail(name, "no such file")
-    if p.is_dir():
-        raise _fail(name, "is a directory, not a file")
-    if p.stat().st_size == 0:
-        raise _fail(name, "the file is empty")
+    p, name = _checked_path(path)
     try:
         file = pq.ParquetFile(p)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -305,12 +300,9 @@ class _Reader:
                 break
             table, start = got
             user = table.column("user")
-            n = table.num_rows
-            if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
+            if not _in_order(user, self.last):
                 raise _NotSorted
-            if n and self.last is not None and pc.less(user[0], self.last).as_py():
-                raise _NotSorted
-            if n:
+            if table.num_rows:
                 self.last = user[-1]
             if self.buf is None:
                 self.buf, self.start = table, start
