@@ -10,6 +10,7 @@ or per row: only per block of users and per metric.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,27 @@ from ..io.tables import RecsData, TruthData
 from ..kernels.batch import Batch
 from ..spec import MetricSpec
 
-__all__ = ["Prepared", "compute", "prepare"]
+__all__ = ["Prepared", "compute", "native_available", "prepare"]
+
+
+def _load_native() -> Any:
+    """The compiled join, unless it is not built or ``RECEVAL_NATIVE=0``."""
+    if os.environ.get("RECEVAL_NATIVE", "1") == "0":
+        return None
+    try:
+        from .. import _native
+    except ImportError:  # no C compiler at install time: the NumPy path
+        return None
+    return _native
+
+
+_native = _load_native()
+
+
+def native_available() -> bool:
+    """Whether the compiled join (``receval._native``) is in use."""
+    return _native is not None
+
 
 #: Upper bound on the cells (users × positions) of one block's matrices.
 BLOCK_CELLS = 1 << 21
@@ -246,71 +267,82 @@ def prepare(
                     f"rank {r_sorted[j]} appears twice in this user's list ({{rows}})", j, j + 1
                 )
 
-    # --- duplicates in a list: one stable sort of (user, item) keys ----------
-    key = ru * n_items + ri
-    korder, skey = _sorted_keys(key, n_users * n_items)
-    later = skey[1:] == skey[:-1]
-    if later.any():
-        dup_rows = korder[1:][later]
-        if duplicates == "error":
-            j = int(dup_rows.min())
-            first = int(korder[np.searchsorted(skey, key[j])])
-            raise located(
-                "the item appears twice in this user's list ({rows}); "
-                "pass duplicates='keep' to keep the first occurrence",
-                first,
-                j,
-            )
-        keep = np.ones(len(key), dtype=bool)
-        keep[dup_rows] = False
-        source_rows = (np.arange(len(key)) if source_rows is None else source_rows)[keep]
-        new_index = np.cumsum(keep) - 1
-        korder = new_index[korder[np.concatenate(([True], ~later))]]
-        skey = key[keep][korder]
-        ru, ri, key = ru[keep], ri[keep], key[keep]
-        if score is not None:
-            score = score[keep]
-        if recommended is not None:
-            recommended = recommended[keep]
-        counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
+    # --- join: the grade of every listed item in the user's truth -----------
+    # One pass per user (the compiled module) when it is built and finds no
+    # item twice; else, and for every input holding duplicates, one sort of
+    # (user, item) keys on each side. Both give the same arrays, bit for bit.
+    joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold)
+    if joined is not None:
+        rec_grade, rec_gain, rec_pos, rec_offsets = joined
+        tuser, grades = tu, truth.grades
+    else:
+        # --- duplicates in a list: one stable sort of (user, item) keys ----------
+        key = ru * n_items + ri
+        korder, skey = _sorted_keys(key, n_users * n_items)
+        later = skey[1:] == skey[:-1]
+        if later.any():
+            dup_rows = korder[1:][later]
+            if duplicates == "error":
+                j = int(dup_rows.min())
+                first = int(korder[np.searchsorted(skey, key[j])])
+                raise located(
+                    "the item appears twice in this user's list ({rows}); "
+                    "pass duplicates='keep' to keep the first occurrence",
+                    first,
+                    j,
+                )
+            keep = np.ones(len(key), dtype=bool)
+            keep[dup_rows] = False
+            source_rows = (np.arange(len(key)) if source_rows is None else source_rows)[keep]
+            new_index = np.cumsum(keep) - 1
+            korder = new_index[korder[np.concatenate(([True], ~later))]]
+            skey = key[keep][korder]
+            ru, ri, key = ru[keep], ri[keep], key[keep]
+            if score is not None:
+                score = score[keep]
+            if recommended is not None:
+                recommended = recommended[keep]
+            counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
 
-    # --- the truth: duplicates, then sorted unique keys ---------------------
-    torder, tkey = _sorted_keys(tu * n_items + ti, n_users * n_items)
-    grades = truth.grades[torder]
-    tdup = tkey[1:] == tkey[:-1]
-    if tdup.any():
-        if duplicates == "error":
-            j = int(np.flatnonzero(tdup)[0])
-            a, b = sorted((int(torder[j]), int(torder[j + 1])))
-            raise InputError(
-                "this (user, item) pair appears twice in the truth ({rows}); "
-                "pass duplicates='keep' to keep the largest grade",
-                source=truth.source,
-                row=b,
-                other_row=a,
-                user=users[2][b],
-                item=items[1][b],
-            )
-        starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
-        grades = np.maximum.reduceat(grades, starts)
-        tkey = tkey[starts]
-        counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
-    tuser = tkey // n_items
+        # --- the truth: duplicates, then sorted unique keys ---------------------
+        torder, tkey = _sorted_keys(tu * n_items + ti, n_users * n_items)
+        grades = truth.grades[torder]
+        tdup = tkey[1:] == tkey[:-1]
+        if tdup.any():
+            if duplicates == "error":
+                j = int(np.flatnonzero(tdup)[0])
+                a, b = sorted((int(torder[j]), int(torder[j + 1])))
+                raise InputError(
+                    "this (user, item) pair appears twice in the truth ({rows}); "
+                    "pass duplicates='keep' to keep the largest grade",
+                    source=truth.source,
+                    row=b,
+                    other_row=a,
+                    user=users[2][b],
+                    item=items[1][b],
+                )
+            starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
+            grades = np.maximum.reduceat(grades, starts)
+            tkey = tkey[starts]
+            counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
+        tuser = tkey // n_items
 
-    # --- join: the grade of every recommended item --------------------------
-    rec_grade = np.zeros(len(key))
-    if len(skey) and len(tkey):
-        pos = np.searchsorted(skey, tkey)
-        found = pos < len(skey)
-        found[found] = skey[pos[found]] == tkey[found]
-        rec_grade[korder[pos[found]]] = grades[found]
-    relevant = (rec_grade >= threshold) & (rec_grade > 0)
-    if recommended is not None:  # explicit feedback: only recommended items can be hits
-        relevant &= recommended
-    rec_gain = np.where(relevant, rec_grade, 0.0)
+        # --- join: the grade of every recommended item --------------------------
+        rec_grade = np.zeros(len(key))
+        if len(skey) and len(tkey):
+            pos = np.searchsorted(skey, tkey)
+            found = pos < len(skey)
+            found[found] = skey[pos[found]] == tkey[found]
+            rec_grade[korder[pos[found]]] = grades[found]
+        rec_gain = None
 
-    rec_offsets = _offsets(ru, n_users)
-    rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
+        rec_offsets = _offsets(ru, n_users)
+        rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
+    if rec_gain is None or recommended is not None:
+        relevant = (rec_grade >= threshold) & (rec_grade > 0)
+        if recommended is not None:  # explicit feedback: only recommended items can be hits
+            relevant &= recommended
+        rec_gain = np.where(relevant, rec_grade, 0.0)
 
     # --- the ideal: relevant grades per user, descending --------------------
     if relevant_from == "list":  # the truth is what the lists hold
@@ -369,6 +401,36 @@ def prepare(
         counts=counts,
         notes=notes,
     )
+
+
+def _native_join(
+    ru: np.ndarray,
+    ri: np.ndarray,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    grades: np.ndarray,
+    n_users: int,
+    threshold: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Grades, gains, positions and list offsets from the compiled pass, or
+    None when it is not available or the input needs the sorting path (an
+    item twice in a list or in a user's truth)."""
+    if _native is None:
+        return None
+    n = len(ru)
+    out = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n_users + 1, np.int64))
+    c = np.ascontiguousarray
+    status = _native.join(
+        c(ru, dtype=np.int64),
+        c(ri, dtype=np.int64),
+        c(tu, dtype=np.int64),
+        c(ti, dtype=np.int64),
+        c(grades, dtype=np.float64),
+        n_users,
+        float(threshold),
+        *out,
+    )
+    return out if status == 0 else None
 
 
 def _sorted_keys(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,181 @@
+"""The compiled join (receval._native) gives what the NumPy path gives, bit for bit.
+
+Every evaluation below runs twice: with the compiled pass and with it
+switched off (the sorting path of numpy_engine.prepare). Per-user values,
+means, counts, notes — or the error raised — must be identical. Inputs with
+an item twice in a list or in the truth always go the NumPy way; that is
+checked too.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import receval
+from receval.engines import numpy_engine
+from tests.test_reference_agreement import frames, scenarios
+from tests.test_stream import _same
+
+native = numpy_engine._native
+needs_native = pytest.mark.skipif(native is None, reason="receval._native is not built")
+
+
+def test_native_is_built_where_required() -> None:
+    """CI sets RECEVAL_REQUIRE_NATIVE=1: the extension must have compiled there."""
+    if os.environ.get("RECEVAL_REQUIRE_NATIVE") == "1":
+        assert numpy_engine.native_available()
+
+
+def _outcome(on: bool, fn: Any) -> Any:
+    with pytest.MonkeyPatch.context() as m:
+        if not on:
+            m.setattr(numpy_engine, "_native", None)
+        try:
+            return fn()
+        except receval.ReceValError as exc:
+            return exc
+
+
+def _both(fn: Any) -> Any:
+    a = _outcome(True, fn)
+    b = _outcome(False, fn)
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        assert type(a) is type(b) and str(a) == str(b)
+    else:
+        _same(a, b)
+    return a
+
+
+@needs_native
+@settings(max_examples=150, deadline=None)
+@given(s=scenarios(), keep=st.booleans())
+def test_random_scenarios_equal_the_numpy_path(s: dict[str, Any], keep: bool) -> None:
+    recs, truth = frames(s)
+    kwargs = {
+        "threshold": s["threshold"],
+        "empty_truth": s["empty_truth"],
+        "missing_recs": s["missing_recs"],
+        "no_truth": s["no_truth"],
+        "ties": s["ties"],
+        "relevant_from": s["relevant_from"],
+        "duplicates": "keep" if keep else "error",
+    }
+    metrics = [*s["metrics"], "ndcg@3[grades=positive]"]
+    _both(lambda: receval.evaluate(recs, truth, metrics, **kwargs))
+
+
+def _random_tables(seed: int, n_users: int, span: int, dup: str | None) -> tuple[Any, Any]:
+    rng = np.random.default_rng(seed)
+    parts, truth = [], []
+    for u in range(n_users):
+        n = int(rng.integers(0, 150))
+        items = rng.choice(span, size=min(n, span), replace=False) - span // 3
+        parts.append(pd.DataFrame({"user": u, "item": items, "rank": np.arange(1, len(items) + 1)}))
+        r = int(rng.integers(0, 40))
+        t_items = np.concatenate(
+            [rng.choice(items, size=min(r // 2, len(items)), replace=False), rng.choice(span, r)]
+        )
+        t_items = np.unique(t_items)
+        truth.append(
+            pd.DataFrame(
+                {"user": u + 3, "item": t_items, "relevance": rng.integers(0, 5, len(t_items))}
+            )
+        )
+    recs = pd.concat(parts, ignore_index=True)
+    tr = pd.concat(truth, ignore_index=True)
+    if dup == "recs":
+        row = recs.iloc[[len(recs) // 2]].assign(rank=10_000)
+        recs = pd.concat([recs, row], ignore_index=True)
+    elif dup == "truth":
+        tr = pd.concat([tr, tr.iloc[[len(tr) // 3]].assign(relevance=4)], ignore_index=True)
+    return recs, tr.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+METRICS = ["precision@10,100", "recall@10", "ndcg@5,50", "ap@100", "rr", "hit_rate@1", "auc"]
+
+
+@needs_native
+@pytest.mark.parametrize("span", [60, 1000, 10**12])
+@pytest.mark.parametrize("dup", [None, "recs", "truth"])
+@pytest.mark.parametrize("duplicates", ["error", "keep"])
+def test_long_lists_and_wide_item_ids(span: int, dup: str | None, duplicates: str) -> None:
+    """Lists of up to 150 items (collisions in the per-user tables), item ids
+    dense, sparse or beyond 32 bits (then encoded), truth shuffled; a
+    duplicate in either table."""
+    if span == 10**12:  # rng.choice would allocate the span: draw ids and dedupe
+        recs, truth = _random_tables(1, 60, 500, dup)
+        recs["item"] = recs["item"] * 1_999_999_973
+        truth["item"] = truth["item"] * 1_999_999_973
+    else:
+        recs, truth = _random_tables(span, 60, span, dup)
+    got = _both(
+        lambda: receval.evaluate(recs, truth, METRICS, duplicates=duplicates),
+    )
+    if dup is not None and duplicates == "error":
+        assert isinstance(got, receval.ReceValError) and "twice" in str(got)
+    else:
+        assert not isinstance(got, Exception)
+
+
+@needs_native
+def test_explicit_feedback_and_chunked_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    recs, truth = _random_tables(7, 200, 300, None)
+    rng = np.random.default_rng(3)
+    ratings = recs.drop(columns="rank").assign(
+        actual=rng.integers(0, 6, len(recs)), predicted=rng.random(len(recs)) * 5
+    )
+    _both(
+        lambda: receval.evaluate_explicit(
+            ratings, ["precision@5[denominator=recommended]", "ndcg@10", "recall@10"], threshold=3
+        ),
+    )
+    from receval.io import tables
+
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 500)
+    _both(lambda: receval.evaluate(recs, truth, METRICS))
+
+
+@needs_native
+def test_status_codes_and_bad_arrays() -> None:
+    def run(ru: list[int], ri: list[int], tu: list[int], ti: list[int], users: int) -> int:
+        n, m = len(ru), len(tu)
+        out = (np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(users + 1, np.int64))
+        a = [np.asarray(x, dtype=np.int64) for x in (ru, ri, tu, ti)]
+        return native.join(*a, np.ones(m), users, 1.0, *out)
+
+    assert run([0, 0, 1], [5, 6, 5], [1, 0], [5, 6], 2) == 0
+    assert run([0, 0, 1], [5, 5, 5], [1], [5], 2) == 1  # an item twice in a list
+    assert run([0, 1], [5, 5], [1, 1], [7, 7], 2) == 2  # twice in a user's truth
+    assert run([1, 0], [5, 5], [], [], 2) == 3  # list rows not grouped by ascending user
+    assert run([0, 2], [5, 5], [], [], 2) == 4  # a user code out of range
+    assert run([0], [5], [-1], [5], 2) == 4
+    with pytest.raises(ValueError, match="lengths"):
+        run([0, 0], [5], [], [], 1)
+    with pytest.raises(ValueError, match="8-byte"):
+        native.join(
+            np.zeros(1, np.int32), *[np.zeros(1, np.int64)] * 3, np.ones(1), 1, 1.0,
+            np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty(2, np.int64),
+        )  # fmt: skip
+
+
+@needs_native
+def test_grades_gains_and_positions() -> None:
+    ru = np.array([0, 0, 0, 2, 2], np.int64)
+    ri = np.array([9, 4, 7, 4, 1], np.int64)
+    tu = np.array([2, 0, 0, 1], np.int64)
+    ti = np.array([1, 7, 4, 3], np.int64)
+    tg = np.array([3.0, 0.5, 2.0, 1.0])
+    grade, gain = np.empty(5), np.empty(5)
+    pos, off = np.empty(5, np.int64), np.empty(4, np.int64)
+    assert native.join(ru, ri, tu, ti, tg, 3, 1.0, grade, gain, pos, off) == 0
+    assert grade.tolist() == [0.0, 2.0, 0.5, 0.0, 3.0]
+    assert gain.tolist() == [0.0, 2.0, 0.0, 0.0, 3.0]  # 0.5 is below the threshold
+    assert pos.tolist() == [0, 1, 2, 0, 1]
+    assert off.tolist() == [0, 3, 3, 5]
