@@ -1,14 +1,15 @@
 /*
- * receval._native: the join of ordered lists with the truth, in one pass.
+ * receval._native: the plumbing of receval.engines.numpy_engine in single
+ * passes — encoding sorted user ids, checking list order, joining ordered
+ * lists with the truth, sorting each user's ideal grades, and filling the
+ * (users x positions) blocks the kernels read.
  *
- * An optional accelerator of receval.engines.numpy_engine.prepare. It does
- * no metric arithmetic: for every recommended row it looks up the grade of
- * the item in the user's truth, and it reports whether a list or a user's
- * truth holds an item twice. The NumPy path computes the same arrays (by
- * sorting (user, item) keys); tests check both bit for bit, and the NumPy
- * path is used whenever this module is not built, when RECEVAL_NATIVE=0,
- * and for every input in which this function finds a duplicate (so that
- * errors and duplicates="keep" have one implementation).
+ * An optional accelerator: it does no metric arithmetic (every metric is
+ * defined once, in receval.kernels). The NumPy path computes the same arrays
+ * (by sorting); tests check both bit for bit, and the NumPy path is used
+ * whenever this module is not built, when RECEVAL_NATIVE=0, and for every
+ * input in which join() finds a duplicate (so that errors and
+ * duplicates="keep" have one implementation).
  *
  * Arrays are passed through the buffer protocol (C-contiguous, checked item
  * sizes), so building needs a C compiler and Python's headers, not NumPy's.
@@ -240,7 +241,300 @@ fail:
     return result;
 }
 
+
+/* Optional buffers: None gives NULL. */
+static int
+take_opt(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *name)
+{
+    if (obj == Py_None) {
+        view->obj = NULL;
+        view->buf = NULL;
+        view->len = 0;
+        return 0;
+    }
+    return take(obj, view, itemsize, 0, name);
+}
+
+static void
+release(Py_buffer *view)
+{
+    if (view->obj != NULL)
+        PyBuffer_Release(view);
+}
+
+/* in_order(ru, rank, score, key) -> bool: are the rows in list order — users
+ * ascending, then rank strictly ascending (rank given), or score descending
+ * with equal scores in ascending key (score and key given)? */
+static PyObject *
+in_order(PyObject *self, PyObject *args)
+{
+    PyObject *o[4];
+    Py_buffer b[4] = {{0}};
+    PyObject *result = NULL;
+    int ok = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3]))
+        return NULL;
+    if (take(o[0], &b[0], 8, 0, "ru") < 0)
+        return NULL;
+    if (take_opt(o[1], &b[1], 8, "rank") < 0 || take_opt(o[2], &b[2], 8, "score") < 0 ||
+        take_opt(o[3], &b[3], 8, "key") < 0)
+        goto fail;
+    Py_ssize_t n = b[0].len / 8;
+    const int64_t *ru = b[0].buf, *rank = b[1].buf, *key = b[3].buf;
+    const double *score = b[2].buf;
+    if ((rank && b[1].len / 8 != n) || (!rank && (!score || !key)) ||
+        (score && (b[2].len / 8 != n || !key || b[3].len / 8 != n))) {
+        PyErr_SetString(PyExc_ValueError, "in_order: give rank, or score and key, of every row");
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 1; i < n && ok; i++) {
+        if (ru[i] != ru[i - 1])
+            ok = ru[i] > ru[i - 1];
+        else if (rank)
+            ok = rank[i] > rank[i - 1];
+        else
+            ok = score[i] < score[i - 1] || (score[i] == score[i - 1] && key[i] > key[i - 1]);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+fail:
+    for (int i = 0; i < 4; i++)
+        release(&b[i]);
+    return result;
+}
+
+/* runs(a, out_values) -> count: the distinct values of a sorted array, in
+ * order, written to out_values; -1 when a is not sorted ascending. */
+static PyObject *
+runs(PyObject *self, PyObject *args)
+{
+    PyObject *o[2];
+    Py_buffer b[2];
+    Py_ssize_t count = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &o[0], &o[1]))
+        return NULL;
+    if (take(o[0], &b[0], 8, 0, "a") < 0)
+        return NULL;
+    if (take(o[1], &b[1], 8, 1, "out_values") < 0) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    Py_ssize_t n = b[0].len / 8;
+    if (b[1].len / 8 < n) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        PyErr_SetString(PyExc_ValueError, "runs: out_values is shorter than a");
+        return NULL;
+    }
+    const int64_t *a = b[0].buf;
+    int64_t *out = b[1].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || a[i] > a[i - 1]) {
+            out[count++] = a[i];
+        } else if (a[i] < a[i - 1]) {
+            count = -1;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b[0]);
+    PyBuffer_Release(&b[1]);
+    return PyLong_FromSsize_t(count);
+}
+
+/* codes(a, uniq, out) -> bool: the index in uniq (sorted, distinct) of every
+ * value of a (sorted), by one walk; False when a value is not in uniq. */
+static PyObject *
+codes(PyObject *self, PyObject *args)
+{
+    PyObject *o[3];
+    Py_buffer b[3];
+    int got = 0, ok = 1;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]))
+        return NULL;
+    for (; got < 3; got++)
+        if (take(o[got], &b[got], 8, got == 2, got == 0 ? "a" : got == 1 ? "uniq" : "out") < 0)
+            goto fail;
+    Py_ssize_t n = b[0].len / 8, u = b[1].len / 8;
+    if (b[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "codes: out and a differ in length");
+        goto fail;
+    }
+    const int64_t *a = b[0].buf, *uniq = b[1].buf;
+    int64_t *out = b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        while (j < u && uniq[j] < a[i])
+            j++;
+        if (j == u || uniq[j] != a[i]) {
+            ok = 0;
+            break;
+        }
+        out[i] = j;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
+static int
+descending(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* ideal(tu, grades, users, threshold, out_grades, out_off) -> count: the
+ * grades >= threshold and > 0 of each user, sorted descending, users in code
+ * order (out_off: users + 1 offsets). */
+static PyObject *
+ideal(PyObject *self, PyObject *args)
+{
+    PyObject *o[4];
+    long long users;
+    double threshold;
+    Py_buffer b[4];
+    int got = 0;
+    Py_ssize_t count = -1;
+    static const char *names[4] = {"tu", "grades", "out_grades", "out_off"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOLdOO", &o[0], &o[1], &users, &threshold, &o[2], &o[3]))
+        return NULL;
+    for (; got < 4; got++)
+        if (take(o[got], &b[got], 8, got >= 2, names[got]) < 0)
+            goto fail;
+    Py_ssize_t m = b[0].len / 8;
+    if (users < 0 || b[1].len / 8 != m || b[2].len / 8 < m || b[3].len / 8 != users + 1) {
+        PyErr_SetString(PyExc_ValueError, "ideal: array lengths do not match");
+        goto fail;
+    }
+    const int64_t *tu = b[0].buf;
+    const double *g = b[1].buf;
+    double *out = b[2].buf;
+    int64_t *off = b[3].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(off, 0, ((size_t)users + 1) * sizeof(int64_t));
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (tu[j] < 0 || tu[j] >= users) {
+            bad = 1;
+            break;
+        }
+        if (g[j] >= threshold && g[j] > 0.0)
+            off[tu[j] + 1]++;
+    }
+    if (!bad) {
+        for (int64_t u = 0; u < users; u++)
+            off[u + 1] += off[u];
+        int64_t *at = malloc(((size_t)users + 1) * sizeof(int64_t));
+        if (at == NULL) {
+            bad = 2;
+        } else {
+            memcpy(at, off, ((size_t)users + 1) * sizeof(int64_t));
+            for (Py_ssize_t j = 0; j < m; j++)
+                if (g[j] >= threshold && g[j] > 0.0)
+                    out[at[tu[j]]++] = g[j];
+            free(at);
+            for (int64_t u = 0; u < users; u++) {
+                double *x = out + off[u];
+                int64_t len = off[u + 1] - off[u];
+                if (len > 24) {
+                    qsort(x, (size_t)len, sizeof(double), descending);
+                    continue;
+                }
+                for (int64_t i = 1; i < len; i++) { /* insertion sort: a few grades */
+                    double v = x[i];
+                    int64_t k = i;
+                    for (; k > 0 && x[k - 1] < v; k--)
+                        x[k] = x[k - 1];
+                    x[k] = v;
+                }
+            }
+            count = off[users];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad == 1)
+        PyErr_SetString(PyExc_ValueError, "ideal: a user code is out of range");
+    else if (bad == 2)
+        PyErr_NoMemory();
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return count < 0 ? NULL : PyLong_FromSsize_t(count);
+}
+
+/* fill(off, u0, u1, values, width, out): the values of users u0..u1-1 (user
+ * u's rows off[u]..off[u+1]-1, in position order) into a column-major
+ * (u1 - u0, width) block: out[p * (u1 - u0) + (u - u0)]. Positions from
+ * width on are left out; cells without a value keep what out holds (the
+ * padding). Any 8-byte values. */
+static PyObject *
+fill(PyObject *self, PyObject *args)
+{
+    PyObject *o[3];
+    long long u0, u1, width;
+    Py_buffer b[3];
+    int got = 0;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OLLOLO", &o[0], &u0, &u1, &o[1], &width, &o[2]))
+        return NULL;
+    for (; got < 3; got++)
+        if (take(o[got], &b[got], 8, got == 2, got == 0 ? "off" : got == 1 ? "values" : "out") <
+            0)
+            goto fail;
+    const int64_t *off = b[0].buf;
+    Py_ssize_t users = b[0].len / 8 - 1, n = b[1].len / 8;
+    int64_t m = u1 - u0;
+    if (u0 < 0 || u1 < u0 || u1 > users || width < 0 || b[2].len / 8 != m * width ||
+        (users >= 0 && (off[u1] > n || off[u0] < 0))) {
+        PyErr_SetString(PyExc_ValueError, "fill: users, widths or lengths do not match");
+        goto fail;
+    }
+    const uint64_t *v = b[1].buf;
+    uint64_t *out = b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t r0 = off[u], len = off[u + 1] - r0;
+        if (len > width)
+            len = width;
+        uint64_t *col = out + (u - u0);
+        for (int64_t p = 0; p < len; p++)
+            col[p * m] = v[r0 + p];
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"in_order", in_order, METH_VARARGS,
+     "in_order(ru, rank, score, key) -> bool: rows in list order (rank, or score and key)."},
+    {"runs", runs, METH_VARARGS,
+     "runs(a, out_values) -> count: distinct values of a sorted array; -1 if not sorted."},
+    {"codes", codes, METH_VARARGS,
+     "codes(a, uniq, out) -> bool: index in uniq of each value of sorted a."},
+    {"ideal", ideal, METH_VARARGS,
+     "ideal(tu, grades, users, threshold, out_grades, out_off) -> count: relevant grades\n"
+     "of each user sorted descending."},
+    {"fill", fill, METH_VARARGS,
+     "fill(off, u0, u1, values, width, out): 8-byte values of users u0..u1-1 into a\n"
+     "column-major (u1 - u0, width) block."},
     {"join", join, METH_VARARGS,
      "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_pos, out_off) -> status\n\n"
      "Grades, gains and list positions of ordered list rows (user codes ascending), and the\n"
@@ -250,8 +544,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_native", "receval's optional compiled join (see numpy_engine).", -1,
-    methods,
+    PyModuleDef_HEAD_INIT, "_native", "receval's optional compiled plumbing (see numpy_engine).",
+    -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

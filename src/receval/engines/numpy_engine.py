@@ -113,6 +113,16 @@ def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return a[starts], np.diff(np.append(starts, len(a)))
 
 
+def _distinct_sorted(a: np.ndarray) -> np.ndarray | None:
+    """The distinct values of a sorted array, in order; None when it is not sorted."""
+    if _native is not None and a.dtype == np.int64:
+        out = np.empty(len(a), dtype=np.int64)
+        count = _native.runs(np.ascontiguousarray(a), out)
+        return None if count < 0 else out[:count].copy()
+    runs = _runs(a)
+    return None if runs is None else runs[0]
+
+
 def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
@@ -124,15 +134,30 @@ def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
         uniq = np.array(sorted(set(both.tolist())), dtype=object)
         lookup = pd.Index(uniq)
         return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
+    if _native is not None and all(p.dtype == np.int64 for p in parts):
+        distinct = [_distinct_sorted(p) for p in parts]
+        candidates = [
+            pd.unique(p) if d is None else d for p, d in zip(parts, distinct, strict=True)
+        ]
+        uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
+        codes = []
+        for p, d in zip(parts, distinct, strict=True):
+            if d is None:
+                codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
+            else:  # one walk along the sorted ids
+                out = np.empty(len(p), dtype=np.int64)
+                _native.codes(np.ascontiguousarray(p), uniq, out)
+                codes.append(out)
+        return codes, uniq
     runs = [_runs(p) for p in parts]
     candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
     for p, r in zip(parts, runs, strict=True):
         if r is not None:
-            codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64))
+            codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64, copy=False))
         else:
-            codes.append(np.searchsorted(uniq, p).astype(np.int64))
+            codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
     return codes, uniq
 
 
@@ -181,6 +206,13 @@ def _tie_key(rule: str, ri: np.ndarray, raw_items: np.ndarray) -> np.ndarray:
 def _list_order(ru: np.ndarray, key: np.ndarray, recs: RecsData) -> np.ndarray | None:
     """The permutation putting rows in list order (user, then rank or score
     descending, then the tie key ascending); None when they already are."""
+    if _native is not None:
+        c = np.ascontiguousarray
+        rank = None if recs.rank is None else c(recs.rank, dtype=np.int64)
+        score = None if rank is not None or recs.score is None else c(recs.score, np.float64)
+        tie = None if rank is not None else c(key, dtype=np.int64)
+        if _native.in_order(c(ru, dtype=np.int64), rank, score, tie):
+            return None
     du = ru[1:] - ru[:-1]
     if recs.rank is not None:
         rk = recs.rank
@@ -347,14 +379,14 @@ def prepare(
     # --- the ideal: relevant grades per user, descending --------------------
     if relevant_from == "list":  # the truth is what the lists hold
         tuser, grades = ru, rec_grade
-    ig, ideal_offsets = _ideal(tuser, grades, (grades >= threshold) & (grades > 0), n_users)
+    ig, ideal_offsets = _ideal(tuser, grades, threshold, n_users)
     pos_gain = pos_ig = pos_offsets = None
     if positive_grades:
         positive = rec_grade > 0
         if recommended is not None:
             positive &= recommended
         pos_gain = np.where(positive, rec_grade, 0.0)
-        pos_ig, pos_offsets = _ideal(tuser, grades, grades > 0, n_users)
+        pos_ig, pos_offsets = _ideal(tuser, grades, 0.0, n_users)
 
     if score is not None and len(score) > 1:
         # rows whose score equals the previous row's of the same user: ties broken by id
@@ -371,8 +403,7 @@ def prepare(
         tie_start = first_rows[group] - rec_offsets[ru] + 1
         tie_end = last_rows[group] - rec_offsets[ru] + 1
 
-    has_recs = np.zeros(n_users, dtype=bool)
-    has_recs[ru] = True
+    has_recs = np.diff(rec_offsets) > 0
     has_recs[reu] = True
     in_truth = np.zeros(n_users, dtype=bool)
     in_truth[tu] = True
@@ -450,9 +481,18 @@ def _sorted_keys(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ideal(
-    tuser: np.ndarray, grades: np.ndarray, keep: np.ndarray, n_users: int
+    tuser: np.ndarray, grades: np.ndarray, threshold: float, n_users: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The kept grades of each user sorted descending, and their offsets (users sorted)."""
+    """The grades >= threshold and > 0 of each user sorted descending, and
+    their offsets (users in code order)."""
+    if _native is not None:
+        out, offsets = np.empty(len(grades)), np.empty(n_users + 1, dtype=np.int64)
+        c = np.ascontiguousarray
+        count = _native.ideal(
+            c(tuser, dtype=np.int64), c(grades, dtype=np.float64), n_users, threshold, out, offsets
+        )
+        return out[:count], offsets
+    keep = (grades >= threshold) & (grades > 0)
     iu, ig = tuser[keep], grades[keep]
     if len(ig) and ig.min() != ig.max():
         levels, inv = np.unique(-ig, return_inverse=True)
@@ -495,6 +535,10 @@ def _fill(
     m = u1 - u0
     out = np.full((width, m), pad, dtype=dtype)
     if r1 == r0:
+        return out.T
+    if _native is not None and out.itemsize == 8 and values.dtype == out.dtype:
+        # positions follow the offsets (rows of a user are in list order)
+        _native.fill(offsets, u0, u1, np.ascontiguousarray(values), width, out.reshape(-1))
         return out.T
     u = user[r0:r1] - u0
     p = pos[r0:r1] if pos is not None else np.arange(r0, r1) - offsets[user[r0:r1]]

@@ -76,6 +76,11 @@ def _in_order(user: Any, last: Any) -> bool:
     """Whether a batch's users ascend, from ``last`` (the previous batch's
     last user, or None)."""
     n = len(user)
+    if pa.types.is_int64(user.type) and n:
+        from ..engines.numpy_engine import _distinct_sorted
+
+        ids = user.to_numpy()
+        return _distinct_sorted(ids) is not None and (last is None or ids[0] >= last.as_py())
     if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
         return False
     return not (n and last is not None and pc.less(user[0], last).as_py())

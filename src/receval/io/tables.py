@@ -170,8 +170,13 @@ def ids_to_numpy(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> n
 
 
 def _numbers(
-    col: pa.ChunkedArray, role: str, source: str, expected: str = "a number"
+    col: pa.ChunkedArray,
+    role: str,
+    source: str,
+    expected: str = "a number",
+    keep_ints: bool = False,
 ) -> np.ndarray:
+    """The column as float64 (integers kept as they are with ``keep_ints``)."""
     typ = col.type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
         values = col.to_numpy(zero_copy_only=False)
@@ -190,7 +195,10 @@ def _numbers(
             source=source,
             row=row,
         )
-    return col.to_numpy().astype(np.float64, copy=False)
+    values = col.to_numpy()
+    if keep_ints and values.dtype.kind in "iu":
+        return values
+    return values.astype(np.float64, copy=False)
 
 
 def _locate(err: InputError, users: np.ndarray, items: np.ndarray) -> InputError:
@@ -217,6 +225,11 @@ def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source
 
 def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> np.ndarray:
     """Ranks must be positive integers; returns them as int64."""
+    if rank.dtype.kind in "iu":  # integers: only the sign to check
+        bad = rank < 1
+        if not bad.any():
+            return rank.astype(np.int64, copy=False)
+        rank = rank.astype(np.float64)
     bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))
     if bad.any():
         i = _first(bad)
@@ -261,7 +274,9 @@ def read_recs(obj: Any, cols: Columns = Columns(), source: str = "recommendation
     score = rank = None
     if cols.rank in table.column_names:
         try:
-            raw = _numbers(table.column(cols.rank), "rank", source, "a positive integer")
+            raw = _numbers(
+                table.column(cols.rank), "rank", source, "a positive integer", keep_ints=True
+            )
         except InputError as exc:
             raise _locate(exc, users, items) from None
         rank = check_ranks(raw, users, items, source)
