@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import _malloc
 from ..context import ItemContext
 from ..errors import InputError, PolicyError, plain
 from ..io.tables import RecsData, TruthData
@@ -417,14 +418,21 @@ def run_pairs(
 
     # Chunks run on a few threads (NumPy releases the GIL); results are merged
     # in chunk order, so nothing depends on the number of threads.
-    with ThreadPoolExecutor(max_workers=THREADS) as pool:
-        pending: deque[Future[_Part]] = deque()
-        for pair in pairs:
-            pending.append(pool.submit(evaluate_chunk, pair))
-            while len(pending) > THREADS:
+    tuned = False
+    try:
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            pending: deque[Future[_Part]] = deque()
+            for pair in pairs:
+                if not parts and not pending:  # large input: keep freed memory for reuse
+                    tuned = _malloc.tune(pair.recs.rows)
+                pending.append(pool.submit(evaluate_chunk, pair))
+                while len(pending) > THREADS:
+                    merge(pending.popleft().result())
+            while pending:
                 merge(pending.popleft().result())
-        while pending:
-            merge(pending.popleft().result())
+    finally:
+        if tuned:
+            _malloc.release()
     if not parts:
         raise ValueError("no users to evaluate")  # pragma: no cover - callers give one pair
 

@@ -22,7 +22,7 @@ from ..errors import InputError
 __all__ = ["Columns", "RecsData", "TruthData", "iter_recs", "read_recs", "read_truth"]
 
 #: Recommendation rows per chunk when a large table is grouped by user.
-CHUNK_ROWS = 1_000_000
+CHUNK_ROWS = 500_000
 
 
 @dataclass(frozen=True)

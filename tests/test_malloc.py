@@ -1,0 +1,48 @@
+"""The allocator setting of large evaluations (receval._malloc) changes no number."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import receval
+from receval import _malloc
+
+
+def test_small_inputs_leave_the_allocator_alone() -> None:
+    assert _malloc.tune(_malloc.MIN_ROWS - 1) is False
+
+
+def test_opt_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECEVAL_MALLOC", "0")
+    assert _malloc._glibc() is None
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only"
+)
+def test_glibc_is_tuned_and_trimmed() -> None:
+    assert _malloc._glibc() is not None
+    assert _malloc.tune(_malloc.MIN_ROWS) is True
+    _malloc.release()
+
+
+def test_large_evaluation_equals_untuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 250,000-row input (tuned) gives the numbers of the same input with
+    the setting switched off."""
+    rng = np.random.default_rng(0)
+    users = np.repeat(np.arange(5000), 50)
+    ranks = np.tile(np.arange(1, 51), 5000)
+    recs = pd.DataFrame({"user": users, "item": rng.integers(0, 10**6, len(users)), "rank": ranks})
+    recs = recs.drop_duplicates(["user", "item"])
+    truth = recs.sample(frac=0.1, random_state=1)[["user", "item"]]
+    metrics = ["ndcg@10", "ap@50", "recall@20"]
+    a = receval.evaluate(recs, truth, metrics)
+    monkeypatch.setattr(_malloc, "_libc", None)
+    monkeypatch.setattr(_malloc, "tune", lambda rows: False)
+    b = receval.evaluate(recs, truth, metrics)
+    pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
+    assert a.summary == b.summary
