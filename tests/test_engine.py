@@ -403,10 +403,13 @@ def test_warnings_count_what_changed_no_number() -> None:
     kind=st.sampled_from(["float", "bool", "int"]),
     fortran=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
+    native=st.booleans(),
 )
 def test_column_by_column_running_sums_are_numpys_bit_for_bit(
-    rows: int, width: int, kind: str, fortran: bool, seed: int
+    rows: int, width: int, kind: str, fortran: bool, seed: int, native: bool
 ) -> None:
+    """Both the compiled running sum and the NumPy column loop."""
+    from receval.kernels import batch
     from receval.kernels.batch import cumsum_rows
 
     rng = np.random.default_rng(seed)
@@ -419,7 +422,10 @@ def test_column_by_column_running_sums_are_numpys_bit_for_bit(
         x, dtype = rng.integers(-5, 5, (rows, width)), None
     if fortran:
         x = np.asfortranarray(x)
-    got = cumsum_rows(x, dtype)
+    with pytest.MonkeyPatch.context() as m:
+        if not native:
+            m.setattr(batch, "_native", None)
+        got = cumsum_rows(x, dtype)
     want = np.cumsum(x, axis=1, dtype=dtype)
     assert got.dtype == want.dtype
     assert np.array_equal(got, want)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import receval
 from receval.engines import numpy_engine
+from receval.kernels import batch
 from tests.test_reference_agreement import frames, scenarios
 from tests.test_stream import _same
 
@@ -37,6 +38,7 @@ def _outcome(on: bool, fn: Any) -> Any:
     with pytest.MonkeyPatch.context() as m:
         if not on:
             m.setattr(numpy_engine, "_native", None)
+            m.setattr(batch, "_native", None)
         try:
             return fn()
         except receval.ReceValError as exc:

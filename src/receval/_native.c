@@ -187,9 +187,11 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
                 }
                 s = &t.slot[(size_t)(s - t.slot + 1) & mask];
             }
-            out_grade[r] = g;
+            if (out_grade)
+                out_grade[r] = g;
             out_gain[r] = (g >= threshold && g > 0.0) ? g : 0.0;
-            out_pos[r] = r - r0;
+            if (out_pos)
+                out_pos[r] = r - r0;
         }
     }
 done:
@@ -217,12 +219,19 @@ join(PyObject *self, PyObject *args)
         return NULL;
     for (; got < 9; got++) {
         Py_ssize_t size = (got == 4 || got == 5 || got == 6) ? sizeof(double) : sizeof(int64_t);
+        int optional = got == 5 || got == 7; /* out_grade, out_pos: None to skip */
+        if (optional && o[got] == Py_None) {
+            b[got].obj = NULL;
+            b[got].buf = NULL;
+            b[got].len = -1;
+            continue;
+        }
         if (take(o[got], &b[got], size, got >= 5, names[got]) < 0)
             goto fail;
     }
     Py_ssize_t n = b[0].len / 8, m = b[2].len / 8;
     if (users < 0 || b[1].len / 8 != n || b[3].len / 8 != m || b[4].len / 8 != m ||
-        b[5].len / 8 != n || b[6].len / 8 != n || b[7].len / 8 != n ||
+        (b[5].obj && b[5].len / 8 != n) || b[6].len / 8 != n || (b[7].obj && b[7].len / 8 != n) ||
         b[8].len / 8 != users + 1) {
         PyErr_SetString(PyExc_ValueError, "join: array lengths do not match");
         goto fail;
@@ -237,7 +246,8 @@ join(PyObject *self, PyObject *args)
         result = PyLong_FromLong(status);
 fail:
     for (int i = 0; i < got; i++)
-        PyBuffer_Release(&b[i]);
+        if (b[i].obj != NULL)
+            PyBuffer_Release(&b[i]);
     return result;
 }
 
@@ -522,7 +532,74 @@ fail:
     return result;
 }
 
+/* cumsum(x, out, kind): running sums down the first axis of C-contiguous
+ * (w, m) arrays — the columns of a column-major (m, w) block — so each of the
+ * m sums is accumulated left to right, one position at a time, exactly as
+ * np.cumsum(axis=1) does. kind 0: float64 -> float64, 1: int64 -> int64,
+ * 2: bool -> int64. */
+static PyObject *
+cumsum(PyObject *self, PyObject *args)
+{
+    PyObject *o[2];
+    int kind;
+    long long m;
+    Py_buffer b[2];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOLi", &o[0], &o[1], &m, &kind))
+        return NULL;
+    if (kind < 0 || kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "cumsum: kind is 0, 1 or 2");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(o[0], &b[0], PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(o[1], &b[1], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    Py_ssize_t cells = b[1].len / 8;
+    if (b[1].itemsize != 8 || b[0].itemsize != (kind == 2 ? 1 : 8))
+        cells = -1;
+    if (m <= 0 || cells < 0 || cells % m != 0 || b[0].len != cells * (kind == 2 ? 1 : 8)) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        PyErr_SetString(PyExc_ValueError, "cumsum: shapes do not match");
+        return NULL;
+    }
+    Py_ssize_t w = cells / m;
+    Py_BEGIN_ALLOW_THREADS
+    if (kind == 0) {
+        const double *x = b[0].buf;
+        double *out = b[1].buf;
+        memcpy(out, x, (size_t)m * sizeof(double));
+        for (Py_ssize_t j = 1; j < w; j++)
+            for (Py_ssize_t i = 0; i < m; i++)
+                out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i];
+    } else if (kind == 1) {
+        const int64_t *x = b[0].buf;
+        int64_t *out = b[1].buf;
+        memcpy(out, x, (size_t)m * sizeof(int64_t));
+        for (Py_ssize_t j = 1; j < w; j++)
+            for (Py_ssize_t i = 0; i < m; i++)
+                out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i];
+    } else {
+        const uint8_t *x = b[0].buf;
+        int64_t *out = b[1].buf;
+        for (Py_ssize_t i = 0; i < m; i++)
+            out[i] = x[i] != 0;
+        for (Py_ssize_t j = 1; j < w; j++)
+            for (Py_ssize_t i = 0; i < m; i++)
+                out[j * m + i] = out[(j - 1) * m + i] + (x[j * m + i] != 0);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b[0]);
+    PyBuffer_Release(&b[1]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"cumsum", cumsum, METH_VARARGS,
+     "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
     {"in_order", in_order, METH_VARARGS,
      "in_order(ru, rank, score, key) -> bool: rows in list order (rank, or score and key)."},
     {"runs", runs, METH_VARARGS,
@@ -537,6 +614,7 @@ static PyMethodDef methods[] = {
      "column-major (u1 - u0, width) block."},
     {"join", join, METH_VARARGS,
      "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_pos, out_off) -> status\n\n"
+     "out_grade and out_pos may be None (not written).\n"
      "Grades, gains and list positions of ordered list rows (user codes ascending), and the\n"
      "list offsets per user. Status: 0 done, 1 an item twice in a list, 2 an item twice in a\n"
      "user's truth, 3 user codes not ascending, 4 a user code out of range."},

@@ -77,7 +77,7 @@ class _ExposureCounter:
         counted = evaluated[p.rec_user]
         out = {}
         for k in self.parts:
-            rows = counted if k is None else counted & (p.rec_pos < k)
+            rows = counted if k is None else counted & (numpy_engine._positions(p) < k)
             out[k] = pd.Series(p.rec_item_ids[rows]).value_counts(sort=False)
         return out
 

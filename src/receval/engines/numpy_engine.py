@@ -10,7 +10,6 @@ or per row: only per block of users and per metric.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._accel import NATIVE
 from ..context import ItemContext
 from ..errors import InputError, MetricError
 from ..io.tables import RecsData, TruthData
@@ -27,18 +27,7 @@ from ..spec import MetricSpec
 __all__ = ["Prepared", "compute", "native_available", "prepare"]
 
 
-def _load_native() -> Any:
-    """The compiled join, unless it is not built or ``RECEVAL_NATIVE=0``."""
-    if os.environ.get("RECEVAL_NATIVE", "1") == "0":
-        return None
-    try:
-        from .. import _native
-    except ImportError:  # no C compiler at install time: the NumPy path
-        return None
-    return _native
-
-
-_native = _load_native()
+_native = NATIVE
 
 
 def native_available() -> bool:
@@ -67,7 +56,7 @@ class Prepared:
     in_truth: np.ndarray
     n_relevant: np.ndarray
     rec_user: np.ndarray
-    rec_pos: np.ndarray
+    rec_pos: np.ndarray | None  # None: from the offsets, see positions()
     rec_gain: np.ndarray
     rec_offsets: np.ndarray
     ideal_grades: np.ndarray
@@ -83,6 +72,13 @@ class Prepared:
     positive_ideal_offsets: np.ndarray | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def _positions(p: Prepared) -> np.ndarray:
+    """The 0-based position of every list row in its list."""
+    if p.rec_pos is None:
+        p.rec_pos = np.arange(len(p.rec_user), dtype=np.int64) - p.rec_offsets[p.rec_user]
+    return p.rec_pos
 
 
 def _kind(a: np.ndarray) -> str:
@@ -164,12 +160,17 @@ def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     return codes, uniq
 
 
-def _encode_items(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+def _encode_items(parts: list[np.ndarray], raw: bool = True) -> tuple[list[np.ndarray], int | None]:
     """Item codes ordered like the ids, and the number of codes.
 
-    Integer ids are their own codes (shifted to start at 0) when the span is
-    small enough for a (user, item) key in 63 bits; otherwise they are encoded.
+    With the compiled join and integer ids, the ids themselves (``None``
+    codes: the join hashes any int64; the sorting path encodes them when it
+    is needed). Otherwise integer ids are their own codes (shifted to start
+    at 0) when the span is small enough for a (user, item) key in 63 bits;
+    else they are encoded.
     """
+    if raw and _native is not None and all(p.dtype == np.int64 for p in parts):
+        return parts, None
     if all(p.dtype.kind == "i" for p in parts):
         nonempty = [p for p in parts if len(p)]
         lo = min((int(p.min()) for p in nonempty), default=0)
@@ -265,7 +266,6 @@ def prepare(
     (ru, reu, tu, teu), user_ids = _encode(users)
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)
-    n_items = max(n_items, 1)
 
     # --- order each list -------------------------------------------------
     tie_key = ri if recs.rank is not None or ties == "item" else _tie_key(ties, ri, items[0])
@@ -306,11 +306,16 @@ def prepare(
     # One pass per user (the compiled module) when it is built and finds no
     # item twice; else, and for every input holding duplicates, one sort of
     # (user, item) keys on each side. Both give the same arrays, bit for bit.
-    joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold)
+    want_grades = positive_grades or relevant_from == "list" or recommended is not None
+    joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold, want_grades)
     if joined is not None:
-        rec_grade, rec_gain, rec_pos, rec_offsets = joined
+        rec_grade, rec_gain, rec_offsets = joined
+        rec_pos = None  # from the offsets when needed (Prepared.positions)
         tuser, grades = tu, truth.grades
     else:
+        if n_items is None:  # raw integer ids so far: codes for the sorting path
+            (ri, ti), n_items = _encode_items([ri, ti], raw=False)
+        n_items = max(n_items, 1)
         # --- duplicates in a list: one stable sort of (user, item) keys ----------
         key = ru * n_items + ri
         korder, skey = _sorted_keys(key, n_users * n_items)
@@ -445,14 +450,16 @@ def _native_join(
     grades: np.ndarray,
     n_users: int,
     threshold: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Grades, gains, positions and list offsets from the compiled pass, or
+    want_grades: bool,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray] | None:
+    """Grades (when wanted), gains and list offsets from the compiled pass, or
     None when it is not available or the input needs the sorting path (an
     item twice in a list or in a user's truth)."""
     if _native is None:
         return None
     n = len(ru)
-    out = (np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n_users + 1, np.int64))
+    grade = np.empty(n) if want_grades else None
+    gain, offsets = np.empty(n), np.empty(n_users + 1, np.int64)
     c = np.ascontiguousarray
     status = _native.join(
         c(ru, dtype=np.int64),
@@ -462,9 +469,12 @@ def _native_join(
         c(grades, dtype=np.float64),
         n_users,
         float(threshold),
-        *out,
+        grade,
+        gain,
+        None,
+        offsets,
     )
-    return out if status == 0 else None
+    return (grade, gain, offsets) if status == 0 else None
 
 
 def _sorted_keys(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:

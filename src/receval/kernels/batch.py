@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._accel import NATIVE as _native
+
 if TYPE_CHECKING:
     from ..context import ItemContext
 
@@ -27,14 +29,32 @@ def cumsum_rows(x: np.ndarray, dtype: Any = None) -> np.ndarray:
     time, so the result is exactly NumPy's; but every step adds one column of
     all users at once (contiguous in the column-major result), which is 2.5-6x
     faster than NumPy's row-by-row accumulate on these (users, positions)
-    matrices.
+    matrices. With receval's compiled module the whole loop is one call.
     """
-    out = np.array(x, dtype=dtype, order="F")
-    if out.ndim != 2 or out.shape[0] < 64:
+    if x.ndim != 2 or x.shape[0] < 64:
         return np.cumsum(x, axis=1, dtype=dtype)
+    kind = _native_kind(x.dtype, np.dtype(dtype) if dtype is not None else None)
+    if kind is not None and x.flags.f_contiguous and x.shape[1]:
+        out = np.empty(x.shape, dtype=np.float64 if kind == 0 else np.int64, order="F")
+        _native.cumsum(x.T, out.T, x.shape[0], kind)
+        return out
+    out = np.array(x, dtype=dtype, order="F")
     for j in range(1, out.shape[1]):
         np.add(out[:, j - 1], out[:, j], out=out[:, j])
     return out
+
+
+def _native_kind(src: np.dtype, dst: np.dtype | None) -> int | None:
+    """The compiled running sum that matches (input, output) dtypes, if any."""
+    if _native is None:
+        return None
+    if src == np.float64 and dst in (None, np.float64):
+        return 0
+    if src == np.int64 and dst in (None, np.int64):
+        return 1
+    if src == np.bool_ and dst == np.int64:
+        return 2
+    return None
 
 
 @dataclass
