@@ -310,7 +310,7 @@ def prepare(
     joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold, want_grades)
     if joined is not None:
         rec_grade, rec_gain, rec_offsets = joined
-        rec_pos = None  # from the offsets when needed (Prepared.positions)
+        rec_pos = None  # from the offsets when needed (_positions)
         tuser, grades = tu, truth.grades
     else:
         if n_items is None:  # raw integer ids so far: codes for the sorting path
