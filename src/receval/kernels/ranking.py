@@ -87,8 +87,10 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
 
 def _cum_ap_numerator(b: Batch) -> np.ndarray:
     def compute() -> np.ndarray:
-        prec_i = b.cum_hits() / b.positions()
-        return cumsum_rows(np.where(b.relevant(), prec_i, 0.0))
+        # rel_i · hits@i / i: divided only where rel_i = 1, 0 elsewhere
+        terms = np.zeros(b.gains.shape, order="F")
+        np.divide(b.cum_hits(), b.positions(), out=terms, where=b.relevant())
+        return cumsum_rows(terms)
 
     return b.cached("cum_ap", compute)
 
