@@ -137,7 +137,7 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
         if (r1 == r0 && t1 - t0 == 1)
             continue; /* one truth row, no list: nothing to look up or repeat */
         unsigned bits = 3;
-        while (((size_t)1 << bits) < 2 * need)
+        while (((size_t)1 << bits) < 8 * need)
             bits++;
         size_t cap = (size_t)1 << bits, mask = cap - 1;
         if (table_reserve(&t, cap) < 0) {
