@@ -181,3 +181,20 @@ def test_grades_gains_and_positions() -> None:
     assert gain.tolist() == [0.0, 2.0, 0.0, 0.0, 3.0]  # 0.5 is below the threshold
     assert pos.tolist() == [0, 1, 2, 0, 1]
     assert off.tolist() == [0, 3, 3, 5]
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(4))
+def test_ideal_grades_sorted_per_user(seed: int) -> None:
+    """Users with 0 to ~3,000 grades (insertion sort below 33, Shell sort above)."""
+    rng = np.random.default_rng(seed)
+    users = int(rng.integers(1, 40))
+    m = int(rng.integers(0, 6000))
+    tu = rng.integers(0, users, m).astype(np.int64)
+    grades = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0, 4.5, 5.0], m) if seed % 2 else rng.random(m) * 9
+    out, off = np.empty(m), np.empty(users + 1, np.int64)
+    count = native.ideal(tu, grades, users, 1.0, out, off)
+    assert count == off[-1] == int((grades >= 1.0).sum())
+    for u in range(users):
+        want = -np.sort(-grades[(tu == u) & (grades >= 1.0)])
+        assert np.array_equal(out[off[u] : off[u + 1]], want)

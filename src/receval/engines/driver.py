@@ -11,6 +11,7 @@ chunk's working set, not by the size of the input.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -419,6 +420,8 @@ def run_pairs(
     # Chunks run on a few threads (NumPy releases the GIL); results are merged
     # in chunk order, so nothing depends on the number of threads.
     tuned = False
+    collecting = gc.isenabled()  # no cycle collection while chunks allocate: nothing cyclic here
+    gc.disable()
     try:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             pending: deque[Future[_Part]] = deque()
@@ -431,6 +434,8 @@ def run_pairs(
             while pending:
                 merge(pending.popleft().result())
     finally:
+        if collecting:
+            gc.enable()
         if tuned:
             _malloc.release()
     if not parts:
