@@ -548,6 +548,20 @@ fail:
     return result;
 }
 
+#define AS_IS(v) (v)
+#define AS_BIT(v) ((v) != 0)
+/* out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i]: x of type S, out of T */
+#define RUNNING_SUMS(S, T, CONV)                                                  \
+    do {                                                                          \
+        const S *x = b[0].buf;                                                    \
+        T *out = b[1].buf;                                                        \
+        for (Py_ssize_t i = 0; i < m; i++)                                        \
+            out[i] = (T)CONV(x[i]);                                               \
+        for (Py_ssize_t j = 1; j < w; j++)                                        \
+            for (Py_ssize_t i = 0; i < m; i++)                                    \
+                out[j * m + i] = out[(j - 1) * m + i] + (T)CONV(x[j * m + i]);     \
+    } while (0)
+
 /* cumsum(x, out, kind): running sums down the first axis of C-contiguous
  * (w, m) arrays — the columns of a column-major (m, w) block — so each of the
  * m sums is accumulated left to right, one position at a time, exactly as
@@ -584,29 +598,12 @@ cumsum(PyObject *self, PyObject *args)
     }
     Py_ssize_t w = cells / m;
     Py_BEGIN_ALLOW_THREADS
-    if (kind == 0) {
-        const double *x = b[0].buf;
-        double *out = b[1].buf;
-        memcpy(out, x, (size_t)m * sizeof(double));
-        for (Py_ssize_t j = 1; j < w; j++)
-            for (Py_ssize_t i = 0; i < m; i++)
-                out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i];
-    } else if (kind == 1) {
-        const int64_t *x = b[0].buf;
-        int64_t *out = b[1].buf;
-        memcpy(out, x, (size_t)m * sizeof(int64_t));
-        for (Py_ssize_t j = 1; j < w; j++)
-            for (Py_ssize_t i = 0; i < m; i++)
-                out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i];
-    } else {
-        const uint8_t *x = b[0].buf;
-        int64_t *out = b[1].buf;
-        for (Py_ssize_t i = 0; i < m; i++)
-            out[i] = x[i] != 0;
-        for (Py_ssize_t j = 1; j < w; j++)
-            for (Py_ssize_t i = 0; i < m; i++)
-                out[j * m + i] = out[(j - 1) * m + i] + (x[j * m + i] != 0);
-    }
+    if (kind == 0)
+        RUNNING_SUMS(double, double, AS_IS);
+    else if (kind == 1)
+        RUNNING_SUMS(int64_t, int64_t, AS_IS);
+    else
+        RUNNING_SUMS(uint8_t, int64_t, AS_BIT);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b[0]);
     PyBuffer_Release(&b[1]);
