@@ -87,9 +87,9 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
 
 def _cum_ap_numerator(b: Batch) -> np.ndarray:
     def compute() -> np.ndarray:
-        # rel_i · hits@i / i: divided only where rel_i = 1, 0 elsewhere
-        terms = np.zeros(b.gains.shape, order="F")
-        np.divide(b.cum_hits(), b.positions(), out=terms, where=b.relevant())
+        # rel_i · hits@i / i (0 / i = 0 where rel_i = 0, so no select pass)
+        terms = np.multiply(b.cum_hits(), b.relevant(), dtype=np.float64)
+        terms /= b.positions()
         return cumsum_rows(terms)
 
     return b.cached("cum_ap", compute)
