@@ -198,3 +198,18 @@ def test_ideal_grades_sorted_per_user(seed: int) -> None:
     for u in range(users):
         want = -np.sort(-grades[(tu == u) & (grades >= 1.0)])
         assert np.array_equal(out[off[u] : off[u + 1]], want)
+
+
+@needs_native
+def test_fill_blocks_and_bad_offsets() -> None:
+    off = np.array([0, 3, 3, 4], np.int64)
+    values = np.array([1.0, 2.0, 3.0, 4.0])
+    out = np.full((2, 3), -1.0)  # (width, users) as numpy_engine lays it out
+    native.fill(off, 0, 3, values, 2, out.reshape(-1))
+    assert out.T.tolist() == [[1.0, 2.0], [-1.0, -1.0], [4.0, -1.0]]  # cut at width 2
+    with pytest.raises(ValueError, match="ascending"):
+        native.fill(np.array([0, 3, 1, 4], np.int64), 0, 3, values, 2, out.reshape(-1))
+    with pytest.raises(ValueError, match="match"):
+        native.fill(off, 0, 3, values, 3, out.reshape(-1))
+    with pytest.raises(ValueError, match="match"):
+        native.fill(off, 0, 4, values, 2, out.reshape(-1))

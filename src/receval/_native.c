@@ -528,6 +528,11 @@ fill(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "fill: users, widths or lengths do not match");
         goto fail;
     }
+    for (int64_t u = u0; u < u1; u++) /* offsets ascending, within the values */
+        if (off[u] > off[u + 1]) {
+            PyErr_SetString(PyExc_ValueError, "fill: offsets are not ascending");
+            goto fail;
+        }
     const uint64_t *v = b[1].buf;
     uint64_t *out = b[2].buf;
     Py_BEGIN_ALLOW_THREADS

@@ -248,12 +248,27 @@ def _distinct(users: np.ndarray) -> np.ndarray:
 @dataclass
 class Pair:
     """A chunk of recommendations and the truth of the same users, with the
-    row of the input each of their rows came from (for error messages)."""
+    row of the input each of their rows came from (for error messages).
 
-    recs: RecsData
-    truth: TruthData
+    ``load`` (when given, with ``recs`` and ``truth`` None) makes them on first
+    use, in the thread that evaluates the pair; ``rows`` is the number of
+    recommendation rows, known before.
+    """
+
+    recs: RecsData | None
+    truth: TruthData | None
     recs_row: Callable[[int], int]
     truth_row: Callable[[int], int]
+    rows: int = 0
+    load: Callable[[], tuple[RecsData, TruthData]] | None = None
+
+    def loaded(self) -> tuple[RecsData, TruthData]:
+        """The recommendations and the truth, made by ``load`` if need be."""
+        if self.load is not None:
+            self.recs, self.truth = self.load()
+            self.load = None
+        assert self.recs is not None and self.truth is not None
+        return self.recs, self.truth
 
 
 def run(
@@ -300,7 +315,9 @@ def run(
         for recs, offset in [first, *iterator]:
             _convert(recs, str_users, str_items)
             sub, rows = index.subset(_distinct_users(recs))
-            yield Pair(recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r])
+            yield Pair(
+                recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r], recs.rows
+            )
         sub, rows = index.rest()
         if sub.rows or len(sub.empty_users):
             yield Pair(_empty_recs(template), sub, lambda r: r, lambda r, rows=rows: rows[r])
@@ -372,7 +389,7 @@ def run_pairs(
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def evaluate_chunk(pair: Pair) -> _Part:
-        recs, sub = pair.recs, pair.truth
+        recs, sub = pair.loaded()
         try:
             p = numpy_engine.prepare(
                 recs,
@@ -427,7 +444,7 @@ def run_pairs(
             pending: deque[Future[_Part]] = deque()
             for pair in pairs:
                 if not parts and not pending:  # large input: keep freed memory for reuse
-                    tuned = _malloc.tune(pair.recs.rows)
+                    tuned = _malloc.tune(pair.rows)
                 pending.append(pool.submit(evaluate_chunk, pair))
                 while len(pending) > THREADS:
                     merge(pending.popleft().result())

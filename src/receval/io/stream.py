@@ -20,6 +20,7 @@ those of reading the files whole. Errors name the file and the row of the file.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tempfile
@@ -463,7 +464,7 @@ def pairs(
     meets rows out of order raises :class:`_NotSorted` (the caller restarts
     with ``sorted_files=False``).
     """
-    from ..engines.driver import Pair, _convert
+    from ..engines.driver import Pair
 
     rows = CHUNK_ROWS if rows is None else max(1, rows)
     str_users = recs.user_kind != truth.user_kind
@@ -473,19 +474,39 @@ def pairs(
     if source is None:
         source = _partitioned(recs, truth, rows, tmp)
     for a, arow, t, trow in source:
-        try:
-            r = read_recs(a, _CANON, source=recs.path)
-        except InputError as exc:
-            raise exc.remap(arow) from None
-        try:
-            tr = read_truth(t, _CANON, source=truth.path)
-        except InputError as exc:
-            raise exc.remap(trow) from None
-        if not graded:
-            tr.grades = np.ones(len(tr.grades))
-        _convert(r, str_users, str_items)
-        _convert(tr, str_users, str_items)
-        yield Pair(r, tr, arow, trow)
+        # converted to NumPy by the worker that evaluates the pair, not here:
+        # the reading thread only reads and cuts
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded, str_users, str_items)
+        yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
+
+
+def _load(
+    a: pa.Table,
+    arow: Callable[[int], int],
+    t: pa.Table,
+    trow: Callable[[int], int],
+    recs: ParquetInput,
+    truth: ParquetInput,
+    graded: bool,
+    str_users: bool,
+    str_items: bool,
+) -> tuple[Any, Any]:
+    """One pair's tables as checked NumPy columns (errors name the file row)."""
+    from ..engines.driver import _convert
+
+    try:
+        r = read_recs(a, _CANON, source=recs.path)
+    except InputError as exc:
+        raise exc.remap(arow) from None
+    try:
+        tr = read_truth(t, _CANON, source=truth.path)
+    except InputError as exc:
+        raise exc.remap(trow) from None
+    if not graded:
+        tr.grades = np.ones(len(tr.grades))
+    _convert(r, str_users, str_items)
+    _convert(tr, str_users, str_items)
+    return r, tr
 
 
 def evaluate(
