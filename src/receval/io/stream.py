@@ -77,11 +77,17 @@ def _in_order(user: Any, last: Any) -> bool:
     """Whether a batch's users ascend, from ``last`` (the previous batch's
     last user, or None)."""
     n = len(user)
-    if pa.types.is_int64(user.type) and n:
+    if pa.types.is_int64(user.type) and n and not user.null_count:
         from ..engines.numpy_engine import _distinct_sorted
 
-        ids = user.to_numpy()
-        return _distinct_sorted(ids) is not None and (last is None or ids[0] >= last.as_py())
+        prev = None if last is None else last.as_py()
+        for chunk in user.chunks:  # each chunk as it is (no copy), then the joins
+            if len(chunk):
+                ids = chunk.to_numpy(zero_copy_only=True)
+                if _distinct_sorted(ids) is None or (prev is not None and ids[0] < prev):
+                    return False
+                prev = ids[-1]
+        return True
     if n > 1 and not pc.all(pc.greater_equal(user.slice(1), user.slice(0, n - 1))).as_py():
         return False
     return not (n and last is not None and pc.less(user[0], last).as_py())
@@ -321,14 +327,22 @@ class _Reader:
         if self.buf is None:  # pragma: no cover - files have rows
             raise _NotSorted
         start = self.start
-        if bound is None:
-            n = self.buf.num_rows
-        else:
-            n = int(pc.sum(pc.less(self.buf.column("user"), bound)).as_py() or 0)
+        n = self.buf.num_rows if bound is None else _count_below(self.buf.column("user"), bound)
         out = self.buf.slice(0, n)
         self.buf = self.buf.slice(n)
         self.start += n
         return out, start
+
+
+def _count_below(user: pa.ChunkedArray, bound: Any) -> int:
+    """How many of a sorted column's values are < ``bound`` (an Arrow scalar):
+    a binary search in each chunk for int64 ids, one comparison pass otherwise."""
+    if pa.types.is_int64(user.type) and not user.null_count:
+        b = bound.as_py()
+        return sum(
+            int(np.searchsorted(c.to_numpy(zero_copy_only=True), b)) for c in user.chunks if len(c)
+        )
+    return int(pc.sum(pc.less(user, bound)).as_py() or 0)
 
 
 def _merge(
