@@ -546,7 +546,7 @@ def _fill(
     what the kernels' column-by-column running sums read."""
     r0, r1 = offsets[u0], offsets[u1]
     m = u1 - u0
-    out = np.full((width, m), pad, dtype=dtype)
+    out = np.zeros((width, m), dtype) if pad == 0 else np.full((width, m), pad, dtype=dtype)
     if r1 == r0:
         return out.T
     if _native is not None and out.itemsize == 8 and values.dtype == out.dtype:

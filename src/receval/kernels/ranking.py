@@ -36,6 +36,9 @@ __all__ = [
 def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     """num / den, 0 where den == 0 (no warnings)."""
     num = np.asarray(num, dtype=np.float64)
+    if np.ndim(den) == 0:  # a cut-off: one division, no mask
+        d = float(den)  # type: ignore[arg-type]
+        return num / d if d != 0 else np.zeros_like(num)
     den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
     return np.divide(num, den, out=np.zeros_like(num), where=den != 0)
 
