@@ -90,10 +90,14 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
 
 def _cum_ap_numerator(b: Batch) -> np.ndarray:
     def compute() -> np.ndarray:
-        # rel_i · hits@i / i (0 / i = 0 where rel_i = 0, so no select pass)
-        terms = np.multiply(b.cum_hits(), b.relevant(), dtype=np.float64)
-        terms /= b.positions()
-        return cumsum_rows(terms)
+        # rel_i · hits@i / i: computed at the relevant cells only (a few % of
+        # them), 0 elsewhere
+        rel = b.relevant()
+        m, w = rel.shape
+        at = np.flatnonzero(rel.reshape(-1, order="F"))  # column-major: position f // m + 1
+        terms = np.zeros(m * w)
+        terms[at] = b.cum_hits().reshape(-1, order="F")[at] / (at // m + 1)
+        return cumsum_rows(terms.reshape((m, w), order="F"))
 
     return b.cached("cum_ap", compute)
 
