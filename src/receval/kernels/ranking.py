@@ -40,7 +40,10 @@ def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
         d = float(den)  # type: ignore[arg-type]
         return num / d if d != 0 else np.zeros_like(num)
     den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
-    return np.divide(num, den, out=np.zeros_like(num), where=den != 0)
+    zero = den == 0
+    out = num / np.where(zero, 1.0, den)  # plain loops: faster than a masked divide
+    out[zero] = 0.0
+    return out
 
 
 def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
