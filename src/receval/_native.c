@@ -240,10 +240,7 @@ join(PyObject *self, PyObject *args)
     status = join_pass(b[0].buf, b[1].buf, n, b[2].buf, b[3].buf, b[4].buf, m, (int64_t)users,
                        threshold, b[5].buf, b[6].buf, b[7].buf, b[8].buf);
     Py_END_ALLOW_THREADS
-    if (status == NO_MEMORY)
-        PyErr_NoMemory();
-    else
-        result = PyLong_FromLong(status);
+    result = PyLong_FromLong(status); /* NO_MEMORY too: the caller takes the NumPy path */
 fail:
     for (int i = 0; i < got; i++)
         if (b[i].obj != NULL)
@@ -635,7 +632,7 @@ static PyMethodDef methods[] = {
      "out_grade and out_pos may be None (not written).\n"
      "Grades, gains and list positions of ordered list rows (user codes ascending), and the\n"
      "list offsets per user. Status: 0 done, 1 an item twice in a list, 2 an item twice in a\n"
-     "user's truth, 3 user codes not ascending, 4 a user code out of range."},
+     "user's truth, 3 user codes not ascending, 4 a user code out of range, 5 out of memory."},
     {NULL, NULL, 0, NULL},
 };
 
