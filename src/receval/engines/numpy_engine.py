@@ -56,7 +56,7 @@ class Prepared:
     in_truth: np.ndarray
     n_relevant: np.ndarray
     rec_user: np.ndarray
-    rec_pos: np.ndarray | None  # None: from the offsets, see positions()
+    rec_pos: np.ndarray | None  # derived from the offsets on first use: _positions()
     rec_gain: np.ndarray
     rec_offsets: np.ndarray
     ideal_grades: np.ndarray
@@ -112,13 +112,20 @@ def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return a[starts], np.diff(np.append(starts, len(a)))
 
 
-def _distinct_sorted(a: np.ndarray) -> np.ndarray | None:
-    """The distinct values of a sorted array, in order; None when it is not sorted."""
+def _sorted_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The distinct values of a sorted array, in order, and the length of each
+    run (None from the compiled pass, whose codes() needs no lengths); None
+    when the array is not sorted."""
     if _native is not None and a.dtype == np.int64:
         out = np.empty(len(a), dtype=np.int64)
         count = _native.runs(np.ascontiguousarray(a), out)
-        return None if count < 0 else out[:count].copy()
-    runs = _runs(a)
+        return None if count < 0 else (out[:count].copy(), None)
+    return _runs(a)
+
+
+def _distinct_sorted(a: np.ndarray) -> np.ndarray | None:
+    """The distinct values of a sorted array, in order; None when it is not sorted."""
+    runs = _sorted_runs(a)
     return None if runs is None else runs[0]
 
 
@@ -133,30 +140,19 @@ def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
         uniq = np.array(sorted(set(both.tolist())), dtype=object)
         lookup = pd.Index(uniq)
         return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
-    if _native is not None and all(p.dtype == np.int64 for p in parts):
-        distinct = [_distinct_sorted(p) for p in parts]
-        candidates = [
-            pd.unique(p) if d is None else d for p, d in zip(parts, distinct, strict=True)
-        ]
-        uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
-        codes = []
-        for p, d in zip(parts, distinct, strict=True):
-            if d is None:
-                codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
-            else:  # one walk along the sorted ids
-                out = np.empty(len(p), dtype=np.int64)
-                _native.codes(np.ascontiguousarray(p), uniq, out)
-                codes.append(out)
-        return codes, uniq
-    runs = [_runs(p) for p in parts]
+    runs = [_sorted_runs(p) for p in parts]
     candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
     for p, r in zip(parts, runs, strict=True):
-        if r is not None:
-            codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64, copy=False))
-        else:
+        if r is None:
             codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
+        elif r[1] is None:  # compiled: one walk along the sorted ids
+            out = np.empty(len(p), dtype=np.int64)
+            _native.codes(np.ascontiguousarray(p), uniq, out)
+            codes.append(out)
+        else:
+            codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64, copy=False))
     return codes, uniq
 
 
@@ -310,7 +306,6 @@ def prepare(
     joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold, want_grades)
     if joined is not None:
         rec_grade, rec_gain, rec_offsets = joined
-        rec_pos = None  # from the offsets when needed (_positions)
         tuser, grades = tu, truth.grades
     else:
         if n_items is None:  # raw integer ids so far: codes for the sorting path
@@ -377,7 +372,6 @@ def prepare(
         rec_gain = None
 
         rec_offsets = _offsets(ru, n_users)
-        rec_pos = np.arange(len(ru), dtype=np.int64) - rec_offsets[ru]
     if rec_gain is None or recommended is not None:
         relevant = (rec_grade >= threshold) & (rec_grade > 0)
         if recommended is not None:  # explicit feedback: only recommended items can be hits
@@ -425,7 +419,7 @@ def prepare(
         in_truth=in_truth,
         n_relevant=np.diff(ideal_offsets),
         rec_user=ru,
-        rec_pos=rec_pos,
+        rec_pos=None,
         rec_gain=rec_gain,
         rec_recommended=recommended,
         rec_offsets=rec_offsets,
