@@ -137,9 +137,13 @@ def test_blocks_do_not_change_any_value(monkeypatch: pytest.MonkeyPatch) -> None
             "relevance": rng.integers(0, 4, 900),
         }
     ).drop_duplicates(["user", "item"])
-    whole = receval.evaluate(recs, truth, ALL)
-    monkeypatch.setattr(numpy_engine, "BLOCK_CELLS", 8)
-    _same(whole, receval.evaluate(recs, truth, ALL))
+    sparse = ["precision@2,5", "recall@3", "ap@4", "rr", "ndcg@3", "ndcg", "hit_rate@2"]
+    for spec in (ALL, sparse):  # sparse: after the first block, blocks grow
+        whole = receval.evaluate(recs, truth, spec)
+        with monkeypatch.context() as m:
+            m.setattr(numpy_engine, "BLOCK_CELLS", 8)
+            m.setattr(numpy_engine, "SPARSE_BLOCK_USERS", 7)
+            _same(whole, receval.evaluate(recs, truth, spec))
 
 
 def test_policies_and_counts() -> None:

@@ -213,3 +213,59 @@ def test_fill_blocks_and_bad_offsets() -> None:
         native.fill(off, 0, 3, values, 3, out.reshape(-1))
     with pytest.raises(ValueError, match="match"):
         native.fill(off, 0, 4, values, 2, out.reshape(-1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 30), max_size=25),
+    width=st.integers(1, 35),
+    density=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+    seed=st.integers(0, 2**32 - 1),
+    on=st.booleans(),
+)
+def test_cell_sources_equal_a_plain_scan(
+    lengths: list[int], width: int, density: float, seed: int, on: bool
+) -> None:
+    """The relevant cells of each user's first `width` rows, compiled or NumPy."""
+    if on and native is None:
+        pytest.skip("receval._native is not built")
+    rng = np.random.default_rng(seed)
+    off = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    values = np.where(rng.random(int(off[-1])) < density, rng.random(int(off[-1])) + 0.5, 0.0)
+    with pytest.MonkeyPatch.context() as m:
+        if not on:
+            m.setattr(numpy_engine, "_native", None)
+        src = numpy_engine._CellSource(off, values, width)
+    want = [
+        (u, p, values[off[u] + p])
+        for u in range(len(lengths))
+        for p in range(min(lengths[u], width))
+        if values[off[u] + p] != 0
+    ]
+    got = list(zip(src.user.tolist(), src.pos.tolist(), src.value.tolist(), strict=True))
+    assert got == [(u, p, float(v)) for u, p, v in want]
+    counts = np.bincount([u for u, _, _ in want], minlength=len(lengths))
+    assert src.offsets.tolist() == [0, *np.cumsum(counts).tolist()]
+    for u0, u1 in [(0, len(lengths)), (len(lengths) // 2, len(lengths))]:
+        block = src.block(u0, u1)
+        assert block.rows == u1 - u0 and block.width == width
+        assert block.offsets[0] == 0 and block.offsets[-1] == len(block.user)
+        assert np.array_equal(block.user + u0, src.user[src.offsets[u0] : src.offsets[u1]])
+
+
+@needs_native
+def test_cells_bad_arrays() -> None:
+    off = np.array([0, 2, 5], np.int64)
+    values = np.array([1.0, 0.0, 0.0, 2.0, 3.0])
+    out = [np.empty(4, np.int64), np.empty(4, np.int64), np.empty(4), np.empty(3, np.int64)]
+    assert native.cells(off, values, 2, *out) == 2  # cut at width 2: (0, 0, 1.0), (1, 1, 2.0)
+    assert out[0][:2].tolist() == [0, 1] and out[1][:2].tolist() == [0, 1]
+    assert out[2][:2].tolist() == [1.0, 2.0] and out[3].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="too short"):
+        native.cells(off, values, 3, *out)  # 2 + 3 rows to scan, room for 4
+    with pytest.raises(ValueError, match="ascending"):
+        native.cells(np.array([0, 3, 2], np.int64), values, 2, *out)
+    with pytest.raises(ValueError, match="match"):
+        native.cells(np.array([0, 2, 9], np.int64), values, 2, *out)
+    with pytest.raises(ValueError, match="8-byte"):
+        native.cells(off, values.astype(np.float32), 2, *out)

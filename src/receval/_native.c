@@ -1,8 +1,8 @@
 /*
  * receval._native: the plumbing of receval.engines.numpy_engine in single
  * passes — encoding sorted user ids, checking list order, joining ordered
- * lists with the truth, sorting each user's ideal grades, and filling the
- * (users x positions) blocks the kernels read.
+ * lists with the truth, sorting each user's ideal grades, collecting the
+ * relevant cells and filling the (users x positions) blocks the kernels read.
  *
  * An optional accelerator: it does no metric arithmetic (every metric is
  * defined once, in receval.kernels). The NumPy path computes the same arrays
@@ -550,6 +550,75 @@ fail:
     return result;
 }
 
+/* cells(off, values, width, out_user, out_pos, out_value, out_off) -> count:
+ * the nonzero values among the first `width` rows of each user (user u's rows
+ * off[u]..off[u+1]-1, in position order), user by user in position order:
+ * out_user[c] = u, out_pos[c] = the row's position, out_value[c] = the value,
+ * and user u's cells are out_off[u]..out_off[u+1]-1. values are float64; the
+ * outputs hold at least min(width, rows) cells per user. */
+static PyObject *
+cells(PyObject *self, PyObject *args)
+{
+    PyObject *o[6];
+    long long width;
+    Py_buffer b[6];
+    int got = 0;
+    static const char *names[6] = {"off", "values", "out_user", "out_pos", "out_value",
+                                   "out_off"};
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOLOOOO", &o[0], &o[1], &width, &o[2], &o[3], &o[4], &o[5]))
+        return NULL;
+    for (; got < 6; got++)
+        if (take(o[got], &b[got], 8, got >= 2, names[got]) < 0)
+            goto fail;
+    const int64_t *off = b[0].buf;
+    Py_ssize_t users = b[0].len / 8 - 1, n = b[1].len / 8, cap = b[2].len / 8;
+    if (users < 0 || width < 0 || b[5].len / 8 != users + 1 || b[3].len / 8 != cap ||
+        b[4].len / 8 != cap || (users > 0 && (off[0] < 0 || off[users] > n))) {
+        PyErr_SetString(PyExc_ValueError, "cells: users, widths or lengths do not match");
+        goto fail;
+    }
+    int64_t need = 0;
+    for (Py_ssize_t u = 0; u < users; u++) { /* offsets ascending; room for every cell */
+        int64_t len = off[u + 1] - off[u];
+        if (len < 0) {
+            PyErr_SetString(PyExc_ValueError, "cells: offsets are not ascending");
+            goto fail;
+        }
+        need += len < width ? len : width;
+    }
+    if (need > cap) {
+        PyErr_SetString(PyExc_ValueError, "cells: the outputs are too short");
+        goto fail;
+    }
+    const double *v = b[1].buf;
+    int64_t *out_user = b[2].buf, *out_pos = b[3].buf, *out_off = b[5].buf;
+    double *out_value = b[4].buf;
+    int64_t c = 0;
+    Py_BEGIN_ALLOW_THREADS
+    out_off[0] = 0;
+    for (Py_ssize_t u = 0; u < users; u++) {
+        int64_t r0 = off[u], len = off[u + 1] - r0;
+        if (len > width)
+            len = width;
+        for (int64_t p = 0; p < len; p++) { /* branch-free: write, then keep if nonzero */
+            double x = v[r0 + p];
+            out_user[c] = u;
+            out_pos[c] = p;
+            out_value[c] = x;
+            c += x != 0.0;
+        }
+        out_off[u + 1] = c;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(c);
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
 #define AS_IS(v) (v)
 #define AS_BIT(v) ((v) != 0)
 /* out[j * m + i] = out[(j - 1) * m + i] + x[j * m + i]: x of type S, out of T */
@@ -627,6 +696,9 @@ static PyMethodDef methods[] = {
     {"fill", fill, METH_VARARGS,
      "fill(off, u0, u1, values, width, out): 8-byte values of users u0..u1-1 into a\n"
      "column-major (u1 - u0, width) block."},
+    {"cells", cells, METH_VARARGS,
+     "cells(off, values, width, out_user, out_pos, out_value, out_off) -> count: the\n"
+     "nonzero float64 values among each user's first width rows, user by user."},
     {"join", join, METH_VARARGS,
      "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_pos, out_off) -> status\n\n"
      "out_grade and out_pos may be None (not written).\n"

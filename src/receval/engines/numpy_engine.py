@@ -21,7 +21,7 @@ from .._accel import NATIVE
 from ..context import ItemContext
 from ..errors import InputError, MetricError
 from ..io.tables import RecsData, TruthData
-from ..kernels.batch import Batch
+from ..kernels.batch import Batch, Cells
 from ..spec import MetricSpec
 
 __all__ = ["Prepared", "compute", "native_available", "prepare"]
@@ -35,11 +35,16 @@ def native_available() -> bool:
     return _native is not None
 
 
-#: Upper bound on the cells (users × positions) of one block's matrices: 1 MB
-#: per float64 matrix, so that a block's passes stay in the CPU caches (the
-#: 12-metric set at W = 100 took 19 ms per 1M rows with 2^21 cells, 10 ms
-#: with 2^17; below that NumPy's per-call overhead wins).
+#: Upper bound on the cells (users × positions) of one block's dense
+#: matrices: 1 MB per float64 matrix, so that a block's passes stay in the CPU
+#: caches (12 dense metrics at W = 100 took 19 ms per 1M rows with 2^21 cells,
+#: 10 ms with 2^17; below that NumPy's per-call overhead wins).
 BLOCK_CELLS = 1 << 17
+
+#: Users per block once the first block shows that no metric reads a dense
+#: matrix (precision, recall, AP, RR, nDCG, ... read the relevant cells
+#: only): then fewer, larger blocks only save per-call overhead.
+SPARSE_BLOCK_USERS = 1 << 16
 
 
 @dataclass
@@ -558,6 +563,41 @@ def _fill(
     return out.T
 
 
+class _CellSource:
+    """The nonzero values of a chunk's per-user rows at positions < width,
+    cut into :class:`Cells` block by block."""
+
+    def __init__(self, offsets: np.ndarray, values: np.ndarray, width: int) -> None:
+        users = len(offsets) - 1
+        self.offsets = np.empty(users + 1, dtype=np.int64)
+        self.width = width
+        if _native is not None and values.dtype == np.float64:
+            cap = int(np.minimum(np.diff(offsets), width).sum())
+            self.user, self.pos = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+            self.value = np.empty(cap)
+            c = _native.cells(offsets, values, width, self.user, self.pos, self.value, self.offsets)
+            self.user, self.pos, self.value = self.user[:c], self.pos[:c], self.value[:c]
+            return
+        rows = np.flatnonzero(values != 0)
+        user = np.searchsorted(offsets, rows, side="right") - 1
+        pos = rows - offsets[user]
+        keep = pos < width
+        self.user, self.pos = user[keep], pos[keep]
+        self.value = values[rows[keep]].astype(np.float64)
+        self.offsets[0] = 0
+        np.cumsum(np.bincount(self.user, minlength=users), out=self.offsets[1:])
+
+    def block(self, u0: int, u1: int) -> Cells:
+        c0, c1 = self.offsets[u0], self.offsets[u1]
+        return Cells(
+            self.user[c0:c1] - u0,
+            self.pos[c0:c1],
+            self.value[c0:c1],
+            self.offsets[u0 : u1 + 1] - c0,
+            self.width,
+        )
+
+
 def compute(
     p: Prepared, specs: Sequence[MetricSpec], items: ItemContext | None = None
 ) -> np.ndarray:
@@ -576,20 +616,24 @@ def compute(
     out = np.empty((len(specs), n_users), dtype=np.float64)
     w, wi = _widths(p, specs)
     step = max(1, BLOCK_CELLS // max(w, wi))
-    ideal_user = np.repeat(np.arange(n_users), np.diff(p.ideal_offsets))
     ties = p.tie_start is not None and any(s.definition.needs_ties for s in specs)
+    hits = _CellSource(p.rec_offsets, p.rec_gain, w)
+    ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
     positive = p.positive_ideal_offsets is not None
-    pos_user = (
-        np.repeat(np.arange(n_users), np.diff(p.positive_ideal_offsets)) if positive else None
-    )
-    for u0 in range(0, n_users, step):
+    if positive:
+        assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
+        pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w)
+        pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
+    dense_input = ties or p.rec_recommended is not None or p.rec_context is not None
+    u0 = 0
+    while u0 < n_users:
         u1 = min(n_users, u0 + step)
         fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=p.rec_pos)
         batch = Batch(
-            gains=_fill(values=p.rec_gain, **fill),
+            hits.block(u0, u1),
+            ideal.block(u0, u1),
             n=p.n[u0:u1],
             n_relevant=p.n_relevant[u0:u1],
-            ideal=_fill(p.ideal_offsets, u0, u1, p.ideal_grades, wi, ideal_user),
             tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
             tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
             recommended=None
@@ -600,13 +644,12 @@ def compute(
             if p.rec_context is None or items is None
             else _fill(values=p.rec_context, dtype=np.int64, pad=items.unknown, **fill),
             items=items,
-            positive_gains=_fill(values=p.positive_gain, **fill) if positive else None,
-            positive_ideal=_fill(
-                p.positive_ideal_offsets, u0, u1, p.positive_ideal_grades, wi, pos_user
-            )
-            if positive
-            else None,
+            positive_hits=pos_hits.block(u0, u1) if positive else None,
+            positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))
+        if u0 == 0 and not dense_input and not batch.dense_built():
+            step = max(step, SPARSE_BLOCK_USERS)
+        u0 = u1
     return out

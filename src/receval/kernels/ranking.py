@@ -9,13 +9,17 @@ kernel ran. Values for users with R = 0 are therefore arbitrary but finite.
 Notation (SPEC §1): ``rel_i`` is 1 when the item at position i is relevant,
 ``g_i`` its grade (0 when not relevant), R the user's number of relevant
 items, n the list length, hits@k the relevant items among the first k.
+
+Sums over positions whose terms are 0 unless the item is relevant (hits, DCG,
+the AP numerator, the ideal DCG) run over the batch's relevant cells only
+(:meth:`~receval.kernels.batch.Cells.row_sums`), left to right per user.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .batch import Batch, cumsum_rows
+from .batch import Batch, Cells, cumsum_rows
 
 __all__ = [
     "auc",
@@ -39,7 +43,9 @@ def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     if np.ndim(den) == 0:  # a cut-off: one division, no mask
         d = float(den)  # type: ignore[arg-type]
         return num / d if d != 0 else np.zeros_like(num)
-    den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
+    den = np.asarray(den, dtype=np.float64)
+    if den.shape != num.shape:
+        den = np.broadcast_to(den, num.shape)
     zero = den == 0
     out = num / np.where(zero, 1.0, den)  # plain loops: faster than a masked divide
     out[zero] = 0.0
@@ -91,18 +97,11 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
     return (b.hits_at(k) > 0).astype(np.float64)
 
 
-def _cum_ap_numerator(b: Batch) -> np.ndarray:
-    def compute() -> np.ndarray:
-        # rel_i · hits@i / i: computed at the relevant cells only (a few % of
-        # them), 0 elsewhere
-        rel = b.relevant()
-        m, w = rel.shape
-        at = np.flatnonzero(rel.reshape(-1, order="F"))  # column-major: position f // m + 1
-        terms = np.zeros(m * w)
-        terms[at] = b.cum_hits().reshape(-1, order="F")[at] / (at // m + 1)
-        return cumsum_rows(terms.reshape((m, w), order="F"))
-
-    return b.cached("cum_ap", compute)
+def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user."""
+    # rel_i · hits@i / i at each relevant cell
+    terms = b.cached("ap_terms", lambda: b.hit_rank() / (b.hits.pos + 1))
+    return b.hits.row_sums(terms, k)
 
 
 def average_precision(
@@ -114,7 +113,7 @@ def average_precision(
     ``hits`` hits@k, ``retrieved`` min(k, n) (n without k), ``k`` k (n
     without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
     """
-    num = _cum_ap_numerator(b)[:, b.col(k)]
+    num = _ap_numerator(b, k)
     if denominator == "min_k_relevant":
         den = _min_k(k, b.n_relevant)
     elif denominator == "relevant":
@@ -132,20 +131,9 @@ def average_precision(
     return _div(num, den)
 
 
-def _first_hit(b: Batch) -> np.ndarray:
-    """1-based position of the first relevant item, 0 when there is none."""
-
-    def compute() -> np.ndarray:
-        rel = b.relevant()
-        first = rel.argmax(axis=1) + 1
-        return np.where(rel.any(axis=1), first, 0)
-
-    return b.cached("first_hit", compute)
-
-
 def reciprocal_rank(b: Batch, k: int | None) -> np.ndarray:
     """1 / (position of the first relevant item) if it is within k, else 0."""
-    pos = _first_hit(b)
+    pos = b.first_hit()
     ok = pos > 0 if k is None else (pos > 0) & (pos <= k)
     return _div(ok.astype(np.float64), pos)
 
@@ -164,12 +152,20 @@ def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
     return grades
 
 
-def _graded(b: Batch, grades: str) -> tuple[np.ndarray, np.ndarray]:
-    """The (gains, ideal) matrices: relevant grades only, or every grade > 0."""
+def _graded(b: Batch, grades: str) -> tuple[Cells, Cells]:
+    """The (list, ideal) cells: relevant grades only, or every grade > 0."""
     if grades == "positive":
-        assert b.positive_gains is not None and b.positive_ideal is not None
-        return b.positive_gains, b.positive_ideal
-    return b.gains, b.ideal
+        assert b.positive_hits is not None and b.positive_ideal_cells is not None
+        return b.positive_hits, b.positive_ideal_cells
+    return b.hits, b.ideal_cells
+
+
+def _dense_gains(b: Batch, grades: str) -> np.ndarray:
+    """The ``(m, W)`` gains matrix of ``_graded``'s list cells."""
+    if grades == "positive":
+        assert b.positive_gains is not None
+        return b.positive_gains
+    return b.gains
 
 
 def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.ndarray:
@@ -184,12 +180,10 @@ def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.nd
     return b.cached(("discount", width, base, discount), compute)
 
 
-def _cum_dcg(b: Batch, gain: str, base: float, grades: str, discount: str) -> np.ndarray:
-    def compute() -> np.ndarray:
-        weights = _discount(b, b.width, base, discount)
-        return cumsum_rows(_gain(_graded(b, grades)[0], gain) * weights)
-
-    return b.cached(("cum_dcg", gain, base, grades, discount), compute)
+def _discounted(b: Batch, cells: Cells, gain: str, base: float, discount: str) -> np.ndarray:
+    """gain(g_i) / log_base(i + 1) at each cell."""
+    weights = _discount(b, cells.width, base, discount)
+    return _gain(cells.value, gain) * weights[cells.pos]
 
 
 def dcg(
@@ -205,17 +199,21 @@ def dcg(
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
     graded > 0, whatever the threshold). ``discount="jarvelin"``: 1 / max(1,
     log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit)."""
-    return _cum_dcg(b, gain, base, grades, discount)[:, b.col(k)]
+    cells = _graded(b, grades)[0]
+    terms = b.cached(
+        ("dcg_terms", gain, base, grades, discount),
+        lambda: _discounted(b, cells, gain, base, discount),
+    )
+    return b.cached(("dcg", gain, base, grades, discount, k), lambda: cells.row_sums(terms, k))
 
 
 def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
-    ideal = _graded(b, grades)[1]
-    wi = ideal.shape[1]
-    cum = b.cached(
-        ("cum_idcg", gain, grades, discount),
-        lambda: cumsum_rows(_gain(ideal, gain) * _discount(b, wi, 2.0, discount)),
+    cells = _graded(b, grades)[1]
+    terms = b.cached(
+        ("idcg_terms", gain, grades, discount),
+        lambda: _discounted(b, cells, gain, 2.0, discount),
     )
-    return cum[:, wi - 1 if k is None else min(k, wi) - 1]
+    return cells.row_sums(terms, k)
 
 
 def ndcg(
@@ -243,10 +241,10 @@ def ndcg(
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
         span = b.n if k is None else np.full(b.size, k)
         whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
-        top = _gain(_graded(b, grades)[1][:, 0], gain)
+        top = _gain(_graded(b, grades)[1].first(), gain)
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
-        top = _graded(b, grades)[0][:, : b.col(k) + 1]
+        top = _dense_gains(b, grades)[:, : b.col(k) + 1]
         resorted = -np.sort(-top, axis=1)
         best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0, discount)).sum(axis=1)
     return _div(actual, best)
@@ -260,7 +258,7 @@ def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
         return cumsum_rows(b.gains * weights)
 
     cum = b.cached(("cum_rbp", p), compute)
-    return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal[:, 0])
+    return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal_cells.first())
 
 
 def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarray:
