@@ -164,6 +164,7 @@ class Cells:
         return out
 
 
+@dataclass(eq=False)
 class Batch:
     """Per-user arrays for a block of ``m`` users.
 
@@ -210,35 +211,19 @@ class Batch:
         ([0, 1], [1, 1])
     """
 
-    def __init__(
-        self,
-        hits: Cells,
-        ideal_cells: Cells,
-        n: np.ndarray,
-        n_relevant: np.ndarray,
-        *,
-        tie_start: np.ndarray | None = None,
-        tie_end: np.ndarray | None = None,
-        max_grade: float = 1.0,
-        item_index: np.ndarray | None = None,
-        items: ItemContext | None = None,
-        recommended: np.ndarray | None = None,
-        positive_hits: Cells | None = None,
-        positive_ideal_cells: Cells | None = None,
-    ) -> None:
-        self.hits = hits
-        self.ideal_cells = ideal_cells
-        self.n = n
-        self.n_relevant = n_relevant
-        self.tie_start = tie_start
-        self.tie_end = tie_end
-        self.max_grade = max_grade
-        self.item_index = item_index
-        self.items = items
-        self.recommended = recommended
-        self.positive_hits = positive_hits
-        self.positive_ideal_cells = positive_ideal_cells
-        self._cache: dict[Any, Any] = {}
+    hits: Cells
+    ideal_cells: Cells
+    n: np.ndarray
+    n_relevant: np.ndarray
+    tie_start: np.ndarray | None = None
+    tie_end: np.ndarray | None = None
+    max_grade: float = 1.0
+    item_index: np.ndarray | None = None
+    items: ItemContext | None = None
+    recommended: np.ndarray | None = None
+    positive_hits: Cells | None = None
+    positive_ideal_cells: Cells | None = None
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def size(self) -> int:
