@@ -148,7 +148,7 @@ def test_explicit_feedback_and_chunked_tables(monkeypatch: pytest.MonkeyPatch) -
 def test_status_codes_and_bad_arrays() -> None:
     def run(ru: list[int], ri: list[int], tu: list[int], ti: list[int], users: int) -> int:
         n, m = len(ru), len(tu)
-        out = (np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(users + 1, np.int64))
+        out = (np.empty(n), np.empty(n), np.empty(users + 1, np.int64))
         a = [np.asarray(x, dtype=np.int64) for x in (ru, ri, tu, ti)]
         return native.join(*a, np.ones(m), users, 1.0, *out)
 
@@ -163,24 +163,25 @@ def test_status_codes_and_bad_arrays() -> None:
     with pytest.raises(ValueError, match="8-byte"):
         native.join(
             np.zeros(1, np.int32), *[np.zeros(1, np.int64)] * 3, np.ones(1), 1, 1.0,
-            np.empty(1), np.empty(1), np.empty(1, np.int64), np.empty(2, np.int64),
+            np.empty(1), np.empty(1), np.empty(2, np.int64),
         )  # fmt: skip
 
 
 @needs_native
-def test_grades_gains_and_positions() -> None:
+def test_grades_gains_and_offsets() -> None:
     ru = np.array([0, 0, 0, 2, 2], np.int64)
     ri = np.array([9, 4, 7, 4, 1], np.int64)
     tu = np.array([2, 0, 0, 1], np.int64)
     ti = np.array([1, 7, 4, 3], np.int64)
     tg = np.array([3.0, 0.5, 2.0, 1.0])
-    grade, gain = np.empty(5), np.empty(5)
-    pos, off = np.empty(5, np.int64), np.empty(4, np.int64)
-    assert native.join(ru, ri, tu, ti, tg, 3, 1.0, grade, gain, pos, off) == 0
+    grade, gain, off = np.empty(5), np.empty(5), np.empty(4, np.int64)
+    assert native.join(ru, ri, tu, ti, tg, 3, 1.0, grade, gain, off) == 0
     assert grade.tolist() == [0.0, 2.0, 0.5, 0.0, 3.0]
     assert gain.tolist() == [0.0, 2.0, 0.0, 0.0, 3.0]  # 0.5 is below the threshold
-    assert pos.tolist() == [0, 1, 2, 0, 1]
     assert off.tolist() == [0, 3, 3, 5]
+    gain2 = np.empty(5)
+    assert native.join(ru, ri, tu, ti, tg, 3, 1.0, None, gain2, off) == 0  # no grades asked
+    assert np.array_equal(gain2, gain)
 
 
 @needs_native

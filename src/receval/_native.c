@@ -83,7 +83,7 @@ table_reserve(table_t *t, size_t cap)
 static int
 join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
           const int64_t *ti, const double *tg, Py_ssize_t m, int64_t users, double threshold,
-          double *out_grade, double *out_gain, int64_t *out_pos, int64_t *out_off)
+          double *out_grade, double *out_gain, int64_t *out_off)
 {
     int status = OK;
     int64_t *toff = calloc((size_t)users + 1, sizeof(int64_t));
@@ -190,8 +190,6 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
             if (out_grade)
                 out_grade[r] = g;
             out_gain[r] = (g >= threshold && g > 0.0) ? g : 0.0;
-            if (out_pos)
-                out_pos[r] = r - r0;
         }
     }
 done:
@@ -205,21 +203,20 @@ done:
 static PyObject *
 join(PyObject *self, PyObject *args)
 {
-    PyObject *o[10];
+    PyObject *o[8];
     long long users;
     double threshold;
-    Py_buffer b[10];
-    static const char *names[10] = {"ru", "ri", "tu", "ti", "tg",
-                                    "out_grade", "out_gain", "out_pos", "out_off", ""};
+    Py_buffer b[8];
+    static const char *names[8] = {"ru", "ri", "tu", "ti", "tg", "out_grade", "out_gain", "out_off"};
     int got = 0, status = OK;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOLdOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
-                          &threshold, &o[5], &o[6], &o[7], &o[8]))
+    if (!PyArg_ParseTuple(args, "OOOOOLdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
+                          &threshold, &o[5], &o[6], &o[7]))
         return NULL;
-    for (; got < 9; got++) {
+    for (; got < 8; got++) {
         Py_ssize_t size = (got == 4 || got == 5 || got == 6) ? sizeof(double) : sizeof(int64_t);
-        int optional = got == 5 || got == 7; /* out_grade, out_pos: None to skip */
+        int optional = got == 5; /* out_grade: None to skip */
         if (optional && o[got] == Py_None) {
             b[got].obj = NULL;
             b[got].buf = NULL;
@@ -231,14 +228,13 @@ join(PyObject *self, PyObject *args)
     }
     Py_ssize_t n = b[0].len / 8, m = b[2].len / 8;
     if (users < 0 || b[1].len / 8 != n || b[3].len / 8 != m || b[4].len / 8 != m ||
-        (b[5].obj && b[5].len / 8 != n) || b[6].len / 8 != n || (b[7].obj && b[7].len / 8 != n) ||
-        b[8].len / 8 != users + 1) {
+        (b[5].obj && b[5].len / 8 != n) || b[6].len / 8 != n || b[7].len / 8 != users + 1) {
         PyErr_SetString(PyExc_ValueError, "join: array lengths do not match");
         goto fail;
     }
     Py_BEGIN_ALLOW_THREADS
     status = join_pass(b[0].buf, b[1].buf, n, b[2].buf, b[3].buf, b[4].buf, m, (int64_t)users,
-                       threshold, b[5].buf, b[6].buf, b[7].buf, b[8].buf);
+                       threshold, b[5].buf, b[6].buf, b[7].buf);
     Py_END_ALLOW_THREADS
     result = PyLong_FromLong(status); /* NO_MEMORY too: the caller takes the NumPy path */
 fail:
@@ -700,9 +696,9 @@ static PyMethodDef methods[] = {
      "cells(off, values, width, out_user, out_pos, out_value, out_off) -> count: the\n"
      "nonzero float64 values among each user's first width rows, user by user."},
     {"join", join, METH_VARARGS,
-     "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_pos, out_off) -> status\n\n"
-     "out_grade and out_pos may be None (not written).\n"
-     "Grades, gains and list positions of ordered list rows (user codes ascending), and the\n"
+     "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_off) -> status\n\n"
+     "out_grade may be None (not written).\n"
+     "Grades and gains of ordered list rows (user codes ascending), and the\n"
      "list offsets per user. Status: 0 done, 1 an item twice in a list, 2 an item twice in a\n"
      "user's truth, 3 user codes not ascending, 4 a user code out of range, 5 out of memory."},
     {NULL, NULL, 0, NULL},

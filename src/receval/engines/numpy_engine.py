@@ -470,7 +470,6 @@ def _native_join(
         float(threshold),
         grade,
         gain,
-        None,
         offsets,
     )
     return (grade, gain, offsets) if status == 0 else None
