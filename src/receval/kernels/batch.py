@@ -156,11 +156,13 @@ class Cells:
             return np.diff(self.offsets)
         return np.bincount(sel[0], minlength=self.rows)
 
-    def first(self) -> np.ndarray:
-        """``(m,)`` float64: the value of each row's first cell, 0 for an empty row."""
-        out = np.zeros(self.rows)
+    def first(self, of: np.ndarray | None = None) -> np.ndarray:
+        """``(m,)``: per row, ``of`` (a per-cell array; default ``value``) at
+        the row's first cell, 0 for an empty row."""
+        of = self.value if of is None else of
+        out = np.zeros(self.rows, dtype=of.dtype)
         has = self.offsets[1:] > self.offsets[:-1]
-        out[has] = self.value[self.offsets[:-1][has]]
+        out[has] = of[self.offsets[:-1][has]]
         return out
 
 
@@ -307,14 +309,7 @@ class Batch:
         """``(m,)`` int64: 1-based position of the first relevant item, 0 when
         there is none."""
 
-        def compute() -> np.ndarray:
-            c = self.hits
-            out = np.zeros(self.size, dtype=np.int64)
-            has = c.offsets[1:] > c.offsets[:-1]
-            out[has] = c.pos[c.offsets[:-1][has]] + 1
-            return out
-
-        return self.cached("first_hit", compute)
+        return self.cached("first_hit", lambda: self.hits.first(self.hits.pos + 1))
 
     def col(self, k: int | None) -> int:
         """Index of the last column a cut-off ``k`` reads (the last one for None)."""
