@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 
 import receval
-from receval.baselines import (
+from receval.errors import ReceValError
+from receval.workflow.baselines import (
     ItemKNNRecommender,
     PopularRecommender,
     RandomRecommender,
     recommend,
     top_k,
 )
-from receval.data import synthetic_interactions
-from receval.errors import ReceValError
-from receval.split import leave_one_out
+from receval.workflow.split import leave_one_out
+from receval.workflow.synthetic import synthetic_interactions
 
 MODELS = ["random", "popular", "item_knn"]
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from receval.kernels.batch import Batch, Cells, cumsum_rows
-from receval.spec import parse_metrics
+from receval.metrics.kernels.batch import Batch, Cells, cumsum_rows
+from receval.metrics.spec import parse_metrics
 
 
 @st.composite

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import receval
-from receval.checks import check, remove_seen
 from receval.errors import InputError, ReceValError
+from receval.workflow.checks import check, remove_seen
 
 
 def data() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

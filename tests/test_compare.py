@@ -1,4 +1,4 @@
-"""receval.compare: alignment, tests, corrections, marks and renderings."""
+"""receval.analysis.compare: alignment, tests, corrections, marks and renderings."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from scipy import stats as sps
 
 import receval
-from receval import stats
-from receval.compare import Comparison, compare, letters_for
+from receval.analysis import stats
+from receval.analysis.compare import Comparison, compare, letters_for
 from receval.errors import ReceValError
 
 N_ITEMS = 40

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 import receval
+from receval.analysis.explain import compare_conventions
 from receval.cli import main
-from receval.conventions import CONVENTIONS, compare_conventions, decisions, get, variants
+from receval.evaluation.conventions import CONVENTIONS, decisions, get, variants
 
 RECS = {"u1": ["a", "b", "c", "d"], "u2": ["x"], "only_recs": ["a"]}
 TRUTH = {"u1": {"b": 2, "c": 0, "e": 1, "f": 1}, "u3": {"a": 1}, "zero": {"a": 0}}

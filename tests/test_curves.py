@@ -10,8 +10,15 @@ import pandas as pd
 import pytest
 
 import receval
-from receval import curves
-from receval.curves import curve, interpolated_precision, pr_curve, roc, roc_auc, roc_points
+from receval.analysis import curves
+from receval.analysis.curves import (
+    curve,
+    interpolated_precision,
+    pr_curve,
+    roc,
+    roc_auc,
+    roc_points,
+)
 from receval.errors import InputError, MetricError, ReceValError
 
 # SPEC §11, seed 004: u1 truth {1..6}, list [1,6,8]; u2 truth {2,4,6}, list [1..5];

@@ -7,9 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from receval.data import detect_format, read_interactions, synthetic_interactions
-from receval.demo import SYSTEMS, run_demo
 from receval.errors import InputError
+from receval.io.interactions import detect_format, read_interactions
+from receval.workflow.demo import SYSTEMS, run_demo
+from receval.workflow.synthetic import synthetic_interactions
 
 
 @pytest.fixture(scope="module")

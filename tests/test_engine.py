@@ -413,8 +413,8 @@ def test_column_by_column_running_sums_are_numpys_bit_for_bit(
     rows: int, width: int, kind: str, fortran: bool, seed: int, native: bool
 ) -> None:
     """Both the compiled running sum and the NumPy column loop."""
-    from receval.kernels import batch
-    from receval.kernels.batch import cumsum_rows
+    from receval.metrics.kernels import batch
+    from receval.metrics.kernels.batch import cumsum_rows
 
     rng = np.random.default_rng(seed)
     if kind == "float":  # magnitudes far apart: any change of order shows in the bits

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import receval
-from receval.api import evaluate_explicit
+from receval.evaluation.api import evaluate_explicit
 
 # one user: by predicted rating the list is 1 (rec, rel), 2 (rec), 4 (rec), 3 (not rec, rel)
 RATINGS = pd.DataFrame(

@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import receval
+from receval import ids
 from receval.engines import numpy_engine
-from receval.kernels import batch
+from receval.metrics.kernels import batch
 from tests.test_reference_agreement import frames, scenarios
 from tests.test_stream import _same
 
@@ -39,6 +40,7 @@ def _outcome(on: bool, fn: Any) -> Any:
         if not on:
             m.setattr(numpy_engine, "_native", None)
             m.setattr(batch, "_native", None)
+            m.setattr(ids, "_native", None)
         try:
             return fn()
         except receval.ReceValError as exc:

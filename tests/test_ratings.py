@@ -16,8 +16,7 @@ from scipy import stats
 
 import receval
 from receval.errors import InputError, MetricError, ReceValError
-from receval.kernels import rating as K
-from receval.ratings import (
+from receval.evaluation.ratings import (
     RATING_METRICS,
     RatingResult,
     evaluate_ratings,
@@ -25,6 +24,8 @@ from receval.ratings import (
     parse_rating_metrics,
     score_ratings,
 )
+from receval.metrics import registry
+from receval.metrics.kernels import rating as K
 
 NAMES = ["mae", "mse", "rmse", "r2", "pearson", "spearman", "kendall"]
 ACTUAL = [3.5, 4, 2, 5, 3]
@@ -302,7 +303,7 @@ def test_parse_many_dedups() -> None:
 
 def test_declarations_complete() -> None:
     seen: set[str] = set()
-    for d in K.RATING_DEFS:
+    for d in registry.RATING_DEFS:
         assert d.kind == "rating" and d.description and d.formula
         assert d.kernel.__doc__ and "Example" in d.kernel.__doc__
         assert d.name in K.BY_USER and K.BY_USER[d.name].__doc__
@@ -311,9 +312,9 @@ def test_declarations_complete() -> None:
             assert name not in seen, name
             seen.add(name)
             # no clash with a ranking metric (once merged, the registry holds d itself)
-            assert receval.registry.lookup(name) in (None, d), name
-    assert not K.RATING_DEFS[0].higher_is_better
-    assert K.RATING_DEFS[0].bounds == (0.0, math.inf)
+            assert registry.lookup(name) in (None, d), name
+    assert not registry.RATING_DEFS[0].higher_is_better
+    assert registry.RATING_DEFS[0].bounds == (0.0, math.inf)
 
 
 # --------------------------------------------------------------------------- errors

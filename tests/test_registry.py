@@ -93,8 +93,8 @@ def test_docstring_examples_run(name: str) -> None:
 
 
 def test_conventions_page_holds_the_generated_table() -> None:
-    """docs/conventions.md shows exactly what receval.conventions implements."""
-    from receval.conventions import markdown_table
+    """docs/conventions.md shows exactly what receval.evaluation.conventions implements."""
+    from receval.evaluation.conventions import markdown_table
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "conventions.md").read_text()
     assert markdown_table() in page

@@ -1,4 +1,4 @@
-"""receval.report: the HTML page (rendered in headless Chromium), its data and PNGs."""
+"""receval.analysis.report: the HTML page (rendered in headless Chromium), its data and PNGs."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 import receval
+from receval.analysis.report import Report, report
+from receval.analysis.report.data import popularity_deciles, top_k_items
+from receval.analysis.report.svg import bar_chart, box_plot, line_chart
 from receval.errors import ReceValError
-from receval.report import Report, report
-from receval.report.data import popularity_deciles, top_k_items
-from receval.report.svg import bar_chart, box_plot, line_chart
 
 CHROMIUM = Path("/usr/bin/chromium")
 N_ITEMS, N_USERS = 60, 80

@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from receval.data import synthetic_interactions
 from receval.errors import InputError, ReceValError
-from receval.split import (
+from receval.workflow.split import (
     filter_interactions,
     kfold,
     leave_one_out,
@@ -17,6 +16,7 @@ from receval.split import (
     time_split,
     user_time_split,
 )
+from receval.workflow.synthetic import synthetic_interactions
 
 
 def hand_log() -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Statistics of receval.stats checked against SciPy, exact enumeration, known
+"""Statistics of receval.analysis.stats checked against SciPy, exact enumeration, known
 coverage and hand-worked corrections."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from receval import stats
+from receval.analysis import stats
 from receval.errors import ReceValError
 
 

@@ -98,7 +98,7 @@ def test_cli_reproduces_trec_eval(
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     table = pd.read_csv(per_user, dtype={"user": str}).set_index("user")
-    conv = receval.conventions.get("trec_eval")
+    conv = receval.evaluation.conventions.get("trec_eval")
     checked = 0
     for (measure, query), value in want.items():
         if measure == "num_q":

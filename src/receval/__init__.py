@@ -11,27 +11,28 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._version import __version__
-from .api import evaluate, evaluate_explicit, score
-from .checks import check
-from .curves import curve, pr_curve, roc
-from .errors import InputError, MetricError, PolicyError, ReceValError
-from .ratings import evaluate_ratings, score_ratings
-from .registry import MetricDef, ParamDef, metrics
-from .result import Result
-from .spec import MetricSpec, parse_metric, parse_metrics
-from .split import kfold, split  # the function shadows the module name on purpose
+from receval._version import __version__
+from receval.analysis.curves import curve, pr_curve, roc
+from receval.errors import InputError, MetricError, PolicyError, ReceValError
+from receval.evaluation.api import evaluate, evaluate_explicit, score
+from receval.evaluation.ratings import evaluate_ratings, score_ratings
+from receval.evaluation.result import Result
+from receval.metrics.registry import MetricDef, ParamDef, metrics
+from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
+from receval.workflow.checks import check
+from receval.workflow.split import kfold, split  # the function shadows the module name on purpose
 
 # Heavier parts (SciPy, the baselines, the report) load on first use, so that
 # `import receval` stays fast.
 _LAZY = {
-    "run_demo": ("receval.demo", "run_demo"),
-    "report": ("receval.report", "report"),
-    "compare": ("receval.compare", "compare"),
-    "Comparison": ("receval.compare", "Comparison"),
-    "Report": ("receval.report", "Report"),
-    "synthetic_interactions": ("receval.data", "synthetic_interactions"),
-    "read_interactions": ("receval.data", "read_interactions"),
+    "run_demo": ("receval.workflow.demo", "run_demo"),
+    "report": ("receval.analysis.report", "report"),
+    "compare": ("receval.analysis.compare", "compare"),
+    "Comparison": ("receval.analysis.compare", "Comparison"),
+    "compare_conventions": ("receval.analysis.explain", "compare_conventions"),
+    "Report": ("receval.analysis.report", "Report"),
+    "synthetic_interactions": ("receval.workflow.synthetic", "synthetic_interactions"),
+    "read_interactions": ("receval.io.interactions", "read_interactions"),
 }
 
 
@@ -58,6 +59,7 @@ __all__ = [
     "__version__",
     "check",
     "compare",
+    "compare_conventions",
     "curve",
     "evaluate",
     "evaluate_explicit",

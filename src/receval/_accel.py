@@ -17,7 +17,7 @@ def _load() -> Any:
     if os.environ.get("RECEVAL_NATIVE", "1") == "0":
         return None
     try:
-        from . import _native
+        from receval import _native
     except ImportError:  # no C compiler at install time: the NumPy paths
         return None
     return _native

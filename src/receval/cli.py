@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from . import __version__
-from .errors import InputError, ReceValError
+from receval import __version__
+from receval.errors import InputError, ReceValError
 
 app = typer.Typer(
     name="receval",
@@ -94,7 +94,7 @@ def _write_atomic(path: Path, write: Any) -> None:
 
 
 def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
-    from .spec import parse_metrics
+    from receval.metrics.spec import parse_metrics
 
     if not metric:
         raise ReceValError("give at least one metric with -m, e.g. -m ndcg@10")
@@ -122,7 +122,7 @@ def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
 def _read(
     path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool
 ) -> tuple[Any, Any]:
-    from .io.files import read_file
+    from receval.io.files import read_file
 
     with _status(f"reading {path}", quiet):
         table, info = read_file(path, role=role, fmt=fmt.value, sep=sep, cols=cols)
@@ -135,7 +135,7 @@ def _read(
 def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) -> Any:
     """Both inputs as Parquet streams ((stream, info) each), or None when
     either is another format or must be read whole."""
-    from .io.stream import is_parquet, open_parquet
+    from receval.io.stream import is_parquet, open_parquet
 
     if not (is_parquet(recs, fmt.value) and is_parquet(truth, fmt.value)):
         return None
@@ -230,8 +230,8 @@ def evaluate(
     relevance_col: RelCol = "relevance",
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
-    from .api import evaluate as run
-    from .io.tables import Columns
+    from receval.evaluation.api import evaluate as run
+    from receval.records import Columns
 
     metrics = _metrics(metric, k)
     cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
@@ -305,9 +305,9 @@ def evaluate_ratings(
     item_col: ItemCol = "item",
 ) -> None:
     """Rating-prediction metrics (mae, rmse, r2, pearson, ...) of a ratings file."""
-    from .io.files import read_file
-    from .io.tables import Columns
-    from .ratings import evaluate_ratings as run
+    from receval.evaluation.ratings import evaluate_ratings as run
+    from receval.io.files import read_file
+    from receval.records import Columns
 
     table, info = read_file(ratings, role="ratings", cols=Columns(user_col, item_col))
     try:
@@ -326,7 +326,7 @@ def evaluate_ratings(
 @app.command("metrics")
 def list_metrics() -> None:
     """List every metric with its aliases, parameters and definition."""
-    from .registry import metrics as registry
+    from receval.metrics.registry import metrics as registry
 
     kinds = {"ranking": "per user", "aggregate": "aggregate", "rating": "rating prediction"}
     for d in registry().values():
@@ -400,14 +400,15 @@ def explain(
     With --compare RECS TRUTH: the metric under every convention on that data,
     and the decisions that make the numbers differ.
     """
-    from .conventions import compare_conventions, variants
-    from .spec import parse_metric
+    from receval.analysis.explain import compare_conventions
+    from receval.evaluation.conventions import variants
+    from receval.metrics.spec import parse_metric
 
     spec = parse_metric(metric)
     if compare:
         if recs is None or truth is None:
             raise ReceValError("explain --compare needs METRIC RECS TRUTH")
-        from .io.tables import Columns
+        from receval.records import Columns
 
         cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
         recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, True)
@@ -465,7 +466,7 @@ def inspect(
     import numpy as np
     import pandas as pd
 
-    from .io.tables import Columns
+    from receval.records import Columns
 
     cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
     role = "truth" if truth else "recommendations"
@@ -506,7 +507,7 @@ def compare(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
-    from .compare import compare as run
+    from receval.analysis.compare import compare as run
 
     truth_table, tables = _read_runs(truth, runs, names, quiet)
     with _status("comparing", quiet):
@@ -531,7 +532,7 @@ def _read_runs(
     truth: Path, runs: list[Path], names: str | None, quiet: bool
 ) -> tuple[Any, dict[str, Any]]:
     """The truth and each named run, read."""
-    from .io.tables import Columns
+    from receval.records import Columns
 
     systems = _systems(runs, names)
     truth_table = _read(truth, "truth", Format.auto, None, Columns(), quiet)[0]
@@ -566,8 +567,8 @@ def report(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Write a self-contained HTML report comparing systems."""
-    from .io.tables import Columns
-    from .report import report as run
+    from receval.analysis.report import report as run
+    from receval.records import Columns
 
     truth_table, tables = _read_runs(truth, runs, names, quiet)
     extra: dict[str, Any] = {}
@@ -595,7 +596,7 @@ def demo(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
-    from .demo import run_demo
+    from receval.workflow.demo import run_demo
 
     if users <= 0:
         raise ReceValError(f"--users must be positive; got {users}")
@@ -616,8 +617,8 @@ def split(
     drop_unseen: Annotated[bool, typer.Option(help="drop unseen users/items from test")] = False,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
-    from .data import read_interactions
-    from .split import split as run
+    from receval.io.interactions import read_interactions
+    from receval.workflow.split import split as run
 
     log = read_interactions(interactions)
     result = run(
@@ -644,8 +645,8 @@ def check(
     chronological: bool = False,
 ) -> None:
     """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates."""
-    from .checks import check as run
-    from .data import read_interactions
+    from receval.io.interactions import read_interactions
+    from receval.workflow.checks import check as run
 
     def load(p: Path | None) -> Any:
         return None if p is None else read_interactions(p)

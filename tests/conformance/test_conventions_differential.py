@@ -113,7 +113,7 @@ def run_tool(tool: str, w: dict[str, Any], tmp: Path) -> dict[str, float]:
 
 @pytest.mark.parametrize("tool", list(VENV))
 def test_convention_reproduces_the_tool(tool: str, tmp_path: Path) -> None:
-    conv = receval.conventions.get(tool)
+    conv = receval.evaluation.conventions.get(tool)
     checked = 0
     for seed in SEEDS:
         w = workload(seed, ties=tool not in NO_TIES)

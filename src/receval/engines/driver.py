@@ -22,16 +22,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import _malloc
-from ..context import ItemContext
-from ..errors import InputError, PolicyError, plain
-from ..io.tables import RecsData, TruthData
-from ..kernels.beyond import Exposure
-from ..spec import MetricSpec
-from . import numpy_engine
-from .numpy_engine import Prepared, _encode, _offsets, _runs
+from receval import _malloc
+from receval.engines import numpy_engine
+from receval.engines.numpy_engine import Prepared, _encode, _offsets
+from receval.errors import InputError, PolicyError, plain
+from receval.ids import as_str, kind, runs
+from receval.metrics.context import ItemContext
+from receval.metrics.kernels.beyond import Exposure
+from receval.metrics.spec import MetricSpec
+from receval.records import Pair, RecsData, TruthData, as_strings
 
-__all__ = ["Outcome", "Pair", "run", "run_pairs"]
+__all__ = ["Outcome", "run", "run_pairs"]
 
 
 #: Threads evaluating chunks of users at once.
@@ -99,14 +100,6 @@ class _ExposureCounter:
             in_catalog = items.in_catalog[items.index_of(ids)]
             n_catalog = int(items.in_catalog.sum())
         return Exposure(counts, in_catalog, n_catalog, self.users, k)
-
-
-def _as_str(a: np.ndarray) -> np.ndarray:
-    if a.dtype == object:
-        return a
-    out = np.empty(len(a), dtype=object)
-    out[:] = a.astype(str)
-    return out
 
 
 class _TruthIndex:
@@ -241,34 +234,8 @@ def _empty_recs(like: RecsData) -> RecsData:
 
 
 def _distinct(users: np.ndarray) -> np.ndarray:
-    runs = None if users.dtype == object else _runs(users)
-    return runs[0] if runs is not None else np.asarray(pd.unique(users))
-
-
-@dataclass
-class Pair:
-    """A chunk of recommendations and the truth of the same users, with the
-    row of the input each of their rows came from (for error messages).
-
-    ``load`` (when given, with ``recs`` and ``truth`` None) makes them on first
-    use, in the thread that evaluates the pair; ``rows`` is the number of
-    recommendation rows, known before.
-    """
-
-    recs: RecsData | None
-    truth: TruthData | None
-    recs_row: Callable[[int], int]
-    truth_row: Callable[[int], int]
-    rows: int = 0
-    load: Callable[[], tuple[RecsData, TruthData]] | None = None
-
-    def loaded(self) -> tuple[RecsData, TruthData]:
-        """The recommendations and the truth, made by ``load`` if need be."""
-        if self.load is not None:
-            self.recs, self.truth = self.load()
-            self.load = None
-        assert self.recs is not None and self.truth is not None
-        return self.recs, self.truth
+    found = None if users.dtype == object else runs(users)
+    return found[0] if found is not None else np.asarray(pd.unique(users))
 
 
 def run(
@@ -296,8 +263,8 @@ def run(
     if first is None:  # pragma: no cover - callers always give one chunk
         raise ValueError("no recommendations chunk")
     template = first[0]
-    str_users = _kind(template.users) != _kind(truth.users) and len(truth.users) > 0
-    str_items = _kind(template.items) != _kind(truth.items) and len(truth.items) > 0
+    str_users = kind(template.users) != kind(truth.users) and len(truth.users) > 0
+    str_items = kind(template.items) != kind(truth.items) and len(truth.items) > 0
     sides = (("user", str_users, template.users), ("item", str_items, template.items))
     for what, differ, ids in sides:
         if differ and len(ids):
@@ -305,15 +272,15 @@ def run(
                 f"{what} ids are numbers on one side and strings on the other: matched as strings"
             )
     if str_users:
-        truth.users = _as_str(truth.users)
-        truth.empty_users = _as_str(truth.empty_users)
+        truth.users = as_str(truth.users)
+        truth.empty_users = as_str(truth.empty_users)
     if str_items:
-        truth.items = _as_str(truth.items)
+        truth.items = as_str(truth.items)
     index = _TruthIndex(truth)
 
     def pairs() -> Iterator[Pair]:
         for recs, offset in [first, *iterator]:
-            _convert(recs, str_users, str_items)
+            as_strings(recs, str_users, str_items)
             sub, rows = index.subset(_distinct_users(recs))
             yield Pair(
                 recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r], recs.rows
@@ -337,18 +304,6 @@ def run(
         items=items,
         progress=progress,
     )
-
-
-def _kind(a: np.ndarray) -> str:
-    return "str" if a.dtype == object else "number"
-
-
-def _convert(data: RecsData | TruthData, users: bool, items: bool) -> None:
-    """Ids as strings (in place) when the other side's are strings."""
-    if users:
-        data.users, data.empty_users = _as_str(data.users), _as_str(data.empty_users)
-    if items:
-        data.items = _as_str(data.items)
 
 
 def _distinct_users(recs: RecsData) -> np.ndarray:

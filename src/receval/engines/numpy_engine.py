@@ -3,7 +3,7 @@
 It does the work kernels must not: encoding ids, ordering each list
 (rank, or score descending with ties by item id ascending), rejecting
 duplicates, joining the lists with the truth, and cutting the result into
-blocks of users as :class:`~receval.kernels.batch.Batch` arrays. Every metric
+blocks of users as :class:`~receval.metrics.kernels.batch.Batch` arrays. Every metric
 and cut-off is then computed on the same blocks. No Python loop runs per user
 or per row: only per block of users and per metric.
 """
@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._accel import NATIVE
-from ..context import ItemContext
-from ..errors import InputError, MetricError
-from ..io.tables import RecsData, TruthData
-from ..kernels.batch import Batch, Cells
-from ..spec import MetricSpec
+from receval._accel import NATIVE
+from receval.errors import InputError, MetricError
+from receval.ids import reconcile, sorted_runs
+from receval.metrics.context import ItemContext
+from receval.metrics.kernels.batch import Batch, Cells
+from receval.metrics.spec import MetricSpec
+from receval.records import RecsData, TruthData
 
 __all__ = ["Prepared", "compute", "native_available", "prepare"]
 
@@ -86,54 +87,6 @@ def _positions(p: Prepared) -> np.ndarray:
     return p.rec_pos
 
 
-def _kind(a: np.ndarray) -> str:
-    return "str" if a.dtype == object else "number"
-
-
-def _as_str(a: np.ndarray) -> np.ndarray:
-    if a.dtype == object:
-        return a
-    out = np.empty(len(a), dtype=object)
-    out[:] = a.astype(str)
-    return out
-
-
-def _reconcile(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.ndarray]:
-    """Ids must be of one kind on both sides; numbers and strings are matched as strings."""
-    kinds = {_kind(p) for p in parts if len(p)}
-    if len(kinds) > 1:
-        notes.append(
-            f"{what} ids are numbers on one side and strings on the other: matched as strings"
-        )
-        return [_as_str(p) for p in parts]
-    return parts
-
-
-def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Values and lengths of the runs of a sorted array; None when it is not sorted."""
-    if len(a) and not np.all(a[1:] >= a[:-1]):
-        return None
-    starts = np.flatnonzero(np.concatenate(([True], a[1:] != a[:-1]))) if len(a) else a[:0]
-    return a[starts], np.diff(np.append(starts, len(a)))
-
-
-def _sorted_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """The distinct values of a sorted array, in order, and the length of each
-    run (None from the compiled pass, whose codes() needs no lengths); None
-    when the array is not sorted."""
-    if _native is not None and a.dtype == np.int64:
-        out = np.empty(len(a), dtype=np.int64)
-        count = _native.runs(np.ascontiguousarray(a), out)
-        return None if count < 0 else (out[:count].copy(), None)
-    return _runs(a)
-
-
-def _distinct_sorted(a: np.ndarray) -> np.ndarray | None:
-    """The distinct values of a sorted array, in order; None when it is not sorted."""
-    runs = _sorted_runs(a)
-    return None if runs is None else runs[0]
-
-
 def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
@@ -145,7 +98,7 @@ def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
         uniq = np.array(sorted(set(both.tolist())), dtype=object)
         lookup = pd.Index(uniq)
         return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
-    runs = [_sorted_runs(p) for p in parts]
+    runs = [sorted_runs(p) for p in parts]
     candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
@@ -260,10 +213,8 @@ def prepare(
         "recommendation_rows": recs.rows,
         "truth_rows": truth.rows,
     }
-    users = _reconcile(
-        [recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes
-    )
-    items = _reconcile([recs.items, truth.items], "item", notes)
+    users = reconcile([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
+    items = reconcile([recs.items, truth.items], "item", notes)
     (ru, reu, tu, teu), user_ids = _encode(users)
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)

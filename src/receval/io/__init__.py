@@ -1,5 +1,6 @@
 """Reading inputs: in-memory tables and mappings (files come through the same path)."""
 
-from .tables import Columns, RecsData, TruthData, read_recs, read_truth
+from receval.io.tables import read_recs, read_truth
+from receval.records import Columns, RecsData, TruthData
 
 __all__ = ["Columns", "RecsData", "TruthData", "read_recs", "read_truth"]

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
-from .tables import Columns
+from receval.errors import InputError
+from receval.records import Columns
 
 __all__ = ["FileInfo", "read_file"]
 

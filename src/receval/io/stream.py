@@ -34,9 +34,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError, PolicyError
-from .files import FileInfo, _checked_path, _fail, _map_columns, is_parquet
-from .tables import CHUNK_ROWS, Columns, read_recs, read_truth
+from receval.errors import InputError, PolicyError
+from receval.ids import distinct_sorted
+from receval.io.files import FileInfo, _checked_path, _fail, _map_columns, is_parquet
+from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
+from receval.records import Columns, Pair, as_strings
 
 __all__ = ["ParquetInput", "is_parquet", "open_parquet", "pairs"]
 
@@ -78,13 +80,11 @@ def _in_order(user: Any, last: Any) -> bool:
     last user, or None)."""
     n = len(user)
     if pa.types.is_int64(user.type) and n and not user.null_count:
-        from ..engines.numpy_engine import _distinct_sorted
-
         prev = None if last is None else last.as_py()
         for chunk in user.chunks:  # each chunk as it is (no copy), then the joins
             if len(chunk):
                 ids = chunk.to_numpy(zero_copy_only=True)
-                if _distinct_sorted(ids) is None or (prev is not None and ids[0] < prev):
+                if distinct_sorted(ids) is None or (prev is not None and ids[0] < prev):
                     return False
                 prev = ids[-1]
         return True
@@ -203,7 +203,7 @@ def sorted_tables(recs: Any, truth: Any, cols: Columns = Columns()) -> tuple[Any
     """Two in-memory tables as inputs to merge by user (the same path as
     sorted Parquet files), or None unless both are Arrow-typed tables whose
     ids are integers or strings, with users in ascending order."""
-    from .tables import _is_table, _to_arrow
+    from receval.io.tables import _is_table, _to_arrow
 
     if not (_is_table(recs) and _is_table(truth)):
         return None
@@ -471,15 +471,13 @@ def pairs(
     tmp: str | None = None,
     sorted_files: bool = True,
 ) -> Iterator[Any]:
-    """Pairs (:class:`~receval.engines.driver.Pair`) of the users of both
+    """Pairs (:class:`~receval.records.Pair`) of the users of both
     files, by merging them when they are sorted by user, else by partitioning.
 
     ``sorted_files=False`` partitions without trying to merge. A merge that
     meets rows out of order raises :class:`_NotSorted` (the caller restarts
     with ``sorted_files=False``).
     """
-    from ..engines.driver import Pair
-
     rows = CHUNK_ROWS if rows is None else max(1, rows)
     str_users = recs.user_kind != truth.user_kind
     str_items = recs.item_kind != truth.item_kind
@@ -506,8 +504,6 @@ def _load(
     str_items: bool,
 ) -> tuple[Any, Any]:
     """One pair's tables as checked NumPy columns (errors name the file row)."""
-    from ..engines.driver import _convert
-
     try:
         r = read_recs(a, _CANON, source=recs.path)
     except InputError as exc:
@@ -518,8 +514,8 @@ def _load(
         raise exc.remap(trow) from None
     if not graded:
         tr.grades = np.ones(len(tr.grades))
-    _convert(r, str_users, str_items)
-    _convert(tr, str_users, str_items)
+    as_strings(r, str_users, str_items)
+    as_strings(tr, str_users, str_items)
     return r, tr
 
 

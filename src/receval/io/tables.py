@@ -10,62 +10,20 @@ from __future__ import annotations
 import difflib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import InputError
+from receval.errors import InputError
+from receval.ids import first_true, ids_to_numpy, objects
+from receval.records import Columns, RecsData, TruthData
 
-__all__ = ["Columns", "RecsData", "TruthData", "iter_recs", "read_recs", "read_truth"]
+__all__ = ["iter_recs", "read_recs", "read_truth"]
 
 #: Recommendation rows per chunk when a large table is grouped by user.
 CHUNK_ROWS = 500_000
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Which column holds what."""
-
-    user: str = "user"
-    item: str = "item"
-    score: str = "score"
-    rank: str = "rank"
-    relevance: str = "relevance"
-
-
-@dataclass
-class RecsData:
-    """Recommendations as columns: one row per (user, item) with a rank or score.
-
-    ``recommended`` (explicit-feedback input only) marks the rows whose
-    predicted rating reaches the threshold; the others are ranked but not
-    recommended, so they never count as hits.
-    """
-
-    users: np.ndarray
-    items: np.ndarray
-    score: np.ndarray | None
-    rank: np.ndarray | None
-    rows: int
-    source: str = "recommendations"
-    recommended: np.ndarray | None = None
-    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-
-
-@dataclass
-class TruthData:
-    """The truth as columns: one row per (user, item) with a grade."""
-
-    users: np.ndarray
-    items: np.ndarray
-    grades: np.ndarray
-    rows: int
-    graded: bool
-    source: str = "truth"
-    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 def _is_table(obj: Any) -> bool:
@@ -109,66 +67,6 @@ def _column(table: pa.Table, name: str, role: str, source: str) -> pa.ChunkedArr
     return table.column(name)
 
 
-def _objects(values: list[Any]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
-
-
-def _first(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask)[0])
-
-
-def ids_to_numpy(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> np.ndarray:
-    """Ids as int64 (integers, integral floats, booleans), float64, or object str."""
-    if isinstance(col, pa.ChunkedArray):
-        if col.null_count:
-            row = _first(col.is_null().to_numpy(zero_copy_only=False))
-            raise InputError(f"missing {role} id", source=source, row=row)
-        typ = col.type
-        if pa.types.is_dictionary(typ):
-            col = col.cast(typ.value_type)
-            typ = col.type
-        if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
-            return col.to_numpy().astype(np.int64, copy=False)
-        if pa.types.is_floating(typ):
-            arr = col.to_numpy()
-        elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
-            return col.to_numpy(zero_copy_only=False).astype(object)
-        else:
-            arr = col.to_numpy(zero_copy_only=False)
-    else:
-        arr = np.asarray(col)
-    if arr.dtype.kind in "iub":
-        return arr.astype(np.int64, copy=False)
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            raise InputError(f"missing or non-finite {role} id", source=source, row=_first(bad))
-        if np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2**62):
-            return arr.astype(np.int64)
-        return arr.astype(np.float64, copy=False)
-    out = np.empty(len(arr), dtype=object)
-    kinds = set()
-    for i, v in enumerate(arr):
-        if v is None or (isinstance(v, float) and not np.isfinite(v)):
-            raise InputError(f"missing {role} id", source=source, row=i)
-        if isinstance(v, (bool, np.bool_, int, np.integer)):
-            kinds.add("int")
-            out[i] = int(v)
-        elif isinstance(v, str):
-            kinds.add("str")
-            out[i] = v
-        else:
-            kinds.add("other")
-            out[i] = str(v)
-    if kinds == {"int"}:
-        return out.astype(np.int64)
-    if kinds != {"str"}:
-        out = np.array([str(v) for v in out], dtype=object)
-    return out
-
-
 def _numbers(
     col: pa.ChunkedArray,
     role: str,
@@ -189,7 +87,7 @@ def _numbers(
                 ) from None
         return np.asarray([float(v) for v in values], dtype=np.float64)
     if col.null_count:
-        row = _first(col.is_null().to_numpy(zero_copy_only=False))
+        row = first_true(col.is_null().to_numpy(zero_copy_only=False))
         raise InputError(
             f"{role} must be {expected}; found a missing value (empty or NaN)",
             source=source,
@@ -213,7 +111,7 @@ def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source
     """Scores must be finite numbers."""
     bad = ~np.isfinite(score)
     if bad.any():
-        i = _first(bad)
+        i = first_true(bad)
         raise InputError(
             f"score must be a finite number; found {score[i]}",
             source=source,
@@ -232,7 +130,7 @@ def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: 
         rank = rank.astype(np.float64)
     bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))
     if bad.any():
-        i = _first(bad)
+        i = first_true(bad)
         raise InputError(
             f"rank must be a positive integer; found {rank[i]:g}",
             source=source,
@@ -247,7 +145,7 @@ def check_grades(grades: np.ndarray, users: np.ndarray, items: np.ndarray, sourc
     """Grades must be finite and non-negative."""
     bad = ~np.isfinite(grades) | (grades < 0)
     if bad.any():
-        i = _first(bad)
+        i = first_true(bad)
         raise InputError(
             f"relevance must be a non-negative number; found {grades[i]:g}",
             source=source,
@@ -361,8 +259,8 @@ def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsDat
         users.extend([user] * len(seq))
         items.extend(seq)
         ranks.extend(range(1, len(seq) + 1))
-    u = ids_to_numpy(_objects(users + empty), "user", source)
-    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
+    u = ids_to_numpy(objects(users + empty), "user", source)
+    i = ids_to_numpy(objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
     return RecsData(
         users=u[: len(users)],
         items=i,
@@ -433,8 +331,8 @@ def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
             users.append(user)
             items.append(it)
             grades.append(grade)
-    u = ids_to_numpy(_objects(users + empty), "user", source)
-    i = ids_to_numpy(_objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
+    u = ids_to_numpy(objects(users + empty), "user", source)
+    i = ids_to_numpy(objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
     g = np.asarray(grades, dtype=np.float64)
     check_grades(g, u, i, source)
     return TruthData(

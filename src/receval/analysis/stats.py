@@ -1,0 +1,464 @@
+"""Paired statistics for comparing systems on the same users (SPEC §10).
+
+Pure functions on NumPy arrays. A paired comparison of systems A and B works
+on the per-user differences ``d = a - b`` (one value per user evaluated by
+both). Everything random takes a seed (an ``int``, a
+:class:`numpy.random.SeedSequence` or a :class:`numpy.random.Generator`) and
+draws its resamples in blocks whose size depends only on the input size, so
+the same seed always gives the same p-value and interval.
+
+Functions:
+
+- :func:`paired_t_test` and :func:`wilcoxon_test` (via SciPy),
+- :func:`randomization_test` (sign-flip permutation test, exact when all
+  ``2**n`` sign vectors fit in ``n_resamples``),
+- :func:`bootstrap_ci` (percentile and BCa intervals of a mean),
+- :func:`cohens_d` (paired effect size),
+- :func:`adjust_pvalues` (Bonferroni, Holm, Benjamini–Hochberg).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from scipy import special
+from scipy import stats as _sps
+
+from receval.errors import ReceValError
+
+__all__ = [
+    "CI_METHODS",
+    "CORRECTIONS",
+    "TESTS",
+    "StatResult",
+    "adjust_pvalues",
+    "bootstrap_ci",
+    "cohens_d",
+    "normalize_correction",
+    "normalize_test",
+    "paired_t_test",
+    "randomization_test",
+    "rng_from",
+    "run_test",
+    "wilcoxon_test",
+]
+
+#: Paired tests by name (``permutation`` is an alias of ``randomization``).
+TESTS = ("t", "wilcoxon", "randomization")
+#: Multiple-comparison corrections by name.
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+#: Bootstrap interval methods.
+CI_METHODS = ("bca", "percentile")
+
+_TEST_ALIASES = {
+    "t": "t",
+    "ttest": "t",
+    "t-test": "t",
+    "paired_t": "t",
+    "student": "t",
+    "wilcoxon": "wilcoxon",
+    "signed_rank": "wilcoxon",
+    "randomization": "randomization",
+    "permutation": "randomization",
+    "fisher": "randomization",
+}
+_CORRECTION_ALIASES = {
+    "holm": "holm",
+    "holm-bonferroni": "holm",
+    "bonferroni": "bonferroni",
+    "bh": "bh",
+    "fdr_bh": "bh",
+    "benjamini-hochberg": "bh",
+    "benjamini_hochberg": "bh",
+    "none": "none",
+}
+
+#: About this many float64 values per resampling block (~32 MB).
+_BLOCK_VALUES = 1 << 22
+
+Seed = int | np.random.SeedSequence | np.random.Generator | None
+
+
+@dataclass(frozen=True)
+class StatResult:
+    """A test statistic and its two-sided p-value."""
+
+    statistic: float
+    pvalue: float
+
+
+def rng_from(seed: Seed) -> np.random.Generator:
+    """A generator from an int, a SeedSequence or a Generator (returned as is).
+
+    Example:
+        >>> float(rng_from(0).random()) == float(rng_from(np.random.SeedSequence(0)).random())
+        True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def _vector(x: Any, name: str = "x") -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ReceValError(f"{name} must be one-dimensional; got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ReceValError(f"{name} must hold finite numbers (drop NaN users first)")
+    return arr
+
+
+def _diff(a: Any, b: Any | None) -> np.ndarray:
+    x = _vector(a, "a")
+    if b is None:
+        return x
+    y = _vector(b, "b")
+    if x.shape != y.shape:
+        raise ReceValError(f"paired samples must have the same length; got {len(x)} and {len(y)}")
+    return x - y
+
+
+def _block_rows(n: int, total: int) -> int:
+    """Resamples per block: a function of the input size only (never of threads)."""
+    return max(1, min(total, _BLOCK_VALUES // max(n, 1)))
+
+
+def _all_zero(d: np.ndarray) -> bool:
+    scale = float(np.max(np.abs(d))) if d.size else 0.0
+    return scale == 0.0
+
+
+def paired_t_test(a: Any, b: Any | None = None) -> StatResult:
+    """Paired (one-sample) Student t-test of mean(d) = 0, two-sided.
+
+    ``t = mean(d) / (sd(d) / sqrt(n))`` with ``sd`` the sample standard deviation
+    (ddof = 1), and ``p = 2 · P(T_{n-1} ≥ |t|)``: :func:`scipy.stats.ttest_rel`.
+    ``b=None`` means ``a`` already holds the differences. Conventions: all
+    differences zero gives ``t = 0, p = 1``; fewer than 2 users gives NaN.
+
+    Example:
+        >>> r = paired_t_test([0.5, 0.7, 0.9, 0.4], [0.4, 0.5, 0.8, 0.4])
+        >>> round(r.statistic, 4), round(r.pvalue, 4)
+        (2.4495, 0.0917)
+    """
+    d = _diff(a, b)
+    if d.size < 2:
+        return StatResult(math.nan, math.nan)
+    if _all_zero(d):
+        return StatResult(0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = _sps.ttest_1samp(d, 0.0)
+    return StatResult(float(res.statistic), float(res.pvalue))
+
+
+def wilcoxon_test(a: Any, b: Any | None = None) -> StatResult:
+    """Wilcoxon signed-rank test of a median difference of 0, two-sided.
+
+    Zero differences are dropped (Wilcoxon's convention), the others ranked by
+    ``|d|`` (ties share the mean rank); the statistic is ``min(W+, W-)``, the
+    smaller sum of ranks of one sign. SciPy's :func:`scipy.stats.wilcoxon`
+    gives the p-value (exact distribution for small samples without ties,
+    normal approximation otherwise). All differences zero gives ``p = 1``;
+    no user gives NaN.
+
+    Example:
+        >>> r = wilcoxon_test([0.9, 0.8, 0.7, 0.6, 0.5, 0.4], [0.1, 0.2, 0.3, 0.3, 0.2, 0.1])
+        >>> r.statistic, round(r.pvalue, 4)
+        (0.0, 0.0312)
+    """
+    d = _diff(a, b)
+    if d.size == 0:
+        return StatResult(math.nan, math.nan)
+    if _all_zero(d):
+        return StatResult(0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = _sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    return StatResult(float(res.statistic), float(res.pvalue))
+
+
+def _unpacked_signs(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
+    """A (rows, n) 0/1 float matrix of fair coin flips (1 = flip the sign).
+
+    Each row uses whole 64-bit draws, so blocks concatenate to the same stream
+    as one large draw.
+    """
+    words = (n + 63) // 64
+    raw = rng.integers(
+        0, np.iinfo(np.uint64).max, size=(rows, words), dtype=np.uint64, endpoint=True
+    )
+    bits = np.unpackbits(raw.view(np.uint8), axis=1, count=n, bitorder="little")
+    return bits.astype(np.float64)
+
+
+def randomization_test(
+    a: Any,
+    b: Any | None = None,
+    *,
+    n_resamples: int = 10_000,
+    seed: Seed = 0,
+    exact: bool | None = None,
+) -> StatResult:
+    """Paired randomization (permutation) test of mean(d) = 0, two-sided.
+
+    Under the null hypothesis the two systems are exchangeable for each user,
+    so each difference keeps its size and gets a random sign. With ``T = |Σ d|``
+    and ``T*`` the same sum after flipping signs:
+
+    - exact (all ``2**n`` sign vectors): ``p = #{T* ≥ T} / 2**n``;
+    - Monte Carlo (``n_resamples`` random sign vectors ``s``):
+      ``p = (1 + #{T* ≥ T}) / (1 + n_resamples)`` (never 0, valid for any
+      number of resamples).
+
+    ``exact=None`` enumerates when ``2**n <= n_resamples``. The statistic
+    returned is ``mean(d)``. Sign vectors are drawn as bits of 64-bit words, in
+    blocks of a size that depends only on ``n``, so one seed always gives one
+    p-value. All differences zero gives ``p = 1``; no user gives NaN.
+
+    Example:
+        >>> r = randomization_test([1.0, 2.0, 3.0], [0.0, 0.0, 0.0])  # exact: 2 of 8
+        >>> r.statistic, r.pvalue
+        (2.0, 0.25)
+        >>> r = randomization_test(np.arange(1.0, 21.0), n_resamples=999, seed=1)
+        >>> r.pvalue  # (1 + 0) / (1 + 999)
+        0.001
+    """
+    d = _diff(a, b)
+    n = d.size
+    if n == 0:
+        return StatResult(math.nan, math.nan)
+    observed = float(d.mean())
+    if _all_zero(d):
+        return StatResult(observed, 1.0)
+    if n_resamples < 1:
+        raise ReceValError(f"n_resamples must be a positive integer; got {n_resamples}")
+    total = float(d.sum())
+    # T* = |Σ d - 2 Σ_{flipped} d|; a relative tolerance keeps floating-point
+    # noise from splitting sums that are equal in exact arithmetic.
+    tol = 1e-9 * float(np.abs(d).sum())
+    target = abs(total) - tol
+    if exact is None:
+        exact = n <= 62 and (1 << n) <= n_resamples
+    if exact:
+        if n > 24:
+            raise ReceValError(f"exact enumeration of 2**{n} sign vectors is too large")
+        count = 0
+        m = 1 << n
+        rows = _block_rows(n, m)
+        cols = np.arange(n, dtype=np.uint64)
+        for start in range(0, m, rows):
+            codes = np.arange(start, min(m, start + rows), dtype=np.uint64)
+            flips = ((codes[:, None] >> cols[None, :]) & np.uint64(1)).astype(np.float64)
+            stat = np.abs(total - 2.0 * (flips @ d))
+            count += int(np.count_nonzero(stat >= target))
+        return StatResult(observed, count / m)
+    rng = rng_from(seed)
+    count = 0
+    rows = _block_rows(n, n_resamples)
+    for start in range(0, n_resamples, rows):
+        flips = _unpacked_signs(rng, min(rows, n_resamples - start), n)
+        stat = np.abs(total - 2.0 * (flips @ d))
+        count += int(np.count_nonzero(stat >= target))
+    return StatResult(observed, (1 + count) / (1 + n_resamples))
+
+
+def _bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` resamples of ``x`` with replacement (in blocks)."""
+    n = x.size
+    out = np.empty(n_resamples)
+    rows = _block_rows(n, n_resamples)
+    for start in range(0, n_resamples, rows):
+        m = min(rows, n_resamples - start)
+        idx = rng.integers(0, n, size=(m, n), dtype=np.int64)
+        out[start : start + m] = x[idx].mean(axis=1)
+    return out
+
+
+def bootstrap_ci(
+    a: Any,
+    b: Any | None = None,
+    *,
+    alpha: float = 0.05,
+    method: Literal["bca", "percentile"] = "bca",
+    n_resamples: int = 10_000,
+    seed: Seed = 0,
+) -> tuple[float, float]:
+    """A bootstrap ``1 - alpha`` confidence interval of the mean (of ``a - b`` when
+    ``b`` is given: the paired difference).
+
+    ``B = n_resamples`` resamples of the n users with replacement give means
+    ``θ*_1..θ*_B``; ``θ̂`` is the observed mean and ``q(p)`` the p-quantile of
+    the ``θ*`` (linear interpolation).
+
+    - ``percentile``: ``[q(α/2), q(1 − α/2)]``.
+    - ``bca`` (bias-corrected and accelerated, Efron 1987):
+      ``z0 = Φ⁻¹((#{θ* < θ̂} + #{θ* ≤ θ̂}) / 2B)``, acceleration from the
+      jackknife means ``θ_(i)`` (each user left out once) and their mean
+      ``θ_(·)``: ``a = Σ(θ_(·) − θ_(i))³ / (6 [Σ(θ_(·) − θ_(i))²]^{3/2})``; then
+      ``[q(α1), q(α2)]`` with ``α_j = Φ(z0 + (z0 + z_j) / (1 − a (z0 + z_j)))``,
+      ``z_1 = Φ⁻¹(α/2)``, ``z_2 = Φ⁻¹(1 − α/2)``.
+
+    All values equal gives ``(θ̂, θ̂)``; no user gives ``(nan, nan)``.
+
+    Example:
+        >>> x = [0.2, 0.4, 0.4, 0.5, 0.9, 1.0]
+        >>> lo, hi = bootstrap_ci(x, method="percentile", n_resamples=2000, seed=3)
+        >>> bool(lo < np.mean(x) < hi), bool(0.2 <= lo and hi <= 1.0)
+        (True, True)
+    """
+    x = _diff(a, b)
+    if not 0 < alpha < 1:
+        raise ReceValError(f"alpha must be in (0, 1); got {alpha}")
+    if method not in CI_METHODS:
+        raise ReceValError(f"method must be one of {', '.join(CI_METHODS)}; got {method!r}")
+    if n_resamples < 1:
+        raise ReceValError(f"n_resamples must be a positive integer; got {n_resamples}")
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    theta = float(x.mean())
+    if float(x.max() - x.min()) == 0.0:
+        return (theta, theta)
+    means = _bootstrap_means(x, n_resamples, rng_from(seed))
+    lo_p, hi_p = alpha / 2, 1 - alpha / 2
+    if method == "bca":
+        below = np.count_nonzero(means < theta) + np.count_nonzero(means <= theta)
+        z0 = float(special.ndtri(below / (2.0 * n_resamples)))
+        jack = (x.sum() - x) / (n - 1) if n > 1 else x.copy()
+        dev = jack.mean() - jack
+        den = float(np.sum(dev**2)) ** 1.5
+        acc = float(np.sum(dev**3)) / (6.0 * den) if den > 0 else 0.0
+        if not math.isfinite(z0):
+            # Every resampled mean on one side of θ̂: the correction is undefined;
+            # fall back to the percentile interval.
+            z0, acc = 0.0, 0.0
+        ps = []
+        for zq in (special.ndtri(lo_p), special.ndtri(hi_p)):
+            s = z0 + zq
+            ps.append(float(special.ndtr(z0 + s / (1 - acc * s))))
+        lo_p, hi_p = ps
+    lo, hi = np.quantile(means, [lo_p, hi_p])
+    return (float(lo), float(hi))
+
+
+def cohens_d(a: Any, b: Any | None = None) -> float:
+    """Paired Cohen's d (d_z): ``mean(d) / sd(d)``, sample sd with ddof = 1.
+
+    Conventions: ``sd = 0`` gives 0 when the mean is 0 and ±inf otherwise;
+    fewer than 2 users gives NaN.
+
+    Example:
+        >>> round(cohens_d([0.5, 0.7, 0.9, 0.4], [0.4, 0.5, 0.8, 0.4]), 4)
+        1.2247
+    """
+    d = _diff(a, b)
+    if d.size < 2:
+        return math.nan
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
+    return mean / sd
+
+
+def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """P-values adjusted for multiple comparisons (NaN entries stay NaN and do
+    not count among the ``m`` comparisons).
+
+    With the ``m`` p-values sorted ascending, ``p_(1) ≤ … ≤ p_(m)``:
+
+    - ``bonferroni``: ``min(1, m · p_i)``;
+    - ``holm`` (step-down): ``p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j))``;
+    - ``bh`` (Benjamini–Hochberg, false discovery rate, step-up):
+      ``p̃_(i) = min_{j ≥ i} min(1, m p_(j) / j)``;
+    - ``none``: unchanged.
+
+    A comparison is significant at level α when its adjusted p-value is < α.
+
+    Example:
+        >>> p = [0.01, 0.04, 0.03, 0.005]
+        >>> adjust_pvalues(p, "bonferroni").round(4).tolist()
+        [0.04, 0.16, 0.12, 0.02]
+        >>> adjust_pvalues(p, "holm").round(4).tolist()
+        [0.03, 0.06, 0.06, 0.02]
+        >>> adjust_pvalues(p, "bh").round(4).tolist()
+        [0.02, 0.04, 0.04, 0.02]
+    """
+    method = normalize_correction(method)
+    p = np.asarray(pvalues, dtype=np.float64).copy()
+    if p.ndim != 1:
+        raise ReceValError("p-values must be one-dimensional")
+    ok = ~np.isnan(p)
+    if ((p[ok] < 0) | (p[ok] > 1)).any():
+        raise ReceValError("p-values must lie in [0, 1]")
+    if method == "none" or not ok.any():
+        return p
+    q = p[ok]
+    m = q.size
+    order = np.argsort(q, kind="stable")
+    s = q[order]
+    if method == "bonferroni":
+        adj = np.minimum(1.0, m * s)
+    elif method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * s))
+    else:  # bh
+        adj = np.minimum.accumulate((m * s / np.arange(1, m + 1))[::-1])[::-1]
+        adj = np.minimum(1.0, adj)
+    out = np.empty(m)
+    out[order] = adj
+    p[ok] = out
+    return p
+
+
+def normalize_test(test: str) -> str:
+    """The canonical name of a paired test (``t``, ``wilcoxon``, ``randomization``).
+
+    Example:
+        >>> normalize_test("permutation")
+        'randomization'
+    """
+    key = str(test).strip().lower()
+    if key not in _TEST_ALIASES:
+        raise ReceValError(
+            f"test must be one of t, wilcoxon, randomization (or permutation); got {test!r}"
+        )
+    return _TEST_ALIASES[key]
+
+
+def normalize_correction(correction: str | None) -> str:
+    """The canonical name of a correction (``holm``, ``bonferroni``, ``bh``, ``none``).
+
+    Example:
+        >>> normalize_correction("fdr_bh")
+        'bh'
+    """
+    key = "none" if correction is None else str(correction).strip().lower()
+    if key not in _CORRECTION_ALIASES:
+        raise ReceValError(
+            f"correction must be one of holm, bonferroni, bh, none; got {correction!r}"
+        )
+    return _CORRECTION_ALIASES[key]
+
+
+def run_test(
+    test: str, a: Any, b: Any | None = None, *, n_resamples: int = 10_000, seed: Seed = 0
+) -> StatResult:
+    """Run a paired test by name (see :data:`TESTS`).
+
+    Example:
+        >>> run_test("t", [1.0, 2.0, 4.0], [0.0, 1.0, 1.0]).pvalue < 0.2
+        True
+    """
+    name = normalize_test(test)
+    if name == "t":
+        return paired_t_test(a, b)
+    if name == "wilcoxon":
+        return wilcoxon_test(a, b)
+    return randomization_test(a, b, n_resamples=n_resamples, seed=seed)

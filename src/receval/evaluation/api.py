@@ -1,0 +1,533 @@
+"""The public entry points: :func:`evaluate` and :func:`score`."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from receval._version import __version__
+from receval.engines import driver
+from receval.engines.numpy_engine import TIES
+from receval.errors import InputError, ReceValError
+from receval.evaluation import conventions
+from receval.evaluation.result import Result
+from receval.io.items import build_context
+from receval.io.tables import iter_recs, read_truth
+from receval.metrics.context import ItemContext
+from receval.metrics.spec import MetricSpec, parse_metrics
+from receval.records import Columns, RecsData, TruthData
+
+__all__ = ["evaluate", "score"]
+
+EmptyTruth = Literal["skip", "zero", "error"]
+MissingRecs = Literal["zero", "skip", "error"]
+Duplicates = Literal["error", "keep"]
+Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ReceValError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)
+
+
+def evaluate(
+    recommendations: Any,
+    truth: Any,
+    metrics: str | MetricSpec | Iterable[str | MetricSpec],
+    *,
+    convention: str | None = None,
+    threshold: float | None = None,
+    empty_truth: EmptyTruth | None = None,
+    missing_recs: MissingRecs | None = None,
+    no_truth: EmptyTruth | None = None,
+    ties: Ties | None = None,
+    relevant_from: Literal["truth", "list"] | None = None,
+    duplicates: Duplicates = "error",
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str = "rank",
+    relevance_col: str = "relevance",
+    train: Any = None,
+    catalog: Iterable[Any] | None = None,
+    item_features: Any = None,
+    popular: Iterable[Any] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    """Evaluate recommendation lists against the truth.
+
+    Args:
+        recommendations: a long table (pandas, polars or pyarrow) with a user,
+            an item and a rank (1 = best) or a score (higher = better) column,
+            or a mapping ``user -> sequence of items``, best first, or the
+            path of a file (CSV/TSV, Parquet, JSON Lines, TREC run). With only
+            scores, ties are broken by item id ascending.
+        truth: a table (user, item, optional relevance grade), a mapping
+            ``user -> iterable of items`` or ``user -> {item: grade}``, or the
+            path of a file. When both are Parquet files they are read in
+            chunks of users, never whole (:mod:`receval.io.stream`): memory
+            stays bounded whatever their size, and the numbers are the same.
+        metrics: one metric string or several, e.g. ``"ndcg@10"``,
+            ``["precision@5,10", "ap@10[denominator=relevant]"]``.
+        convention: a tool whose numbers to reproduce (``"trec_eval"``,
+            ``"ranx"``, ... see :mod:`receval.evaluation.conventions`): it sets the
+            defaults of every option below left as None and of every metric
+            parameter a metric string does not give. None: receval's own.
+        threshold: an item is relevant when its grade is >= threshold (and > 0);
+            default 1.
+        empty_truth: users in the truth without a relevant item: ``skip``
+            (NaN, left out of the means and counted; the default), ``zero``
+            (scored 0) or ``error``.
+        missing_recs: users with relevant items but no recommendations:
+            ``zero`` (an empty list: every metric 0; the default), ``skip`` or
+            ``error``. A user with neither a list nor a relevant item is
+            skipped when either policy says ``skip``.
+        no_truth: users with recommendations who are not in the truth at all:
+            ``skip``, ``zero`` or ``error``; default: as ``empty_truth``.
+        ties: the order of equal scores: ``item`` (item id ascending, numbers
+            numerically, strings by code point; the default), ``item_desc``,
+            ``item_str`` / ``item_str_desc`` (ids compared as strings, as
+            trec_eval does) or ``input`` (the rows' order, a stable sort).
+        relevant_from: ``truth`` (R and the ideal ranking come from the
+            user's relevant items; the default) or ``list`` (only the relevant
+            items the list holds exist, as for tools that only see the
+            candidates they are given, e.g. torchmetrics).
+        duplicates: ``error``, or ``keep``: the first occurrence of an item in
+            a list, the largest grade of a (user, item) pair in the truth.
+        user_col, item_col, score_col, rank_col, relevance_col: column names.
+        train: the training interactions (a table with user and item columns,
+            or a mapping user -> items): item popularity (distinct users per
+            item) and, without ``catalog``, the catalog. Needed by novelty,
+            arp, long_tail, and by serendipity without ``popular``.
+        catalog: the item universe of coverage, prediction_coverage and gini.
+        item_features: for ild: a DataFrame (index = item, numeric columns),
+            a mapping item -> vector, or a mapping item -> set of categories.
+        popular: the items serendipity treats as popular (default: the top
+            10% of catalog items by training popularity).
+        progress: called with the number of recommendation rows evaluated so
+            far, after each chunk of users (for progress bars).
+
+    Returns:
+        A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
+        ``counts``, ``parameters``.
+
+    Example:
+        >>> res = evaluate({"u1": [1, 6, 8]}, {"u1": [1, 2, 3, 4, 5, 6]}, "precision@3")
+        >>> round(res.summary["precision@3"], 4)
+        0.6667
+    """
+    conv = conventions.get(convention or "receval")
+    options = _options(
+        conv.threshold if threshold is None else threshold,
+        conv.empty_truth if empty_truth is None else empty_truth,
+        conv.missing_recs if missing_recs is None else missing_recs,
+        duplicates,
+        conv.no_truth if no_truth is None else no_truth,
+        conv.ties if ties is None else ties,
+        conv.relevant_from if relevant_from is None else relevant_from,
+    )
+    specs = parse_metrics(metrics, conv.params)
+    given = {
+        "train": train is not None,
+        "catalog": catalog is not None or train is not None,
+        "item_features": item_features is not None,
+        "popular": popular is not None or train is not None,
+    }
+    check_inputs(specs, given)
+    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+    items = None
+    if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
+        items = build_context(
+            train=train,
+            catalog=catalog,
+            item_features=item_features,
+            popular=popular,
+            cols=Columns(user_col, item_col),
+        )
+    recommendations, truth, streams = _files(recommendations, truth, cols)
+    if streams is None:  # tables sorted by user merge like sorted files
+        from receval.io.stream import sorted_tables
+
+        streams = sorted_tables(recommendations, truth, cols)
+    if streams is not None:
+        res = _streamed(*streams, specs, options, items, conv.graded, progress)
+    else:
+        tr = read_truth(truth, cols)
+        if not conv.graded:  # the tool reads no grades: every truth row is relevant
+            tr.grades = np.ones(len(tr.grades))
+        res = run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
+    res.parameters["convention"] = conv.name
+    return res
+
+
+def _is_path(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike))
+
+
+def _files(recommendations: Any, truth: Any, cols: Columns) -> tuple[Any, Any, Any]:
+    """Paths read as files: two Parquet files stream (bounded memory); any
+    other file is read whole into a table."""
+    from receval.io.files import read_file
+    from receval.io.stream import ParquetInput, is_parquet, open_parquet
+
+    inputs = [recommendations, truth]
+    for i, role in enumerate(("recommendations", "truth")):
+        if _is_path(inputs[i]) and is_parquet(inputs[i]):
+            inputs[i] = open_parquet(inputs[i], role, cols) or inputs[i]
+    if all(isinstance(x, ParquetInput) for x in inputs):
+        return inputs[0], inputs[1], (inputs[0], inputs[1])
+    for i, role in enumerate(("recommendations", "truth")):
+        if isinstance(inputs[i], ParquetInput):
+            inputs[i] = inputs[i].read_all()
+        elif _is_path(inputs[i]):
+            inputs[i] = read_file(inputs[i], role=role, cols=cols)[0]
+    return inputs[0], inputs[1], None
+
+
+def _streamed(
+    recs: Any,
+    truth: Any,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None,
+    graded: bool,
+    progress: Callable[[int], None] | None,
+) -> Result:
+    """Evaluate two Parquet files chunk by chunk of users (:mod:`receval.io.stream`)."""
+    from receval.io import stream
+
+    def run_pairs(pairs: Any, max_grade: float, notes: list[str]) -> driver.Outcome:
+        return driver.run_pairs(
+            pairs,
+            specs,
+            max_grade=max_grade,
+            notes=notes,
+            items=items,
+            progress=progress,
+            **options,
+        )
+
+    out = stream.evaluate(recs, truth, run_pairs, graded=graded)
+    return _result(out, specs, options, items)
+
+
+def _options(
+    threshold: Any,
+    empty_truth: Any,
+    missing_recs: Any,
+    duplicates: Any,
+    no_truth: Any = None,
+    ties: Any = "item",
+    relevant_from: Any = "truth",
+) -> dict[str, Any]:
+    """The evaluation options, validated."""
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise ReceValError(f"threshold must be a number; got {threshold!r}") from None
+    if not math.isfinite(value):
+        raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
+    return {
+        "threshold": value,
+        "empty_truth": _choice("empty_truth", empty_truth, ("skip", "zero", "error")),
+        "missing_recs": _choice("missing_recs", missing_recs, ("zero", "skip", "error")),
+        "duplicates": _choice("duplicates", duplicates, ("error", "keep")),
+        "no_truth": None
+        if no_truth is None
+        else _choice("no_truth", no_truth, ("skip", "zero", "error")),
+        "ties": _choice("ties", ties, tuple(TIES)),
+        "relevant_from": _choice("relevant_from", relevant_from, ("truth", "list")),
+    }
+
+
+def run(
+    chunks: Iterable[tuple[RecsData, int]],
+    truth: TruthData,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None = None,
+    ties: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    """Evaluate already-read inputs and assemble the :class:`Result`."""
+    out = driver.run(chunks, truth, specs, items=items, progress=progress, **options)
+    return _result(out, specs, options, items, ties)
+
+
+def _result(
+    out: driver.Outcome,
+    specs: Sequence[MetricSpec],
+    options: Mapping[str, Any],
+    items: ItemContext | None,
+    ties: str | None = None,
+) -> Result:
+    """The :class:`Result` of the driver's outcome: means, counts, parameters."""
+    values, evaluated, counts = out.values, out.evaluated, out.counts
+
+    names = [str(s) for s in specs if s.definition.kind != "aggregate"]
+    means: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for j, name in enumerate(names):
+        v = values[j, evaluated]
+        ok = ~np.isnan(v)
+        means[name] = float(np.sum(v[ok]) / ok.sum()) if ok.any() else math.nan
+        if (~ok).any():
+            undefined[name] = int((~ok).sum())
+    counts["undefined"] = undefined
+    # rows read = rows used + rows rejected (with the reason in the key)
+    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(
+        "recommendation_rows_duplicate_dropped", 0
+    )
+    counts["truth_rows_used"] = counts.get("truth_rows", 0) - counts.get(
+        "truth_rows_duplicate_dropped", 0
+    )
+    summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
+    notes = list(out.notes) + _warnings(counts, options.get("ties", "item"))
+
+    index = pd.Index(out.user_ids, name="user")
+    per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
+    parameters: dict[str, Any] = {
+        **options,
+        "no_truth": options.get("no_truth") or options["empty_truth"],
+        "ties": ties or "score descending, then " + TIES[options.get("ties", "item")],
+        "engine": "numpy",
+    }
+    if items is not None:
+        parameters["catalog"] = items.catalog_source or None
+        parameters["catalog_size"] = int(items.in_catalog.sum())
+        parameters["training_users"] = items.n_train_users
+    return Result(
+        summary=summary,
+        per_user=per_user,
+        counts=counts,
+        parameters=parameters,
+        metrics=list(specs),
+        notes=notes,
+        version=__version__,
+    )
+
+
+def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
+    """One line per thing worth a look that changed no number (SPEC §2.5)."""
+    out = []
+    if counts.get("recommendation_rows_tied"):
+        out.append(
+            f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
+            f"row above them: ties were broken by {TIES[ties]}"
+        )
+    if counts.get("lists_shorter_than_largest_k"):
+        out.append(
+            f"{counts['lists_shorter_than_largest_k']} lists are shorter than the largest "
+            "cut-off asked"
+        )
+    if counts.get("recommendations_seen_in_train"):
+        out.append(
+            f"{counts['recommendations_seen_in_train']} recommended items are already in the "
+            "user's training data (leakage? see receval check / checks.remove_seen)"
+        )
+    return out
+
+
+_PROVIDERS = {
+    "train": "train= (CLI: --train)",
+    "catalog": "catalog= or train= (CLI: --catalog or --train)",
+    "item_features": "item_features= (CLI: --item-features)",
+    "popular": "popular= or train= (CLI: --popular or --train)",
+}
+
+
+def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None:
+    """Fail before any work when a metric needs an input that was not given."""
+    for s in specs:
+        if s.definition.kind == "rating":
+            raise ReceValError(f"{s} is a rating-prediction metric: use receval.evaluate_ratings")
+        for need in s.definition.needs:
+            if not given.get(need, False):
+                raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")
+        if dict(s.params).get("denominator") == "recommended" and not given.get("ratings"):
+            raise ReceValError(
+                f"{s} needs predicted ratings: use receval.evaluate_explicit (explicit feedback)"
+            )
+        if s.name == "personalization" and s.k is None:
+            raise ReceValError(f"{s} needs a cut-off, e.g. personalization@10")
+
+
+def score(
+    metric: str,
+    ranked: Sequence[Any],
+    relevant: Iterable[Any] | Mapping[Any, float],
+    *,
+    scores: Sequence[float] | None = None,
+    threshold: float = 1,
+) -> float:
+    """One metric for one list: a quick check.
+
+    Args:
+        metric: one metric string, e.g. ``"ndcg@10"``.
+        ranked: the list, best first (with ``scores``: in any order, ordered by
+            score descending, ties by item id ascending).
+        relevant: the relevant items, or a mapping item → grade.
+        scores: optional scores parallel to ``ranked`` (``auc`` counts ties ½).
+        threshold: the grade from which an item is relevant.
+
+    Returns:
+        The metric's value; NaN when it is undefined (no relevant item).
+
+    Example:
+        >>> round(score("ndcg@3", ranked=[1, 2, 3, 4, 5], relevant={2, 4, 6}), 4)
+        0.2961
+    """
+    specs = parse_metrics(metric)
+    if len(specs) != 1:
+        raise ReceValError(f"score() takes one metric; {metric!r} names {len(specs)}")
+    user = 0
+    truth = {user: dict(relevant) if isinstance(relevant, Mapping) else list(relevant)}
+    if scores is None:
+        recs: Any = {user: list(ranked)}
+    else:
+        if len(scores) != len(ranked):
+            raise ReceValError(
+                f"scores has {len(scores)} values but ranked has {len(ranked)} items"
+            )
+        recs = pd.DataFrame({"user": user, "item": list(ranked), "score": list(scores)})
+    res = evaluate(recs, truth, specs, threshold=threshold)
+    return float(res.per_user.iloc[0, 0])
+
+
+def evaluate_explicit(
+    ratings: Any,
+    metrics: str | MetricSpec | Iterable[str | MetricSpec],
+    *,
+    threshold: float = 1,
+    dropna: bool = False,
+    empty_truth: EmptyTruth = "skip",
+    missing_recs: MissingRecs = "zero",
+    user_col: str = "user",
+    item_col: str = "item",
+    actual_col: str = "actual",
+    predicted_col: str = "predicted",
+) -> Result:
+    """Ranking metrics on explicit feedback (SPEC §4): ratings instead of lists.
+
+    Each user's list is their rated items ordered by predicted rating
+    (descending, ties by item id ascending). An item is relevant when its
+    actual rating is >= ``threshold``, and *recommended* when its predicted
+    rating is; only recommended items count as hits. So
+    ``precision@k[denominator=recommended]`` is |recommended ∩ relevant in the
+    top k| / |recommended in the top k| and ``recall@k`` counts recommended
+    relevant items over all relevant ones; both are NaN when their denominator
+    is 0. Rows with a missing rating are an error, or dropped with
+    ``dropna=True`` and counted (``counts["rating_rows_dropped_missing"]``).
+
+    Example:
+        >>> import pandas as pd
+        >>> r = pd.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3],
+        ...                   "actual": [5, 2, 4], "predicted": [4.5, 4.0, 2.0]})
+        >>> evaluate_explicit(r, "precision@3[denominator=recommended]", threshold=3.5).summary
+        {'precision@3[denominator=recommended]': 0.5}
+    """
+    options = _options(threshold, empty_truth, missing_recs, "error")
+    specs = parse_metrics(metrics)
+    for s in specs:
+        if s.definition.kind != "ranking" or s.definition.needs:
+            raise ReceValError(f"{s} is not a ranking metric of explicit-feedback input")
+    check_inputs(specs, {"ratings": True})
+    recs, truth, dropped = read_ratings(
+        ratings,
+        Columns(user_col, item_col),
+        actual_col,
+        predicted_col,
+        dropna=dropna,
+        threshold=options["threshold"],
+    )
+    res = run(
+        [(recs, 0)],
+        truth,
+        specs,
+        options,
+        ties="predicted rating descending, then item id ascending",
+    )
+    res.counts["rating_rows_dropped_missing"] = dropped
+    return res
+
+
+def read_ratings(
+    ratings: Any,
+    cols: Columns,
+    actual_col: str,
+    predicted_col: str,
+    *,
+    dropna: bool,
+    threshold: float,
+) -> tuple[RecsData, TruthData, int]:
+    """A (user, item, actual, predicted) table as recommendations (ordered by
+    predicted rating, recommended when predicted >= threshold) and truth
+    (graded by the actual rating)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from receval.ids import ids_to_numpy
+    from receval.io.tables import _is_table, _to_arrow, check_grades
+
+    if not _is_table(ratings):
+        raise ReceValError(
+            f"ratings must be a pandas, polars or pyarrow table; got {type(ratings).__name__}"
+        )
+    table: pa.Table = _to_arrow(ratings, "ratings")
+    for name, role in (
+        (cols.user, "user"),
+        (cols.item, "item"),
+        (actual_col, "actual rating"),
+        (predicted_col, "predicted rating"),
+    ):
+        if name not in table.column_names:
+            raise InputError(
+                f"no {role} column {name!r} (columns found: {', '.join(table.column_names)})",
+                source="ratings",
+            )
+    rows = table.num_rows
+    missing = np.zeros(rows, dtype=bool)
+    for name in (actual_col, predicted_col):
+        col = table.column(name).cast(pa.float64())
+        missing |= pc.is_null(col, nan_is_null=True).to_numpy(zero_copy_only=False)
+    dropped = 0
+    if missing.any():
+        if not dropna:
+            i = int(np.flatnonzero(missing)[0])
+            raise InputError(
+                "missing rating (empty or NaN); pass dropna=True to drop such rows",
+                source="ratings",
+                row=i,
+                user=table.column(cols.user)[i].as_py(),
+                item=table.column(cols.item)[i].as_py(),
+            )
+        dropped = int(missing.sum())
+        table = table.filter(pa.array(~missing))
+    kept = np.flatnonzero(~missing)
+    users = ids_to_numpy(table.column(cols.user), "user", "ratings")
+    items = ids_to_numpy(table.column(cols.item), "item", "ratings")
+    actual = table.column(actual_col).cast(pa.float64()).to_numpy()
+    predicted = table.column(predicted_col).cast(pa.float64()).to_numpy()
+    try:
+        check_grades(actual, users, items, "ratings")
+    except InputError as exc:
+        raise exc.remap(lambda r: kept[r]) from None
+    recs = RecsData(
+        users=users,
+        items=items,
+        score=predicted,
+        rank=None,
+        rows=rows,
+        source="ratings",
+        recommended=predicted >= threshold,
+    )
+    truth = TruthData(
+        users=users, items=items, grades=actual, rows=rows, graded=True, source="ratings"
+    )
+    return recs, truth, dropped

@@ -1,0 +1,486 @@
+"""Rating-prediction metrics (SPEC §5): how close predicted ratings are to actual ones.
+
+:func:`evaluate_ratings` takes a (user, item, actual, predicted) table and returns
+a :class:`~receval.evaluation.result.Result`; :func:`score_ratings` takes two plain arrays.
+
+Metrics: ``mae``, ``mse``, ``rmse``, ``r2``, ``pearson``, ``spearman``,
+``kendall`` (tau-b). Each is computed over all pairs by default, or per user
+and then averaged over users with ``[per_user=true]``; users whose value is
+undefined (fewer than 2 pairs or constant ratings, for r2 and the correlations)
+are left out of that mean and counted in ``counts["undefined"]``. Note that
+``rmse[per_user=true]`` is the mean of the users' RMSEs, not the square root of
+the mean per-user MSE.
+
+Metric strings use the grammar of ranking metrics without the cut-off:
+``name[param=value]`` (``"RMSE[per_user=true]"``); the canonical string is lower
+case, aliases resolved and defaults dropped (``"rmse[per_user=true]"``).
+
+Example:
+    >>> import pandas as pd
+    >>> r = pd.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 3],
+    ...                   "actual": [4.0, 2.0, 5.0, 3.0], "predicted": [3.5, 2.5, 4.0, 3.0]})
+    >>> res = evaluate_ratings(r, ["MAE", "rmse[per_user=true]"])
+    >>> {name: round(value, 4) for name, value in res.summary.items()}
+    {'mae': 0.5, 'rmse[per_user=true]': 0.6036}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from receval._version import __version__
+from receval.errors import InputError, MetricError, ReceValError
+from receval.evaluation.result import Result
+from receval.metrics.kernels.rating import BY_USER
+from receval.metrics.registry import REGISTRY, MetricDef
+from receval.metrics.registry import lookup as ranking_lookup
+from receval.metrics.spec import _GRAMMAR, MetricSpec, _parse_params, _suggest
+
+__all__ = [
+    "RATING_METRICS",
+    "RatingResult",
+    "RatingSpec",
+    "evaluate_ratings",
+    "parse_rating_metric",
+    "parse_rating_metrics",
+    "score_ratings",
+]
+
+#: canonical name → declaration of every rating-prediction metric.
+RATING_METRICS: Mapping[str, MetricDef] = MappingProxyType(
+    {d.name: d for d in REGISTRY.values() if d.kind == "rating"}
+)
+_ALIASES: dict[str, str] = {
+    name: d.name for d in RATING_METRICS.values() for name in (d.name, *d.aliases)
+}
+
+
+def _lookup(name: str) -> MetricDef | None:
+    canonical = _ALIASES.get(name.strip().lower())
+    return None if canonical is None else RATING_METRICS[canonical]
+
+
+class RatingSpec(MetricSpec):
+    """A rating metric with its non-default parameters; ``k`` is always None.
+
+    Its ``str()`` is the canonical metric string, as for ranking metrics.
+
+    Example:
+        >>> str(parse_rating_metric("RMSE[per_user=true]"))
+        'rmse[per_user=true]'
+    """
+
+    @property
+    def definition(self) -> MetricDef:
+        """The declaration of this metric (from :data:`RATING_METRICS`)."""
+        d = _lookup(self.name)
+        if d is None:  # pragma: no cover - specs are only built from known names
+            raise MetricError(f"unknown rating metric {self.name!r}")
+        return d
+
+    @property
+    def per_user(self) -> bool:
+        """Whether the metric is averaged over users."""
+        return bool(self.param_dict.get("per_user", False))
+
+
+def parse_rating_metric(text: str) -> RatingSpec:
+    """Parse one rating metric string ``name[param=value,...]`` (no ``@k``).
+
+    Example:
+        >>> spec = parse_rating_metric("R_Squared[per_user=false]")
+        >>> str(spec), spec.per_user
+        ('r2', False)
+    """
+    if not isinstance(text, str):
+        raise MetricError(f"a metric must be a string like 'rmse'; got {text!r}")
+    m = _GRAMMAR.match(text)
+    if not m:
+        raise MetricError(
+            f"cannot read metric {text!r}: expected name[param=value,...], e.g. 'rmse' "
+            "or 'rmse[per_user=true]'"
+        )
+    name = m.group("name")
+    d = _lookup(name)
+    if d is None:
+        ranking = ranking_lookup(name)
+        if ranking is not None:
+            raise MetricError(
+                f"{text!r} is a ranking metric, not a rating-prediction metric; rating metrics "
+                f"are {', '.join(RATING_METRICS)} (ranking metrics of ratings: "
+                "receval.evaluate_explicit)"
+            )
+        raise MetricError(
+            f"unknown rating metric {name!r} (valid: {', '.join(RATING_METRICS)})"
+            + _suggest(name, _ALIASES)
+        )
+    if m.group("k") is not None:
+        raise MetricError(
+            f"{text!r}: the rating metric {d.name} takes no cut-off @k; "
+            f"write {d.name!r} or '{d.name}[per_user=true]'"
+        )
+    params = _parse_params(m.group("params") or "", d, text)
+    return RatingSpec(d.name, None, params)
+
+
+def parse_rating_metrics(metrics: str | Iterable[str | MetricSpec]) -> list[RatingSpec]:
+    """Parse one rating metric string or many; duplicates dropped, first kept.
+
+    Example:
+        >>> [str(s) for s in parse_rating_metrics(["RMSE", "mae[per_user=1]", "rmse"])]
+        ['rmse', 'mae[per_user=true]']
+    """
+    items = [metrics] if isinstance(metrics, (str, MetricSpec)) else list(metrics)
+    if not items:
+        raise MetricError("no metric given")
+    out: list[RatingSpec] = []
+    for item in items:
+        if isinstance(item, RatingSpec):
+            out.append(item)
+        elif isinstance(item, MetricSpec):
+            out.append(parse_rating_metric(str(item)))
+        else:
+            out.append(parse_rating_metric(item))
+    return list(dict.fromkeys(out))
+
+
+def _compute(
+    spec: RatingSpec,
+    actual: np.ndarray,
+    predicted: np.ndarray,
+    codes: np.ndarray | None,
+    n_users: int,
+) -> tuple[float, np.ndarray | None]:
+    """The metric's value, and with per_user its value for every user code."""
+    if not spec.per_user:
+        return float(spec.definition.kernel(actual, predicted)), None
+    assert codes is not None
+    values = BY_USER[spec.name](actual, predicted, codes, n_users)
+    ok = ~np.isnan(values)
+    return (float(values[ok].mean()) if ok.any() else math.nan), values
+
+
+def score_ratings(
+    metric: str,
+    actual: Sequence[float] | np.ndarray,
+    predicted: Sequence[float] | np.ndarray,
+    *,
+    users: Sequence[Any] | np.ndarray | None = None,
+) -> float:
+    """One rating metric of two plain arrays (and user ids, for ``per_user=true``).
+
+    Args:
+        metric: one rating metric string, e.g. ``"rmse"`` or ``"pearson[per_user=true]"``.
+        actual, predicted: the ratings, pair by pair; same length, no NaN.
+        users: the user of each pair; needed by ``[per_user=true]``.
+
+    Returns:
+        The value: e.g. MAE ``Σ |a_i − p_i| / n``; NaN when undefined.
+
+    Example:
+        >>> score_ratings("rmse", [3.5, 4, 2, 5, 3], [3, 4.5, 1.5, 4.5, 2.5])
+        0.5
+    """
+    spec = parse_rating_metric(metric)
+    a = _as_ratings(actual, "actual")
+    p = _as_ratings(predicted, "predicted")
+    if len(a) != len(p):
+        raise ReceValError(
+            f"actual has {len(a)} values but predicted has {len(p)}: arrays of different lengths"
+        )
+    if len(a) == 0:
+        raise ReceValError("no rating pairs: actual and predicted are empty")
+    for values, role in ((a, "actual"), (p, "predicted")):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{role} rating is {'missing (NaN)' if np.isnan(values[i]) else 'infinite'}",
+                source=role,
+                row=i,
+            )
+    codes: np.ndarray | None = None
+    n_users = 0
+    if spec.per_user:
+        if users is None:
+            raise ReceValError(f"{spec} needs users= (the user of each pair)")
+        u = np.asarray(users)
+        if len(u) != len(a):
+            raise ReceValError(
+                f"users has {len(u)} values but actual has {len(a)}: arrays of different lengths"
+            )
+        uniq, codes = np.unique(u, return_inverse=True)
+        n_users = len(uniq)
+    return _compute(spec, a, p, codes, n_users)[0]
+
+
+def _as_ratings(values: Any, role: str) -> np.ndarray:
+    try:
+        out = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ReceValError(f"{role} must be numbers; got {values!r:.80}") from None
+    if out.ndim != 1:
+        raise ReceValError(f"{role} must be one-dimensional; got shape {out.shape}")
+    return out
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _table(ratings: Any) -> pa.Table:
+    from receval.io.tables import _is_table, _to_arrow
+
+    if isinstance(ratings, Mapping):
+        try:
+            lengths = {str(k): len(v) for k, v in ratings.items()}
+        except TypeError:
+            raise ReceValError(
+                "ratings given as a mapping must map column names to sequences of values"
+            ) from None
+        if len(set(lengths.values())) > 1:
+            raise ReceValError(
+                "ratings columns have different lengths: "
+                + ", ".join(f"{k} has {n}" for k, n in lengths.items())
+            )
+        try:
+            return pa.table({str(k): _arrow_column(v) for k, v in ratings.items()})
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InputError(f"cannot read the columns: {exc}", source="ratings") from None
+    if _is_table(ratings):
+        return _to_arrow(ratings, "ratings")
+    raise ReceValError(
+        "ratings must be a pandas, polars or pyarrow table or a mapping column -> values; "
+        f"got {type(ratings).__name__}"
+    )
+
+
+def _arrow_column(values: Any) -> pa.Array:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    arr = np.asarray(values)
+    if arr.dtype.kind in "biuf":
+        return pa.array(arr)
+    return pa.array(list(values), from_pandas=True)
+
+
+def _ratings_column(table: pa.Table, name: str, role: str) -> np.ndarray:
+    """A rating column as float64, missing values (null, NaN) as NaN."""
+    from receval.io.tables import _column
+
+    col = _column(table, name, f"{role} rating", "ratings")
+    typ = col.type
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ):
+        return col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+    values = col.to_numpy(zero_copy_only=False)
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        if v is None:
+            out[i] = math.nan
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"{role} rating must be a number; found {v!r}",
+                source="ratings",
+                row=i,
+                column=name,
+            ) from None
+    return out
+
+
+class RatingResult(Result):
+    """The :class:`~receval.evaluation.result.Result` of :func:`evaluate_ratings`.
+
+    ``summary`` maps each canonical rating metric string to its value;
+    ``per_user`` has one row per user (index: user id, sorted) and one column
+    per metric with ``per_user=true`` — metrics computed over all pairs have no
+    per-user column; ``counts`` holds ``rows`` (read), ``rows_used``,
+    ``rows_dropped_missing``, ``users``, ``users_single_pair`` and
+    ``undefined`` (per per-user metric: users left out of its mean).
+    """
+
+    def __getitem__(self, metric: str) -> float:
+        """The value of a metric, by any spelling of its name (``res["RMSE"]``)."""
+        return self.summary[str(parse_rating_metric(metric))]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric: its value and the users it averages (per-user
+        metrics: users with a defined value; metrics over all pairs: all users)."""
+        defined = self.per_user.notna().sum()
+        users = [
+            int(defined[str(m)]) if str(m) in defined else int(self.counts["users"])
+            for m in self.metrics
+        ]
+        return pd.DataFrame(
+            {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
+            index=pd.Index([str(m) for m in self.metrics], name="metric"),
+        )
+
+    def __str__(self) -> str:
+        rows = self._rows(4)
+        wm = max([len("metric")] + [len(r[0]) for r in rows])
+        wv = max([len("mean")] + [len(r[1]) for r in rows])
+        wn = max([len("users")] + [len(r[2]) for r in rows])
+        out = [f"{'metric':<{wm}}  {'mean':>{wv}}  {'users':>{wn}}"]
+        out.append("-" * (wm + wv + wn + 4))
+        out += [f"{m:<{wm}}  {v:>{wv}}  {n:>{wn}}" for m, v, n in rows]
+        c = self.counts
+        line = f"{c['rows_used']} rating pairs of {c['rows']} rows, {c['users']} users"
+        if c["rows_dropped_missing"]:
+            line += f"; {c['rows_dropped_missing']} rows dropped (missing rating)"
+        out += ["", line]
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+def evaluate_ratings(
+    ratings: Any,
+    metrics: str | Iterable[str | MetricSpec],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    actual_col: str = "actual",
+    predicted_col: str = "predicted",
+    dropna: bool = False,
+) -> RatingResult:
+    """Rating-prediction metrics of a table of (user, item, actual, predicted) rows.
+
+    Args:
+        ratings: a pandas, polars or pyarrow table, or a mapping column name →
+            values (all of one length). The user column is needed only by
+            ``[per_user=true]`` metrics and the item column only names rows in
+            error messages.
+        metrics: one rating metric string or several: ``mae``, ``mse``,
+            ``rmse``, ``r2``, ``pearson``, ``spearman``, ``kendall``, each
+            optionally ``[per_user=true]``.
+        user_col, item_col, actual_col, predicted_col: column names.
+        dropna: drop rows whose actual or predicted rating is missing (null or
+            NaN) and count them in ``counts["rows_dropped_missing"]``; by
+            default such a row is an error naming it.
+
+    Returns:
+        A :class:`RatingResult`: ``summary`` (e.g. ``mae`` = Σ |a_i − p_i| / n
+        over all pairs; a per-user metric is the mean over users of the users'
+        values), ``per_user`` (a column per ``per_user=true`` metric only),
+        ``counts``, ``parameters``, ``version``.
+
+    Example:
+        >>> res = evaluate_ratings({"actual": [3.5, 4, 2, 5, 3],
+        ...                         "predicted": [3, 4.5, 1.5, 4.5, 2.5]}, ["mae", "rmse"])
+        >>> res.summary
+        {'mae': 0.5, 'rmse': 0.5}
+    """
+    specs = parse_rating_metrics(metrics)
+    per_user = [s for s in specs if s.per_user]
+    table = _table(ratings)
+    rows = table.num_rows
+    if rows == 0:
+        raise InputError("no rating pairs: the ratings table is empty", source="ratings")
+    actual = _ratings_column(table, actual_col, "actual")
+    predicted = _ratings_column(table, predicted_col, "predicted")
+    has_users = user_col in table.column_names
+    if per_user and not has_users:
+        from receval.io.tables import _column
+
+        _column(table, user_col, f"user (needed by {per_user[0]})", "ratings")
+    users = _ids(table, user_col, "user") if has_users else None
+    items = _ids(table, item_col, "item") if item_col in table.column_names else None
+
+    def fail(reason: str, i: int, column: str) -> NoReturn:
+        raise InputError(
+            reason,
+            source="ratings",
+            row=i,
+            user=None if users is None else users[i],
+            item=None if items is None else items[i],
+            column=column,
+        )
+
+    for values, name, role in (
+        (actual, actual_col, "actual"),
+        (predicted, predicted_col, "predicted"),
+    ):
+        inf = np.isinf(values)
+        if inf.any():
+            fail(f"{role} rating is infinite", int(np.flatnonzero(inf)[0]), name)
+    missing = np.isnan(actual) | np.isnan(predicted)
+    dropped = int(missing.sum())
+    if dropped and not dropna:
+        i = int(np.flatnonzero(missing)[0])
+        role, name = ("actual", actual_col) if np.isnan(actual[i]) else ("predicted", predicted_col)
+        fail(
+            f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
+            "missing rating",
+            i,
+            name,
+        )
+    if dropped:
+        keep = ~missing
+        actual, predicted = actual[keep], predicted[keep]
+        users = None if users is None else users[keep]
+        if len(actual) == 0:
+            raise InputError(
+                f"no rating pairs left: all {rows} rows have a missing rating", source="ratings"
+            )
+
+    codes: np.ndarray | None = None
+    uniq: np.ndarray = np.empty(0, dtype=object)
+    if users is not None:
+        uniq, codes = np.unique(users, return_inverse=True)
+    n_users = len(uniq)
+
+    summary: dict[str, float] = {}
+    columns: dict[str, np.ndarray] = {}
+    undefined: dict[str, int] = {}
+    for spec in specs:
+        value, by_user = _compute(spec, actual, predicted, codes, n_users)
+        summary[str(spec)] = value
+        if by_user is not None:
+            columns[str(spec)] = by_user
+            if np.isnan(by_user).any():
+                undefined[str(spec)] = int(np.isnan(by_user).sum())
+    index = pd.Index(uniq, name="user")
+    frame = pd.DataFrame(columns, index=index, columns=[str(s) for s in per_user])
+    single = int((np.bincount(codes, minlength=n_users) == 1).sum()) if codes is not None else 0
+    counts: dict[str, Any] = {
+        "rows": rows,
+        "rows_used": len(actual),
+        "rows_dropped_missing": dropped,
+        "users": n_users,
+        "users_evaluated": n_users,
+        "users_single_pair": single,
+        "undefined": undefined,
+    }
+    notes = []
+    if users is None:
+        notes.append(f"no user column {user_col!r}: metrics computed over all pairs only")
+    parameters: dict[str, Any] = {
+        "dropna": bool(dropna),
+        "per_user": "mean over users of each user's value; undefined users left out",
+        "spearman": "Pearson's r of average ranks",
+        "kendall": "tau-b (scipy.stats.kendalltau)",
+        "r2": "1 − SS_res / SS_tot; NaN when SS_tot = 0",
+    }
+    return RatingResult(
+        summary=summary,
+        per_user=frame,
+        counts=counts,
+        parameters=parameters,
+        metrics=list(specs),
+        notes=notes,
+        version=__version__,
+    )
+
+
+def _ids(table: pa.Table, name: str, role: str) -> np.ndarray:
+    from receval.ids import ids_to_numpy
+
+    return ids_to_numpy(table.column(name), role, "ratings")

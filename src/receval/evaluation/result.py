@@ -1,0 +1,160 @@
+"""The result of an evaluation, and how it renders."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from receval.metrics.spec import MetricSpec
+
+__all__ = ["Result"]
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "^": r"\^{}",
+    "~": r"\~{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Text safe inside a LaTeX table cell."""
+    return "".join(_LATEX.get(ch, ch) for ch in str(text))
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: NaN becomes null, NumPy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class Result:
+    """What :func:`receval.evaluate` returns, whatever the number of metrics.
+
+    Attributes:
+        summary: canonical metric name → mean over the users evaluated
+            (NaN values of undefined users left out); for aggregate metrics
+            (coverage, gini, ...) their one value over the evaluated users' lists.
+        per_user: one row per user (every user of the truth and every user
+            with recommendations, sorted by id), one column per per-user
+            metric (aggregates have none); NaN where the value is undefined or
+            the user was skipped.
+        counts: rows read, users evaluated, users skipped or scored 0 and why,
+            users with an undefined value per metric.
+        parameters: the options that produced the numbers.
+        metrics: the parsed metrics, in the order asked.
+        notes: what receval decided on the user's behalf (e.g. ids matched as
+            strings).
+        version: the receval version.
+    """
+
+    summary: dict[str, float]
+    per_user: pd.DataFrame
+    counts: dict[str, Any]
+    parameters: dict[str, Any]
+    metrics: list[MetricSpec]
+    notes: list[str] = field(default_factory=list)
+    version: str = ""
+
+    def __getitem__(self, metric: str) -> float:
+        """The mean of a metric, by any spelling of its name (``res["MAP@10"]``)."""
+        from receval.metrics.spec import parse_metric
+
+        return self.summary[str(parse_metric(metric))]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per metric: its mean and the number of users it averages."""
+        evaluated = self.per_user.notna().sum()
+        users = [
+            int(evaluated[str(m)]) if str(m) in evaluated else int(self.counts["users_evaluated"])
+            for m in self.metrics
+        ]
+        return pd.DataFrame(
+            {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
+            index=pd.Index([str(m) for m in self.metrics], name="metric"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON-ready form: metrics, counts, parameters, notes, version."""
+        return _clean(
+            {
+                "metrics": dict(self.summary),
+                "counts": self.counts,
+                "parameters": self.parameters,
+                "notes": list(self.notes),
+                "version": self.version,
+            }
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (NaN written as null)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def _rows(self, digits: int) -> list[tuple[str, str, str]]:
+        frame = self.to_frame()
+        return [
+            (name, "nan" if math.isnan(v) else f"{v:.{digits}f}", str(n))
+            for name, v, n in zip(frame.index, frame["mean"], frame["users"], strict=True)
+        ]
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """A Markdown table of the means."""
+        lines = ["| metric | mean | users |", "|---|---:|---:|"]
+        lines += [f"| {m} | {v} | {n} |" for m, v, n in self._rows(digits)]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self, digits: int = 4) -> str:
+        """A LaTeX ``tabular`` of the means (booktabs rules)."""
+
+        lines = [r"\begin{tabular}{lrr}", r"\toprule", r"metric & mean & users \\", r"\midrule"]
+        lines += [f"{latex_escape(m)} & {v} & {n} \\\\" for m, v, n in self._rows(digits)]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        rows = self._rows(4)
+        wm = max([len("metric")] + [len(r[0]) for r in rows])
+        wv = max([len("mean")] + [len(r[1]) for r in rows])
+        wn = max([len("users")] + [len(r[2]) for r in rows])
+        out = [f"{'metric':<{wm}}  {'mean':>{wv}}  {'users':>{wn}}"]
+        out.append("-" * (wm + wv + wn + 4))
+        out += [f"{m:<{wm}}  {v:>{wv}}  {n:>{wn}}" for m, v, n in rows]
+        c = self.counts
+        out.append("")
+        out.append(
+            f"{c['users_evaluated']} users evaluated of {c['users']}"
+            + "".join(
+                f"; {n} skipped ({why.replace('_', ' ')})"
+                for why, n in c["users_skipped"].items()
+                if n
+            )
+            + "".join(
+                f"; {n} scored 0 ({why.replace('_', ' ')})"
+                for why, n in c["users_scored_zero"].items()
+                if n
+            )
+        )
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return f"Result({self.summary!r})"

@@ -1,0 +1,174 @@
+"""Reading the item-side inputs (``train=``, ``catalog=``, ``item_features=``,
+``popular=``) into an :class:`~receval.metrics.context.ItemContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from receval.errors import InputError
+from receval.ids import as_str, ids_to_numpy, objects
+from receval.io.tables import _is_table, _to_arrow
+from receval.metrics.context import ItemContext
+from receval.records import Columns
+
+__all__ = ["build_context"]
+
+
+def _items_of(obj: Any, what: str) -> np.ndarray:
+    if isinstance(obj, (str, bytes)) or not isinstance(obj, Iterable):
+        raise InputError(f"{what} must be an iterable of item ids; got {type(obj).__name__}")
+    values = list(obj)
+    return ids_to_numpy(objects(values), "item", what) if values else np.empty(0, np.int64)
+
+
+def _train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(train, Mapping):
+        users: list[Any] = []
+        items: list[Any] = []
+        for u, its in train.items():
+            seq = list(its)
+            users += [u] * len(seq)
+            items += seq
+        return (
+            ids_to_numpy(objects(users), "user", "train"),
+            ids_to_numpy(objects(items), "item", "train"),
+        )
+    if not _is_table(train):
+        raise InputError(
+            "train must be a pandas/polars/pyarrow table or a mapping user -> items; "
+            f"got {type(train).__name__}"
+        )
+    table = _to_arrow(train, "train")
+    for name, role in ((cols.user, "user"), (cols.item, "item")):
+        if name not in table.column_names:
+            raise InputError(
+                f"no {role} column {name!r} (columns found: {', '.join(table.column_names)})",
+                source="train",
+            )
+    return (
+        ids_to_numpy(table.column(cols.user), "user", "train"),
+        ids_to_numpy(table.column(cols.item), "item", "train"),
+    )
+
+
+def _is_categories(value: Any) -> bool:
+    """A set of labels, or a list of strings, is categories; numbers are a vector."""
+    if isinstance(value, (set, frozenset)):
+        return True
+    return isinstance(value, (list, tuple)) and any(isinstance(x, str) for x in value)
+
+
+def _features(obj: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Item ids and dense unit vectors, or ids and a 0/1 category matrix."""
+    if isinstance(obj, pd.DataFrame):
+        ids = ids_to_numpy(objects(list(obj.index)), "item", "item_features")
+        values = obj.to_numpy(dtype=np.float64)
+    elif isinstance(obj, Mapping):
+        keys = list(obj)
+        ids = ids_to_numpy(objects(keys), "item", "item_features")
+        if _is_categories(next(iter(obj.values()), None)):
+            cats = sorted({str(c) for v in obj.values() for c in v})
+            where = {c: j for j, c in enumerate(cats)}
+            matrix = np.zeros((len(keys), len(cats)))
+            for i, k in enumerate(keys):
+                for c in obj[k]:
+                    matrix[i, where[str(c)]] = 1.0
+            return ids, None, matrix
+        values = np.asarray([np.asarray(obj[k], dtype=np.float64) for k in keys])
+    else:
+        raise InputError(
+            "item_features must be a DataFrame (index = item, numeric columns), a mapping "
+            f"item -> vector or a mapping item -> set of categories; got {type(obj).__name__}"
+        )
+    if values.ndim != 2 or not np.isfinite(values).all():
+        raise InputError("item_features must be a finite numeric matrix (one row per item)")
+    norms = np.linalg.norm(values, axis=1, keepdims=True)
+    unit = np.divide(values, norms, out=np.zeros_like(values), where=norms > 0)
+    return ids, unit, None
+
+
+def build_context(
+    *,
+    train: Any = None,
+    catalog: Any = None,
+    item_features: Any = None,
+    popular: Any = None,
+    cols: Columns = Columns(),
+) -> ItemContext:
+    """The item context of one evaluation (see :class:`ItemContext`)."""
+    parts: list[np.ndarray] = []
+    t_users = t_items = None
+    if train is not None:
+        t_users, t_items = _train_pairs(train, cols)
+        parts.append(t_items)
+    cat = _items_of(catalog, "catalog") if catalog is not None else None
+    if cat is not None:
+        parts.append(cat)
+    pop_items = _items_of(popular, "popular") if popular is not None else None
+    if pop_items is not None:
+        parts.append(pop_items)
+    f_ids = f_unit = f_cats = None
+    if item_features is not None:
+        f_ids, f_unit, f_cats = _features(item_features)
+        parts.append(f_ids)
+    if any(p.dtype == object for p in parts):
+        parts = [as_str(p) for p in parts]
+        if t_items is not None:
+            t_items = as_str(t_items)
+        cat = None if cat is None else as_str(cat)
+        pop_items = None if pop_items is None else as_str(pop_items)
+        f_ids = None if f_ids is None else as_str(f_ids)
+    if parts and any(len(p) for p in parts):
+        both = np.concatenate(parts)
+        ids = (
+            np.array(sorted(set(both.tolist())), dtype=object)
+            if both.dtype == object
+            else np.unique(both)
+        )
+    else:
+        ids = np.empty(0, dtype=np.int64)
+    n = len(ids)
+    ctx = ItemContext(
+        item_ids=ids,
+        pop=np.ones(n + 1),
+        n_train_users=0,
+        in_catalog=np.zeros(n + 1, dtype=bool),
+        catalog_source="",
+        has_train=train is not None,
+    )
+    seen = np.zeros(n + 1, dtype=bool)
+    if t_items is not None and t_users is not None:
+        idx = ctx.index_of(t_items)
+        pairs = pd.DataFrame({"u": t_users, "i": idx}).drop_duplicates()
+        ctx.train_pairs = pd.DataFrame({"user": t_users, "item": t_items}).drop_duplicates()
+        counts = np.bincount(pairs["i"].to_numpy(), minlength=n + 1).astype(np.float64)
+        seen = counts > 0
+        ctx.pop = np.where(seen, counts, 1.0)
+        ctx.n_train_users = int(pd.unique(t_users).size)
+    ctx.seen = seen
+    if cat is not None:
+        ctx.in_catalog[ctx.index_of(cat)] = True
+        ctx.catalog_source = "catalog"
+    elif t_items is not None:
+        ctx.in_catalog[:n] = seen[:n]
+        ctx.catalog_source = "train"
+    ctx.in_catalog[n] = False
+    if pop_items is not None:
+        flags = np.zeros(n + 1, dtype=bool)
+        flags[ctx.index_of(pop_items)] = True
+        flags[n] = False
+        ctx.popular_given = flags
+    if f_ids is not None:
+        idx = ctx.index_of(f_ids)
+        width = (f_unit if f_unit is not None else f_cats).shape[1]  # type: ignore[union-attr]
+        matrix = np.zeros((n + 1, width))
+        matrix[idx] = f_unit if f_unit is not None else f_cats
+        if f_unit is not None:
+            ctx.features = matrix
+        else:
+            ctx.categories = matrix
+    return ctx

@@ -1,0 +1,118 @@
+"""What beyond-accuracy metrics know about items: popularity, catalog, features.
+
+Built once per evaluation from ``train=`` (user, item interactions),
+``catalog=``, ``item_features=`` and ``popular=`` by
+:func:`receval.io.items.build_context`. Items get an index into
+the context's arrays; the last index stands for every item the context does
+not know (popularity 1, no features, outside the catalog). Kernels read these
+arrays through an index matrix, never ids.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from receval.ids import as_str
+
+__all__ = ["ItemContext"]
+
+
+@dataclass
+class ItemContext:
+    """Item-side arrays indexed by a context index (the last slot = unknown item).
+
+    Attributes:
+        item_ids: the known items, sorted (numbers or strings).
+        pop: popularity per index: distinct training users with the item
+            (1 for items never seen in training, and for the unknown slot).
+        seen: per index, was the item seen in training.
+        train_pairs: the distinct (user, item) pairs of the training data, to
+            count recommended items a user already had (a leakage warning).
+        n_train_users: distinct users in the training data (0 without it).
+        in_catalog: per index, is the item in the catalog.
+        catalog_source: "catalog", "train" or "" (none available).
+        popular_given: per index, is the item in the explicit ``popular`` set
+            (None when no set was given).
+        features: ``(n + 1, d)`` float64 unit vectors (zero row = no features),
+            or None.
+        categories: ``(n + 1, c)`` float64 0/1 matrix of item categories, or None.
+    """
+
+    item_ids: np.ndarray
+    pop: np.ndarray
+    n_train_users: int
+    in_catalog: np.ndarray
+    catalog_source: str
+    has_train: bool
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
+    train_pairs: pd.DataFrame | None = None
+    popular_given: np.ndarray | None = None
+    features: np.ndarray | None = None
+    categories: np.ndarray | None = None
+    _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def unknown(self) -> int:
+        """The index standing for items the context does not know."""
+        return len(self.item_ids)
+
+    def index_of(self, items: np.ndarray) -> np.ndarray:
+        """Context index of each item (``unknown`` when absent)."""
+        ids = self.item_ids
+        if len(items) == 0:
+            return np.empty(0, dtype=np.int64)
+        if ids.dtype == object or items.dtype == object:
+            if (ids.dtype == object) != (items.dtype == object):
+                items = as_str(items)
+                ids = as_str(ids)
+            idx = np.asarray(pd.Index(ids).get_indexer(items), dtype=np.int64)
+        else:
+            pos = np.searchsorted(ids, items)
+            pos[pos == len(ids)] = 0
+            idx = np.where(ids[pos] == items, pos, -1) if len(ids) else np.full(len(items), -1)
+        idx[idx < 0] = self.unknown
+        return idx
+
+    def short_head(self, share: float) -> np.ndarray:
+        """Per index: is the item among the most popular training items that
+        together hold ``share`` of the training interactions (ties by id)."""
+
+        def compute() -> np.ndarray:
+            n = len(self.item_ids)
+            seen = self.pop[:n] * self.seen[:n]
+            order = np.lexsort((np.arange(n), -seen))
+            cum = np.cumsum(seen[order])
+            total = cum[-1] if n else 0.0
+            head = np.zeros(n + 1, dtype=bool)
+            if total > 0:
+                size = int(np.searchsorted(cum, share * total - 1e-9 * total)) + 1
+                head[order[:size]] = True
+            return head
+
+        return self._cached(("short_head", share), compute)
+
+    def popular(self, top: float) -> np.ndarray:
+        """Per index: the explicit popular set, or the top ``top`` share of the
+        catalog items by popularity (ceil(top × |catalog|), ties by id)."""
+        if self.popular_given is not None:
+            return self.popular_given
+
+        def compute() -> np.ndarray:
+            n = len(self.item_ids)
+            cat = np.flatnonzero(self.in_catalog[:n])
+            order = cat[np.lexsort((cat, -self.pop[cat]))]
+            out = np.zeros(n + 1, dtype=bool)
+            out[order[: math.ceil(top * len(cat))]] = True
+            return out
+
+        return self._cached(("popular", top), compute)
+
+    def _cached(self, key: Any, compute: Any) -> np.ndarray:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]

@@ -1,0 +1,308 @@
+"""Ranking-metric kernels: pure NumPy functions of a :class:`Batch`.
+
+Each kernel takes a batch, the cut-off ``k`` (None = the whole list) and the
+metric's parameters, and returns a float64 array with one value per user of
+the batch. Kernels never decide which users count: the engine applies the
+user policies (users without relevant items, users without a list) after the
+kernel ran. Values for users with R = 0 are therefore arbitrary but finite.
+
+Notation (SPEC §1): ``rel_i`` is 1 when the item at position i is relevant,
+``g_i`` its grade (0 when not relevant), R the user's number of relevant
+items, n the list length, hits@k the relevant items among the first k.
+
+Sums over positions whose terms are 0 unless the item is relevant (hits, DCG,
+the AP numerator, the ideal DCG) run over the batch's relevant cells only
+(:meth:`~receval.metrics.kernels.batch.Cells.row_sums`), left to right per user.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from receval.metrics.kernels.batch import Batch, Cells, cumsum_rows
+
+__all__ = [
+    "auc",
+    "average_precision",
+    "dcg",
+    "err",
+    "f1",
+    "hit_rate",
+    "ndcg",
+    "precision",
+    "r_precision",
+    "rbp",
+    "recall",
+    "reciprocal_rank",
+]
+
+
+def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
+    """num / den, 0 where den == 0 (no warnings)."""
+    num = np.asarray(num, dtype=np.float64)
+    if np.ndim(den) == 0:  # a cut-off: one division, no mask
+        d = float(den)  # type: ignore[arg-type]
+        return num / d if d != 0 else np.zeros_like(num)
+    den = np.asarray(den, dtype=np.float64)
+    if den.shape != num.shape:
+        den = np.broadcast_to(den, num.shape)
+    zero = den == 0
+    out = num / np.where(zero, 1.0, den)  # plain loops: faster than a masked divide
+    out[zero] = 0.0
+    return out
+
+
+def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
+    return x if k is None else np.minimum(k, x)
+
+
+def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
+    """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n.
+
+    ``denominator="recommended"`` (explicit-feedback input): hits@k divided by
+    the items of the top k whose predicted rating reaches the threshold; NaN
+    when there is none.
+    """
+    hits = b.hits_at(k)
+    if denominator == "recommended":
+        if b.recommended is None:
+            raise ValueError("precision[denominator=recommended] needs ratings input")
+        rec = b.cached("cum_rec", lambda: cumsum_rows(b.recommended, np.int64))
+        den = rec[:, b.col(k)]
+        out = np.full(b.size, np.nan)
+        np.divide(hits, den, out=out, where=den > 0)
+        return out
+    if denominator == "retrieved" or k is None:
+        return _div(hits, _min_k(k, b.n))
+    return _div(hits, k)
+
+
+def recall(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
+    """hits@k / R: the share of the user's R relevant items found in the top k;
+    ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit)."""
+    den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
+    return _div(b.hits_at(k), den)
+
+
+def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
+    """(1 + β²)·P·R / (β²·P + R) with P = precision@k, R = recall@k; 0 when both are 0."""
+    p = precision(b, k)
+    r = recall(b, k)
+    b2 = beta * beta
+    return _div((1.0 + b2) * p * r, b2 * p + r)
+
+
+def hit_rate(b: Batch, k: int | None) -> np.ndarray:
+    """1 if hits@k > 0 else 0."""
+    return (b.hits_at(k) > 0).astype(np.float64)
+
+
+def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user."""
+    # rel_i · hits@i / i at each relevant cell
+    terms = b.cached("ap_terms", lambda: b.hit_rank() / (b.hits.pos + 1))
+    return b.hits.row_sums(terms, k)
+
+
+def average_precision(
+    b: Batch, k: int | None, *, denominator: str = "min_k_relevant"
+) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
+
+    D: ``min_k_relevant`` min(k, R) (R without k), ``relevant`` R,
+    ``hits`` hits@k, ``retrieved`` min(k, n) (n without k), ``k`` k (n
+    without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
+    """
+    num = _ap_numerator(b, k)
+    if denominator == "min_k_relevant":
+        den = _min_k(k, b.n_relevant)
+    elif denominator == "relevant":
+        den = b.n_relevant
+    elif denominator == "hits":
+        den = b.hits_at(k)
+    elif denominator == "retrieved":
+        den = _min_k(k, b.n)
+    elif denominator == "k":
+        den = b.n if k is None else np.full(b.size, k)
+    elif denominator == "min_retrieved_relevant":
+        den = np.minimum(_min_k(k, b.n), b.n_relevant)
+    else:  # pragma: no cover - the registry validates choices
+        raise ValueError(denominator)
+    return _div(num, den)
+
+
+def reciprocal_rank(b: Batch, k: int | None) -> np.ndarray:
+    """1 / (position of the first relevant item) if it is within k, else 0."""
+    pos = b.first_hit()
+    ok = pos > 0 if k is None else (pos > 0) & (pos <= k)
+    return _div(ok.astype(np.float64), pos)
+
+
+def r_precision(b: Batch, k: int | None) -> np.ndarray:
+    """hits@s / s with s = R (s = min(k, R) with a cut-off)."""
+    s = _min_k(k, b.n_relevant)
+    return _div(b.hits_at_each(s), s)
+
+
+def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+    if gain == "exp":
+        return np.exp2(grades) - 1.0
+    if gain == "binary":
+        return (grades > 0).astype(np.float64)
+    return grades
+
+
+def _graded(b: Batch, grades: str) -> tuple[Cells, Cells]:
+    """The (list, ideal) cells: relevant grades only, or every grade > 0."""
+    if grades == "positive":
+        assert b.positive_hits is not None and b.positive_ideal_cells is not None
+        return b.positive_hits, b.positive_ideal_cells
+    return b.hits, b.ideal_cells
+
+
+def _dense_gains(b: Batch, grades: str) -> np.ndarray:
+    """The ``(m, W)`` gains matrix of ``_graded``'s list cells."""
+    if grades == "positive":
+        assert b.positive_gains is not None
+        return b.positive_gains
+    return b.gains
+
+
+def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.ndarray:
+    """1 / log_base(i + 1) for i = 1..width; ``jarvelin``: 1 / max(1, log_base(i))."""
+
+    def compute() -> np.ndarray:
+        if discount == "jarvelin":
+            logs = np.log(np.arange(1, width + 1, dtype=np.float64)) / np.log(base)
+            return 1.0 / np.maximum(logs, 1.0)
+        return np.log(base) / np.log(np.arange(2, width + 2, dtype=np.float64))
+
+    return b.cached(("discount", width, base, discount), compute)
+
+
+def _discounted(b: Batch, cells: Cells, gain: str, base: float, discount: str) -> np.ndarray:
+    """gain(g_i) / log_base(i + 1) at each cell."""
+    weights = _discount(b, cells.width, base, discount)
+    return _gain(cells.value, gain) * weights[cells.pos]
+
+
+def dcg(
+    b: Batch,
+    k: int | None,
+    *,
+    gain: str = "linear",
+    base: float = 2.0,
+    grades: str = "relevant",
+    discount: str = "log",
+) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
+    binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
+    graded > 0, whatever the threshold). ``discount="jarvelin"``: 1 / max(1,
+    log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit)."""
+    cells = _graded(b, grades)[0]
+    terms = b.cached(
+        ("dcg_terms", gain, base, grades, discount),
+        lambda: _discounted(b, cells, gain, base, discount),
+    )
+    return b.cached(("dcg", gain, base, grades, discount, k), lambda: cells.row_sums(terms, k))
+
+
+def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
+    cells = _graded(b, grades)[1]
+    terms = b.cached(
+        ("idcg_terms", gain, grades, discount),
+        lambda: _discounted(b, cells, gain, 2.0, discount),
+    )
+    return cells.row_sums(terms, k)
+
+
+def ndcg(
+    b: Batch,
+    k: int | None,
+    *,
+    gain: str = "linear",
+    ideal: str = "relevant",
+    grades: str = "relevant",
+    discount: str = "log",
+) -> np.ndarray:
+    """dcg@k / idcg@k; 0 when idcg@k = 0.
+
+    ``ideal="relevant"``: the ideal list is the user's relevant grades sorted
+    descending, cut at k. ``ideal="retrieved"``: the first min(k, n) gains of
+    the list itself, re-sorted descending. ``ideal="k"``: k items at the user's
+    top grade whatever R (n without k; RecTools' default, binary). The log
+    base cancels out (base 2).
+    ``grades="positive"``: gains and ideal take every grade > 0, whatever the
+    relevance threshold (trec_eval's nDCG under ``-l``).
+    """
+    actual = dcg(b, k, gain=gain, grades=grades, discount=discount)
+    if ideal == "relevant":
+        best = _ideal_dcg(b, k, gain, grades, discount)
+    elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
+        span = b.n if k is None else np.full(b.size, k)
+        whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
+        top = _gain(_graded(b, grades)[1].first(), gain)
+        best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
+    else:
+        top = _dense_gains(b, grades)[:, : b.col(k) + 1]
+        resorted = -np.sort(-top, axis=1)
+        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0, discount)).sum(axis=1)
+    return _div(actual, best)
+
+
+def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
+    """(1 − p) Σ_{i ≤ min(k, n)} (g_i / g_max,u) · p^(i − 1), g_max,u the user's top grade."""
+
+    def compute() -> np.ndarray:
+        weights = np.power(p, np.arange(b.width, dtype=np.float64))
+        return cumsum_rows(b.gains * weights)
+
+    cum = b.cached(("cum_rbp", p), compute)
+    return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal_cells.first())
+
+
+def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarray:
+    """Σ_{r ≤ min(k, n)} (1/r) · R_r · Π_{i<r} (1 − R_i), R_i = (2^g_i − 1) / 2^g_max.
+
+    g_max is ``max_grade`` (default: the largest grade in the whole truth).
+    """
+    gmax = b.max_grade if max_grade is None else float(max_grade)
+
+    def compute() -> np.ndarray:
+        stop = (np.exp2(b.gains) - 1.0) / np.exp2(gmax)
+        reach = np.cumprod(1.0 - stop, axis=1)
+        before = np.ones_like(reach)
+        before[:, 1:] = reach[:, :-1]
+        return cumsum_rows(stop * before / b.positions())
+
+    return b.cached(("cum_err", gmax), compute)[:, b.col(k)]
+
+
+def auc(b: Batch, k: int | None) -> np.ndarray:
+    """Share of (relevant, non-relevant) pairs among the top-min(k, n) items
+    ranked correctly; pairs tied in score count ½. NaN without both kinds.
+
+    Computed as a Mann–Whitney U with mid-ranks for ties: with c = min(k, n)
+    candidates, P relevant and N = c − P non-relevant,
+    AUC = (Σ_rel (c + 1 − mid_i) − P(P + 1)/2) / (P·N), where mid_i is the mean
+    position of the tie group of position i (cut at c).
+    """
+    c = _min_k(k, b.n)
+    cols = b.col(k) + 1
+    pos = b.positions()[:cols]
+    inside = pos[None, :] <= c[:, None]
+    rel = b.relevant()[:, :cols] & inside
+    n_pos = rel.sum(axis=1)
+    n_neg = c - n_pos
+    if b.tie_start is None or b.tie_end is None:
+        mid = np.broadcast_to(pos, rel.shape)
+    else:
+        start = b.tie_start[:, :cols]
+        end = np.minimum(b.tie_end[:, :cols], c[:, None])
+        mid = (start + end) / 2.0
+    asc_rank = np.where(rel, (c + 1)[:, None] - mid, 0.0).sum(axis=1)
+    u = asc_rank - n_pos * (n_pos + 1) / 2.0
+    pairs = (n_pos * n_neg).astype(np.float64)
+    out = np.full(b.size, np.nan)
+    np.divide(u, pairs, out=out, where=pairs > 0)
+    return out

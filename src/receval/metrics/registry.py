@@ -1,0 +1,608 @@
+"""The metric registry: every metric declared once.
+
+A :class:`MetricDef` carries everything about a metric: its canonical name,
+aliases, parameters (type, choices, default, description), bounds, whether
+higher is better, the edge-case policy, its formula and its kernel. Parsing,
+validation, documentation, the command line and reports all read it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from receval.metrics.kernels import beyond as B
+from receval.metrics.kernels import ranking as K
+from receval.metrics.kernels import rating as RK
+from receval.metrics.kernels.batch import Batch
+
+__all__ = ["REGISTRY", "MetricDef", "ParamDef", "lookup", "metrics"]
+
+
+@dataclass(frozen=True)
+class ParamDef:
+    """A metric parameter: name, type, default and the values it accepts."""
+
+    name: str
+    type: type
+    default: Any
+    description: str
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], bool] | None = None
+    check_text: str = ""
+
+    def convert(self, raw: Any) -> Any:
+        """Turn a raw value (a string from a metric name, or a Python value) into
+        this parameter's type; raise ValueError with the expected form."""
+        if self.type is bool:
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).strip().lower() in ("true", "1", "yes"):
+                value = True
+            elif str(raw).strip().lower() in ("false", "0", "no"):
+                value = False
+            else:
+                raise ValueError("expected true or false")
+        elif self.type is float:
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ValueError("expected a number") from None
+            if not math.isfinite(value):
+                raise ValueError("expected a finite number")
+        elif self.type is int:
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise ValueError("expected an integer") from None
+        else:
+            value = str(raw).strip().lower()
+        if self.choices is not None and value not in self.choices:
+            raise ValueError("expected one of " + ", ".join(self.choices))
+        if self.check is not None and not self.check(value):
+            raise ValueError(f"expected {self.check_text}")
+        return value
+
+    def format(self, value: Any) -> str:
+        """Canonical text of a value."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float):
+            return repr(value)
+        return str(value)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """The one declaration of a metric.
+
+    ``kind`` says how its kernel is called: ``ranking`` (per user, from a
+    :class:`~receval.metrics.kernels.batch.Batch`, averaged over users), ``aggregate``
+    (one value from combinable statistics of all lists) or ``rating`` (from
+    actual and predicted ratings). ``needs`` names the extra inputs it requires
+    (``train``, ``item_features``, ``catalog``).
+    """
+
+    name: str
+    description: str
+    formula: str
+    kernel: Callable[..., np.ndarray]
+    aliases: tuple[str, ...] = ()
+    params: tuple[ParamDef, ...] = ()
+    bounds: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    graded: bool = False
+    needs_ties: bool = False
+    undefined: str = "users without relevant items (empty_truth policy)"
+    notes: str = ""
+    kind: str = "ranking"
+    needs: tuple[str, ...] = ()
+    param_map: Mapping[str, ParamDef] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "param_map", MappingProxyType({p.name: p for p in self.params}))
+
+    def compute(self, batch: Batch, k: int | None, params: Mapping[str, Any]) -> np.ndarray:
+        """Run the kernel on a batch with defaults filled in."""
+        full = {p.name: params.get(p.name, p.default) for p in self.params}
+        return self.kernel(batch, k, **full)
+
+
+def _positive(x: float) -> bool:
+    return x > 0
+
+
+_GAIN = ParamDef(
+    "gain",
+    str,
+    "linear",
+    "gain of a grade g: g (linear), 2^g − 1 (exp) or 1 (binary)",
+    choices=("linear", "exp", "binary"),
+)
+_GRADES = ParamDef(
+    "grades",
+    str,
+    "relevant",
+    "which grades give gain: those of relevant items (grade >= threshold), or every "
+    "grade > 0 whatever the threshold (trec_eval's nDCG under -l)",
+    choices=("relevant", "positive"),
+)
+_DISCOUNT = ParamDef(
+    "discount",
+    str,
+    "log",
+    "position discount: 1 / log(i + 1), or Järvelin & Kekäläinen's 1 / max(1, log i) "
+    "(ranks 1 and 2 undiscounted; LensKit)",
+    choices=("log", "jarvelin"),
+)
+_BETA = ParamDef(
+    "beta",
+    float,
+    1.0,
+    "weight of recall relative to precision",
+    check=_positive,
+    check_text="a number > 0",
+)
+
+_DEFS: tuple[MetricDef, ...] = (
+    MetricDef(
+        name="precision",
+        aliases=("p", "prec"),
+        description="share of the first k positions holding a relevant item",
+        formula="hits@k / k  (denominator=retrieved: hits@k / min(k, n); no k: hits / n)",
+        kernel=K.precision,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "k",
+                "what hits are divided by: k, min(k, n), or the recommended items of the top k "
+                "(explicit-feedback input)",
+                choices=("k", "retrieved", "recommended"),
+            ),
+        ),
+        notes="A list shorter than k still divides by k (denominator=k).",
+    ),
+    MetricDef(
+        name="recall",
+        aliases=("r", "rec"),
+        description="share of the user's relevant items found in the first k positions",
+        formula="hits@k / R (min(k, R) with denominator=min_k_relevant)",
+        kernel=K.recall,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "relevant",
+                "what hits are divided by: R, or min(k, R) (LensKit)",
+                choices=("relevant", "min_k_relevant"),
+            ),
+        ),
+    ),
+    MetricDef(
+        name="f1",
+        aliases=("f", "fscore", "f_score", "f_measure"),
+        description="harmonic mean of precision@k and recall@k (F-beta with beta)",
+        formula="(1 + β²)·P·R / (β²·P + R), 0 when P = R = 0",
+        kernel=K.f1,
+        params=(_BETA,),
+    ),
+    MetricDef(
+        name="hit_rate",
+        aliases=("hr", "hit", "hits", "success"),
+        description="1 if at least one relevant item is in the first k positions",
+        formula="1 if hits@k > 0 else 0",
+        kernel=K.hit_rate,
+    ),
+    MetricDef(
+        name="ap",
+        aliases=("map", "average_precision"),
+        description="average precision: precision at each relevant position, averaged",
+        formula="Σ_{i≤min(k,n)} rel_i · precision@i / D, D = min(k, R) (R without k); 0 when D = 0",
+        kernel=K.average_precision,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "min_k_relevant",
+                "D: min(k, R), R, hits@k, min(k, n), k, or min(k, n, R)",
+                choices=(
+                    "min_k_relevant",
+                    "relevant",
+                    "hits",
+                    "retrieved",
+                    "k",
+                    "min_retrieved_relevant",
+                ),
+            ),
+        ),
+        notes="trec_eval's map_cut divides by R (denominator=relevant); some papers by hits.",
+    ),
+    MetricDef(
+        name="rr",
+        aliases=("mrr", "reciprocal_rank", "recip_rank"),
+        description="reciprocal rank of the first relevant item within k",
+        formula="1 / (position of the first relevant item ≤ k); 0 if none",
+        kernel=K.reciprocal_rank,
+    ),
+    MetricDef(
+        name="r_precision",
+        aliases=("rprec", "r_prec", "rprecision"),
+        description="precision at R, the user's number of relevant items",
+        formula="hits@R / R;  with @k: hits@s / s, s = min(k, R)",
+        kernel=K.r_precision,
+    ),
+    MetricDef(
+        name="dcg",
+        description="discounted cumulative gain of the first k positions",
+        formula="Σ_{i≤min(k,n)} gain(g_i) / log_base(i + 1); gain = g (linear), 2^g − 1 (exp) "
+        "or 1 (binary)",
+        kernel=K.dcg,
+        params=(
+            _GAIN,
+            ParamDef(
+                "base",
+                float,
+                2.0,
+                "base of the logarithm in the discount",
+                check=lambda x: x > 1,
+                check_text="a number > 1",
+            ),
+            _GRADES,
+            _DISCOUNT,
+        ),
+        bounds=(0.0, math.inf),
+        graded=True,
+    ),
+    MetricDef(
+        name="ndcg",
+        description="DCG@k divided by the DCG@k of the ideal ordering",
+        formula="dcg@k / idcg@k, ideal = the user's relevant grades sorted descending, cut at k; "
+        "0 when idcg = 0",
+        kernel=K.ndcg,
+        params=(
+            _GAIN,
+            ParamDef(
+                "ideal",
+                str,
+                "relevant",
+                "ideal list: all relevant items of the truth, the retrieved top k re-sorted, "
+                "or k items at the user's top grade whatever R",
+                choices=("relevant", "retrieved", "k"),
+            ),
+            _GRADES,
+            _DISCOUNT,
+        ),
+        graded=True,
+        notes="The log base cancels out in nDCG, so it is not a parameter.",
+    ),
+    MetricDef(
+        name="rbp",
+        description="rank-biased precision: a patient user stops after each item with 1 − p",
+        formula="(1 − p) Σ_{i≤min(k,n)} (g_i / g_max,u) · p^(i−1), g_max,u = the user's top grade",
+        kernel=K.rbp,
+        params=(
+            ParamDef(
+                "p",
+                float,
+                0.8,
+                "persistence: chance of looking at the next item",
+                check=lambda x: 0 < x < 1,
+                check_text="a number in (0, 1)",
+            ),
+        ),
+        graded=True,
+    ),
+    MetricDef(
+        name="err",
+        description="expected reciprocal rank (cascade model over graded relevance)",
+        formula="Σ_{r≤min(k,n)} (1/r) · R_r · Π_{i<r} (1 − R_i), R_i = (2^g_i − 1) / 2^g_max",
+        kernel=K.err,
+        params=(
+            ParamDef(
+                "max_grade",
+                float,
+                None,
+                "g_max; default: the largest grade in the truth",
+                check=_positive,
+                check_text="a number > 0",
+            ),
+        ),
+        graded=True,
+    ),
+    MetricDef(
+        name="auc",
+        aliases=("roc_auc",),
+        description="share of (relevant, non-relevant) pairs in the list ordered correctly",
+        formula="#{(i, j): i relevant, j not, i ranked above j} / (P·N), score ties count ½",
+        kernel=K.auc,
+        needs_ties=True,
+        undefined="users without relevant items (empty_truth policy), and lists without both "
+        "a relevant and a non-relevant item (NaN)",
+    ),
+)
+
+_EMPTY_LIST = "users without relevant items (empty_truth policy), and empty lists (NaN)"
+_AGGREGATE = "one value over the top-k lists of the users evaluated; no per-user value"
+
+_DEFS += (
+    MetricDef(
+        name="novelty",
+        description="how unknown the recommended items are: self-information of popularity",
+        formula="mean over the top-k items of −log2(pop(i) / |training users|)",
+        kernel=B.novelty,
+        bounds=(0.0, math.inf),
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+        notes="pop(i) = distinct training users with item i; items never seen in training: 1.",
+    ),
+    MetricDef(
+        name="arp",
+        aliases=("average_recommendation_popularity", "avg_pop"),
+        description="average popularity of the recommended items",
+        formula="mean over the top-k items of pop(i)",
+        kernel=B.arp,
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+    ),
+    MetricDef(
+        name="long_tail",
+        aliases=("long_tail_share", "tail"),
+        description="share of recommended items outside the short head of popular items",
+        formula="share of the top-k items not among the most popular training items that "
+        "together hold `head` (80%) of the training interactions",
+        kernel=B.long_tail,
+        params=(
+            ParamDef(
+                "head",
+                float,
+                0.8,
+                "share of training interactions held by the short head",
+                check=lambda x: 0 < x <= 1,
+                check_text="a number in (0, 1]",
+            ),
+        ),
+        needs=("train",),
+        undefined=_EMPTY_LIST,
+        notes="Interactions are counted as distinct (user, item) pairs of the training data; "
+        "ties in popularity at the head's edge are broken by item id.",
+    ),
+    MetricDef(
+        name="serendipity",
+        description="relevant recommendations that are not popular, per list slot",
+        formula="|top-k ∩ (relevant \\ popular)| / k",
+        kernel=B.serendipity,
+        params=(
+            ParamDef(
+                "top",
+                float,
+                0.1,
+                "share of catalog items that count as popular when no popular set is given",
+                check=lambda x: 0 <= x <= 1,
+                check_text="a number in [0, 1]",
+            ),
+        ),
+        needs=("popular",),
+        notes="popular = the items given with popular=, else the top `top` share of catalog "
+        "items by training popularity (ties by item id).",
+    ),
+    MetricDef(
+        name="ild",
+        aliases=("intra_list_diversity", "diversity"),
+        description="intra-list diversity: how different the recommended items are",
+        formula="1 − mean over pairs of top-k items of sim(i, j); cosine of feature vectors, "
+        "or Jaccard of category sets",
+        kernel=B.ild,
+        bounds=(0.0, 2.0),
+        needs=("item_features",),
+        undefined="users without relevant items (empty_truth policy), and lists with fewer "
+        "than 2 items with features (NaN)",
+        notes="Items without features are left out of the pairs.",
+    ),
+    MetricDef(
+        name="user_coverage",
+        description="share of users whose list has at least k items",
+        formula="1 if n ≥ min_items (default k; 1 without k) else 0, averaged over users",
+        kernel=B.user_coverage,
+        params=(
+            ParamDef(
+                "min_items",
+                int,
+                None,
+                "list length required (default: k)",
+                check=lambda x: x >= 1,
+                check_text="an integer ≥ 1",
+            ),
+        ),
+    ),
+    MetricDef(
+        name="coverage",
+        aliases=("catalog_coverage", "item_coverage"),
+        description="share of the catalog recommended to at least one user",
+        formula="|{catalog items in at least one top-k list}| / |catalog|",
+        kernel=B.coverage,
+        kind="aggregate",
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="prediction_coverage",
+        description="share of (user, catalog item) pairs that were recommended",
+        formula="Σ_u |top-k list of u ∩ catalog| / (users × |catalog|)",
+        kernel=B.prediction_coverage,
+        kind="aggregate",
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="gini",
+        aliases=("gini_index",),
+        description="inequality of exposure across catalog items (0 equal, → 1 concentrated)",
+        formula="Σ_i (2i − n − 1) x_(i) / (n Σ x), x = list counts of the n catalog items "
+        "sorted ascending (never shown: 0)",
+        kernel=B.gini,
+        kind="aggregate",
+        higher_is_better=False,
+        needs=("catalog",),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="entropy",
+        aliases=("shannon_entropy",),
+        description="Shannon entropy (bits) of how exposure spreads over recommended items",
+        formula="−Σ_i p_i log2 p_i, p_i = share of all top-k slots holding item i",
+        kernel=B.entropy,
+        kind="aggregate",
+        bounds=(0.0, math.inf),
+        undefined=_AGGREGATE,
+    ),
+    MetricDef(
+        name="personalization",
+        description="how different users' lists are from each other",
+        formula="1 − mean over pairs of users of |L_u ∩ L_v| / k, from item counts c_i: "
+        "Σ_pairs |L_u ∩ L_v| = Σ_i c_i (c_i − 1) / 2",
+        kernel=B.personalization,
+        kind="aggregate",
+        undefined=_AGGREGATE + "; NaN with fewer than 2 users; needs a cut-off @k",
+    ),
+)
+
+# Rating-prediction metrics (SPEC §5): one value over (actual, predicted) pairs.
+_PER_USER = ParamDef(
+    "per_user",
+    bool,
+    False,
+    "false: one value over all pairs; true: the value of each user, averaged over users "
+    "(users with an undefined value left out and counted)",
+)
+_ERROR_UNDEFINED = "no pairs (NaN)"
+_CORR_UNDEFINED = (
+    "fewer than 2 pairs, or actual or predicted values all equal (NaN); per user: such users "
+    "are left out of the mean and counted"
+)
+
+RATING_DEFS: tuple[MetricDef, ...] = (
+    MetricDef(
+        name="mae",
+        aliases=("mean_absolute_error",),
+        description="mean absolute error of predicted ratings",
+        formula="Σ |a_i − p_i| / n",
+        kernel=RK.mae,
+        params=(_PER_USER,),
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
+        undefined=_ERROR_UNDEFINED,
+        kind="rating",
+    ),
+    MetricDef(
+        name="mse",
+        aliases=("mean_squared_error",),
+        description="mean squared error of predicted ratings",
+        formula="Σ (a_i − p_i)² / n",
+        kernel=RK.mse,
+        params=(_PER_USER,),
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
+        undefined=_ERROR_UNDEFINED,
+        kind="rating",
+    ),
+    MetricDef(
+        name="rmse",
+        aliases=("root_mean_squared_error",),
+        description="root mean squared error of predicted ratings",
+        formula="sqrt(Σ (a_i − p_i)² / n)",
+        kernel=RK.rmse,
+        params=(_PER_USER,),
+        bounds=(0.0, math.inf),
+        higher_is_better=False,
+        undefined=_ERROR_UNDEFINED,
+        kind="rating",
+        notes="per_user=true averages each user's RMSE (not the square root of the mean MSE).",
+    ),
+    MetricDef(
+        name="r2",
+        aliases=("r_squared",),
+        description="coefficient of determination of predicted ratings",
+        formula="1 − Σ (a_i − p_i)² / Σ (a_i − ā)²",
+        kernel=RK.r2,
+        params=(_PER_USER,),
+        bounds=(-math.inf, 1.0),
+        undefined="all actual values equal, so SS_tot = 0 (NaN); per user also fewer than 2 "
+        "pairs; such users are left out of the mean and counted",
+        kind="rating",
+    ),
+    MetricDef(
+        name="pearson",
+        aliases=("pearson_r",),
+        description="Pearson correlation of actual and predicted ratings",
+        formula="Σ (a_i − ā)(p_i − p̄) / sqrt(Σ (a_i − ā)² Σ (p_i − p̄)²)",
+        kernel=RK.pearson,
+        params=(_PER_USER,),
+        bounds=(-1.0, 1.0),
+        undefined=_CORR_UNDEFINED,
+        kind="rating",
+    ),
+    MetricDef(
+        name="spearman",
+        aliases=("spearman_rho",),
+        description="Spearman rank correlation of actual and predicted ratings",
+        formula="pearson(rank(a), rank(p)), ties get their average rank",
+        kernel=RK.spearman,
+        params=(_PER_USER,),
+        bounds=(-1.0, 1.0),
+        undefined=_CORR_UNDEFINED,
+        kind="rating",
+    ),
+    MetricDef(
+        name="kendall",
+        aliases=("kendall_tau",),
+        description="Kendall rank correlation (tau-b) of actual and predicted ratings",
+        formula="(C − D) / sqrt((n0 − T_a)(n0 − T_p)), n0 = n(n − 1)/2, T = tied pairs",
+        kernel=RK.kendall,
+        params=(_PER_USER,),
+        bounds=(-1.0, 1.0),
+        undefined=_CORR_UNDEFINED,
+        kind="rating",
+        notes="tau-b; per user, users with more than 600 pairs loop in Python "
+        "(scipy.stats.kendalltau), the others are vectorized.",
+    ),
+)
+
+_DEFS += RATING_DEFS
+
+REGISTRY: Mapping[str, MetricDef] = MappingProxyType({d.name: d for d in _DEFS})
+_ALIASES: dict[str, str] = {}
+for _d in _DEFS:
+    for _name in (_d.name, *_d.aliases):
+        if _name in _ALIASES:  # pragma: no cover - a declaration error
+            raise RuntimeError(f"metric name {_name!r} declared twice")
+        _ALIASES[_name] = _d.name
+
+
+def lookup(name: str) -> MetricDef | None:
+    """The declaration for a name or alias (case-insensitive), or None."""
+    canonical = _ALIASES.get(name.strip().lower())
+    return None if canonical is None else REGISTRY[canonical]
+
+
+def all_names() -> list[str]:
+    """Every accepted name and alias."""
+    return sorted(_ALIASES)
+
+
+def metrics() -> Mapping[str, MetricDef]:
+    """The registry: canonical name → :class:`MetricDef`.
+
+    Example:
+        >>> import receval
+        >>> receval.metrics()["ap"].aliases
+        ('map', 'average_precision')
+    """
+    return REGISTRY

@@ -1,0 +1,232 @@
+"""Metric names: ``name@k[param=value,...]`` parsed into :class:`MetricSpec`.
+
+The canonical string of a spec — lower case, aliases resolved, parameters
+sorted, defaults dropped — is the metric's identity: the key in results, the
+column of per-user tables and the label in reports. It round-trips through
+:func:`parse_metric`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from receval.errors import MetricError
+from receval.metrics.registry import MetricDef, all_names, lookup
+
+__all__ = ["MetricSpec", "parse_metric", "parse_metrics"]
+
+_GRAMMAR = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*"
+    r"(?:@(?P<k>[^\[\]@]*))?\s*"
+    r"(?:\[(?P<params>[^\[\]]*)\])?\s*$"
+)
+_MAX_CUTOFFS = 10_000
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric with its cut-off and parameters (non-default ones only).
+
+    Example:
+        >>> str(parse_metric("MAP@10[denominator=min_k_relevant]"))
+        'ap@10'
+    """
+
+    name: str
+    k: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def definition(self) -> MetricDef:
+        """The registry declaration of this metric."""
+        d = lookup(self.name)
+        assert d is not None  # specs are only built from registered names
+        return d
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        """Every parameter, defaults included."""
+        d = self.definition
+        out = {p.name: p.default for p in d.params}
+        out.update(self.params)
+        return out
+
+    def __str__(self) -> str:
+        text = self.name if self.k is None else f"{self.name}@{self.k}"
+        if self.params:
+            d = self.definition
+            text += "[" + ",".join(f"{n}={d.param_map[n].format(v)}" for n, v in self.params) + "]"
+        return text
+
+    def with_k(self, k: int | None) -> MetricSpec:
+        """The same metric at another cut-off."""
+        return MetricSpec(self.name, k, self.params)
+
+
+def _suggest(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.5)
+    return f" — did you mean {close[0]!r}?" if close else ""
+
+
+def _parse_cutoffs(text: str, metric: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        try:
+            if m:
+                lo, hi = int(m.group(1)), int(m.group(2))
+                if lo > hi:
+                    raise ValueError
+                if hi - lo + 1 > _MAX_CUTOFFS:
+                    raise MetricError(f"{metric!r}: the range {part} holds too many cut-offs")
+                out.extend(range(lo, hi + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise MetricError(
+                f"{metric!r}: the cut-off must be a positive integer, a list like 1,5,10 "
+                f"or a range like 1-10; got {part!r}"
+            ) from None
+    for k in out:
+        if k <= 0:
+            raise MetricError(f"{metric!r}: the cut-off must be a positive integer; got {k}")
+    return list(dict.fromkeys(out))
+
+
+Defaults = Mapping[str, Mapping[str, Any]]
+
+
+def _parse_params(
+    text: str, d: MetricDef, metric: str, defaults: Defaults | None = None
+) -> tuple[tuple[str, Any], ...]:
+    values: dict[str, Any] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise MetricError(f"{metric!r}: a parameter must be name=value; got {part.strip()!r}")
+        key, _, raw = part.partition("=")
+        key = key.strip().lower()
+        p = d.param_map.get(key)
+        if p is None:
+            valid = ", ".join(d.param_map) or "none"
+            raise MetricError(
+                f"{metric!r}: unknown parameter {key!r} of {d.name} (valid: {valid})"
+                + _suggest(key, d.param_map)
+            )
+        if key in values:
+            raise MetricError(f"{metric!r}: parameter {key!r} given twice")
+        try:
+            values[key] = p.convert(raw)
+        except ValueError as exc:
+            raise MetricError(
+                f"{metric!r}: bad value {raw.strip()!r} for {d.name}'s {key}: {exc}"
+                + (_suggest(raw.strip(), p.choices) if p.choices else "")
+            ) from None
+    for key, value in (defaults or {}).get(d.name, {}).items():
+        values.setdefault(key, value)  # a convention's default, unless given
+    kept = tuple(
+        (name, values[name]) for name in sorted(values) if values[name] != d.param_map[name].default
+    )
+    return kept
+
+
+def parse_metrics(
+    metrics: str | MetricSpec | Iterable[str | MetricSpec], defaults: Defaults | None = None
+) -> list[MetricSpec]:
+    """Parse one metric string or many, expanding cut-off lists and ranges.
+
+    ``"ndcg@1,5,10"`` gives three specs, ``"p@1-3"`` three more; duplicates are
+    dropped, first occurrence kept. ``defaults`` (metric name → parameter →
+    value, a convention's) fill the parameters a string does not give;
+    :class:`MetricSpec` objects are taken as they are.
+
+    Example:
+        >>> [str(s) for s in parse_metrics(["MRR", "ndcg@5,10[gain=exp]"])]
+        ['rr', 'ndcg@5[gain=exp]', 'ndcg@10[gain=exp]']
+    """
+    items = [metrics] if isinstance(metrics, (str, MetricSpec)) else list(metrics)
+    if not items:
+        raise MetricError("no metric given")
+    out: list[MetricSpec] = []
+    for item in items:
+        if isinstance(item, MetricSpec):
+            out.append(item)
+            continue
+        if not isinstance(item, str):
+            raise MetricError(f"a metric must be a string like 'ndcg@10'; got {item!r}")
+        out.extend(_parse_one(item, defaults))
+    return list(dict.fromkeys(out))
+
+
+#: trec_eval's measure names: name -> receval metric text (the cut-offs follow "_" or ".").
+_TREC = {
+    "p": "precision",
+    "recall": "recall",
+    "map_cut": "ap{k}[denominator=relevant]",
+    "ndcg_cut": "ndcg",
+    "success": "hit_rate",
+}
+_TREC_NAME = re.compile(r"^\s*(P|recall|map_cut|ndcg_cut|success)[._](\d+(?:,\d+)*)\s*$", re.I)
+
+
+def _trec_alias(text: str) -> str | None:
+    """``P_5``, ``map_cut.10,20``, ``ndcg_cut_10``, ``success_1``, ``recall_100`` as
+    receval metric text (trec_eval's definitions: map_cut divides by all relevant)."""
+    m = _TREC_NAME.match(text)
+    if not m:
+        return None
+    target = _TREC[m.group(1).lower()]
+    cut = "@" + m.group(2)
+    return target.format(k=cut) if "{k}" in target else target + cut
+
+
+def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
+    alias = _trec_alias(text)
+    if alias is not None:
+        return _parse_one(alias, defaults)
+    m = _GRAMMAR.match(text)
+    if not m:
+        raise MetricError(
+            f"cannot read metric {text!r}: expected name@k[param=value,...], e.g. 'ndcg@10' "
+            "or 'ap@10[denominator=relevant]'"
+        )
+    d = lookup(m.group("name"))
+    if d is None:
+        raise MetricError(
+            f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"), all_names())
+        )
+    params = _parse_params(m.group("params") or "", d, text, defaults)
+    if d.kind == "rating" and m.group("k") is not None:
+        raise MetricError(
+            f"{text!r}: the rating metric {d.name} takes no cut-off @k; write {d.name!r} "
+            f"or '{d.name}[per_user=true]'"
+        )
+    ks: list[int | None] = [None]
+    if m.group("k") is not None:
+        ks = list(_parse_cutoffs(m.group("k"), text))
+    return [MetricSpec(d.name, k, params) for k in ks]
+
+
+def parse_metric(text: str, defaults: Defaults | None = None) -> MetricSpec:
+    """Parse one metric string into its :class:`MetricSpec` (``defaults``: as
+    in :func:`parse_metrics`).
+
+    Example:
+        >>> spec = parse_metric("NDCG@10[gain=exp, ideal=relevant]")
+        >>> str(spec)
+        'ndcg@10[gain=exp]'
+        >>> parse_metric(str(spec)) == spec
+        True
+    """
+    specs = _parse_one(text, defaults)
+    if len(specs) != 1:
+        raise MetricError(
+            f"{text!r} names {len(specs)} metrics; use parse_metrics() for cut-off lists"
+        )
+    return specs[0]

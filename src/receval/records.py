@@ -1,0 +1,95 @@
+"""The engine-neutral data contract: what readers produce and engines consume.
+
+:class:`Columns` names the input columns; :class:`RecsData` and
+:class:`TruthData` hold an input as NumPy columns (ids already under the id
+rule of :mod:`receval.ids`); :class:`Pair` is one unit of work, the lists and
+truth of the same users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from receval.ids import as_str
+
+__all__ = ["Columns", "Pair", "RecsData", "TruthData", "as_strings"]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which column holds what."""
+
+    user: str = "user"
+    item: str = "item"
+    score: str = "score"
+    rank: str = "rank"
+    relevance: str = "relevance"
+
+
+@dataclass
+class RecsData:
+    """Recommendations as columns: one row per (user, item) with a rank or score.
+
+    ``recommended`` (explicit-feedback input only) marks the rows whose
+    predicted rating reaches the threshold; the others are ranked but not
+    recommended, so they never count as hits.
+    """
+
+    users: np.ndarray
+    items: np.ndarray
+    score: np.ndarray | None
+    rank: np.ndarray | None
+    rows: int
+    source: str = "recommendations"
+    recommended: np.ndarray | None = None
+    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+@dataclass
+class TruthData:
+    """The truth as columns: one row per (user, item) with a grade."""
+
+    users: np.ndarray
+    items: np.ndarray
+    grades: np.ndarray
+    rows: int
+    graded: bool
+    source: str = "truth"
+    empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+@dataclass
+class Pair:
+    """A chunk of recommendations and the truth of the same users, with the
+    row of the input each of their rows came from (for error messages).
+
+    ``load`` (when given, with ``recs`` and ``truth`` None) makes them on first
+    use, in the thread that evaluates the pair; ``rows`` is the number of
+    recommendation rows, known before.
+    """
+
+    recs: RecsData | None
+    truth: TruthData | None
+    recs_row: Callable[[int], int]
+    truth_row: Callable[[int], int]
+    rows: int = 0
+    load: Callable[[], tuple[RecsData, TruthData]] | None = None
+
+    def loaded(self) -> tuple[RecsData, TruthData]:
+        """The recommendations and the truth, made by ``load`` if need be."""
+        if self.load is not None:
+            self.recs, self.truth = self.load()
+            self.load = None
+        assert self.recs is not None and self.truth is not None
+        return self.recs, self.truth
+
+
+def as_strings(data: RecsData | TruthData, users: bool, items: bool) -> None:
+    """Ids as strings (in place) when the other side's are strings."""
+    if users:
+        data.users, data.empty_users = as_str(data.users), as_str(data.empty_users)
+    if items:
+        data.items = as_str(data.items)

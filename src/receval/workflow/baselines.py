@@ -1,0 +1,424 @@
+"""Reference recommenders: random, most popular, item-kNN.
+
+Small, vectorized and deterministic — they exist to sanity-check a model (a
+model that does not beat most-popular has a problem) and to make the demo
+real; they are not a modelling library. Each one is fitted on training
+interactions (user, item; repeated pairs count once) and produces a run in
+receval's long format: ``user``, ``item``, ``score``, ``rank`` (1 = best),
+at most ``k`` rows per user, ordered by user then rank.
+
+- :class:`RandomRecommender`: score ~ Uniform[0, 1) per (user, item), drawn
+  from ``numpy.random.default_rng(seed)`` block by block.
+- :class:`PopularRecommender`: score = pop(i), the number of distinct
+  training users with item i.
+- :class:`ItemKNNRecommender`: cosine similarity on co-occurrence,
+  ``sim(i, j) = |U_i ∩ U_j| / (sqrt(|U_i| · |U_j|) + shrink)``, each item keeping
+  its ``neighbors`` most similar items; a user's score for j is
+  ``Σ_{i ∈ I_u} sim(i, j)`` over the items i the user has. Items no neighbour
+  reaches (and every item for users without history) are filled in by
+  popularity, with scores ``−1 + pop(j) / (max pop + 1)`` in [−1, 0), below
+  every similarity score.
+
+Ties in score are broken by item id ascending (receval's own tie rule), so
+evaluating the run by ``rank`` or by ``score`` gives the same lists. With
+``exclude_seen=True`` (default) the items a user has in train are never
+recommended. Users are scored in blocks of about 2M (user, item) cells with
+``np.partition``: 100k users × 2k items take a few seconds.
+
+>>> import pandas as pd
+>>> train = pd.DataFrame({"user": [1, 1, 2, 2, 3], "item": ["a", "b", "a", "c", "a"]})
+>>> run = recommend("popular", train, k=2)
+>>> run.values.tolist()
+[[1, 'c', 1.0, 1], [2, 'b', 1.0, 1], [3, 'b', 1.0, 1], [3, 'c', 1.0, 2]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from receval.errors import InputError, ReceValError
+from receval.io.interactions import as_frame
+
+__all__ = [
+    "BASELINES",
+    "ItemKNNRecommender",
+    "PopularRecommender",
+    "RandomRecommender",
+    "Recommender",
+    "recommend",
+]
+
+#: (user, item) cells scored at once.
+BLOCK_CELLS = 1 << 21
+
+
+def top_k(key: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``key`` (b × m), the ``k`` largest finite-or-inf entries above
+    −inf, ordered by value descending then column ascending.
+
+    Returns ``(rows, cols, values)`` flattened in output order.
+
+    >>> r, c, v = top_k(np.array([[0.5, 0.9, 0.5, -np.inf], [1.0, 1.0, 1.0, 1.0]]), 2)
+    >>> r.tolist(), c.tolist(), v.tolist()
+    ([0, 0, 1, 1], [1, 0, 0, 1], [0.9, 0.5, 1.0, 1.0])
+    """
+    b, m = key.shape
+    k = min(k, m)
+    if b == 0 or k <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    if k < m:
+        cols = np.argpartition(-key, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(key, cols, axis=1)
+        kth = vals.min(axis=1, keepdims=True)
+        # Rows whose k-th value is tied with a value left outside: redo exactly,
+        # taking the tied items of smallest column first.
+        tied = (key == kth).sum(axis=1) > (vals == kth).sum(axis=1)
+        if tied.any():
+            sub = key[tied]
+            t = kth[tied]
+            above = sub > t
+            eq = sub == t
+            need = k - above.sum(axis=1, keepdims=True)
+            take = above | (eq & (np.cumsum(eq, axis=1) <= need))
+            cols[tied] = np.nonzero(take)[1].reshape(-1, k)
+            vals[tied] = np.take_along_axis(sub, cols[tied], axis=1)
+    else:
+        cols = np.broadcast_to(np.arange(m), (b, m)).copy()
+        vals = key.copy()
+    # Order by value descending, then column ascending.
+    order = np.lexsort((cols, -vals), axis=1)
+    cols = np.take_along_axis(cols, order, axis=1).ravel()
+    vals = np.take_along_axis(vals, order, axis=1).ravel()
+    rows = np.repeat(np.arange(b), k)
+    ok = vals > -np.inf
+    return rows[ok], cols[ok], vals[ok]
+
+
+class Recommender:
+    """Base class: ``fit(train)`` then ``recommend(users, k)``."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.user_ids: pd.Index = pd.Index([])
+        self.item_ids: np.ndarray = np.zeros(0)
+        self.matrix: sp.csr_matrix = sp.csr_matrix((0, 0))
+        self.pop: np.ndarray = np.zeros(0)
+        self.user_col = "user"
+        self.item_col = "item"
+
+    def fit(self, train: Any, *, user_col: str = "user", item_col: str = "item") -> Recommender:
+        """Learn from the training interactions (a table with user and item columns)."""
+        frame = as_frame(train, "train")
+        for col, role in ((user_col, "user"), (item_col, "item")):
+            if col not in frame.columns:
+                found = ", ".join(map(str, frame.columns))
+                raise InputError(
+                    f"no {role} column {col!r} (columns found: {found})", source="train"
+                )
+        if len(frame) == 0:
+            raise InputError("the training data is empty", source="train")
+        self.user_col, self.item_col = user_col, item_col
+        ucodes, uniq_users = pd.factorize(frame[user_col], sort=True)
+        icodes, uniq_items = pd.factorize(frame[item_col], sort=True)
+        self.user_ids = pd.Index(uniq_users)
+        self.item_ids = np.asarray(uniq_items)
+        x = sp.csr_matrix(
+            (np.ones(len(frame)), (ucodes, icodes)), shape=(len(uniq_users), len(uniq_items))
+        )
+        x.sum_duplicates()
+        x.data[:] = 1.0
+        self.matrix = x
+        self.pop = np.asarray(x.sum(axis=0)).ravel()
+        self._fit()
+        return self
+
+    def _fit(self) -> None:
+        """Model-specific fitting (after the matrix is built)."""
+
+    def _scores(self, codes: np.ndarray, block: int) -> np.ndarray:
+        """Scores (len(codes) × items); codes −1 = user unknown in train."""
+        raise NotImplementedError
+
+    def _seen(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(block row, item) of every training pair of the block's known users."""
+        known = np.flatnonzero(codes >= 0)
+        if not known.size:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        sub = self.matrix[codes[known]].tocoo()
+        return known[sub.row], sub.col.astype(np.int64)
+
+    def _block(
+        self, codes: np.ndarray, k: int, exclude_seen: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-k (block row, item, score) of a block of users: dense scores."""
+        key = self._scores(codes, 0)
+        if exclude_seen:
+            r, c = self._seen(codes)
+            key[r, c] = -np.inf
+        return top_k(key, k)
+
+    def recommend(
+        self, users: Iterable[Any] | None = None, k: int = 10, *, exclude_seen: bool = True
+    ) -> pd.DataFrame:
+        """The top-``k`` items of each user, as a long table (user, item, score, rank).
+
+        Args:
+            users: whom to recommend to (default: every training user, sorted);
+                users unknown in train get the model's cold-start list.
+            k: list length (shorter when fewer items are left).
+            exclude_seen: never recommend an item the user has in train.
+        """
+        if not self.item_ids.size:
+            raise ReceValError(f"{type(self).__name__} is not fitted: call fit(train) first")
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ReceValError(f"k must be an integer >= 1; got {k!r}")
+        if users is None:
+            wanted = np.asarray(self.user_ids)
+        else:
+            given = users if isinstance(users, pd.Series) else pd.Series(list(users))
+            wanted = given.drop_duplicates().to_numpy()
+        codes = self.user_ids.get_indexer(wanted)
+        n_items = len(self.item_ids)
+        block = max(1, BLOCK_CELLS // n_items)
+        out_u, out_i, out_s, out_r = [], [], [], []
+        for start in range(0, len(codes), block):
+            rows, cols, vals = self._block(codes[start : start + block], k, exclude_seen)
+            ranks = np.ones(len(rows), dtype=np.int64)
+            if len(rows):
+                first = np.r_[True, rows[1:] != rows[:-1]]
+                idx = np.arange(len(rows))
+                ranks = idx - np.maximum.accumulate(np.where(first, idx, 0)) + 1
+            out_u.append(wanted[start + rows])
+            out_i.append(self.item_ids[cols])
+            out_s.append(vals)
+            out_r.append(ranks)
+        frame = pd.DataFrame(
+            {
+                self.user_col: _cat(out_u, wanted),
+                self.item_col: _cat(out_i, self.item_ids),
+                "score": _cat(out_s, np.zeros(0)).astype(np.float64),
+                "rank": _cat(out_r, np.zeros(0, dtype=np.int64)),
+            }
+        )
+        frame.attrs["unknown_users"] = int((codes < 0).sum())
+        frame.attrs["model"] = self.name
+        return frame
+
+
+def _cat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts) if parts else like[:0]
+
+
+class RandomRecommender(Recommender):
+    """Items drawn uniformly without replacement among those the user has not
+    seen; each list gets ``k`` Uniform[0, 1) scores sorted descending.
+    Reproducible with ``seed`` (the same call gives the same run)."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__()
+        self.seed = seed
+
+    def recommend(
+        self, users: Iterable[Any] | None = None, k: int = 10, *, exclude_seen: bool = True
+    ) -> pd.DataFrame:
+        """See :meth:`Recommender.recommend`."""
+        self._rng = np.random.default_rng(self.seed)
+        return super().recommend(users, k, exclude_seen=exclude_seen)
+
+    def _block(
+        self, codes: np.ndarray, k: int, exclude_seen: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b, m = len(codes), len(self.item_ids)
+        r, c = self._seen(codes) if exclude_seen else (np.zeros(0, np.int64),) * 2
+        n_seen = np.bincount(r, minlength=b)
+        avail = m - n_seen
+        draws = 2 * k + 8
+        # Sample positions j among each user's unseen items (with replacement,
+        # repeats dropped), then map j to the j-th unseen item.
+        cand = np.floor(self._rng.random((b, draws)) * avail[:, None]).astype(np.int64)
+        idx = np.argsort(cand, axis=1, kind="stable")
+        sc = np.take_along_axis(cand, idx, axis=1)
+        dup_sorted = np.zeros(sc.shape, dtype=bool)
+        dup_sorted[:, 1:] = sc[:, 1:] == sc[:, :-1]
+        valid = np.empty_like(dup_sorted)
+        np.put_along_axis(valid, idx, ~dup_sorted, axis=1)
+        valid &= (avail > 0)[:, None]
+        take = valid & (np.cumsum(valid, axis=1) <= k)
+        rows, j = np.nonzero(take)
+        pos = cand[rows, j]
+        if len(r):
+            start = np.r_[0, np.cumsum(n_seen)[:-1]]
+            adjusted = r * m + (c - (np.arange(len(r)) - start[r]))
+            pos = pos + np.searchsorted(adjusted, rows * m + pos, side="right") - start[rows]
+        cols = pos
+        # Users left short by repeated draws (tiny catalogs): redo over every item.
+        counts = np.bincount(rows, minlength=b)
+        short = np.flatnonzero(counts < np.minimum(k, avail))
+        if short.size:
+            full = self._rng.random((short.size, m))
+            sr, sc2 = self._seen(codes[short]) if exclude_seen else (np.zeros(0, np.int64),) * 2
+            full[sr, sc2] = -np.inf
+            fr, fc, _ = top_k(full, k)
+            keep = ~np.isin(rows, short)
+            rows = np.r_[rows[keep], short[fr]]
+            cols = np.r_[cols[keep], fc]
+            o = np.argsort(rows, kind="stable")
+            rows, cols = rows[o], cols[o]
+            counts = np.bincount(rows, minlength=b)
+        scores = -np.sort(-self._rng.random((b, k)), axis=1)
+        rank = np.arange(len(rows)) - np.r_[0, np.cumsum(counts)[:-1]][rows]
+        return rows, cols, scores[rows, rank]
+
+
+class PopularRecommender(Recommender):
+    """The most popular items: score = distinct training users with the item."""
+
+    name = "popular"
+
+    def _fit(self) -> None:
+        self._order = np.lexsort((np.arange(len(self.pop)), -self.pop))
+        self._pos = np.empty_like(self._order)
+        self._pos[self._order] = np.arange(len(self._order))
+
+    def _block(
+        self, codes: np.ndarray, k: int, exclude_seen: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b = len(codes)
+        r, c = self._seen(codes) if exclude_seen else (np.zeros(0, np.int64),) * 2
+        most_seen = int(np.bincount(r, minlength=b).max()) if b and len(r) else 0
+        width = min(len(self._order), k + most_seen)
+        free = np.ones((b, width), dtype=bool)
+        p = self._pos[c]
+        inside = p < width
+        free[r[inside], p[inside]] = False
+        take = free & (np.cumsum(free, axis=1) <= k)
+        rows, j = np.nonzero(take)
+        cols = self._order[j]
+        return rows, cols, self.pop[cols].astype(np.float64)
+
+
+class ItemKNNRecommender(Recommender):
+    """Item-based k-nearest neighbours on cosine similarity of co-occurrence.
+
+    Args:
+        neighbors: similar items kept per item (the k of kNN).
+        shrink: added to the cosine's denominator (damps rare co-occurrences).
+    """
+
+    name = "item_knn"
+
+    def __init__(self, neighbors: int = 100, shrink: float = 0.0) -> None:
+        super().__init__()
+        if neighbors < 1:
+            raise ReceValError(f"neighbors must be >= 1; got {neighbors}")
+        self.neighbors = int(neighbors)
+        self.shrink = float(shrink)
+        self.similarity: sp.csr_matrix = sp.csr_matrix((0, 0))
+
+    def _fit(self) -> None:
+        x = self.matrix
+        co = (x.T @ x).tocsr()
+        n = co.shape[0]
+        norm = np.sqrt(self.pop)
+        block = max(1, BLOCK_CELLS // n)
+        rows_, cols_, vals_ = [], [], []
+        # Each item's `neighbors` most similar items (ties: item id ascending),
+        # from dense blocks of rows of the co-occurrence matrix.
+        for start in range(0, n, block):
+            dense = co[start : start + block].toarray()
+            sim = dense / (norm[start : start + block, None] * norm[None, :] + self.shrink)
+            sim[dense == 0] = -np.inf
+            sim[np.arange(sim.shape[0]), np.arange(start, start + sim.shape[0])] = -np.inf
+            r, c, v = top_k(sim, self.neighbors)
+            rows_.append(r + start)
+            cols_.append(c)
+            vals_.append(v)
+        self.similarity = sp.csr_matrix(
+            (np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))),
+            shape=co.shape,
+        )
+        self._fill = -1.0 + self.pop / (self.pop.max() + 1.0)
+
+    def _scores(self, codes: np.ndarray, block: int) -> np.ndarray:
+        known = np.flatnonzero(codes >= 0)
+        if known.size == len(codes):
+            dense = (self.matrix[codes] @ self.similarity).toarray()
+        else:
+            dense = np.zeros((len(codes), len(self.item_ids)))
+            if known.size:
+                dense[known] = (self.matrix[codes[known]] @ self.similarity).toarray()
+        return np.where(dense > 0, dense, self._fill)
+
+
+BASELINES: dict[str, type[Recommender]] = {
+    "random": RandomRecommender,
+    "popular": PopularRecommender,
+    "item_knn": ItemKNNRecommender,
+}
+
+Baseline = Literal["random", "popular", "item_knn"]
+
+
+def recommend(
+    model: Baseline,
+    train: Any,
+    users: Iterable[Any] | None = None,
+    k: int = 10,
+    *,
+    exclude_seen: bool = True,
+    seed: int = 0,
+    neighbors: int = 100,
+    shrink: float = 0.0,
+    user_col: str = "user",
+    item_col: str = "item",
+) -> pd.DataFrame:
+    """Fit a baseline on ``train`` and return its top-``k`` run (user, item, score, rank).
+
+    Args:
+        model: ``random``, ``popular`` or ``item_knn`` (also ``most_popular``,
+            ``pop``, ``knn``, ``itemknn``).
+        train: training interactions (user and item columns).
+        users: whom to recommend to (default: every training user).
+        k: list length.
+        exclude_seen: never recommend an item the user has in train.
+        seed: the seed of ``random``.
+        neighbors, shrink: ``item_knn`` parameters.
+        user_col, item_col: column names (kept in the output).
+
+    Example:
+        >>> import pandas as pd
+        >>> train = pd.DataFrame({"user": [1, 1, 2, 2, 3], "item": [1, 2, 1, 3, 1]})
+        >>> recommend("item_knn", train, users=[3], k=2)["item"].tolist()
+        [2, 3]
+    """
+    aliases = {
+        "most_popular": "popular",
+        "pop": "popular",
+        "mostpop": "popular",
+        "knn": "item_knn",
+        "itemknn": "item_knn",
+        "item-knn": "item_knn",
+        "rand": "random",
+    }
+    name = aliases.get(str(model).lower(), str(model).lower())
+    if name not in BASELINES:
+        raise ReceValError(f"unknown baseline {model!r} (choose from {', '.join(BASELINES)})")
+    rec: Recommender
+    if name == "random":
+        rec = RandomRecommender(seed=seed)
+    elif name == "item_knn":
+        rec = ItemKNNRecommender(neighbors=neighbors, shrink=shrink)
+    else:
+        rec = PopularRecommender()
+    rec.fit(train, user_col=user_col, item_col=item_col)
+    return rec.recommend(users, k, exclude_seen=exclude_seen)

@@ -1,0 +1,364 @@
+"""Leakage and sanity checks on train, test and recommendations.
+
+:func:`check` looks for what silently distorts offline numbers and reports
+each finding with a count and a one-line explanation; it never changes the
+data. What it checks (each only when the inputs it needs are given):
+
+- ``seen_in_train``: recommended (user, item) pairs the user already has in
+  train — usually a bug (filter with :func:`remove_seen`), unless re-consumption
+  is the task.
+- ``test_before_train`` (``chronological="user"``): test rows earlier than the
+  same user's latest training row; (``chronological="global"``): test rows
+  earlier than the latest training row of anyone — leakage from the future.
+- ``test_users_not_in_train`` / ``test_items_not_in_train``: cold-start users
+  and items of the test part (no model trained on train can know them).
+- ``missing_lists``: test users without any recommendation (scored 0 by
+  default: ``missing_recs="zero"``).
+- ``short_lists``: lists shorter than ``k`` (precision@k still divides by k).
+- ``score_ties``: rows whose score equals another row's in the same list
+  (receval breaks ties by item id ascending; other tools may not).
+- ``duplicate_rows_{train,test,recs}``: repeated (user, item) pairs (an error
+  in recs and truth for :func:`receval.evaluate`).
+- ``recommended_items_not_in_train``: items recommended that no training row
+  has (popularity 1 for novelty and arp).
+
+>>> import pandas as pd
+>>> train = pd.DataFrame({"user": [1, 1, 2], "item": [1, 2, 1]})
+>>> test = pd.DataFrame({"user": [1, 2, 3], "item": [3, 2, 1]})
+>>> recs = pd.DataFrame({"user": [1, 1, 2], "item": [1, 3, 2], "score": [0.9, 0.5, 0.5]})
+>>> report = check(train, test, recs, k=2)
+>>> report["seen_in_train"].count, report["short_lists"].count
+(1, 1)
+>>> print(report["seen_in_train"].message)
+1 of 3 recommendation rows (1 of 2 users) recommend an item the user already has in train; \
+remove them with receval.workflow.checks.remove_seen (CLI: --remove-seen)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from receval.errors import InputError, ReceValError
+from receval.io.interactions import as_frame
+
+__all__ = ["CheckReport", "Finding", "check", "remove_seen"]
+
+
+@dataclass
+class Finding:
+    """One check: a count and a one-line explanation.
+
+    Attributes:
+        code: the check's name (e.g. ``seen_in_train``).
+        count: how many rows / users / items it found (0: nothing found).
+        message: one line saying what was found and what it means.
+        severity: ``warning`` (likely distorts the numbers), ``info``.
+        examples: up to 5 offending (user, item) pairs or ids.
+    """
+
+    code: str
+    count: int
+    message: str
+    severity: Literal["warning", "info"] = "warning"
+    examples: list[Any] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        mark = "ok  " if self.count == 0 else ("WARN" if self.severity == "warning" else "info")
+        ex = f" (e.g. {', '.join(map(str, self.examples))})" if self.count and self.examples else ""
+        return f"[{mark}] {self.code}: {self.message}{ex}"
+
+
+@dataclass
+class CheckReport:
+    """All findings of :func:`check`, in a fixed order."""
+
+    findings: list[Finding]
+
+    def __getitem__(self, code: str) -> Finding:
+        for f in self.findings:
+            if f.code == code:
+                return f
+        raise KeyError(f"no check {code!r} ran (ran: {', '.join(self.codes())})")
+
+    def codes(self) -> list[str]:
+        """The names of the checks that ran."""
+        return [f.code for f in self.findings]
+
+    @property
+    def problems(self) -> list[Finding]:
+        """Findings with a count > 0 and severity ``warning``."""
+        return [f for f in self.findings if f.count and f.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        """True when no warning was found."""
+        return not self.problems
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per check: code, count, severity, message."""
+        return pd.DataFrame(
+            [(f.code, f.count, f.severity, f.message) for f in self.findings],
+            columns=["check", "count", "severity", "message"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{code: {count, severity, message, examples}}``."""
+        return {
+            f.code: {
+                "count": f.count,
+                "severity": f.severity,
+                "message": f.message,
+                "examples": [_plain(e) for e in f.examples],
+            }
+            for f in self.findings
+        }
+
+    def __str__(self) -> str:
+        return "\n".join(str(f) for f in self.findings)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _frame(obj: Any, what: str, cols: tuple[str, ...]) -> pd.DataFrame | None:
+    if obj is None:
+        return None
+    frame = as_frame(obj, what)
+    for c in cols:
+        if c not in frame.columns:
+            found = ", ".join(map(str, frame.columns))
+            raise InputError(f"no column {c!r} (columns found: {found})", source=what)
+    return frame
+
+
+def _pairs(frame: pd.DataFrame, user_col: str, item_col: str) -> pd.MultiIndex:
+    return pd.MultiIndex.from_arrays([frame[user_col], frame[item_col]])
+
+
+def _examples(values: Any, n: int = 5) -> list[Any]:
+    return [
+        tuple(_plain(x) for x in v) if isinstance(v, tuple) else _plain(v) for v in list(values)[:n]
+    ]
+
+
+def check(
+    train: Any = None,
+    test: Any = None,
+    recs: Any = None,
+    *,
+    k: int | None = None,
+    chronological: bool | Literal["user", "global"] = False,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str = "rank",
+    timestamp_col: str = "timestamp",
+) -> CheckReport:
+    """Run every check the given inputs allow; see the module docstring.
+
+    Args:
+        train, test: interaction tables (user, item[, timestamp]).
+        recs: recommendations (user, item, score or rank).
+        k: the largest cut-off you will evaluate (``short_lists``).
+        chronological: ``"user"`` (or True) / ``"global"``: the protocol is
+            chronological, so test rows must not precede train rows (per user,
+            or overall); needs timestamps in train and test.
+        user_col, item_col, score_col, rank_col, timestamp_col: column names.
+
+    Returns:
+        A :class:`CheckReport`; nothing is modified.
+    """
+    if chronological is True:
+        chronological = "user"
+    if chronological not in (False, "user", "global"):
+        raise ReceValError(
+            f"chronological must be False, 'user' or 'global'; got {chronological!r}"
+        )
+    if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
+        raise ReceValError(f"k must be an integer >= 1; got {k!r}")
+    ui = (user_col, item_col)
+    tr = _frame(train, "train", ui)
+    te = _frame(test, "test", ui)
+    rc = _frame(recs, "recommendations", ui)
+    out: list[Finding] = []
+
+    for name, frame in (("train", tr), ("test", te), ("recs", rc)):
+        if frame is None:
+            continue
+        dup = frame.duplicated([user_col, item_col], keep="first").to_numpy()
+        n = int(dup.sum())
+        what = {
+            "train": "repeated interactions (kept; popularity counts distinct users)",
+            "test": "an error for receval.evaluate as truth (duplicates='keep' keeps the "
+            "largest grade)",
+            "recs": "an error for receval.evaluate (duplicates='keep' keeps the first)",
+        }[name]
+        out.append(
+            Finding(
+                f"duplicate_rows_{name}",
+                n,
+                f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}",
+                "info" if name == "train" else "warning",
+                _examples(zip(frame[user_col][dup], frame[item_col][dup], strict=True)),
+            )
+        )
+
+    if rc is not None and tr is not None:
+        seen = _pairs(rc, user_col, item_col).isin(_pairs(tr, user_col, item_col))
+        n = int(seen.sum())
+        users = int(rc[user_col][seen].nunique())
+        out.append(
+            Finding(
+                "seen_in_train",
+                n,
+                f"{n} of {len(rc)} recommendation rows ({users} of {rc[user_col].nunique()} "
+                "users) recommend an item the user already has in train; remove them with "
+                "receval.workflow.checks.remove_seen (CLI: --remove-seen)",
+                examples=_examples(zip(rc[user_col][seen], rc[item_col][seen], strict=True)),
+            )
+        )
+        cold = ~rc[item_col].isin(pd.unique(tr[item_col])).to_numpy()
+        items = rc[item_col][cold].unique()
+        out.append(
+            Finding(
+                "recommended_items_not_in_train",
+                len(items),
+                f"{len(items)} recommended items ({int(cold.sum())} rows) never occur in train "
+                "(novelty and arp give them popularity 1)",
+                "info",
+                _examples(items),
+            )
+        )
+
+    if te is not None and tr is not None:
+        for col, what in ((user_col, "users"), (item_col, "items")):
+            unseen = ~te[col].isin(pd.unique(tr[col])).to_numpy()
+            ids = te[col][unseen].unique()
+            out.append(
+                Finding(
+                    f"test_{what}_not_in_train",
+                    len(ids),
+                    f"{len(ids)} of {te[col].nunique()} test {what} ({int(unseen.sum())} test "
+                    f"rows) are absent from train (cold start; drop them with "
+                    f"drop_unseen_{what}=True when splitting)",
+                    examples=_examples(ids),
+                )
+            )
+        if chronological:
+            out.append(_chronology(tr, te, chronological, user_col, item_col, timestamp_col))
+
+    if rc is not None:
+        if te is not None:
+            missing = ~pd.Index(pd.unique(te[user_col])).isin(pd.unique(rc[user_col]))
+            ids = pd.unique(te[user_col])[missing]
+            out.append(
+                Finding(
+                    "missing_lists",
+                    len(ids),
+                    f"{len(ids)} of {te[user_col].nunique()} test users have no recommendation "
+                    "(scored 0 by default: missing_recs='zero')",
+                    examples=_examples(ids),
+                )
+            )
+        sizes = rc.groupby(user_col, sort=True).size()
+        if k is not None:
+            short = sizes[sizes < k]
+            out.append(
+                Finding(
+                    "short_lists",
+                    len(short),
+                    f"{len(short)} of {len(sizes)} lists have fewer than k={k} items "
+                    f"(shortest: {int(sizes.min()) if len(sizes) else 0}); precision@{k} still "
+                    f"divides by {k}",
+                    examples=_examples(short.index),
+                )
+            )
+        if rank_col not in rc.columns and score_col in rc.columns:
+            tied = rc.duplicated([user_col, score_col], keep=False).to_numpy()
+            users = rc[user_col][tied].unique()
+            out.append(
+                Finding(
+                    "score_ties",
+                    int(tied.sum()),
+                    f"{int(tied.sum())} recommendation rows ({len(users)} users) share their "
+                    "score with another item of the same list; receval orders ties by item id "
+                    "ascending, other tools may not",
+                    examples=_examples(users),
+                )
+            )
+    return CheckReport(out)
+
+
+def _chronology(
+    tr: pd.DataFrame,
+    te: pd.DataFrame,
+    how: str,
+    user_col: str,
+    item_col: str,
+    ts: str,
+) -> Finding:
+    for frame, name in ((tr, "train"), (te, "test")):
+        if ts not in frame.columns:
+            raise InputError(
+                f"a chronological check needs a timestamp column {ts!r} in {name}", source=name
+            )
+    if how == "global":
+        latest = tr[ts].max()
+        early = (te[ts] < latest).to_numpy()
+        where = f"the latest training row ({latest})"
+    else:
+        latest_u = tr.groupby(user_col)[ts].max()
+        mapped = te[user_col].map(latest_u)
+        early = (mapped.notna() & (te[ts] < mapped)).to_numpy()
+        where = "the same user's latest training row"
+    n = int(early.sum())
+    users = int(te[user_col][early].nunique())
+    return Finding(
+        "test_before_train",
+        n,
+        f"{n} of {len(te)} test rows ({users} users) are earlier than {where}: the model "
+        "was trained on the future",
+        examples=_examples(zip(te[user_col][early], te[item_col][early], strict=True)),
+    )
+
+
+def remove_seen(
+    recs: Any,
+    train: Any,
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    rank_col: str = "rank",
+) -> pd.DataFrame:
+    """The recommendations without the (user, item) pairs present in train.
+
+    Rows keep their order; a ``rank`` column is renumbered 1, 2, ... within
+    each user in rank order, so lists stay gap-free. The number of rows removed
+    is in ``result.attrs["removed"]``.
+
+    Example:
+        >>> import pandas as pd
+        >>> recs = pd.DataFrame({"user": [1, 1, 1], "item": [5, 6, 7], "rank": [1, 2, 3]})
+        >>> out = remove_seen(recs, pd.DataFrame({"user": [1], "item": [6]}))
+        >>> out[["item", "rank"]].values.tolist(), out.attrs["removed"]
+        ([[5, 1], [7, 2]], 1)
+    """
+    rc = _frame(as_frame(recs, "recommendations"), "recommendations", (user_col, item_col))
+    tr = _frame(as_frame(train, "train"), "train", (user_col, item_col))
+    if rc is None or tr is None:  # pragma: no cover - as_frame never returns None
+        raise ReceValError("remove_seen needs recommendations and train")
+    seen = _pairs(rc, user_col, item_col).isin(_pairs(tr, user_col, item_col))
+    out = rc[~seen].reset_index(drop=True)
+    if rank_col in out.columns:
+        out[rank_col] = (
+            out.groupby(user_col, sort=False)[rank_col].rank(method="first").astype(np.int64)
+        )
+    out.attrs["removed"] = int(seen.sum())
+    return out

@@ -1,0 +1,205 @@
+"""The package's layers: imports point down, never up, and never in a circle.
+
+Every ``import`` of every module counts, function-level ones included (they
+are cycles all the same, only hidden until run time). The layers, bottom
+first, are documented in README.md ("Layout").
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "receval"
+
+# bottom first; a module may import its own layer or any layer below it
+LAYERS = [
+    (
+        "base",
+        (
+            "receval.errors",
+            "receval._version",
+            "receval._accel",
+            "receval._malloc",
+            "receval._native",
+            "receval.ids",
+            "receval.records",
+        ),
+    ),
+    ("metrics", ("receval.metrics",)),
+    ("engines", ("receval.engines",)),
+    ("io", ("receval.io",)),
+    ("evaluation", ("receval.evaluation",)),
+    ("analysis", ("receval.analysis",)),
+    ("workflow", ("receval.workflow",)),
+    ("cli", ("receval.cli", "receval.__main__", "receval")),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    best, length = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > length:
+                best, length = i, len(p)
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS and README"
+    return best
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The receval modules that ``name`` imports (the longest known prefix of each)."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = name.split(".") if is_pkg else name.split(".")[:-1]
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join([*parts, *([base] if base else [])])
+            # `from pkg import sub` imports pkg.sub; `from pkg import attr` imports pkg
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+            ]
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            # a package's __init__ importing its own submodules is no dependency of code
+            if t and t != name and not t.startswith(name + "."):
+                found.add(t)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods) | {"receval._native"}
+    return {name: _imports(name, path, known) for name, path in mods.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in _modules():
+        _layer(name)
+
+
+def test_imports_point_down() -> None:
+    wrong = [
+        f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
+        for a, deps in _graph().items()
+        for b in sorted(deps)
+        if _layer(b) > _layer(a)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_io_never_imports_an_engine_and_kernels_never_the_registry() -> None:
+    g = _graph()
+    wrong = [
+        f"{a} imports {b}"
+        for a, deps in g.items()
+        for b in deps
+        if (a.startswith("receval.io") and b.startswith("receval.engines"))
+        or (a.startswith("receval.metrics.kernels") and b == "receval.metrics.registry")
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycles() -> None:
+    g = _graph()
+    # Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g.get(v, ())):
+            if w not in g:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    sys.setrecursionlimit(max(1000, sys.getrecursionlimit()))
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "from receval import Comparison",
+        "import receval.analysis.compare",
+        "import receval.analysis.report",
+        "import receval.workflow.split",
+        "import receval.metrics.registry",
+    ],
+)
+def test_public_functions_stay_functions(first: str) -> None:
+    """Whatever the host imported first, receval.compare/report/split/metrics are functions."""
+    code = (
+        f"{first}\nimport receval\n"
+        "for n in ('compare', 'report', 'split', 'metrics', 'evaluate', 'check', 'curve'):\n"
+        "    assert callable(getattr(receval, n)) and not hasattr(getattr(receval, n), '__path__')"
+        " and type(getattr(receval, n)).__name__ == 'function', n\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_importing_receval_changes_nothing_global() -> None:
+    """A good guest: no warnings filters, no logging handlers, no NumPy print options."""
+    code = (
+        "import logging, warnings, numpy as np, pandas, pyarrow, scipy.stats, scipy.special\n"
+        "before = (list(warnings.filters), list(logging.root.handlers), np.get_printoptions(),"
+        " np.geterr())\n"
+        "import receval, receval.analysis.compare, receval.workflow.demo\n"
+        "after = (list(warnings.filters), list(logging.root.handlers), np.get_printoptions(),"
+        " np.geterr())\n"
+        "assert before == after, (before, after)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_every_module_imports() -> None:
+    for name in _modules():
+        if name != "receval.__main__":
+            importlib.import_module(name)
