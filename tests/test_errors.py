@@ -127,10 +127,25 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         ["user 1", "item 10", "relevance must be a number"],
     ),
     ("unknown metric", dict(metrics="ndgc@10"), ReceValError, ["did you mean 'ndcg'"]),
-    ("bad policy", dict(empty_truth="drop"), ReceValError, ["empty_truth", "skip, zero, error"]),
+    (
+        "bad policy",
+        dict(empty_truth="drop"),
+        ReceValError,
+        ["empty_truth='drop'", "'skip', 'zero', 'error'"],
+    ),
     ("bad missing_recs", dict(missing_recs="x"), ReceValError, ["missing_recs"]),
-    ("bad duplicates", dict(duplicates="first"), ReceValError, ["duplicates", "error, keep"]),
-    ("bad threshold", dict(threshold="high"), ReceValError, ["threshold must be a number"]),
+    (
+        "bad duplicates",
+        dict(duplicates="first"),
+        ReceValError,
+        ["duplicates='first'", "'error', 'keep'"],
+    ),
+    (
+        "bad threshold",
+        dict(threshold="high"),
+        ReceValError,
+        ["threshold='high' is not allowed: expected a finite number"],
+    ),
     (
         "empty_truth=error",
         dict(truth=truth(relevance=[1, 2, 0]), empty_truth="error"),

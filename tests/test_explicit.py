@@ -37,7 +37,7 @@ def test_hand_worked_user() -> None:
     assert s["precision@4"] == pytest.approx(1 / 4)
     assert s["recall@4"] == pytest.approx(1 / 2)  # relevant: 1 and 3; 3 not recommended
     assert s["recall@1"] == pytest.approx(1 / 2)
-    assert res.parameters["ties"].startswith("predicted rating")
+    assert res.parameters["order"].startswith("predicted rating")
 
 
 def test_nan_when_nothing_is_recommended() -> None:

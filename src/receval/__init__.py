@@ -13,8 +13,9 @@ from typing import Any
 
 from receval._version import __version__
 from receval.analysis.curves import curve, pr_curve, roc
-from receval.errors import InputError, MetricError, PolicyError, ReceValError
+from receval.errors import InputError, MetricError, OptionError, PolicyError, ReceValError
 from receval.evaluation.api import evaluate, evaluate_explicit, score
+from receval.evaluation.options import EvalOptions
 from receval.evaluation.ratings import evaluate_ratings, score_ratings
 from receval.evaluation.result import Result
 from receval.metrics.registry import MetricDef, ParamDef, metrics
@@ -47,10 +48,12 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Comparison",
+    "EvalOptions",
     "InputError",
     "MetricDef",
     "MetricError",
     "MetricSpec",
+    "OptionError",
     "ParamDef",
     "PolicyError",
     "ReceValError",

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 
 from receval import __version__
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError
 
 app = typer.Typer(
     name="receval",
@@ -670,6 +670,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
         app(args=argv, standalone_mode=False)
+    except OptionError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
+        err.print(f"error: {exc.cli_message()}", markup=False)
+        return 2
     except ReceValError as exc:
         err.print(f"error: {exc}", markup=False)
         return 2

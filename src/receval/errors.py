@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["InputError", "MetricError", "PolicyError", "ReceValError", "plain"]
+__all__ = ["InputError", "MetricError", "OptionError", "PolicyError", "ReceValError", "plain"]
 
 
 def plain(value: Any) -> Any:
@@ -25,6 +25,49 @@ class ReceValError(ValueError):
 
 class MetricError(ReceValError):
     """An unknown metric, parameter or parameter value, or a malformed metric string."""
+
+
+class OptionError(ReceValError):
+    """An option given a value it does not take.
+
+    ``option`` is the Python keyword (``empty_truth``), ``value`` what was
+    given and ``allowed`` the values it takes (or ``expected``, a phrase such
+    as "a finite number"). ``str(err)`` speaks Python (``empty_truth="zeros"``);
+    :meth:`cli_message` speaks the shell (``--empty-truth zeros``), so that
+    each caller reads an error in the syntax they typed.
+    """
+
+    def __init__(
+        self,
+        option: str,
+        value: Any,
+        *,
+        allowed: tuple[Any, ...] = (),
+        expected: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.option = option
+        self.value = plain(value)
+        self.allowed = tuple(allowed)
+        self.expected = expected or (
+            "one of " + ", ".join(repr(a) for a in allowed) if allowed else "another value"
+        )
+        self.reason = reason
+        super().__init__(self._render(f"{option}={self.value!r}", repr))
+
+    def _render(self, given: str, show: Callable[[Any], str]) -> str:
+        expected = (
+            "one of " + ", ".join(show(a) for a in self.allowed) if self.allowed else self.expected
+        )
+        tail = f" ({self.reason})" if self.reason else ""
+        return f"{given} is not allowed: expected {expected}{tail}"
+
+    def cli_message(self, flag: str | None = None) -> str:
+        """The message with the command line's syntax: ``--empty-truth zeros``."""
+        flag = flag or "--" + self.option.replace("_", "-")
+        value = self.value
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        return self._render(f"{flag} {shown}", str)
 
 
 class PolicyError(ReceValError):

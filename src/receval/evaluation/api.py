@@ -14,7 +14,7 @@ from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
 from receval.errors import InputError, ReceValError
-from receval.evaluation import conventions
+from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.items import build_context
 from receval.io.tables import iter_recs, read_truth
@@ -30,17 +30,12 @@ Duplicates = Literal["error", "keep"]
 Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
 
 
-def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ReceValError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-    return str(value)
-
-
 def evaluate(
     recommendations: Any,
     truth: Any,
     metrics: str | MetricSpec | Iterable[str | MetricSpec],
     *,
+    options: EvalOptions | None = None,
     convention: str | None = None,
     threshold: float | None = None,
     empty_truth: EmptyTruth | None = None,
@@ -48,12 +43,13 @@ def evaluate(
     no_truth: EmptyTruth | None = None,
     ties: Ties | None = None,
     relevant_from: Literal["truth", "list"] | None = None,
-    duplicates: Duplicates = "error",
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    rank_col: str = "rank",
-    relevance_col: str = "relevance",
+    duplicates: Duplicates | None = None,
+    rank: Literal["order", "position"] | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    score_col: str | None = None,
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
     train: Any = None,
     catalog: Iterable[Any] | None = None,
     item_features: Any = None,
@@ -75,6 +71,9 @@ def evaluate(
             stays bounded whatever their size, and the numbers are the same.
         metrics: one metric string or several, e.g. ``"ndcg@10"``,
             ``["precision@5,10", "ap@10[denominator=relevant]"]``.
+        options: every policy below in one :class:`~receval.EvalOptions`
+            (e.g. ``EvalOptions.from_dict(res.parameters)`` to replay an
+            evaluation); keyword arguments given here are applied on top.
         convention: a tool whose numbers to reproduce (``"trec_eval"``,
             ``"ranx"``, ... see :mod:`receval.evaluation.conventions`): it sets the
             defaults of every option below left as None and of every metric
@@ -100,6 +99,8 @@ def evaluate(
             candidates they are given, e.g. torchmetrics).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth.
+        rank: what a rank column means: ``order`` or ``position`` (see
+            :class:`~receval.EvalOptions`).
         user_col, item_col, score_col, rank_col, relevance_col: column names.
         train: the training interactions (a table with user and item columns,
             or a mapping user -> items): item popularity (distinct users per
@@ -122,17 +123,24 @@ def evaluate(
         >>> round(res.summary["precision@3"], 4)
         0.6667
     """
-    conv = conventions.get(convention or "receval")
-    options = _options(
-        conv.threshold if threshold is None else threshold,
-        conv.empty_truth if empty_truth is None else empty_truth,
-        conv.missing_recs if missing_recs is None else missing_recs,
-        duplicates,
-        conv.no_truth if no_truth is None else no_truth,
-        conv.ties if ties is None else ties,
-        conv.relevant_from if relevant_from is None else relevant_from,
+    opts = EvalOptions.build(
+        options,
+        convention=convention,
+        threshold=threshold,
+        empty_truth=empty_truth,
+        missing_recs=missing_recs,
+        no_truth=no_truth,
+        ties=ties,
+        relevant_from=relevant_from,
+        duplicates=duplicates,
+        rank=rank,
+        user_col=user_col,
+        item_col=item_col,
+        score_col=score_col,
+        rank_col=rank_col,
+        relevance_col=relevance_col,
     )
-    specs = parse_metrics(metrics, conv.params)
+    specs = parse_metrics(metrics, opts.metric_defaults)
     given = {
         "train": train is not None,
         "catalog": catalog is not None or train is not None,
@@ -140,7 +148,7 @@ def evaluate(
         "popular": popular is not None or train is not None,
     }
     check_inputs(specs, given)
-    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+    cols = opts.columns()
     items = None
     if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
         items = build_context(
@@ -148,7 +156,7 @@ def evaluate(
             catalog=catalog,
             item_features=item_features,
             popular=popular,
-            cols=Columns(user_col, item_col),
+            cols=cols,
         )
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
@@ -156,14 +164,11 @@ def evaluate(
 
         streams = sorted_tables(recommendations, truth, cols)
     if streams is not None:
-        res = _streamed(*streams, specs, options, items, conv.graded, progress)
-    else:
-        tr = read_truth(truth, cols)
-        if not conv.graded:  # the tool reads no grades: every truth row is relevant
-            tr.grades = np.ones(len(tr.grades))
-        res = run(iter_recs(recommendations, cols), tr, specs, options, items, progress=progress)
-    res.parameters["convention"] = conv.name
-    return res
+        return _streamed(*streams, specs, opts, items, progress)
+    tr = read_truth(truth, cols)
+    if not opts.graded:  # the tool reads no grades: every truth row is relevant
+        tr.grades = np.ones(len(tr.grades))
+    return run(iter_recs(recommendations, cols), tr, specs, opts, items, progress=progress)
 
 
 def _is_path(obj: Any) -> bool:
@@ -194,9 +199,8 @@ def _streamed(
     recs: Any,
     truth: Any,
     specs: Sequence[MetricSpec],
-    options: Mapping[str, Any],
+    opts: EvalOptions,
     items: ItemContext | None,
-    graded: bool,
     progress: Callable[[int], None] | None,
 ) -> Result:
     """Evaluate two Parquet files chunk by chunk of users (:mod:`receval.io.stream`)."""
@@ -210,62 +214,33 @@ def _streamed(
             notes=notes,
             items=items,
             progress=progress,
-            **options,
+            **opts.engine(),
         )
 
-    out = stream.evaluate(recs, truth, run_pairs, graded=graded)
-    return _result(out, specs, options, items)
-
-
-def _options(
-    threshold: Any,
-    empty_truth: Any,
-    missing_recs: Any,
-    duplicates: Any,
-    no_truth: Any = None,
-    ties: Any = "item",
-    relevant_from: Any = "truth",
-) -> dict[str, Any]:
-    """The evaluation options, validated."""
-    try:
-        value = float(threshold)
-    except (TypeError, ValueError):
-        raise ReceValError(f"threshold must be a number; got {threshold!r}") from None
-    if not math.isfinite(value):
-        raise ReceValError(f"threshold must be a finite number; got {threshold!r}")
-    return {
-        "threshold": value,
-        "empty_truth": _choice("empty_truth", empty_truth, ("skip", "zero", "error")),
-        "missing_recs": _choice("missing_recs", missing_recs, ("zero", "skip", "error")),
-        "duplicates": _choice("duplicates", duplicates, ("error", "keep")),
-        "no_truth": None
-        if no_truth is None
-        else _choice("no_truth", no_truth, ("skip", "zero", "error")),
-        "ties": _choice("ties", ties, tuple(TIES)),
-        "relevant_from": _choice("relevant_from", relevant_from, ("truth", "list")),
-    }
+    out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
+    return _result(out, specs, opts, items)
 
 
 def run(
     chunks: Iterable[tuple[RecsData, int]],
     truth: TruthData,
     specs: Sequence[MetricSpec],
-    options: Mapping[str, Any],
+    opts: EvalOptions,
     items: ItemContext | None = None,
-    ties: str | None = None,
+    order: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
-    out = driver.run(chunks, truth, specs, items=items, progress=progress, **options)
-    return _result(out, specs, options, items, ties)
+    out = driver.run(chunks, truth, specs, items=items, progress=progress, **opts.engine())
+    return _result(out, specs, opts, items, order)
 
 
 def _result(
     out: driver.Outcome,
     specs: Sequence[MetricSpec],
-    options: Mapping[str, Any],
+    opts: EvalOptions,
     items: ItemContext | None,
-    ties: str | None = None,
+    order: str | None = None,
 ) -> Result:
     """The :class:`Result` of the driver's outcome: means, counts, parameters."""
     values, evaluated, counts = out.values, out.evaluated, out.counts
@@ -288,14 +263,13 @@ def _result(
         "truth_rows_duplicate_dropped", 0
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
-    notes = list(out.notes) + _warnings(counts, options.get("ties", "item"))
+    notes = list(out.notes) + _warnings(counts, opts.ties)
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
     parameters: dict[str, Any] = {
-        **options,
-        "no_truth": options.get("no_truth") or options["empty_truth"],
-        "ties": ties or "score descending, then " + TIES[options.get("ties", "item")],
+        **opts.to_dict(),
+        "order": order or "score descending, then " + TIES[opts.ties],
         "engine": "numpy",
     }
     if items is not None:
@@ -404,14 +378,15 @@ def evaluate_explicit(
     ratings: Any,
     metrics: str | MetricSpec | Iterable[str | MetricSpec],
     *,
-    threshold: float = 1,
+    options: EvalOptions | None = None,
+    threshold: float | None = None,
     dropna: bool = False,
-    empty_truth: EmptyTruth = "skip",
-    missing_recs: MissingRecs = "zero",
-    user_col: str = "user",
-    item_col: str = "item",
-    actual_col: str = "actual",
-    predicted_col: str = "predicted",
+    empty_truth: EmptyTruth | None = None,
+    missing_recs: MissingRecs | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    actual_col: str | None = None,
+    predicted_col: str | None = None,
 ) -> Result:
     """Ranking metrics on explicit feedback (SPEC §4): ratings instead of lists.
 
@@ -432,26 +407,35 @@ def evaluate_explicit(
         >>> evaluate_explicit(r, "precision@3[denominator=recommended]", threshold=3.5).summary
         {'precision@3[denominator=recommended]': 0.5}
     """
-    options = _options(threshold, empty_truth, missing_recs, "error")
-    specs = parse_metrics(metrics)
+    opts = EvalOptions.build(
+        options,
+        threshold=threshold,
+        empty_truth=empty_truth,
+        missing_recs=missing_recs,
+        user_col=user_col,
+        item_col=item_col,
+        actual_col=actual_col,
+        predicted_col=predicted_col,
+    )
+    specs = parse_metrics(metrics, opts.metric_defaults)
     for s in specs:
         if s.definition.kind != "ranking" or s.definition.needs:
             raise ReceValError(f"{s} is not a ranking metric of explicit-feedback input")
     check_inputs(specs, {"ratings": True})
     recs, truth, dropped = read_ratings(
         ratings,
-        Columns(user_col, item_col),
-        actual_col,
-        predicted_col,
+        Columns(opts.user_col or "user", opts.item_col or "item"),
+        opts.actual_col or "actual",
+        opts.predicted_col or "predicted",
         dropna=dropna,
-        threshold=options["threshold"],
+        threshold=opts.threshold,
     )
     res = run(
         [(recs, 0)],
         truth,
         specs,
-        options,
-        ties="predicted rating descending, then item id ascending",
+        opts,
+        order="predicted rating descending, then item id ascending",
     )
     res.counts["rating_rows_dropped_missing"] = dropped
     return res

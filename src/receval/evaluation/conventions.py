@@ -81,17 +81,6 @@ class Convention:
     notes: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
 
-    def options(self) -> dict[str, Any]:
-        """The evaluation options this convention sets."""
-        return {
-            "threshold": self.threshold,
-            "empty_truth": self.empty_truth,
-            "missing_recs": self.missing_recs,
-            "no_truth": self.no_truth,
-            "ties": self.ties,
-            "relevant_from": self.relevant_from,
-        }
-
     def param(self, metric: str, name: str) -> Any:
         """The value of a metric parameter under this convention."""
         value = self.params.get(metric, {}).get(name)

@@ -1,0 +1,136 @@
+"""EvalOptions: one frozen, validated object holds every policy of an evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import receval
+from receval import EvalOptions, OptionError
+from receval.evaluation import conventions
+from receval.evaluation.options import CHOICES
+
+RECS = pd.DataFrame(
+    {
+        "user": [1, 1, 1, 2, 2, 3],
+        "item": [10, 11, 12, 10, 13, 14],
+        "score": [0.9, 0.8, 0.8, 0.7, 0.6, 0.5],
+    }
+)
+TRUTH = pd.DataFrame({"user": [1, 1, 2, 4], "item": [11, 12, 14, 10], "relevance": [1, 3, 2, 1]})
+METRICS = ["ndcg@2", "ap@3", "recall@3", "rr"]
+
+
+def _same(a: receval.Result, b: receval.Result) -> None:
+    assert a.summary.keys() == b.summary.keys()
+    for k in a.summary:
+        assert a.summary[k] == b.summary[k] or (
+            math.isnan(a.summary[k]) and math.isnan(b.summary[k])
+        )
+    pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
+    assert a.counts == b.counts
+
+
+@pytest.mark.parametrize("name", sorted(CHOICES))
+def test_every_choice_is_validated_with_option_value_and_allowed(name: str) -> None:
+    with pytest.raises(OptionError) as info:
+        EvalOptions(**{name: "bogus"})
+    err = info.value
+    assert err.option == name and err.value == "bogus" and err.allowed == CHOICES[name]
+    assert f"{name}='bogus'" in str(err)
+    assert f"--{name.replace('_', '-')} bogus" in err.cli_message()
+    for value in CHOICES[name]:
+        assert getattr(EvalOptions(**{name: value}), name) == value
+
+
+@pytest.mark.parametrize("bad", ["high", math.nan, math.inf, True, [1]])
+def test_threshold_must_be_a_finite_number(bad: object) -> None:
+    with pytest.raises(OptionError, match=r"threshold=.* expected a finite number"):
+        EvalOptions(threshold=bad)
+
+
+def test_unknown_convention_and_column_names() -> None:
+    with pytest.raises(OptionError, match="convention='nope' is not allowed"):
+        EvalOptions(convention="nope")
+    with pytest.raises(OptionError, match="user_col=''"):
+        EvalOptions(user_col="")
+    assert EvalOptions(convention="PyTrec_Eval").convention == "trec_eval"
+
+
+@pytest.mark.parametrize("name", sorted(conventions.CONVENTIONS))
+def test_a_convention_is_a_preset(name: str) -> None:
+    conv = conventions.get(name)
+    o = EvalOptions(convention=name)
+    assert o.ties == conv.ties and o.empty_truth == conv.empty_truth
+    assert o.missing_recs == conv.missing_recs and o.threshold == conv.threshold
+    assert o.no_truth == (conv.no_truth or conv.empty_truth)
+    assert o.graded == conv.graded and o.relevant_from == conv.relevant_from
+    assert o.metric_defaults == conv.params
+    # explicit values win over the preset
+    assert EvalOptions(convention=name, ties="item_desc").ties == "item_desc"
+
+
+def test_replace_follows_a_new_convention_but_keeps_what_was_given() -> None:
+    o = EvalOptions(convention="trec_eval", threshold=2)
+    r = o.replace(convention="receval")
+    assert r.threshold == 2.0 and r.ties == "item" and r.empty_truth == "skip"
+    assert o.ties == "item_str_desc"  # frozen: the original is unchanged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.ties = "item"  # type: ignore[misc]
+    with pytest.raises(OptionError, match="no such option"):
+        o.replace(tie="item")
+
+
+def test_plain_data_that_pickles_and_round_trips() -> None:
+    o = EvalOptions(convention="mllib", relevance_col="rating", duplicates="keep")
+    assert pickle.loads(pickle.dumps(o)) == o
+    d = o.to_dict()
+    assert all(isinstance(v, (str, float, bool, type(None))) for v in d.values())
+    assert EvalOptions.from_dict(d) == o
+    assert EvalOptions.from_dict({**d, "engine": "numpy", "catalog_size": 3}) == o
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"convention": "trec_eval"},
+        {"threshold": 2, "empty_truth": "zero"},
+        {"ties": "item_desc", "missing_recs": "skip", "no_truth": "zero"},
+        {"convention": "ranx", "relevant_from": "list"},
+    ],
+)
+def test_keywords_are_sugar_and_parameters_replay_the_evaluation(kwargs: dict) -> None:
+    by_keywords = receval.evaluate(RECS, TRUTH, METRICS, **kwargs)
+    by_object = receval.evaluate(RECS, TRUTH, METRICS, options=EvalOptions(**kwargs))
+    _same(by_keywords, by_object)
+    replayed = receval.evaluate(
+        RECS, TRUTH, METRICS, options=EvalOptions.from_dict(by_keywords.parameters)
+    )
+    _same(by_keywords, replayed)
+    assert by_keywords.parameters.items() >= EvalOptions(**kwargs).to_dict().items()
+
+
+def test_keywords_apply_on_top_of_an_options_object() -> None:
+    base = EvalOptions(convention="trec_eval")
+    res = receval.evaluate(RECS, TRUTH, "ap@3", options=base, empty_truth="skip")
+    assert res.parameters["empty_truth"] == "skip"
+    assert res.parameters["ties"] == "item_str_desc"
+    with pytest.raises(OptionError, match="options='dict'"):
+        receval.evaluate(RECS, TRUTH, "ap@3", options={"threshold": 2})  # type: ignore[arg-type]
+
+
+def test_explicit_feedback_takes_options() -> None:
+    r = pd.DataFrame(
+        {"user": [1, 1, 1], "item": [1, 2, 3], "actual": [5, 2, 4], "predicted": [4.5, 4.0, 2.0]}
+    )
+    metric = "precision@3[denominator=recommended]"
+    a = receval.evaluate_explicit(r, metric, threshold=3.5)
+    b = receval.evaluate_explicit(r, metric, options=EvalOptions(threshold=3.5))
+    _same(a, b)
+    assert a.parameters["threshold"] == 3.5 and np.isclose(a.summary[metric], 0.5)
