@@ -18,7 +18,7 @@ __all__ = ["write_pngs"]
 def _pyplot() -> Any:
     try:
         import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise ImportError("PNG images need matplotlib: pip install 'receval[plot]'") from exc
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -37,11 +37,17 @@ def write_pngs(
     distributions: Mapping[str, pd.DataFrame],
     popularity: pd.DataFrame | None,
     systems: list[str],
+    max_k: int | None = None,
     dpi: int = 150,
 ) -> list[Path]:
     """Write one PNG per chart of the report into ``out_dir`` (created if needed):
     ``curve_<metric>.png``, ``pr_curve.png``, ``distribution_<metric>.png`` and,
-    with training data, ``popularity.png``. Returns the paths written."""
+    with training data, ``popularity.png`` (of the top ``max_k``). Returns the
+    paths written.
+
+    Raises:
+        ImportError: matplotlib is not installed (nothing is written).
+    """
     plt = _pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -75,7 +81,7 @@ def write_pngs(
         )
     ax.set_xlabel("recall@k")
     ax.set_ylabel("precision@k")
-    ax.set_title("Precision–recall (k = 1..K)")
+    ax.set_title(f"Precision–recall (k = 1..{max_k or 'K'})")
     ax.grid(alpha=0.3)
     ax.legend()
     save(fig, "pr_curve.png")
@@ -110,7 +116,7 @@ def write_pngs(
         ax.set_xticks(x + 0.4 - width / 2, cols)
         ax.set_xlabel("item popularity decile (1 = most popular)")
         ax.set_ylabel("share of recommendations")
-        ax.set_title("Popularity bias")
+        ax.set_title(f"Popularity bias (top-{max_k})" if max_k else "Popularity bias")
         ax.legend()
         save(fig, "popularity.png")
     return written
