@@ -393,7 +393,7 @@ def _write_images(rep: Report, png_dir: str | Path) -> None:
             max_k=rep.max_k,
         )
     except ImportError as exc:
-        written = f" (the HTML report is at {rep.path})" if rep.path is not None else ""
+        written = "; the HTML report was written" if rep.path is not None else ""
         rep.notes.append(f"no PNG images written to {png_dir} ({exc}){written}")
 
 
