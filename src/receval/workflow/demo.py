@@ -307,6 +307,28 @@ def _write_outputs(
     return files
 
 
+def _summary(
+    comparison: Comparison,
+    board: pd.DataFrame,
+    notes: list[str],
+    files: Mapping[str, Path],
+    seconds: float,
+) -> list[str]:
+    """The console's closing lines: the comparison, beyond-accuracy values, notes, files."""
+    beyond = board[[c for c in _BEYOND if c in board.columns]]
+    return [
+        "",
+        str(comparison),
+        "",
+        "beyond accuracy (values only, no test):",
+        beyond.to_string(float_format=lambda v: f"{v:.4f}"),
+        *(f"note: {n}" for n in notes),
+        "",
+        f"files ({seconds:.1f} s):",
+        *(f"  {name}: {path}" for name, path in files.items()),
+    ]
+
+
 def run_demo(
     out_dir: str | Path,
     *,
@@ -402,19 +424,9 @@ def run_demo(
         **relevance.evaluate_kwargs,
     )
 
-    say("")
-    say(str(comparison))
-    beyond = [c for c in _BEYOND if c in board.columns]
-    say("")
-    say("beyond accuracy (values only, no test):")
-    say(board[beyond].to_string(float_format=lambda v: f"{v:.4f}"))
-    for n in notes:
-        say(f"note: {n}")
     seconds = time.perf_counter() - t0
-    say("")
-    say(f"files ({seconds:.1f} s):")
-    for name, path in files.items():
-        say(f"  {name}: {path}")
+    for line in _summary(comparison, board, notes, files, seconds):
+        say(line)
     return {
         "leaderboard": board,
         "comparison": comparison,
