@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -13,6 +15,7 @@ from scipy import stats as sps
 import receval
 from receval.analysis import stats
 from receval.analysis.compare import Comparison, compare, letters_for
+from receval.analysis.formatting import fmt_p
 from receval.errors import ReceValError
 
 N_ITEMS = 40
@@ -219,8 +222,8 @@ def test_precomputed_results_are_accepted(world: tuple[dict, dict]) -> None:
 
 def test_argument_errors(world: tuple[dict, dict]) -> None:
     truth, runs = world
-    with pytest.raises(ReceValError, match="at least two"):
-        compare({"a": runs["good"]}, truth, "ndcg@10")
+    with pytest.raises(ReceValError, match="at least one"):
+        compare({}, truth, "ndcg@10")
     with pytest.raises(ReceValError, match="test must be one of"):
         compare(runs, truth, "ndcg@10", test="anova")
     with pytest.raises(ReceValError, match="correction must be one of"):
@@ -234,3 +237,97 @@ def test_argument_errors(world: tuple[dict, dict]) -> None:
 def test_letters_beyond_z() -> None:
     assert letters_for(27)[25:] == ["z", "aa"]
     assert len(set(letters_for(800))) == 800
+
+
+def test_one_system_has_means_and_no_test(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    c = compare(
+        {"good": runs["good"]},
+        truth,
+        ["ndcg@10", "coverage@10"],
+        n_resamples=200,
+        train={0: list(range(N_ITEMS))},
+    )
+    res = receval.evaluate(runs["good"], truth, "ndcg@10")
+    assert c.table.loc[("ndcg@10", "good"), "mean"] == pytest.approx(res.summary["ndcg@10"])
+    assert len(c.pairs) == 0 and c.settings["comparisons"] == 0
+    assert c.footnote() == "No significance marks: one system, nothing to compare with."
+    assert "Superscript" not in str(c) and "Superscript" not in c.to_markdown()
+
+
+def test_no_per_user_metric_says_why_there_is_no_mark(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    c = compare(runs, truth, "coverage@10", train={0: list(range(N_ITEMS))})
+    assert c.footnote() == "No significance marks: no per-user metric, so no paired test."
+
+
+def test_footnotes_do_not_describe_intervals_a_table_does_not_show(cmp: Comparison) -> None:
+    """Regression: the leaderboard footnote named bootstrap intervals under tables
+    (console, LaTeX, Markdown leaderboard) that show none."""
+    assert "nterval" not in cmp.footnote()
+    text = str(cmp)
+    assert "nterval" not in text and "bootstrap" not in text
+    tex = cmp.to_latex()
+    assert "nterval" not in tex and "CI" not in tex
+    # the details show intervals: each says what they are
+    details = cmp.to_latex(details=True)
+    assert details.count("% Intervals: 95% bootstrap over users (bca, 2000 resamples") == 2
+    md = cmp.to_markdown()
+    board, rest = md.split("### ", 1)
+    assert "bootstrap" not in board.split(cmp.footnote())[0]
+    assert "Intervals in the tables below: 95% bootstrap over users (bca, 2000" in md
+    assert "95% CI" in rest
+
+
+def test_without_intervals_no_interval_column(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    c = compare(runs, truth, "ndcg@10", ci="none", n_resamples=200)
+    assert c.interval_note() == "" and not c.has_intervals
+    for text in (c.to_markdown(), c.to_latex(details=True), str(c)):
+        assert "CI" not in text and "nterval" not in text and "[–, –]" not in text
+    md = c.to_markdown()
+    assert "| comparison | Δ mean | statistic | p | p (holm) | d |" in md
+    assert "| system | mean |" in md
+
+
+def test_csv_carries_p_values_and_no_tuple_reprs(cmp: Comparison) -> None:
+    """Regression: CSV exports of a Comparison (the table) held tuple reprs such as
+    "('random', 'weak')" and no p-value."""
+    text = cmp.to_csv()
+    assert "(" not in text and "'" not in text
+    back = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    assert list(back.columns) == list(cmp.to_long().columns)
+    n_rows = len(cmp.metrics) * len(cmp.systems) + len(cmp.pairs)
+    assert len(back) == n_rows
+    pairs = back[back["versus"].notna()].set_index(["metric", "system", "versus"])
+    for key, row in cmp.pairs.iterrows():
+        assert pairs.loc[key, "p_value"] == row["p_value"]  # full precision
+        assert pairs.loc[key, "p_adjusted"] == row["p_adjusted"]
+        assert bool(pairs.loc[key, "significant"]) == bool(row["significant"])
+    systems = back[back["versus"].isna()].set_index(["metric", "system"])
+    assert systems.loc[("ndcg@10", "good"), "beats"] == "random;weak"
+    assert systems.loc[("ndcg@10", "good"), "wins"] == "ac"
+    assert systems.loc[("ndcg@10", "good"), "users"] == 120
+    assert math.isnan(systems.loc[("coverage@10", "good"), "users"])
+
+
+def test_csv_written_to_a_path(cmp: Comparison, tmp_path) -> None:
+    path = tmp_path / "cmp.csv"
+    assert cmp.to_csv(path) == path.read_text(encoding="utf-8")
+
+
+def test_markdown_marks_and_p_values_are_the_comparison(cmp: Comparison) -> None:
+    md = cmp.to_markdown()
+    board = [r for r in md.splitlines() if r.startswith("| ") and r.count("|") == 6]
+    for row in board[1:]:
+        _, letter, name, *cells, _ = (c.strip() for c in row.split("|"))
+        assert cmp.letters[name] == letter
+        for m, cell in zip(cmp.metrics, cells, strict=True):
+            marks = re.findall(r"<sup>(\w+)</sup>", cell)
+            assert (marks[0] if marks else "") == cmp.table.loc[(m, name), "wins"], (m, name)
+    sections = dict(part.split("\n", 1) for part in md.split("### ")[1:])
+    for (m, a, b), row in cmp.pairs.iterrows():
+        line = next(x for x in sections[m].splitlines() if x.startswith(f"| {a} − {b} |"))
+        cells = [c.strip() for c in line.split("|")]
+        assert cells[5] == fmt_p(row["p_value"])
+        assert cells[6] == fmt_p(row["p_adjusted"]) + (" *" if row["significant"] else "")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html as htmllib
 import re
 import subprocess
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -13,6 +15,8 @@ import pandas as pd
 import pytest
 
 import receval
+from receval.analysis.compare import compare
+from receval.analysis.formatting import fmt_p
 from receval.analysis.report import Report, report
 from receval.analysis.report.data import popularity_deciles, top_k_items
 from receval.analysis.report.svg import bar_chart, box_plot, line_chart
@@ -204,6 +208,140 @@ def test_svg_helpers_are_well_formed() -> None:
     for c in charts:
         root = ET.fromstring(c)
         assert root.tag.endswith("svg")
+
+
+def _cells(html: str) -> dict[tuple[str, str], str]:
+    """Leaderboard cells by (metric, system): their marks."""
+    out = {}
+    for m, sys_, body in re.findall(
+        r'<td data-metric="([^"]+)" data-system="([^"]+)">(.*?)</td>', html
+    ):
+        marks = re.findall(r'<sup class="wins">([^<]*)</sup>', body)
+        out[(htmllib.unescape(m), htmllib.unescape(sys_))] = marks[0] if marks else ""
+    return out
+
+
+def _pair_p(html: str) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """Pairwise rows by (metric, system, versus): raw and corrected p as printed."""
+    out = {}
+    for key, body in re.findall(r'<tr data-pair="([^"]+)">(.*?)</tr>', html):
+        cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", body)]
+        m, a, b = htmllib.unescape(key).split("|")
+        out[(m, a, b)] = (cells[-4], cells[-3].removesuffix(" *"))
+    return out
+
+
+def test_report_draws_the_comparison_given() -> None:
+    truth, runs, train = _world()
+    cmp = compare(runs, truth, ["ndcg@10", "recall@5", "coverage@10"], train=train, n_resamples=300)
+    rep = report(runs, truth, comparison=cmp, train=train)
+    assert rep.comparison is cmp
+    cells = _cells(rep.html)
+    assert len(cells) == len(cmp.metrics) * len(cmp.systems)
+    for (m, s), wins in cells.items():
+        assert wins == cmp.table.loc[(m, s), "wins"]
+    printed = _pair_p(rep.html)
+    assert len(printed) == len(cmp.pairs)
+    for key, row in cmp.pairs.iterrows():
+        assert printed[key] == (fmt_p(row["p_value"]), fmt_p(row["p_adjusted"]))
+    assert htmllib.escape(cmp.footnote(), quote=False) in rep.html
+    # the same numbers as asking report to compare with the same settings
+    again = report(
+        runs, truth, ["ndcg@10", "recall@5", "coverage@10"], train=train, n_resamples=300
+    )
+    pd.testing.assert_frame_equal(again.comparison.pairs, cmp.pairs)
+
+
+def test_report_refuses_a_comparison_it_cannot_draw() -> None:
+    truth, runs, train = _world()
+    cmp = compare(runs, truth, ["ndcg@5"], train=train, n_resamples=100)
+    with pytest.raises(ReceValError, match="test cannot be given with comparison="):
+        report(runs, truth, comparison=cmp, train=train, test="wilcoxon")
+    with pytest.raises(ReceValError, match="not the systems of the comparison"):
+        report({k: runs[k] for k in ("random", "most popular")}, truth, comparison=cmp, train=train)
+    with pytest.raises(ReceValError, match="not those of the comparison"):
+        report(runs, truth, "ndcg@10", comparison=cmp, train=train)
+    # the curves would be evaluated under other options than the leaderboard
+    with pytest.raises(ReceValError, match=r"compared with threshold=1\.0 .* has threshold=2\.0"):
+        report(runs, truth, comparison=cmp, train=train, threshold=2)
+    with pytest.raises(ReceValError, match="needs metrics"):
+        report(runs, truth)
+
+
+def test_report_of_one_run() -> None:
+    """Regression: report refused a single run although its help says "one or more"."""
+    truth, runs, train = _world()
+    rep = report({"random": runs["random"]}, truth, "ndcg@5", train=train, n_resamples=100)
+    assert rep.comparison.systems == ["random"] and len(rep.comparison.pairs) == 0
+    assert "One system: nothing to compare." in rep.html
+    assert "No significance marks: one system" in rep.html
+    assert "dist-ndcg@5" in rep.charts and "popularity" in rep.charts
+    assert "1 system ·" in rep.html
+
+
+def test_png_without_matplotlib_still_writes_the_html(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: report(png_dir=...) without matplotlib failed before writing the HTML."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    truth, runs, _ = _world()
+    out = tmp_path / "r.html"
+    rep = report(runs, truth, "ndcg@3", out=out, png_dir=tmp_path / "png", n_resamples=100)
+    assert out.read_text(encoding="utf-8") == rep.html
+    assert rep.images == [] and not (tmp_path / "png").exists()
+    assert len(rep.notes) == 1
+    assert "matplotlib" in rep.notes[0] and "pip install 'receval[plot]'" in rep.notes[0]
+    assert rep.notes[0].endswith("the HTML report was written") and rep.notes[0] in str(rep)
+
+
+def _captions(html: str) -> dict[str, str]:
+    figures = re.findall(r"<figure>(.*?)</figure>", html, flags=re.S)
+    out = {}
+    for fig in figures:
+        cid = re.search(r'data-chart="([^"]+)"', fig)
+        cap = re.search(r"<figcaption>(.*?)</figcaption>", fig, flags=re.S)
+        assert cid and cap
+        out[cid.group(1)] = htmllib.unescape(cap.group(1))
+    return out
+
+
+def test_captions_say_what_is_drawn() -> None:
+    truth, runs, train = _world()
+    rep = report(runs, truth, ["ndcg@10", "coverage@10"], train=train, max_k=5, n_resamples=100)
+    caps = _captions(rep.html)
+    assert list(caps) == rep.charts
+    # "mean over users" only under means
+    for cid in ("curve-ndcg", "curve-precision", "curve-recall", "pr-curve"):
+        assert "mean over the users evaluated" in caps[cid], cid
+    for cid in ("curve-coverage", "coverage", "popularity", "dist-ndcg@10"):
+        assert "mean over" not in caps[cid], cid
+    # the coverage chart is at the k it names (max_k = 5, not the leaderboard's 10)
+    assert "Catalog coverage@5" in rep.html
+    assert caps["coverage"].startswith("coverage@5: share of catalog items in the top 5")
+    assert rep.coverage is not None
+    cov = receval.evaluate(runs["random"], truth, "coverage@5", train=train)
+    assert rep.coverage["random"] == cov.summary["coverage@5"]
+    assert "top-5" in caps["popularity"] and "Popularity bias (top-5)" in rep.html
+    assert caps["dist-ndcg@10"].startswith(f"ndcg@10 of each of the {N_USERS} users compared")
+
+
+def test_interval_notes_only_where_intervals_are_shown() -> None:
+    truth, runs, _ = _world()
+    with_ci = report(runs, truth, "ndcg@3", n_resamples=100, ci="percentile")
+    assert "Intervals in brackets under each mean: 95% bootstrap" in with_ci.html
+    assert "CI of Δ" in with_ci.html
+    none = report(runs, truth, "ndcg@3", n_resamples=100, ci="none")
+    assert "nterval" not in none.html and "CI of Δ" not in none.html
+    assert 'class="ci"' not in none.html
+
+
+def test_provenance_shows_the_facts_given() -> None:
+    truth, runs, _ = _world()
+    rep = report(
+        runs, truth, "ndcg@3", n_resamples=100, provenance={"relevance": "rating ≥ 4 <graded>"}
+    )
+    assert "<h3>Data and protocol</h3>" in rep.html
+    assert "<dt>relevance</dt><dd>rating ≥ 4 &lt;graded&gt;</dd>" in rep.html
 
 
 # -- a real browser ------------------------------------------------------------------

@@ -10,9 +10,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,19 +21,13 @@ import pandas as pd
 
 from receval._version import __version__
 from receval.analysis import stats
+from receval.analysis.formatting import fmt_p, fmt_value, letters_for, superscript
 from receval.errors import ReceValError
 from receval.evaluation.result import Result, _clean, latex_escape
 from receval.metrics.spec import MetricSpec, parse_metrics
 
-__all__ = ["Comparison", "compare", "letters_for"]
+__all__ = ["LONG_COLUMNS", "Comparison", "compare", "letters_for"]
 
-_SUPERSCRIPT = dict(
-    zip(
-        "abcdefghijklmnoprstuvwxyz",
-        "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ",
-        strict=True,
-    )
-)
 _TEST_LABEL = {
     "t": "paired t-test",
     "wilcoxon": "Wilcoxon signed-rank test",
@@ -44,48 +39,38 @@ _CORRECTION_LABEL = {
     "bh": "Benjamini–Hochberg",
     "none": "no",
 }
+_PAIR_COLUMNS = [
+    "diff",
+    "ci_low",
+    "ci_high",
+    "statistic",
+    "p_value",
+    "p_adjusted",
+    "effect_size",
+    "significant",
+    "winner",
+]
 
-
-def letters_for(n: int) -> list[str]:
-    """Letters naming ``n`` systems in order: a, b, …, z, aa, ab, …
-
-    Example:
-        >>> letters_for(3), letters_for(28)[-2:]
-        (['a', 'b', 'c'], ['aa', 'ab'])
-    """
-    out: list[str] = []
-    for i in range(n):
-        s = ""
-        j = i
-        while True:
-            s = chr(ord("a") + j % 26) + s
-            j = j // 26 - 1
-            if j < 0:
-                break
-        out.append(s)
-    return out
-
-
-def _superscript(text: str) -> str:
-    if all(ch in _SUPERSCRIPT for ch in text):
-        return "".join(_SUPERSCRIPT[ch] for ch in text)
-    return "^" + text
-
-
-def _fmt(value: Any, digits: int) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        if isinstance(value, float) and math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return "–"
-    return f"{value:.{digits}f}"
-
-
-def _fmt_p(p: float) -> str:
-    if not math.isfinite(p):
-        return "–"
-    if p < 1e-4:
-        return f"{p:.1e}"
-    return f"{p:.4f}"
+#: Columns of :meth:`Comparison.to_long` (and of its CSV export).
+LONG_COLUMNS = [
+    "metric",
+    "system",
+    "letter",
+    "versus",
+    "mean",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "users",
+    "wins",
+    "beats",
+    "statistic",
+    "p_value",
+    "p_adjusted",
+    "effect_size",
+    "significant",
+    "winner",
+]
 
 
 @dataclass
@@ -100,8 +85,8 @@ class Comparison:
             ``mean`` (over the users compared; for an aggregate metric its one
             value), ``ci_low``/``ci_high`` (bootstrap interval of the mean),
             ``users`` (users compared), ``wins`` (letters of the systems this
-            one beats significantly, e.g. ``"ac"``), ``beats`` (their names),
-            ``higher_is_better``.
+            one beats significantly, e.g. ``"ac"``), ``beats`` (their names, a
+            tuple), ``higher_is_better``.
         pairs: one row per comparison, indexed by (metric, system, versus):
             ``diff`` = mean(system − versus) over the users compared,
             ``ci_low``/``ci_high`` (bootstrap interval of the difference),
@@ -115,10 +100,10 @@ class Comparison:
             metric: users left out of that metric's comparison because this run
             had no value for them while another run had.
         settings: test, correction, alpha, confidence, ci method, resamples,
-            seed, baseline, evaluation options.
+            seed, baseline, number of comparisons, evaluation options.
         results: system name → the :class:`~receval.Result` of its evaluation.
         aligned: metric → DataFrame (users compared × systems) of the per-user
-            values the tests used.
+            values the tests used (per-user metrics only).
         version: the receval version.
     """
 
@@ -133,16 +118,22 @@ class Comparison:
     aligned: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     version: str = __version__
 
-    # -- helpers ---------------------------------------------------------------
+    # -- questions -------------------------------------------------------------
 
-    def _kind(self, metric: str) -> str:
-        return "aggregate" if metric not in self.aligned else "ranking"
+    def is_per_user(self, metric: str) -> bool:
+        """Whether ``metric`` has per-user values (and so intervals and tests);
+        aggregate metrics (coverage, gini, …) have one value per system."""
+        return metric in self.aligned
 
-    def _cell(self, metric: str, system: str, digits: int) -> tuple[str, str]:
-        row = self.table.loc[(metric, system)]
-        return _fmt(float(row["mean"]), digits), str(row["wins"])
+    def compared_pairs(self, metric: str) -> pd.DataFrame:
+        """The rows of :attr:`pairs` of one metric, indexed by (system, versus)."""
+        if metric in self.pairs.index.get_level_values(0):
+            return self.pairs.loc[metric]
+        return self.pairs.iloc[:0].droplevel(0)
 
-    def _best(self, metric: str) -> set[str]:
+    def best(self, metric: str) -> set[str]:
+        """The systems with the best value of ``metric`` (its direction: lower
+        ``arp`` wins); empty when every value is NaN."""
         sub = self.table.loc[metric]
         values = sub["mean"].astype(float)
         if values.isna().all():
@@ -151,26 +142,47 @@ class Comparison:
         best = values.max() if hib else values.min()
         return set(values.index[values == best])
 
+    @property
+    def has_intervals(self) -> bool:
+        """Whether bootstrap intervals were computed (``ci`` is not ``none``)."""
+        return self.settings["ci"] != "none"
+
     def footnote(self) -> str:
-        """One sentence saying what the marks mean."""
+        """One sentence saying what the superscript marks mean (and nothing
+        about intervals: :meth:`interval_note` describes those where they are
+        shown)."""
         s = self.settings
+        if s["comparisons"] == 0:
+            if len(self.systems) < 2:
+                why = "one system, nothing to compare with"
+            elif not self.aligned:
+                why = "no per-user metric, so no paired test"
+            else:
+                why = "too few users compared for a test"
+            return f"No significance marks: {why}."
         corr = _CORRECTION_LABEL[s["correction"]]
         scope = (
             f"against the baseline {s['baseline']}" if s["baseline"] is not None else "all pairs"
         )
-        ci = (
-            f"; intervals: {s['confidence']:.0%} bootstrap ({s['ci']}, "
-            f"{s['n_resamples']} resamples, seed {s['seed']})"
-            if s["ci"] != "none"
-            else ""
-        )
         return (
             f"Superscript letters name the systems a system beats significantly "
             f"({_TEST_LABEL[s['test']]}, {scope}, {corr} correction over "
-            f"{s['comparisons']} comparisons, α = {s['alpha']}){ci}."
+            f"{s['comparisons']} comparisons, α = {s['alpha']})."
         )
 
-    # -- renderings --------------------------------------------------------------
+    def interval_note(self, where: str = "") -> str:
+        """What the intervals are, e.g. ``interval_note("in brackets")`` →
+        "Intervals in brackets: 95% bootstrap over users (bca, 10000 resamples,
+        seed 0)."; empty when none were computed."""
+        s = self.settings
+        if not self.has_intervals:
+            return ""
+        return (
+            f"Intervals{' ' + where if where else ''}: {s['confidence']:.0%} bootstrap over "
+            f"users ({s['ci']}, {s['n_resamples']} resamples, seed {s['seed']})."
+        )
+
+    # -- tables ------------------------------------------------------------------
 
     def to_frame(self) -> pd.DataFrame:
         """The leaderboard: one row per system, one column per metric (means over
@@ -178,49 +190,71 @@ class Comparison:
         wide = self.table["mean"].unstack(level=0)
         return wide.reindex(index=self.systems, columns=self.metrics)
 
+    def to_long(self) -> pd.DataFrame:
+        """Everything in one flat table (columns :data:`LONG_COLUMNS`): per
+        metric, one row per system (``versus`` empty; ``mean``, its interval,
+        ``users``, ``wins``, ``beats``), then one row per comparison
+        (``versus`` set; ``diff``, its interval, ``statistic``, ``p_value``,
+        ``p_adjusted``, ``effect_size``, ``significant``, ``winner``).
+        ``beats`` joins the names of the systems beaten with ``;``.
+
+        Example:
+            >>> truth = {1: [1], 2: [2], 3: [1], 4: [2]}
+            >>> c = compare({"x": {1: [1], 2: [2], 3: [1], 4: [3]},
+            ...              "y": {1: [2], 2: [1], 3: [2], 4: [2]}}, truth, "p@1", n_resamples=100)
+            >>> long = c.to_long()
+            >>> long[["system", "versus", "mean", "diff"]].astype(object).fillna("").values.tolist()
+            [['x', '', 0.75, ''], ['y', '', 0.25, ''], ['x', 'y', '', 0.5]]
+            >>> round(float(long.loc[2, "p_value"]), 4)
+            0.391
+        """
+        rows: list[dict[str, Any]] = []
+        for m in self.metrics:
+            for s in self.systems:
+                r = self.table.loc[(m, s)]
+                rows.append(
+                    {
+                        "metric": m,
+                        "system": s,
+                        "letter": self.letters[s],
+                        "mean": float(r["mean"]),
+                        "ci_low": float(r["ci_low"]),
+                        "ci_high": float(r["ci_high"]),
+                        "users": r["users"],
+                        "wins": str(r["wins"]),
+                        "beats": ";".join(r["beats"]),
+                    }
+                )
+            for (a, b), r in self.compared_pairs(m).iterrows():
+                rows.append(
+                    {
+                        "metric": m,
+                        "system": a,
+                        "letter": self.letters[a],
+                        "versus": b,
+                        **{c: r[c] for c in _PAIR_COLUMNS},
+                    }
+                )
+        frame = pd.DataFrame(rows, columns=LONG_COLUMNS)
+        frame["users"] = frame["users"].astype("Int64")
+        return frame
+
+    def to_csv(self, path: str | Path | None = None) -> str:
+        """:meth:`to_long` as CSV (p-values in full precision, NaN as an empty
+        field, no index); also written to ``path`` when given."""
+        text = self.to_long().to_csv(index=False)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: settings, systems, every metric's means, intervals,
         comparisons and marks, the users left out, each evaluation's counts."""
-        metrics: dict[str, Any] = {}
-        for m in self.metrics:
-            sub = self.table.loc[m]
-            entry: dict[str, Any] = {
-                "kind": self._kind(m),
-                "higher_is_better": bool(sub["higher_is_better"].iloc[0]),
-                "users": None if self._kind(m) == "aggregate" else int(sub["users"].iloc[0]),
-                "systems": {
-                    name: {
-                        "mean": float(sub.loc[name, "mean"]),
-                        "ci": [float(sub.loc[name, "ci_low"]), float(sub.loc[name, "ci_high"])],
-                        "wins": str(sub.loc[name, "wins"]),
-                        "beats": list(sub.loc[name, "beats"]),
-                    }
-                    for name in self.systems
-                },
-                "comparisons": [],
-            }
-            if m in self.pairs.index.get_level_values(0):
-                for (a, b), row in self.pairs.loc[m].iterrows():
-                    entry["comparisons"].append(
-                        {
-                            "system": a,
-                            "versus": b,
-                            "diff": float(row["diff"]),
-                            "ci": [float(row["ci_low"]), float(row["ci_high"])],
-                            "statistic": float(row["statistic"]),
-                            "p_value": float(row["p_value"]),
-                            "p_adjusted": float(row["p_adjusted"]),
-                            "effect_size": float(row["effect_size"]),
-                            "significant": bool(row["significant"]),
-                            "winner": row["winner"],
-                        }
-                    )
-            metrics[m] = entry
         return _clean(
             {
                 "systems": [{"name": s, "letter": self.letters[s]} for s in self.systems],
                 "settings": self.settings,
-                "metrics": metrics,
+                "metrics": {m: self._metric_dict(m) for m in self.metrics},
                 "missing": {
                     s: {str(k): v for k, v in row.items()}
                     for s, row in self.missing.to_dict(orient="index").items()
@@ -230,71 +264,117 @@ class Comparison:
             }
         )
 
+    def _metric_dict(self, m: str) -> dict[str, Any]:
+        sub = self.table.loc[m]
+        per_user = self.is_per_user(m)
+        return {
+            "kind": "ranking" if per_user else "aggregate",
+            "higher_is_better": bool(sub["higher_is_better"].iloc[0]),
+            "users": int(sub["users"].iloc[0]) if per_user else None,
+            "systems": {
+                name: {
+                    "mean": float(sub.loc[name, "mean"]),
+                    "ci": [float(sub.loc[name, "ci_low"]), float(sub.loc[name, "ci_high"])],
+                    "wins": str(sub.loc[name, "wins"]),
+                    "beats": list(sub.loc[name, "beats"]),
+                }
+                for name in self.systems
+            },
+            "comparisons": [
+                {
+                    "system": a,
+                    "versus": b,
+                    "diff": float(r["diff"]),
+                    "ci": [float(r["ci_low"]), float(r["ci_high"])],
+                    "statistic": float(r["statistic"]),
+                    "p_value": float(r["p_value"]),
+                    "p_adjusted": float(r["p_adjusted"]),
+                    "effect_size": float(r["effect_size"]),
+                    "significant": bool(r["significant"]),
+                    "winner": r["winner"],
+                }
+                for (a, b), r in self.compared_pairs(m).iterrows()
+            ],
+        }
+
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text (NaN and infinities written as null)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
 
+    # -- text renderings ---------------------------------------------------------
+
+    def _cells(self, system: str, digits: int, mark: Any, bold: Any) -> list[str]:
+        """The leaderboard cells of one system: value (bold when best) + marks."""
+        cells = []
+        for m in self.metrics:
+            r = self.table.loc[(m, system)]
+            value = fmt_value(r["mean"], digits)
+            if bold is not None and system in self.best(m):
+                value = bold(value)
+            wins = str(r["wins"])
+            cells.append(value + (mark(wins) if wins else ""))
+        return cells
+
     def to_markdown(self, digits: int = 4) -> str:
-        """Markdown: the leaderboard with superscript marks (``<sup>``), then per
-        metric the means with intervals and every comparison."""
-        s = self.settings
-        head = "| | system | " + " | ".join(self.metrics) + " |"
-        lines = [head, "|---|---|" + "---:|" * len(self.metrics)]
+        """Markdown: the leaderboard with superscript marks (``<sup>``) and their
+        footnote, then per metric the means (with intervals when computed) and
+        every comparison, then the users left out."""
+        lines = ["| | system | " + " | ".join(self.metrics) + " |"]
+        lines.append("|---|---|" + "---:|" * len(self.metrics))
         for name in self.systems:
-            cells = []
-            for m in self.metrics:
-                value, wins = self._cell(m, name, digits)
-                if name in self._best(m):
-                    value = f"**{value}**"
-                cells.append(value + (f"<sup>{wins}</sup>" if wins else ""))
+            cells = self._cells(name, digits, lambda w: f"<sup>{w}</sup>", lambda v: f"**{v}**")
             lines.append(f"| {self.letters[name]} | {name} | " + " | ".join(cells) + " |")
         lines += ["", self.footnote(), ""]
-        conf = f"{s['confidence']:.0%}"
-        corr = s["correction"]
+        if self.has_intervals and self.aligned:
+            lines += [self.interval_note("in the tables below"), ""]
         for m in self.metrics:
-            sub = self.table.loc[m]
-            hib = bool(sub["higher_is_better"].iloc[0])
-            direction = "higher is better" if hib else "lower is better"
-            if self._kind(m) == "aggregate":
-                lines += [
-                    f"### {m}",
-                    "",
-                    f"Aggregate metric ({direction}): no per-user values, no test.",
-                    "",
-                ]
-                continue
-            lines += [
-                f"### {m}",
-                "",
-                f"{int(sub['users'].iloc[0])} users compared; {direction}.",
-                "",
-            ]
-            lines += [f"| system | mean | {conf} CI |", "|---|---:|---|"]
-            for name in self.systems:
-                r = sub.loc[name]
-                lines.append(
-                    f"| {self.letters[name]} {name} | {_fmt(float(r['mean']), digits)} | "
-                    f"[{_fmt(float(r['ci_low']), digits)}, {_fmt(float(r['ci_high']), digits)}] |"
-                )
-            if m in self.pairs.index.get_level_values(0):
-                lines += [
-                    "",
-                    f"| comparison | Δ mean | {conf} CI of Δ | statistic | p | p ({corr}) | d |",
-                    "|---|---:|---|---:|---:|---:|---:|",
-                ]
-                for (a, b), r in self.pairs.loc[m].iterrows():
-                    star = " *" if r["significant"] else ""
-                    lines.append(
-                        f"| {a} − {b} | {float(r['diff']):+.{digits}f} | "
-                        f"[{_fmt(float(r['ci_low']), digits)}, "
-                        f"{_fmt(float(r['ci_high']), digits)}] | "
-                        f"{_fmt(float(r['statistic']), 3)} | {_fmt_p(float(r['p_value']))} | "
-                        f"{_fmt_p(float(r['p_adjusted']))}{star} | "
-                        f"{_fmt(float(r['effect_size']), 3)} |"
-                    )
-            lines.append("")
+            lines += self._markdown_metric(m, digits)
         lines += self._missing_lines()
         return "\n".join(lines).rstrip("\n") + "\n"
+
+    def _markdown_metric(self, m: str, digits: int) -> list[str]:
+        sub = self.table.loc[m]
+        hib = bool(sub["higher_is_better"].iloc[0])
+        direction = "higher is better" if hib else "lower is better"
+        if not self.is_per_user(m):
+            return [
+                f"### {m}",
+                "",
+                f"Aggregate metric ({direction}): no per-user values, no test.",
+                "",
+            ]
+        ci = self.has_intervals
+        conf = f"{self.settings['confidence']:.0%}"
+        lines = [f"### {m}", "", f"{int(sub['users'].iloc[0])} users compared; {direction}.", ""]
+        lines += [
+            "| system | mean |" + (f" {conf} CI |" if ci else ""),
+            "|---|---:|" + ("---|" if ci else ""),
+        ]
+        for name in self.systems:
+            r = sub.loc[name]
+            interval = f" {_interval_text(r, digits)} |" if ci else ""
+            lines.append(
+                f"| {self.letters[name]} {name} | {fmt_value(r['mean'], digits)} |{interval}"
+            )
+        pairs = self.compared_pairs(m)
+        if len(pairs):
+            corr = self.settings["correction"]
+            lines += [
+                "",
+                "| comparison | Δ mean |"
+                + (f" {conf} CI of Δ |" if ci else "")
+                + f" statistic | p | p ({corr}) | d |",
+                "|---|---:|" + ("---|" if ci else "") + "---:|---:|---:|---:|",
+            ]
+            for (a, b), r in pairs.iterrows():
+                star = " *" if r["significant"] else ""
+                interval = f" {_interval_text(r, digits)} |" if ci else ""
+                lines.append(
+                    f"| {a} − {b} | {float(r['diff']):+.{digits}f} |{interval} "
+                    f"{fmt_value(r['statistic'], 3)} | {fmt_p(r['p_value'])} | "
+                    f"{fmt_p(r['p_adjusted'])}{star} | {fmt_value(r['effect_size'], 3)} |"
+                )
+        return [*lines, ""]
 
     def _missing_lines(self) -> list[str]:
         out = []
@@ -315,55 +395,59 @@ class Comparison:
 
     def to_latex(self, digits: int = 4, details: bool = False) -> str:
         """A LaTeX ``tabular`` (booktabs) of the leaderboard: best value in bold,
-        ``\\textsuperscript`` letters for significant wins; with ``details`` one
-        more tabular per metric with every comparison."""
+        ``\\textsuperscript`` letters for significant wins, the footnote as a
+        comment; with ``details`` one more tabular per per-user metric with
+        every comparison."""
         esc = latex_escape
-        cols = "ll" + "r" * len(self.metrics)
         lines = [
-            rf"\begin{{tabular}}{{{cols}}}",
+            rf"\begin{{tabular}}{{ll{'r' * len(self.metrics)}}}",
             r"\toprule",
             " & system & " + " & ".join(esc(m) for m in self.metrics) + r" \\",
             r"\midrule",
         ]
         for name in self.systems:
-            cells = []
-            for m in self.metrics:
-                value, wins = self._cell(m, name, digits)
-                if name in self._best(m):
-                    value = rf"\textbf{{{value}}}"
-                cells.append(value + (rf"\textsuperscript{{{wins}}}" if wins else ""))
+            cells = self._cells(
+                name, digits, lambda w: rf"\textsuperscript{{{w}}}", lambda v: rf"\textbf{{{v}}}"
+            )
             lines.append(f"({self.letters[name]}) & {esc(name)} & " + " & ".join(cells) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", "% " + self.footnote()]
         if details:
-            corr = self.settings["correction"]
             for m in self.metrics:
-                if m not in self.pairs.index.get_level_values(0):
-                    continue
-                lines += [
-                    "",
-                    r"\begin{tabular}{lrrrrr}",
-                    r"\toprule",
-                    rf"{esc(m)} & $\Delta$ & CI of $\Delta$ & $p$ & $p$ ({esc(corr)}) & $d$ \\",
-                    r"\midrule",
-                ]
-                for (a, b), r in self.pairs.loc[m].iterrows():
-                    lines.append(
-                        f"{esc(a)} -- {esc(b)} & {float(r['diff']):+.{digits}f} & "
-                        f"[{_fmt(float(r['ci_low']), digits)}, "
-                        f"{_fmt(float(r['ci_high']), digits)}] & "
-                        f"{_fmt_p(float(r['p_value']))} & {_fmt_p(float(r['p_adjusted']))} & "
-                        f"{_fmt(float(r['effect_size']), 3)} \\\\"
-                    )
-                lines += [r"\bottomrule", r"\end{tabular}"]
+                lines += self._latex_pairs(m, digits)
         return "\n".join(lines) + "\n"
+
+    def _latex_pairs(self, m: str, digits: int) -> list[str]:
+        pairs = self.compared_pairs(m)
+        if not len(pairs):
+            return []
+        esc = latex_escape
+        ci = self.has_intervals
+        corr = self.settings["correction"]
+        lines = [
+            "",
+            rf"\begin{{tabular}}{{lr{'r' if ci else ''}rrr}}",
+            r"\toprule",
+            rf"{esc(m)} & $\Delta$ & "
+            + (r"CI of $\Delta$ & " if ci else "")
+            + rf"$p$ & $p$ ({esc(corr)}) & $d$ \\",
+            r"\midrule",
+        ]
+        for (a, b), r in pairs.iterrows():
+            lines.append(
+                f"{esc(a)} -- {esc(b)} & {float(r['diff']):+.{digits}f} & "
+                + (f"{_interval_text(r, digits)} & " if ci else "")
+                + f"{fmt_p(r['p_value'])} & {fmt_p(r['p_adjusted'])} & "
+                f"{fmt_value(r['effect_size'], 3)} \\\\"
+            )
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        if ci:
+            lines.append("% " + self.interval_note())
+        return lines
 
     def __str__(self) -> str:
         rows = [["", "system", *self.metrics]]
         for name in self.systems:
-            cells = []
-            for m in self.metrics:
-                value, wins = self._cell(m, name, 4)
-                cells.append(value + (_superscript(wins) if wins else ""))
+            cells = self._cells(name, 4, superscript, None)
             rows.append([self.letters[name], name, *cells])
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         out = []
@@ -384,28 +468,20 @@ class Comparison:
         return f"Comparison(systems={self.systems!r}, metrics={self.metrics!r})"
 
 
-def _evaluate_runs(
-    runs: Mapping[str, Any],
-    truth: Any,
-    specs: list[MetricSpec],
-    evaluate_kwargs: Mapping[str, Any],
-) -> dict[str, Result]:
-    from receval.evaluation.api import evaluate
+def _interval_text(row: pd.Series, digits: int) -> str:
+    return f"[{fmt_value(row['ci_low'], digits)}, {fmt_value(row['ci_high'], digits)}]"
 
-    names = [str(s) for s in specs]
-    out: dict[str, Result] = {}
-    for name, run in runs.items():
-        if isinstance(run, Result):
-            absent = [m for m in names if m not in run.summary]
-            if absent:
-                raise ReceValError(
-                    f"the Result given for {name!r} has no {', '.join(absent)}; "
-                    "evaluate it with these metrics or pass its recommendations"
-                )
-            out[name] = run
-        else:
-            out[name] = evaluate(run, truth, specs, **evaluate_kwargs)
-    return out
+
+# -- compare ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One unit of work with its own seed: a system's mean or a pair's test."""
+
+    kind: str  # "mean" or "pair"
+    metric: str
+    systems: tuple[str, ...]
 
 
 def compare(
@@ -429,7 +505,8 @@ def compare(
         runs: system name → its recommendations (anything
             :func:`receval.evaluate` accepts, or an already computed
             :class:`~receval.Result` holding the metrics). Systems are
-            lettered a, b, c, … in this order.
+            lettered a, b, c, … in this order. One system is allowed: its
+            means and intervals, and no test.
         truth: the truth, as for :func:`receval.evaluate`.
         metrics: metric strings, as for :func:`receval.evaluate`.
         baseline: compare every system with this one; None: all pairs.
@@ -462,17 +539,70 @@ def compare(
         >>> float(cmp.pairs.loc[("precision@2", "pop", "knn"), "p_value"])  # exact: 2 of 16
         0.125
     """
-    if not isinstance(runs, Mapping) or len(runs) < 2:
-        raise ReceValError("compare needs a mapping of at least two system names to runs")
-    systems = [str(s) for s in runs]
-    if len(set(systems)) != len(systems):
+    runs = _named_runs(runs)
+    systems = list(runs)
+    settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
+    specs = parse_metrics(metrics)
+    names = list(dict.fromkeys(str(s) for s in specs))
+    per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
+    hib = {str(s): s.definition.higher_is_better for s in specs}
+    results = _evaluate_runs(runs, truth, specs, evaluate_kwargs)
+    aligned, missing = _align(results, systems, list(dict.fromkeys(per_user)))
+
+    units = _units(aligned, systems, _pair_list(systems, settings["baseline"]))
+    outputs = _run_units(units, aligned, settings, n_jobs)
+    done = list(zip(units, outputs, strict=True))
+    pairs = _pairs_frame(
+        [(u, out) for u, out in done if u.kind == "pair"],
+        settings["correction"],
+        alpha,
+        hib,
+    )
+    means = {(u.metric, u.systems[0]): out for u, out in done if u.kind == "mean"}
+    letters = dict(zip(systems, letters_for(len(systems)), strict=True))
+    table = _table_frame(names, systems, letters, results, aligned, means, pairs, hib)
+    settings["comparisons"] = int(pairs["p_value"].notna().sum())
+    settings["family"] = "all comparisons of all metrics"
+    settings["evaluate"] = {
+        k: v for k, v in evaluate_kwargs.items() if isinstance(v, int | float | str | bool)
+    }
+    return Comparison(
+        systems=systems,
+        letters=letters,
+        metrics=names,
+        table=table,
+        pairs=pairs,
+        missing=_missing_frame(systems, results, missing),
+        settings=settings,
+        results=results,
+        aligned=aligned,
+    )
+
+
+def _named_runs(runs: Mapping[str, Any]) -> dict[str, Any]:
+    """The runs keyed by their names as strings, checked."""
+    if not isinstance(runs, Mapping) or len(runs) < 1:
+        raise ReceValError("compare needs a mapping of system names to runs (at least one)")
+    named = {str(k): v for k, v in runs.items()}
+    if len(named) != len(runs):
         raise ReceValError("system names must be distinct")
-    runs = {str(k): v for k, v in runs.items()}
+    return named
+
+
+def _settings(
+    systems: Sequence[str],
+    baseline: str | None,
+    test: str,
+    correction: str,
+    alpha: float,
+    n_resamples: int,
+    seed: int,
+    ci: str,
+    n_jobs: int,
+) -> dict[str, Any]:
+    """The comparison's settings, validated and in canonical form."""
     if baseline is not None and str(baseline) not in systems:
         raise ReceValError(f"baseline {baseline!r} is not one of the systems: {', '.join(systems)}")
-    baseline = None if baseline is None else str(baseline)
-    test_name = stats.normalize_test(test)
-    corr = stats.normalize_correction(correction)
     if not 0 < alpha < 1:
         raise ReceValError(f"alpha must be in (0, 1); got {alpha}")
     if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
@@ -482,25 +612,51 @@ def compare(
         raise ReceValError(f"ci must be one of bca, percentile, none; got {ci!r}")
     if n_jobs < 1:
         raise ReceValError(f"n_jobs must be at least 1; got {n_jobs}")
+    return {
+        "test": stats.normalize_test(test),
+        "correction": stats.normalize_correction(correction),
+        "alpha": alpha,
+        "confidence": 1 - alpha,
+        "ci": ci,
+        "n_resamples": int(n_resamples),
+        "seed": seed,
+        "baseline": None if baseline is None else str(baseline),
+    }
 
-    specs = parse_metrics(metrics)
-    names = list(dict.fromkeys(str(s) for s in specs))
-    kinds = {str(s): s.definition.kind for s in specs}
-    hib = {str(s): s.definition.higher_is_better for s in specs}
-    results = _evaluate_runs(runs, truth, specs, evaluate_kwargs)
-    letters = dict(zip(systems, letters_for(len(systems)), strict=True))
 
-    if baseline is None:
-        pair_list = list(itertools.combinations(systems, 2))
-    else:
-        pair_list = [(s, baseline) for s in systems if s != baseline]
+def _evaluate_runs(
+    runs: Mapping[str, Any],
+    truth: Any,
+    specs: list[MetricSpec],
+    evaluate_kwargs: Mapping[str, Any],
+) -> dict[str, Result]:
+    """Each run's Result: the one given, or :func:`receval.evaluate` of its lists."""
+    from receval.evaluation.api import evaluate
 
-    # Align the per-user values of each per-user metric.
+    names = [str(s) for s in specs]
+    out: dict[str, Result] = {}
+    for name, run in runs.items():
+        if isinstance(run, Result):
+            absent = [m for m in names if m not in run.summary]
+            if absent:
+                raise ReceValError(
+                    f"the Result given for {name!r} has no {', '.join(absent)}; "
+                    "evaluate it with these metrics or pass its recommendations"
+                )
+            out[name] = run
+        else:
+            out[name] = evaluate(run, truth, specs, **evaluate_kwargs)
+    return out
+
+
+def _align(
+    results: Mapping[str, Result], systems: Sequence[str], metrics: Sequence[str]
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, int]]]:
+    """Per metric, the users × systems frame of the users with a value in every
+    run, and per system the users it lacked while another run had a value."""
     aligned: dict[str, pd.DataFrame] = {}
     missing: dict[str, dict[str, int]] = {s: {} for s in systems}
-    for m in names:
-        if kinds[m] == "aggregate":
-            continue
+    for m in metrics:
         frame = pd.concat(
             {s: results[s].per_user[m] for s in systems}, axis=1, join="outer", sort=True
         )
@@ -509,84 +665,127 @@ def compare(
         for s in systems:
             missing[s][m] = int((somewhere & ~defined[s]).sum())
         aligned[m] = frame[defined.all(axis=1)]
+    return aligned, missing
 
-    # Units of work in a fixed order, one spawned seed each.
-    units: list[tuple[str, str, tuple[str, ...]]] = []
+
+def _pair_list(systems: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:
+    if baseline is None:
+        return list(itertools.combinations(systems, 2))
+    return [(s, baseline) for s in systems if s != baseline]
+
+
+def _units(
+    aligned: Mapping[str, pd.DataFrame], systems: Sequence[str], pairs: Sequence[tuple[str, str]]
+) -> list[_Unit]:
+    """The units of work in their fixed order: per metric, each system's mean, then each pair."""
+    units: list[_Unit] = []
     for m in aligned:
-        units += [("mean", m, (s,)) for s in systems]
-        units += [("pair", m, p) for p in pair_list]
-    children = np.random.SeedSequence(seed).spawn(len(units))
-    confidence = 1 - alpha
+        units += [_Unit("mean", m, (s,)) for s in systems]
+        units += [_Unit("pair", m, p) for p in pairs]
+    return units
+
+
+def _run_units(
+    units: Sequence[_Unit],
+    aligned: Mapping[str, pd.DataFrame],
+    settings: Mapping[str, Any],
+    n_jobs: int,
+) -> list[dict[str, float]]:
+    """Every unit's numbers; unit i draws from child i of ``SeedSequence(seed)``."""
+    children = np.random.SeedSequence(settings["seed"]).spawn(len(units))
 
     def work(i: int) -> dict[str, float]:
-        kind, m, who = units[i]
-        frame = aligned[m]
-        test_seed, ci_seed = children[i].spawn(2)
-        if kind == "mean":
-            x = frame[who[0]].to_numpy(dtype=np.float64)
-            lo, hi = _interval(x, None, ci, alpha, n_resamples, ci_seed)
-            return {"mean": float(x.mean()) if x.size else math.nan, "ci_low": lo, "ci_high": hi}
-        a = frame[who[0]].to_numpy(dtype=np.float64)
-        b = frame[who[1]].to_numpy(dtype=np.float64)
-        res = stats.run_test(test_name, a, b, n_resamples=n_resamples, seed=test_seed)
-        lo, hi = _interval(a, b, ci, alpha, n_resamples, ci_seed)
-        return {
-            "diff": float((a - b).mean()) if a.size else math.nan,
-            "ci_low": lo,
-            "ci_high": hi,
-            "statistic": res.statistic,
-            "p_value": res.pvalue,
-            "effect_size": stats.cohens_d(a, b),
-        }
+        return _run_unit(units[i], aligned[units[i].metric], settings, children[i])
 
     if n_jobs == 1 or len(units) < 2:
-        outputs = [work(i) for i in range(len(units))]
-    else:
-        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            outputs = list(pool.map(work, range(len(units))))
+        return [work(i) for i in range(len(units))]
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        return list(pool.map(work, range(len(units))))
 
-    # Pairs, corrected across all comparisons.
-    pair_rows = [
-        {"metric": m, "system": who[0], "versus": who[1], **out}
-        for (kind, m, who), out in zip(units, outputs, strict=True)
-        if kind == "pair"
-    ]
-    pcols = [
-        "diff",
-        "ci_low",
-        "ci_high",
-        "statistic",
-        "p_value",
-        "p_adjusted",
-        "effect_size",
-        "significant",
-        "winner",
-    ]
-    if pair_rows:
-        pairs = pd.DataFrame(pair_rows).set_index(["metric", "system", "versus"])
-        pairs["p_adjusted"] = stats.adjust_pvalues(pairs["p_value"].to_numpy(), corr)
-        pairs["significant"] = pairs["p_adjusted"] < alpha
-        winners: list[str | None] = []
-        for (m, a, b), row in pairs.iterrows():
-            diff = float(row["diff"])
-            if not row["significant"] or diff == 0 or math.isnan(diff):
-                winners.append(None)
-            else:
-                winners.append(a if (diff > 0) == hib[m] else b)
-        pairs["winner"] = pd.Series(winners, index=pairs.index, dtype=object)
-        pairs = pairs[pcols]
-    else:
-        pairs = pd.DataFrame(
-            columns=pcols,
+
+def _run_unit(
+    unit: _Unit, frame: pd.DataFrame, settings: Mapping[str, Any], seed: np.random.SeedSequence
+) -> dict[str, float]:
+    """A mean and its interval, or a pair's difference, interval, test and effect size."""
+    test_seed, ci_seed = seed.spawn(2)
+    a = frame[unit.systems[0]].to_numpy(dtype=np.float64)
+    if unit.kind == "mean":
+        lo, hi = _interval(a, None, settings, ci_seed)
+        return {"mean": float(a.mean()) if a.size else math.nan, "ci_low": lo, "ci_high": hi}
+    b = frame[unit.systems[1]].to_numpy(dtype=np.float64)
+    res = stats.run_test(
+        settings["test"], a, b, n_resamples=settings["n_resamples"], seed=test_seed
+    )
+    lo, hi = _interval(a, b, settings, ci_seed)
+    return {
+        "diff": float((a - b).mean()) if a.size else math.nan,
+        "ci_low": lo,
+        "ci_high": hi,
+        "statistic": res.statistic,
+        "p_value": res.pvalue,
+        "effect_size": stats.cohens_d(a, b),
+    }
+
+
+def _interval(
+    a: np.ndarray,
+    b: np.ndarray | None,
+    settings: Mapping[str, Any],
+    seed: np.random.SeedSequence,
+) -> tuple[float, float]:
+    if settings["ci"] == "none":
+        return (math.nan, math.nan)
+    return stats.bootstrap_ci(
+        a,
+        b,
+        alpha=settings["alpha"],
+        method=settings["ci"],
+        n_resamples=settings["n_resamples"],
+        seed=seed,  # type: ignore[arg-type]
+    )
+
+
+def _pairs_frame(
+    done: Sequence[tuple[_Unit, dict[str, float]]],
+    correction: str,
+    alpha: float,
+    hib: Mapping[str, bool],
+) -> pd.DataFrame:
+    """:attr:`Comparison.pairs`: p-values corrected across all comparisons, winners."""
+    if not done:
+        return pd.DataFrame(
+            columns=_PAIR_COLUMNS,
             index=pd.MultiIndex.from_tuples([], names=["metric", "system", "versus"]),
         )
+    rows = [
+        {"metric": u.metric, "system": u.systems[0], "versus": u.systems[1], **out}
+        for u, out in done
+    ]
+    pairs = pd.DataFrame(rows).set_index(["metric", "system", "versus"])
+    pairs["p_adjusted"] = stats.adjust_pvalues(pairs["p_value"].to_numpy(), correction)
+    pairs["significant"] = pairs["p_adjusted"] < alpha
+    winners: list[str | None] = []
+    for (m, a, b), row in pairs.iterrows():
+        diff = float(row["diff"])
+        if not row["significant"] or diff == 0 or math.isnan(diff):
+            winners.append(None)
+        else:
+            winners.append(a if (diff > 0) == hib[m] else b)
+    pairs["winner"] = pd.Series(winners, index=pairs.index, dtype=object)
+    return pairs[_PAIR_COLUMNS]
 
-    # The per-system table.
-    means = {
-        (m, who[0]): out
-        for (kind, m, who), out in zip(units, outputs, strict=True)
-        if kind == "mean"
-    }
+
+def _table_frame(
+    names: Sequence[str],
+    systems: Sequence[str],
+    letters: Mapping[str, str],
+    results: Mapping[str, Result],
+    aligned: Mapping[str, pd.DataFrame],
+    means: Mapping[tuple[str, str], dict[str, float]],
+    pairs: pd.DataFrame,
+    hib: Mapping[str, bool],
+) -> pd.DataFrame:
+    """:attr:`Comparison.table`: per (metric, system) the mean, interval and marks."""
     beaten: dict[tuple[str, str], set[str]] = {}
     for (m, a, b), row in pairs.iterrows():
         w = row["winner"]
@@ -595,12 +794,12 @@ def compare(
     rows = []
     for m in names:
         for s in systems:
-            if kinds[m] == "aggregate":
-                mean, lo, hi, users = results[s].summary[m], math.nan, math.nan, math.nan
-            else:
+            if m in aligned:
                 out = means[(m, s)]
-                mean, lo, hi = out["mean"], out["ci_low"], out["ci_high"]
-                users = len(aligned[m])
+                mean, lo, hi, users = out["mean"], out["ci_low"], out["ci_high"], len(aligned[m])
+            else:
+                mean, lo, hi, users = results[s].summary[m], math.nan, math.nan, math.nan
+            beats = tuple(x for x in systems if x in beaten.get((m, s), ()))
             rows.append(
                 {
                     "metric": m,
@@ -610,13 +809,18 @@ def compare(
                     "ci_low": lo,
                     "ci_high": hi,
                     "users": users,
-                    "wins": "".join(letters[x] for x in systems if x in beaten.get((m, s), ())),
-                    "beats": tuple(x for x in systems if x in beaten.get((m, s), ())),
+                    "wins": "".join(letters[x] for x in beats),
+                    "beats": beats,
                     "higher_is_better": hib[m],
                 }
             )
-    table = pd.DataFrame(rows).set_index(["metric", "system"])
+    return pd.DataFrame(rows).set_index(["metric", "system"])
 
+
+def _missing_frame(
+    systems: Sequence[str], results: Mapping[str, Result], missing: Mapping[str, dict[str, int]]
+) -> pd.DataFrame:
+    """:attr:`Comparison.missing`: users without a list, and users left out per metric."""
     miss = pd.DataFrame(
         {
             s: {
@@ -626,56 +830,11 @@ def compare(
             }
             for s in systems
         }
-    ).T.reindex(systems)
-    for col in ("no_recommendations", *aligned):
-        miss[col] = miss[col].astype(int)
-
-    settings = {
-        "test": test_name,
-        "correction": corr,
-        "alpha": alpha,
-        "confidence": confidence,
-        "ci": ci,
-        "n_resamples": int(n_resamples),
-        "seed": seed,
-        "baseline": baseline,
-        "comparisons": int(pairs["p_value"].notna().sum()),
-        "family": "all comparisons of all metrics",
-        "evaluate": {
-            k: v for k, v in evaluate_kwargs.items() if isinstance(v, int | float | str | bool)
-        },
-    }
-    return Comparison(
-        systems=systems,
-        letters=letters,
-        metrics=names,
-        table=table,
-        pairs=pairs,
-        missing=miss,
-        settings=settings,
-        results=results,
-        aligned=aligned,
-    )
-
-
-def _interval(
-    a: np.ndarray,
-    b: np.ndarray | None,
-    method: str,
-    alpha: float,
-    n_resamples: int,
-    seed: np.random.SeedSequence,
-) -> tuple[float, float]:
-    if method == "none":
-        return (math.nan, math.nan)
-    return stats.bootstrap_ci(
-        a,
-        b,
-        alpha=alpha,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,  # type: ignore[arg-type]
-    )
+    ).T.reindex(list(systems))
+    for col in miss.columns:
+        if col != "counted_as":
+            miss[col] = miss[col].astype(int)
+    return miss
 
 
 def _no_recs(res: Result) -> int:

@@ -4,38 +4,47 @@
 
 1. data: the synthetic log built into the package
    (:func:`receval.synthetic_interactions`: Zipf-like popularity, users
-   with tastes over genres, timestamps), or the user's own log
+   with tastes over genres, ratings 1–5, timestamps), or the user's own log
    (:func:`receval.read_interactions`: CSV, Parquet, MovieLens
    ``u.data`` / ``ratings.dat`` / ``ratings.csv``);
-2. split: per user, chronologically — each user's last 20% of interactions
+2. relevance: with a ``rating`` column, the ratings are graded relevance and
+   an item is relevant when its rating is ≥ ``threshold`` (default
+   :data:`DEFAULT_THRESHOLD`); without one, every test interaction is
+   relevant. The console and the report say which;
+3. split: per user, chronologically — each user's last 20% of interactions
    are test (users keep at least one training row; users with fewer than 5
    interactions are dropped first, repeated to a fixed point; a log without
    timestamps is split at random per user instead);
-3. three baselines (:mod:`receval.workflow.baselines`): random, most popular, item-kNN,
+4. three baselines (:mod:`receval.workflow.baselines`): random, most popular, item-kNN,
    each recommending 20 unseen items to every test user;
-4. evaluation: precision, recall, nDCG at 5, 10, 20; MAP, MRR, hit rate at
+5. evaluation: precision, recall, nDCG at 5, 10, 20; MAP, MRR, hit rate at
    10; coverage, novelty, ARP, long-tail share, Gini and personalization at 10
    (popularity from the training part);
-5. comparison: every pair of systems, paired over users — ``receval.analysis.compare``
-   when the installed receval has it; and always a paired t-test
-   (``scipy.stats.ttest_rel``) on each per-user metric with Holm's correction
-   over the pairs;
-6. output: the leaderboard printed and written (CSV, Markdown), the runs
-   (Parquet), the split (Parquet + JSON), per-system results (JSON), the
-   significance table (CSV), and the HTML report.
+6. comparison: ONE :func:`receval.analysis.compare.compare` call on
+   :data:`COMPARED` (paired t-tests over all pairs, Holm over all of them,
+   percentile bootstrap intervals, :data:`N_RESAMPLES` resamples), systems
+   lettered in leaderboard order;
+7. output: that comparison printed (console), written as Markdown
+   (``leaderboard.md``), as CSV (``significance.csv``) and drawn by the HTML
+   report (``report.html``) — the same letters and p-values everywhere — plus
+   every metric's means (``leaderboard.csv``), the runs (Parquet), the split
+   (Parquet + JSON) and per-system results (JSON).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from receval.analysis.compare import Comparison, compare
+from receval.analysis.report import report
 from receval.errors import ReceValError
 from receval.evaluation.api import evaluate
 from receval.evaluation.result import Result
@@ -44,9 +53,16 @@ from receval.workflow import baselines
 from receval.workflow.split import Split, split
 from receval.workflow.synthetic import synthetic_interactions
 
-__all__ = ["DEMO_METRICS", "SYSTEMS", "run_demo"]
+__all__ = [
+    "COMPARED",
+    "DEFAULT_THRESHOLD",
+    "DEMO_METRICS",
+    "N_RESAMPLES",
+    "SYSTEMS",
+    "run_demo",
+]
 
-#: The metrics the demo reports (canonical names appear in the output).
+#: The metrics the demo evaluates (canonical names appear in the output).
 DEMO_METRICS: list[str] = [
     "precision@5,10,20",
     "recall@5,10,20",
@@ -71,11 +87,58 @@ LIST_LENGTH = 20
 #: The metric the leaderboard is sorted by.
 MAIN_METRIC = "ndcg@10"
 
-#: Per-user metrics tested for significance.
-TESTED = ("ndcg@10", "recall@10", "ap@10")
+#: The metrics of the one comparison (console, leaderboard.md, significance.csv,
+#: report.html); per-user ones are tested, coverage is shown without a test.
+COMPARED: tuple[str, ...] = ("ndcg@10", "recall@10", "precision@10", "ap@10", "coverage@10")
 
-#: Metrics of the HTML report (curves run over every cut-off up to the largest).
-REPORT_METRICS = ("ndcg@10", "recall@10", "precision@10", "ap@10", "coverage@10")
+#: Resamples of the comparison's bootstrap intervals.
+N_RESAMPLES = 2000
+
+#: Ratings at or above this are relevant when the log has a ``rating`` column.
+DEFAULT_THRESHOLD = 4.0
+
+#: Beyond-accuracy metrics printed on the console next to the comparison.
+_BEYOND = ("novelty@10", "arp@10", "long_tail@10", "gini@10", "personalization@10")
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """What counts as relevant in the demo's truth.
+
+    Attributes:
+        column: the log's column read as graded relevance (``rating``), or None
+            (every test interaction is relevant).
+        threshold: relevant when ``column`` ≥ threshold (None without a column).
+        text: the sentence the console and the report print.
+    """
+
+    column: str | None
+    threshold: float | None
+    text: str
+
+    @property
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """The keywords of :func:`receval.evaluate` this relevance rule needs."""
+        return {} if self.threshold is None else {"threshold": self.threshold}
+
+
+@dataclass
+class _Protocol:
+    """Everything the demo decided, for the console, leaderboard.md and the report."""
+
+    source: str
+    relevance: Relevance
+    split_text: str
+    notes: list[str] = field(default_factory=list)
+
+    def facts(self) -> dict[str, str]:
+        return {
+            "data": self.source,
+            "relevance": self.relevance.text,
+            "split": self.split_text,
+            "systems": f"{', '.join(SYSTEMS)} (receval.baselines), {LIST_LENGTH} unseen items each",
+            **{f"note {i + 1}": n for i, n in enumerate(self.notes)},
+        }
 
 
 def _load(interactions: Any, users: int, seed: int) -> tuple[pd.DataFrame, str]:
@@ -90,6 +153,109 @@ def _load(interactions: Any, users: int, seed: int) -> tuple[pd.DataFrame, str]:
     return as_frame(interactions, "interactions"), "the given table"
 
 
+def _relevance(log: pd.DataFrame, threshold: float | None) -> Relevance:
+    """The relevance rule: the ``rating`` column at ``threshold``, or every interaction."""
+    if "rating" not in log.columns:
+        if threshold is not None:
+            raise ReceValError(
+                f"threshold={threshold:g} needs a rating column in the log; its columns are "
+                f"{', '.join(map(str, log.columns))}"
+            )
+        return Relevance(
+            None, None, "every test interaction is relevant (the log has no rating column)"
+        )
+    t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    if not t > 0:
+        raise ReceValError(f"threshold must be > 0; got {threshold!r}")
+    return Relevance(
+        "rating",
+        t,
+        f"column rating as graded relevance: a test item is relevant when its rating is "
+        f"≥ {t:g} (threshold={t:g}; receval demo --threshold to change)",
+    )
+
+
+def _split(log: pd.DataFrame, seed: int, notes: list[str]) -> tuple[Split, str]:
+    options: dict[str, Any] = {"test_size": 0.2, "min_user_interactions": 5}
+    method = "user_time"
+    if "timestamp" not in log.columns:
+        method = "user_random"
+        options["seed"] = seed
+        notes.append("the log has no timestamp column: split at random per user instead")
+    sp = split(log, method, **options)  # type: ignore[arg-type]
+    if len(sp.test) == 0 or len(sp.train) == 0:
+        raise ReceValError("the split left an empty train or test part: too few interactions")
+    return sp, f"{method}, " + ", ".join(f"{k}={v}" for k, v in options.items())
+
+
+def _truth(test: pd.DataFrame, relevance: Relevance, notes: list[str]) -> pd.DataFrame:
+    """``user, item[, relevance]`` of the test part; a repeated pair keeps its largest rating."""
+    if relevance.column is None:
+        truth = test.drop_duplicates(["user", "item"])[["user", "item"]]
+    else:
+        truth = (
+            test.groupby(["user", "item"], sort=False)[relevance.column]
+            .max()
+            .rename("relevance")
+            .reset_index()
+        )
+    if len(truth) < len(test):
+        kept = "" if relevance.column is None else " (with their largest rating)"
+        notes.append(f"{len(test) - len(truth)} repeated test (user, item) rows counted once{kept}")
+    return truth
+
+
+def _run_baselines(
+    train: pd.DataFrame,
+    truth: pd.DataFrame,
+    relevance: Relevance,
+    seed: int,
+    out: Path,
+    say: Callable[[str], None],
+) -> tuple[dict[str, pd.DataFrame], dict[str, Result]]:
+    """Each baseline's run (written to ``runs/``) and its evaluation."""
+    test_users = pd.unique(truth["user"])
+    runs: dict[str, pd.DataFrame] = {}
+    results: dict[str, Result] = {}
+    (out / "runs").mkdir(exist_ok=True)
+    for name in SYSTEMS:
+        t = time.perf_counter()
+        run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
+        fit = time.perf_counter() - t
+        run.to_parquet(out / "runs" / f"{name}.parquet", index=False)
+        runs[name] = run
+        results[name] = evaluate(run, truth, DEMO_METRICS, train=train, **relevance.evaluate_kwargs)
+        say(
+            f"{name}: {len(run)} recommendations in {fit:.2f} s, evaluated in "
+            f"{time.perf_counter() - t - fit:.2f} s"
+        )
+    return runs, results
+
+
+def _leaderboard(results: Mapping[str, Result]) -> pd.DataFrame:
+    """Every metric's value per system, best :data:`MAIN_METRIC` first."""
+    names = [str(s) for s in next(iter(results.values())).metrics]
+    board = pd.DataFrame(
+        {name: [res.summary[m] for m in names] for name, res in results.items()}, index=names
+    ).T
+    board.index.name = "system"
+    return board.sort_values(MAIN_METRIC, ascending=False, kind="stable")
+
+
+def _skipped_note(results: Mapping[str, Result], relevance: Relevance) -> str | None:
+    res = next(iter(results.values()))
+    n = int(res.counts.get("users_skipped", {}).get("no_relevant_items", 0))
+    if not n:
+        return None
+    why = (
+        f"no test rating ≥ {relevance.threshold:g}"
+        if relevance.threshold is not None
+        else "no relevant test item"
+    )
+    policy = res.parameters.get("empty_truth", "skip")
+    return f"{n} test users have {why}: empty_truth={policy} (counted in results.json)"
+
+
 def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join([frame.index.name or "", *cols]) + " |"]
@@ -100,12 +266,76 @@ def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _leaderboard_md(protocol: _Protocol, comparison: Comparison, board: pd.DataFrame) -> str:
+    return "\n".join(
+        [
+            "# receval demo: leaderboard",
+            "",
+            *(f"- {k}: {v}" for k, v in protocol.facts().items()),
+            "",
+            f"## Compared: {', '.join(comparison.metrics)}",
+            "",
+            comparison.to_markdown(),
+            "## Every metric (values only, no test)",
+            "",
+            _markdown(board),
+        ]
+    )
+
+
+def _write_outputs(
+    out: Path,
+    board: pd.DataFrame,
+    comparison: Comparison,
+    results: Mapping[str, Result],
+    protocol: _Protocol,
+) -> dict[str, Path]:
+    files = {
+        "leaderboard_csv": out / "leaderboard.csv",
+        "leaderboard_md": out / "leaderboard.md",
+        "significance_csv": out / "significance.csv",
+        "results_json": out / "results.json",
+    }
+    board.to_csv(files["leaderboard_csv"])
+    files["leaderboard_md"].write_text(
+        _leaderboard_md(protocol, comparison, board), encoding="utf-8"
+    )
+    comparison.to_csv(files["significance_csv"])
+    files["results_json"].write_text(
+        json.dumps({n: r.to_dict() for n, r in results.items()}, indent=2) + "\n"
+    )
+    return files
+
+
+def _summary(
+    comparison: Comparison,
+    board: pd.DataFrame,
+    notes: list[str],
+    files: Mapping[str, Path],
+    seconds: float,
+) -> list[str]:
+    """The console's closing lines: the comparison, beyond-accuracy values, notes, files."""
+    beyond = board[[c for c in _BEYOND if c in board.columns]]
+    return [
+        "",
+        str(comparison),
+        "",
+        "beyond accuracy (values only, no test):",
+        beyond.to_string(float_format=lambda v: f"{v:.4f}"),
+        *(f"note: {n}" for n in notes),
+        "",
+        f"files ({seconds:.1f} s):",
+        *(f"  {name}: {path}" for name, path in files.items()),
+    ]
+
+
 def run_demo(
     out_dir: str | Path,
     *,
     users: int = 10_000,
     interactions: Any = None,
     seed: int = 0,
+    threshold: float | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """Generate (or read) a log, split it, train three baselines, evaluate and compare them.
@@ -115,155 +345,96 @@ def run_demo(
         users: users of the synthetic log (ignored with ``interactions``).
         interactions: your own log instead: a path (CSV, Parquet, MovieLens
             ``u.data`` / ``ratings.dat`` / ``ratings.csv``) or a table with
-            ``user``, ``item`` and, ideally, ``timestamp`` columns.
-        seed: seed of the synthetic log and of the random baseline.
+            ``user``, ``item`` and, ideally, ``rating`` and ``timestamp`` columns.
+        seed: seed of the synthetic log and of the random baseline (and of the
+            comparison's bootstrap).
+        threshold: a test item is relevant when its rating is ≥ threshold
+            (graded relevance: nDCG gains are the ratings); default
+            :data:`DEFAULT_THRESHOLD`. Needs a ``rating`` column; a log without
+            one counts every test interaction as relevant.
         quiet: print nothing.
 
     Returns:
         ``leaderboard`` (DataFrame: one row per system, one column per metric,
-        best ``ndcg@10`` first), ``significance`` (DataFrame, see
-        ``Comparison.pairs``), ``comparison`` (what ``receval.analysis.compare``
-        returned, or None), ``results`` (system → :class:`~receval.Result`),
-        ``split`` (the :class:`~receval.workflow.split.Split`), ``files`` (name →
-        path), ``notes``, ``seconds``.
+        best ``ndcg@10`` first), ``comparison`` (the one
+        :class:`~receval.analysis.compare.Comparison` every output shows),
+        ``significance`` (its :meth:`~receval.analysis.compare.Comparison.to_long`,
+        as written to ``significance.csv``), ``report`` (the
+        :class:`~receval.analysis.report.Report`), ``results`` (system →
+        :class:`~receval.Result`), ``split`` (the
+        :class:`~receval.workflow.split.Split`), ``relevance``
+        (:class:`Relevance`), ``files`` (name → path), ``notes``, ``seconds``.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     out = run_demo(d, users=300, quiet=True)
+        >>> out["relevance"].threshold, list(out["comparison"].systems)
+        (4.0, ['item_knn', 'popular', 'random'])
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    notes: list[str] = []
     say: Callable[[str], None] = (lambda s: None) if quiet else print
 
     log, source = _load(interactions, users, seed)
+    relevance = _relevance(log, threshold)
     say(
         f"data: {source}: {len(log)} interactions, {log['user'].nunique()} users, "
         f"{log['item'].nunique()} items"
     )
-    options: dict[str, Any] = {"test_size": 0.2, "min_user_interactions": 5}
-    method = "user_time"
-    if "timestamp" not in log.columns:
-        method = "user_random"
-        options["seed"] = seed
-        notes.append("the log has no timestamp column: split at random per user instead")
-    sp: Split = split(log, method, **options)  # type: ignore[arg-type]
-    if len(sp.test) == 0 or len(sp.train) == 0:
-        raise ReceValError("the split left an empty train or test part: too few interactions")
-    truth = sp.test.drop_duplicates(["user", "item"])[["user", "item"]]
-    if len(truth) < len(sp.test):
-        notes.append(f"{len(sp.test) - len(truth)} repeated test (user, item) rows counted once")
+    say(f"relevance: {relevance.text}")
+    notes: list[str] = []
+    sp, split_text = _split(log, seed, notes)
+    truth = _truth(sp.test, relevance, notes)
     train = sp.train[["user", "item"]]
     for line in sp.describe():
         say(line)
+    files = {f"split_{name}": path for name, path in sp.save(out / "split").items()}
 
-    files: dict[str, Path] = {}
-    for name, path in sp.save(out / "split").items():
-        files[f"split_{name}"] = path
-    test_users = pd.unique(truth["user"])
-    runs: dict[str, pd.DataFrame] = {}
-    results: dict[str, Result] = {}
-    (out / "runs").mkdir(exist_ok=True)
-    for name in SYSTEMS:
-        t = time.perf_counter()
-        run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
-        fit = time.perf_counter() - t
-        runs[name] = run
-        files[f"run_{name}"] = out / "runs" / f"{name}.parquet"
-        run.to_parquet(files[f"run_{name}"], index=False)
-        results[name] = evaluate(run, truth, DEMO_METRICS, train=train)
-        say(
-            f"{name}: {len(run)} recommendations in {fit:.2f} s, evaluated in "
-            f"{time.perf_counter() - t - fit:.2f} s"
-        )
+    runs, results = _run_baselines(train, truth, relevance, seed, out, say)
+    files |= {f"run_{name}": out / "runs" / f"{name}.parquet" for name in SYSTEMS}
+    board = _leaderboard(results)
+    skipped = _skipped_note(results, relevance)
+    if skipped:
+        notes.append(skipped)
+    protocol = _Protocol(source, relevance, split_text, notes)
 
-    names = [str(s) for s in results[SYSTEMS[0]].metrics]
-    board = pd.DataFrame(
-        {name: [res.summary[m] for m in names] for name, res in results.items()}, index=names
-    ).T
-    board.index.name = "system"
-    board = board.sort_values(MAIN_METRIC, ascending=False, kind="stable")
-    from receval.analysis.compare import compare
-
-    # the runs are already evaluated: compare reuses their per-user values
+    # the one comparison every output shows; the runs are evaluated already
     comparison = compare(
-        {name: results[name] for name in SYSTEMS},
+        {name: results[name] for name in board.index},
         truth,
-        list(TESTED),
+        list(COMPARED),
         test="t",
         correction="holm",
         ci="percentile",
-        n_resamples=2000,
+        n_resamples=N_RESAMPLES,
         seed=seed,
     )
-    sig = comparison.pairs.reset_index()
-
-    files["leaderboard_csv"] = out / "leaderboard.csv"
-    board.to_csv(files["leaderboard_csv"])
-    md = [
-        "# receval demo: leaderboard",
-        "",
-        f"Data: {source}.",
-        "",
-        f"Split: {method}, " + ", ".join(f"{k}={v}" for k, v in options.items()),
-        "",
-        _markdown(board),
-        "## Significance (paired t-tests, Holm correction over all comparisons)",
-        "",
-        comparison.to_markdown(),
-    ]
-    files["leaderboard_md"] = out / "leaderboard.md"
-    files["leaderboard_md"].write_text("\n".join(md))
-    files["significance_csv"] = out / "significance.csv"
-    sig.to_csv(files["significance_csv"], index=False)
-    files["results_json"] = out / "results.json"
-    files["results_json"].write_text(
-        json.dumps({n: r.to_dict() for n, r in results.items()}, indent=2) + "\n"
-    )
-    from receval.analysis.report import report
-
+    files |= _write_outputs(out, board, comparison, results, protocol)
     files["report_html"] = out / "report.html"
-    report(
+    rep = report(
         runs,
         truth,
-        REPORT_METRICS,
+        comparison=comparison,
         out=files["report_html"],
-        train=train,
         title="receval demo",
-        test="t",
-        ci="percentile",
-        n_resamples=1000,
-        seed=seed,
+        provenance=protocol.facts(),
+        train=train,
+        **relevance.evaluate_kwargs,
     )
 
-    shown = [
-        c
-        for c in (
-            "ndcg@10",
-            "recall@10",
-            "precision@10",
-            "ap@10",
-            "rr@10",
-            "coverage@10",
-            "novelty@10",
-            "gini@10",
-        )
-        if c in board.columns
-    ]
-    say("")
-    say(board[shown].to_string(float_format=lambda v: f"{v:.4f}"))
-    say("")
-    say(str(comparison))
-    for n in notes:
-        say(f"note: {n}")
     seconds = time.perf_counter() - t0
-    say("")
-    say(f"files ({seconds:.1f} s):")
-    for name, path in files.items():
-        say(f"  {name}: {path}")
+    for line in _summary(comparison, board, notes, files, seconds):
+        say(line)
     return {
         "leaderboard": board,
-        "significance": sig,
         "comparison": comparison,
+        "significance": comparison.to_long(),
+        "report": rep,
         "results": results,
         "split": sp,
+        "relevance": relevance,
         "files": files,
         "notes": notes,
         "seconds": seconds,

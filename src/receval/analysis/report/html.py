@@ -1,13 +1,14 @@
 """One self-contained HTML report: :func:`report`.
 
 The page needs no network and no JavaScript: CSS is inline and every chart is
-an inline SVG drawn in Python (:mod:`.svg`).
+an inline SVG drawn in Python (:mod:`.svg`). The page draws one
+:class:`~receval.analysis.compare.Comparison` — computed here, or given — so
+its leaderboard, marks and p-values are those of that comparison, exactly.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -17,6 +18,7 @@ import pandas as pd
 
 from receval._version import __version__
 from receval.analysis.compare import Comparison, compare
+from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
@@ -26,6 +28,21 @@ from receval.metrics.spec import MetricSpec, parse_metrics
 __all__ = ["Report", "report"]
 
 _MAX_K = 1000
+
+#: compare's settings and their defaults (as :func:`receval.analysis.compare.compare`).
+_COMPARE_DEFAULTS: dict[str, Any] = {
+    "baseline": None,
+    "test": "t",
+    "correction": "holm",
+    "alpha": 0.05,
+    "n_resamples": 10_000,
+    "seed": 0,
+    "ci": "bca",
+    "n_jobs": 1,
+}
+
+#: Result parameters that may differ between two evaluations of the same lists.
+_INCIDENTAL_PARAMETERS = frozenset({"engine", "inputs"})
 
 _CSS = """
 :root { color-scheme: light; }
@@ -66,14 +83,18 @@ class Report:
 
     Attributes:
         html: the page.
-        comparison: the :class:`~receval.analysis.compare.Comparison` behind the leaderboard.
+        comparison: the :class:`~receval.analysis.compare.Comparison` the page draws.
         curves: long table ``system, metric, k, value`` of the metric-vs-k curves.
         popularity: share of recommendation slots per popularity decile (rows:
             systems and ``training data``), or None without training data.
-        coverage: system → catalog coverage at K, or None without a catalog.
+        coverage: system → catalog coverage at ``max_k``, or None without a catalog.
         charts: the ``data-chart`` ids of every chart in the page.
+        max_k: the largest cut-off of the curves (and the k of the popularity
+            and coverage charts).
         images: the PNG files written (``png_dir``).
         path: where the HTML was written (``out``), or None.
+        notes: what the caller should know, e.g. that PNG images were asked
+            for but matplotlib is not installed (the HTML is written anyway).
     """
 
     html: str
@@ -85,6 +106,7 @@ class Report:
     max_k: int
     images: list[Path] = field(default_factory=list)
     path: Path | None = None
+    notes: list[str] = field(default_factory=list)
 
     def save(self, path: str | Path) -> Path:
         """Write the page (UTF-8) and return its path."""
@@ -96,10 +118,11 @@ class Report:
 
     def __str__(self) -> str:
         where = f" written to {self.path}" if self.path is not None else ""
-        return (
+        lines = [
             f"receval report of {len(self.comparison.systems)} systems, "
             f"{len(self.charts)} charts{where}"
-        )
+        ]
+        return "\n".join([*lines, *(f"note: {n}" for n in self.notes)])
 
     def __repr__(self) -> str:
         return (
@@ -108,85 +131,466 @@ class Report:
         )
 
 
-def _num(v: Any, digits: int = 4) -> str:
+@dataclass(frozen=True)
+class _Figure:
+    """One chart of the page: its ``data-chart`` id and its ``<figure>`` HTML."""
+
+    chart: str
+    html: str
+
+
+def _figure(chart: str, svg_text: str, caption: str) -> _Figure:
+    return _Figure(chart, f"<figure>{svg_text}<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+# -- the entry point -------------------------------------------------------------------
+
+
+def report(
+    runs: Mapping[str, Any],
+    truth: Any,
+    metrics: str | MetricSpec | Iterable[str | MetricSpec] | None = None,
+    *,
+    comparison: Comparison | None = None,
+    out: str | Path | None = None,
+    png_dir: str | Path | None = None,
+    max_k: int | None = None,
+    title: str = "receval report",
+    provenance: Mapping[str, Any] | None = None,
+    baseline: str | None = None,
+    test: str | None = None,
+    correction: str | None = None,
+    alpha: float | None = None,
+    n_resamples: int | None = None,
+    seed: int | None = None,
+    ci: str | None = None,
+    n_jobs: int | None = None,
+    **evaluate_kwargs: Any,
+) -> Report:
+    """A self-contained HTML report of one or more systems (and PNG images on request).
+
+    The page holds the leaderboard with significance marks (one
+    :func:`receval.analysis.compare` call, or the ``comparison`` given), every
+    pairwise comparison, metric-vs-k curves of each metric asked (each system
+    is evaluated once more with ``metric@1-K``), precision–recall curves
+    (``precision@k`` against ``recall@k``, k = 1..K), the distribution of
+    per-user values (box plots), and — with ``train=`` — popularity bias
+    (share of top-K slots per item popularity decile) and catalog coverage;
+    then the data, parameters, conventions, counts and version that produced it.
+
+    Args:
+        runs: system name → recommendations (anything :func:`receval.evaluate`
+            accepts; not precomputed results, the curves need the lists). One
+            system is enough: the page then has no comparison.
+        truth: the truth, as for :func:`receval.evaluate`.
+        metrics: the leaderboard's metrics (not needed with ``comparison``).
+        comparison: a :class:`~receval.analysis.compare.Comparison` of these
+            runs (same names) already computed: the page draws it instead of
+            computing one, so the page and, e.g., a console table or a CSV of
+            that comparison agree to the last digit. ``evaluate_kwargs`` must
+            then be those of its evaluation (checked on the evaluation
+            parameters), and the comparison settings below must not be given.
+        out: write the HTML there (UTF-8).
+        png_dir: also write one PNG per chart there (matplotlib, Agg backend).
+            Without matplotlib the HTML is still written and built, no PNG is
+            written, and :attr:`Report.notes` says how to get them.
+        max_k: K of the curves; default the largest cut-off among the metrics
+            (10 when none has one).
+        title: the page's title.
+        provenance: extra facts shown first under "How these numbers were
+            produced" (e.g. ``{"data": "u.data", "relevance": "rating ≥ 4"}``).
+        baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs: as
+            for :func:`receval.analysis.compare` (None: its defaults).
+        **evaluate_kwargs: passed to :func:`receval.evaluate` (``threshold``,
+            ``train``, ``catalog``, column names, policies ...).
+
+    Returns:
+        A :class:`Report` (``.html``, the data behind the charts, the PNG paths,
+        notes).
+
+    Example:
+        >>> truth = {1: [1, 2], 2: [3], 3: [1]}
+        >>> runs = {"a": {1: [1, 3], 2: [3, 1], 3: [2, 1]}, "b": {1: [3, 1], 2: [1, 2], 3: [1, 2]}}
+        >>> rep = report(runs, truth, "ndcg@2", n_resamples=200)
+        >>> rep.html.startswith("<!DOCTYPE html>"), rep.charts
+        (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
+    """
+    _check_runs(runs)
+    settings = {
+        "baseline": baseline,
+        "test": test,
+        "correction": correction,
+        "alpha": alpha,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "ci": ci,
+        "n_jobs": n_jobs,
+    }
+    cmp = _comparison(runs, truth, metrics, comparison, settings, evaluate_kwargs)
+    specs = parse_metrics(cmp.metrics)
+    max_k = _max_k(specs, max_k)
+    runs = {s: runs[s] for s in cmp.systems}
+    train = evaluate_kwargs.get("train")
+    with_catalog = train is not None or evaluate_kwargs.get("catalog") is not None
+    bases, summaries = _curve_summaries(
+        runs, truth, specs, max_k, with_catalog, cmp, evaluate_kwargs
+    )
+    curves = curves_frame(summaries, bases, max_k)
+    popularity = None if train is None else _popularity(runs, max_k, evaluate_kwargs)
+    coverage = (
+        {s: float(summaries[s][f"coverage@{max_k}"]) for s in cmp.systems} if with_catalog else None
+    )
+    figures = {
+        "curves": [
+            *_curve_figures(curves, bases, cmp.systems, max_k),
+            _pr_figure(curves, cmp.systems, max_k),
+        ],
+        "distributions": _distribution_figures(cmp),
+        "bias": _bias_figures(popularity, coverage, cmp.systems, max_k),
+    }
+    html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance))
+    rep = Report(
+        html=html,
+        comparison=cmp,
+        curves=curves,
+        popularity=popularity,
+        coverage=coverage,
+        charts=[f.chart for group in figures.values() for f in group],
+        max_k=max_k,
+    )
+    if out is not None:
+        rep.save(out)
+    if png_dir is not None:
+        _write_images(rep, png_dir)
+    return rep
+
+
+def _check_runs(runs: Mapping[str, Any]) -> None:
+    if not isinstance(runs, Mapping) or not runs:
+        raise ReceValError("report needs a mapping of system names to runs (at least one)")
+    for name, run in runs.items():
+        if isinstance(run, Result):
+            raise ReceValError(
+                f"report needs the recommendations of {name!r}, not an evaluated Result "
+                "(the curves and popularity charts read the lists)"
+            )
+
+
+def _comparison(
+    runs: Mapping[str, Any],
+    truth: Any,
+    metrics: Any,
+    comparison: Comparison | None,
+    settings: Mapping[str, Any],
+    evaluate_kwargs: Mapping[str, Any],
+) -> Comparison:
+    """The comparison the page draws: the one given (checked against the runs),
+    or one :func:`compare` call."""
+    if comparison is None:
+        if metrics is None:
+            raise ReceValError("report needs metrics (or a comparison=)")
+        given = {k: v for k, v in settings.items() if v is not None}
+        return compare(runs, truth, metrics, **{**_COMPARE_DEFAULTS, **given}, **evaluate_kwargs)
+    if not isinstance(comparison, Comparison):
+        raise ReceValError(
+            "comparison must be a Comparison (what compare returns); "
+            f"got {type(comparison).__name__}"
+        )
+    both = [k for k, v in settings.items() if v is not None]
+    if both:
+        raise ReceValError(
+            f"report: {', '.join(both)} cannot be given with comparison= "
+            "(the comparison's own settings are drawn)"
+        )
+    names = [str(s) for s in runs]
+    if sorted(names) != sorted(comparison.systems):
+        raise ReceValError(
+            f"the runs ({', '.join(names)}) are not the systems of the comparison "
+            f"({', '.join(comparison.systems)})"
+        )
+    if metrics is not None:
+        asked = list(dict.fromkeys(str(s) for s in parse_metrics(metrics)))
+        if asked != comparison.metrics:
+            raise ReceValError(
+                f"metrics {', '.join(asked)} are not those of the comparison "
+                f"({', '.join(comparison.metrics)}); leave metrics out to draw the comparison's"
+            )
+    return comparison
+
+
+def _max_k(specs: Sequence[MetricSpec], max_k: int | None) -> int:
+    if max_k is None:
+        ks = [s.k for s in specs if s.k is not None]
+        max_k = max(ks) if ks else 10
+    if not isinstance(max_k, int) or not 1 <= max_k <= _MAX_K:
+        raise ReceValError(f"max_k must be an integer in [1, {_MAX_K}]; got {max_k!r}")
+    return max_k
+
+
+def _curve_summaries(
+    runs: Mapping[str, Any],
+    truth: Any,
+    specs: Sequence[MetricSpec],
+    max_k: int,
+    with_catalog: bool,
+    cmp: Comparison,
+    evaluate_kwargs: Mapping[str, Any],
+) -> tuple[list[MetricSpec], dict[str, dict[str, float]]]:
+    """Each system evaluated at every cut-off 1..K, under the comparison's parameters."""
+    from receval.evaluation.api import evaluate
+
+    bases, cspecs = curve_specs(list(specs), max_k, with_catalog)
+    summaries = {}
+    for s in cmp.systems:
+        res = evaluate(runs[s], truth, cspecs, **evaluate_kwargs)
+        _check_same_parameters(s, cmp.results[s].parameters, res.parameters)
+        summaries[s] = res.summary
+    return bases, summaries
+
+
+def _check_same_parameters(
+    system: str, compared: Mapping[str, Any], drawn: Mapping[str, Any]
+) -> None:
+    """The curves must come from the evaluation the comparison made."""
+    for key in compared.keys() & drawn.keys() - _INCIDENTAL_PARAMETERS:
+        if compared[key] != drawn[key]:
+            raise ReceValError(
+                f"{system!r} was compared with {key}={compared[key]!r} but the report's "
+                f"evaluation has {key}={drawn[key]!r}: pass report the keywords the "
+                "comparison was evaluated with (threshold=, train=, catalog=, ...)"
+            )
+
+
+def _popularity(
+    runs: Mapping[str, Any], max_k: int, evaluate_kwargs: Mapping[str, Any]
+) -> pd.DataFrame:
+    cols = {
+        k: evaluate_kwargs[k]
+        for k in ("user_col", "item_col", "score_col", "rank_col")
+        if k in evaluate_kwargs
+    }
+    tops = {s: top_k_items(run, max_k, **cols) for s, run in runs.items()}
+    return popularity_deciles(
+        tops,
+        train=evaluate_kwargs["train"],
+        catalog=evaluate_kwargs.get("catalog"),
+        user_col=cols.get("user_col", "user"),
+        item_col=cols.get("item_col", "item"),
+    )
+
+
+def _write_images(rep: Report, png_dir: str | Path) -> None:
+    """The PNGs, or a note saying how to get them when matplotlib is missing."""
+    from receval.analysis.report.png import write_pngs
+
     try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return escape(str(v))
-    if not math.isfinite(f):
-        return "–"
-    return f"{f:.{digits}f}"
+        rep.images = write_pngs(
+            png_dir,
+            curves=rep.curves,
+            distributions=rep.comparison.aligned,
+            popularity=rep.popularity,
+            systems=rep.comparison.systems,
+            max_k=rep.max_k,
+        )
+    except ImportError as exc:
+        written = "; the HTML report was written" if rep.path is not None else ""
+        rep.notes.append(f"no PNG images written to {png_dir} ({exc}){written}")
 
 
-def _p(v: float) -> str:
-    if not math.isfinite(v):
-        return "–"
-    return f"{v:.1e}" if v < 1e-4 else f"{v:.4f}"
+# -- charts -------------------------------------------------------------------------------
+
+
+def _curve_figures(
+    curves: pd.DataFrame, bases: Sequence[MetricSpec], systems: Sequence[str], max_k: int
+) -> list[_Figure]:
+    """One line chart per metric over k = 1..K; the caption says what a point is."""
+    out = []
+    for b in bases:
+        name = str(b)
+        sub = curves[curves["metric"] == name]
+        series = {
+            s: (list(range(1, max_k + 1)), sub[sub["system"] == s]["value"].tolist())
+            for s in systems
+        }
+        d = b.definition
+        if d.kind == "aggregate":
+            what = f"{d.description}; one value per system at each k, from all lists together."
+        else:
+            what = "mean over the users evaluated."
+        out.append(
+            _figure(
+                f"curve-{name}",
+                svg.line_chart(
+                    f"curve-{name}",
+                    f"{name}@k",
+                    series,
+                    xlabel="cut-off k",
+                    ylabel=f"{name}@k",
+                    integer_x=True,
+                ),
+                f"{name}@k at k = 1..{max_k}: {what}",
+            )
+        )
+    return out
+
+
+def _pr_figure(curves: pd.DataFrame, systems: Sequence[str], max_k: int) -> _Figure:
+    pr = {}
+    for s in systems:
+        mine = curves[curves["system"] == s]
+        pr[s] = (
+            mine[mine["metric"] == "recall"]["value"].tolist(),
+            mine[mine["metric"] == "precision"]["value"].tolist(),
+        )
+    return _figure(
+        "pr-curve",
+        svg.line_chart("pr-curve", "Precision–recall", pr, xlabel="recall@k", ylabel="precision@k"),
+        f"One point per cut-off k = 1..{max_k}: precision@k against recall@k, "
+        "each a mean over the users evaluated.",
+    )
+
+
+def _distribution_figures(cmp: Comparison) -> list[_Figure]:
+    out = []
+    for m, frame in cmp.aligned.items():
+        out.append(
+            _figure(
+                f"dist-{m}",
+                svg.box_plot(
+                    f"dist-{m}",
+                    f"Per-user {m}",
+                    {s: frame[s].to_numpy() for s in cmp.systems},
+                    ylabel=m,
+                ),
+                f"{m} of each of the {len(frame)} users compared: box = quartiles, "
+                "line = median, diamond = mean, whiskers = furthest values within 1.5 IQR.",
+            )
+        )
+    return out
+
+
+def _bias_figures(
+    popularity: pd.DataFrame | None,
+    coverage: Mapping[str, float] | None,
+    systems: Sequence[str],
+    max_k: int,
+) -> list[_Figure]:
+    out = []
+    if popularity is not None:
+        out.append(
+            _figure(
+                "popularity",
+                svg.bar_chart(
+                    "popularity",
+                    f"Popularity bias (top-{max_k})",
+                    list(popularity.columns),
+                    {n: popularity.loc[n].tolist() for n in popularity.index},
+                    xlabel="item popularity decile (1 = most popular 10% of catalog items)",
+                    ylabel="share",
+                ),
+                f"Share of all top-{max_k} recommendation slots by item popularity decile "
+                "(training users per item); 'training data' is each decile's share of "
+                "training interactions; 'outside' = items not in the catalog.",
+            )
+        )
+    if coverage is not None:
+        out.append(
+            _figure(
+                "coverage",
+                svg.bar_chart(
+                    "coverage",
+                    f"Catalog coverage@{max_k}",
+                    list(systems),
+                    {f"coverage@{max_k}": [coverage[s] for s in systems]},
+                    xlabel="system",
+                    ylabel="share of catalog",
+                ),
+                f"coverage@{max_k}: share of catalog items in the top {max_k} of at least one "
+                f"user's list; one value per system (the coverage@k curve at k = {max_k}).",
+            )
+        )
+    return out
+
+
+# -- tables -------------------------------------------------------------------------------
 
 
 def _leaderboard(cmp: Comparison) -> str:
     head = "".join(f"<th>{escape(m)}</th>" for m in cmp.metrics)
     rows = []
     for s in cmp.systems:
-        cells = []
-        for m in cmp.metrics:
-            r = cmp.table.loc[(m, s)]
-            best = s in cmp._best(m)
-            value = f'<span class="{"best" if best else "value"}">{_num(r["mean"])}</span>'
-            wins = str(r["wins"])
-            if wins:
-                value += f'<sup class="wins">{escape(wins)}</sup>'
-            if math.isfinite(float(r["ci_low"])):
-                value += f'<span class="ci">[{_num(r["ci_low"])}, {_num(r["ci_high"])}]</span>'
-            cells.append(f"<td>{value}</td>")
+        cells = "".join(_leaderboard_cell(cmp, m, s) for m in cmp.metrics)
         rows.append(
             f'<tr><td class="letter">{cmp.letters[s]}</td><td class="name">{escape(s)}</td>'
-            + "".join(cells)
-            + "</tr>"
+            f"{cells}</tr>"
         )
+    notes = [cmp.footnote()]
+    if cmp.has_intervals and cmp.aligned:
+        notes.append(cmp.interval_note("in brackets under each mean"))
+    aggregates = [m for m in cmp.metrics if not cmp.is_per_user(m)]
+    if aggregates:
+        notes.append(
+            f"{', '.join(aggregates)}: one value per system over all lists "
+            "(no per-user values: no interval, no test)."
+        )
+    notes.append("Best value of each metric in bold.")
     return (
         '<table class="leaderboard"><thead><tr><th></th><th class="name">system</th>'
         f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="note">{escape(cmp.footnote())} Best value of each metric in bold; '
-        "intervals in brackets.</p>"
+        f'<p class="note">{escape(" ".join(notes))}</p>'
     )
 
 
+def _leaderboard_cell(cmp: Comparison, m: str, s: str) -> str:
+    r = cmp.table.loc[(m, s)]
+    cls = "best" if s in cmp.best(m) else "value"
+    value = f'<span class="{cls}">{fmt_value(r["mean"])}</span>'
+    wins = str(r["wins"])
+    if wins:
+        value += f'<sup class="wins">{escape(wins)}</sup>'
+    if cmp.has_intervals and cmp.is_per_user(m):
+        value += f'<span class="ci">[{fmt_value(r["ci_low"])}, {fmt_value(r["ci_high"])}]</span>'
+    return f'<td data-metric="{escape(m)}" data-system="{escape(s)}">{value}</td>'
+
+
 def _pairs(cmp: Comparison) -> str:
-    out = []
+    if len(cmp.systems) < 2:
+        return '<p class="note">One system: nothing to compare.</p>'
+    if not cmp.aligned:
+        return '<p class="note">No per-user metric: no test.</p>'
+    ci = cmp.has_intervals
     conf = f"{cmp.settings['confidence']:.0%}"
-    corr = cmp.settings["correction"]
-    for m in cmp.metrics:
-        if m not in cmp.pairs.index.get_level_values(0):
-            continue
-        users = int(cmp.table.loc[(m, cmp.systems[0]), "users"])
+    head = (
+        '<tr><th class="name">comparison</th><th>Δ mean</th>'
+        + (f"<th>{conf} CI of Δ</th>" if ci else "")
+        + f"<th>statistic</th><th>p</th><th>p ({escape(cmp.settings['correction'])})</th>"
+        "<th>Cohen's d</th><th class='name'>better</th></tr>"
+    )
+    out = []
+    for m in cmp.aligned:
         rows = []
-        for (a, b), r in cmp.pairs.loc[m].iterrows():
+        for (a, b), r in cmp.compared_pairs(m).iterrows():
             sig = bool(r["significant"])
             winner = r["winner"] if r["winner"] is not None else ""
+            interval = (
+                f"<td>[{fmt_value(r['ci_low'])}, {fmt_value(r['ci_high'])}]</td>" if ci else ""
+            )
             rows.append(
-                f'<tr><td class="name">{escape(a)} − {escape(b)}</td>'
-                f"<td>{float(r['diff']):+.4f}</td>"
-                f"<td>[{_num(r['ci_low'])}, {_num(r['ci_high'])}]</td>"
-                f"<td>{_num(r['statistic'], 3)}</td><td>{_p(float(r['p_value']))}</td>"
-                f'<td class="{"sig" if sig else ""}">{_p(float(r["p_adjusted"]))}'
+                f'<tr data-pair="{escape(m)}|{escape(a)}|{escape(b)}">'
+                f'<td class="name">{escape(a)} − {escape(b)}</td>'
+                f"<td>{float(r['diff']):+.4f}</td>{interval}"
+                f"<td>{fmt_value(r['statistic'], 3)}</td><td>{fmt_p(r['p_value'])}</td>"
+                f'<td class="{"sig" if sig else ""}">{fmt_p(r["p_adjusted"])}'
                 f"{' *' if sig else ''}</td>"
-                f"<td>{_num(r['effect_size'], 3)}</td>"
+                f"<td>{fmt_value(r['effect_size'], 3)}</td>"
                 f'<td class="name">{escape(str(winner))}</td></tr>'
             )
         out.append(
-            f"<h3>{escape(m)} <span class='meta'>({users} users compared)</span></h3>"
-            '<table class="pairs"><thead><tr><th class="name">comparison</th><th>Δ mean</th>'
-            f"<th>{conf} CI of Δ</th><th>statistic</th><th>p</th><th>p ({escape(corr)})</th>"
-            "<th>Cohen's d</th><th class='name'>better</th></tr></thead><tbody>"
-            + "".join(rows)
-            + "</tbody></table>"
+            f"<h3>{escape(m)} <span class='meta'>({len(cmp.aligned[m])} users compared)</span></h3>"
+            f'<table class="pairs"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
         )
-    return "".join(out) or '<p class="note">No per-user metric: no test.</p>'
-
-
-def _figure(chart: str, caption: str) -> str:
-    return f"<figure>{chart}<figcaption>{escape(caption)}</figcaption></figure>"
+    notes = "* significant after correction. " + (cmp.interval_note() if ci else "")
+    return "".join(out) + f'<p class="note">{escape(notes.strip())}</p>'
 
 
 def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -208,12 +612,34 @@ def _dl(items: Mapping[str, Any]) -> str:
     )
 
 
-def _provenance(cmp: Comparison, specs: list[MetricSpec], max_k: int) -> str:
-    first = cmp.results[cmp.systems[0]]
-    settings = {k: v for k, v in cmp.settings.items() if k != "evaluate"}
-    settings["curves up to K"] = max_k
-    parts = ["<h3>Comparison</h3>", _dl(settings)]
-    parts += ["<h3>Evaluation parameters and conventions</h3>", _dl(first.parameters)]
+def _by_system(
+    title: str, cmp: Comparison, values: Mapping[str, Mapping[str, Any]], note: str = ""
+) -> str:
+    """A table: one row per key, one column per system."""
+    keys = list(dict.fromkeys(k for f in values.values() for k in f))
+    head = "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
+    body = "".join(
+        f'<tr><td class="name">{escape(str(k))}</td>'
+        + "".join(f"<td>{escape(str(values[s].get(k, '')))}</td>" for s in cmp.systems)
+        + "</tr>"
+        for k in keys
+    )
+    return (
+        f"<h3>{escape(title)}</h3>{note}<table class='counts'><thead><tr><th class='name'></th>"
+        f"{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _parameters(cmp: Comparison) -> str:
+    """The evaluation parameters: one list when every system shares them, else a table."""
+    params = {s: _flat(cmp.results[s].parameters) for s in cmp.systems}
+    first = params[cmp.systems[0]]
+    if all(p == first for p in params.values()):
+        return "<h3>Evaluation parameters and conventions</h3>" + _dl(first)
+    return _by_system("Evaluation parameters and conventions (they differ)", cmp, params)
+
+
+def _metric_definitions(specs: Sequence[MetricSpec]) -> str:
     defs = []
     for s in specs:
         d = s.definition
@@ -224,296 +650,84 @@ def _provenance(cmp: Comparison, specs: list[MetricSpec], max_k: int) -> str:
             f'<td class="name"><code>{escape(d.formula)}</code></td>'
             f'<td class="name">{direction}; undefined: {escape(d.undefined)}</td></tr>'
         )
-    parts.append(
+    return (
         "<h3>Metrics</h3><table><thead><tr><th class='name'>metric</th>"
         "<th class='name'>what</th><th class='name'>formula</th><th class='name'>notes</th>"
         "</tr></thead><tbody>" + "".join(defs) + "</tbody></table>"
     )
-    flat = {s: _flat(cmp.results[s].counts) for s in cmp.systems}
-    keys = list(dict.fromkeys(k for f in flat.values() for k in f))
-    head = "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
-    body = "".join(
-        f'<tr><td class="name">{escape(k)}</td>'
-        + "".join(f"<td>{escape(str(flat[s].get(k, '')))}</td>" for s in cmp.systems)
-        + "</tr>"
-        for k in keys
-    )
-    parts.append(
-        "<h3>Counts</h3><table class='counts'><thead><tr><th class='name'>count</th>"
-        f"{head}</tr></thead><tbody>{body}</tbody></table>"
-    )
+
+
+def _missing(cmp: Comparison) -> str:
     miss = cmp.missing
-    mhead = "".join(f"<th>{escape(str(c))}</th>" for c in miss.columns)
-    mbody = "".join(
-        f'<tr><td class="name">{escape(s)}</td>'
-        + "".join(f"<td>{escape(str(v))}</td>" for v in miss.loc[s])
-        + "</tr>"
-        for s in cmp.systems
+    values = {s: {str(c): miss.loc[s, c] for c in miss.columns} for s in cmp.systems}
+    note = (
+        "<p class='note'>Per metric, users compared are those with a value in every run; "
+        "each metric's row counts the users a run lacked.</p>"
     )
-    parts.append(
-        "<h3>Users left out of comparisons</h3><p class='note'>Per metric, users compared are "
-        "those with a value in every run; each column counts the users a run lacked.</p>"
-        f"<table><thead><tr><th class='name'>system</th>{mhead}</tr></thead>"
-        f"<tbody>{mbody}</tbody></table>"
-    )
+    return _by_system("Users left out of comparisons", cmp, values, note)
+
+
+def _provenance(
+    cmp: Comparison, specs: Sequence[MetricSpec], max_k: int, extra: Mapping[str, Any] | None
+) -> str:
+    parts = []
+    if extra:
+        parts += ["<h3>Data and protocol</h3>", _dl(extra)]
+    settings = {k: v for k, v in cmp.settings.items() if k != "evaluate"}
+    settings["curves up to K"] = max_k
+    parts += ["<h3>Comparison</h3>", _dl(settings), _parameters(cmp), _metric_definitions(specs)]
+    parts.append(_by_system("Counts", cmp, {s: _flat(cmp.results[s].counts) for s in cmp.systems}))
+    parts.append(_missing(cmp))
     notes = [n for s in cmp.systems for n in cmp.results[s].notes]
     if notes:
-        parts.append(
-            "<h3>Notes</h3><ul>"
-            + "".join(f"<li>{escape(n)}</li>" for n in dict.fromkeys(notes))
-            + "</ul>"
-        )
+        items = "".join(f"<li>{escape(n)}</li>" for n in dict.fromkeys(notes))
+        parts.append(f"<h3>Notes</h3><ul>{items}</ul>")
     parts.append(f"<p class='meta'>receval version {escape(cmp.version)}</p>")
     return "".join(parts)
 
 
-def report(
-    runs: Mapping[str, Any],
-    truth: Any,
-    metrics: str | MetricSpec | Iterable[str | MetricSpec],
-    *,
-    out: str | Path | None = None,
-    png_dir: str | Path | None = None,
-    max_k: int | None = None,
-    title: str = "receval report",
-    baseline: str | None = None,
-    test: str = "t",
-    correction: str = "holm",
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    ci: str = "bca",
-    n_jobs: int = 1,
-    **evaluate_kwargs: Any,
-) -> Report:
-    """A self-contained HTML report comparing systems (and PNG images on request).
+# -- the page -----------------------------------------------------------------------------
 
-    The page holds the leaderboard with significance marks (:func:`receval.analysis.compare`),
-    every pairwise comparison, metric-vs-k curves of each per-user metric asked
-    (each system is evaluated once more with ``metric@1-K``), precision–recall
-    curves (``precision@k`` against ``recall@k``, k = 1..K), the distribution
-    of per-user values (box plots), and — with ``train=`` — popularity bias
-    (share of top-K slots per item popularity decile) and catalog coverage;
-    then the parameters, conventions, counts and version that produced it.
 
-    Args:
-        runs: system name → recommendations (anything :func:`receval.evaluate`
-            accepts; not precomputed results, the curves need the lists).
-        truth: the truth, as for :func:`receval.evaluate`.
-        metrics: the leaderboard's metrics.
-        out: write the HTML there (UTF-8).
-        png_dir: also write one PNG per chart there (matplotlib, Agg backend).
-        max_k: K of the curves; default the largest cut-off among ``metrics``
-            (10 when none has one).
-        title: the page's title.
-        baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs: as
-            for :func:`receval.analysis.compare`.
-        **evaluate_kwargs: passed to :func:`receval.evaluate` (``threshold``,
-            ``train``, ``catalog``, column names, policies ...).
+def _section(sid: str, title: str, *content: str) -> str:
+    return f"<section id='{sid}'><h2>{escape(title)}</h2>{''.join(content)}</section>"
 
-    Returns:
-        A :class:`Report` (``.html``, the data behind the charts, the PNG paths).
 
-    Example:
-        >>> truth = {1: [1, 2], 2: [3], 3: [1]}
-        >>> runs = {"a": {1: [1, 3], 2: [3, 1], 3: [2, 1]}, "b": {1: [3, 1], 2: [1, 2], 3: [1, 2]}}
-        >>> rep = report(runs, truth, "ndcg@2", n_resamples=200)
-        >>> rep.html.startswith("<!DOCTYPE html>"), rep.charts
-        (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
-    """
-    for name, run in runs.items():
-        if isinstance(run, Result):
-            raise ReceValError(
-                f"report needs the recommendations of {name!r}, not an evaluated Result "
-                "(the curves and popularity charts read the lists)"
-            )
-    specs = parse_metrics(metrics)
-    if max_k is None:
-        ks = [s.k for s in specs if s.k is not None]
-        max_k = max(ks) if ks else 10
-    if not isinstance(max_k, int) or not 1 <= max_k <= _MAX_K:
-        raise ReceValError(f"max_k must be an integer in [1, {_MAX_K}]; got {max_k!r}")
-    cmp = compare(
-        runs,
-        truth,
-        specs,
-        baseline=baseline,
-        test=test,
-        correction=correction,
-        alpha=alpha,
-        n_resamples=n_resamples,
-        seed=seed,
-        ci=ci,
-        n_jobs=n_jobs,
-        **evaluate_kwargs,
-    )
-    from receval.evaluation.api import evaluate
+def _grid(figures: Sequence[_Figure], empty: str) -> str:
+    if not figures:
+        return f"<p class='note'>{escape(empty)}</p>"
+    return "<div class='grid'>" + "".join(f.html for f in figures) + "</div>"
 
-    train = evaluate_kwargs.get("train")
-    catalog = evaluate_kwargs.get("catalog")
-    with_catalog = train is not None or catalog is not None
-    bases, cspecs = curve_specs(specs, max_k, with_catalog)
-    summaries = {
-        s: evaluate(runs[s], truth, cspecs, **evaluate_kwargs).summary for s in cmp.systems
-    }
-    curves = curves_frame(summaries, bases, max_k)
-    systems = cmp.systems
 
-    charts: list[str] = []
-    figures: list[str] = []
-    for b in bases:
-        name = str(b)
-        sub = curves[curves["metric"] == name]
-        series = {
-            s: (list(range(1, max_k + 1)), sub[sub["system"] == s]["value"].tolist())
-            for s in systems
-        }
-        cid = f"curve-{name}"
-        charts.append(cid)
-        figures.append(
-            _figure(
-                svg.line_chart(
-                    cid, f"{name}@k", series, xlabel="cut-off k", ylabel=f"{name}@k", integer_x=True
-                ),
-                f"{name} at k = 1..{max_k}, mean over users.",
-            )
-        )
-    pr = {}
-    for s in systems:
-        p = curves[(curves["metric"] == "precision") & (curves["system"] == s)]["value"]
-        r = curves[(curves["metric"] == "recall") & (curves["system"] == s)]["value"]
-        pr[s] = (r.tolist(), p.tolist())
-    charts.append("pr-curve")
-    pr_fig = _figure(
-        svg.line_chart("pr-curve", "Precision–recall", pr, xlabel="recall@k", ylabel="precision@k"),
-        f"One point per cut-off k = 1..{max_k} (mean precision@k against mean recall@k).",
-    )
-    dists = []
-    for m, frame in cmp.aligned.items():
-        cid = f"dist-{m}"
-        charts.append(cid)
-        dists.append(
-            _figure(
-                svg.box_plot(
-                    cid, f"Per-user {m}", {s: frame[s].to_numpy() for s in systems}, ylabel=m
-                ),
-                f"{len(frame)} users: box = quartiles, line = median, diamond = mean, "
-                "whiskers = 1.5 IQR.",
-            )
-        )
-
-    popularity = None
-    coverage = None
-    bias_figs = []
-    if train is not None:
-        cols = {
-            k: evaluate_kwargs[k]
-            for k in ("user_col", "item_col", "score_col", "rank_col")
-            if k in evaluate_kwargs
-        }
-        tops = {s: top_k_items(runs[s], max_k, **cols) for s in systems}
-        popularity = popularity_deciles(
-            tops,
-            train=train,
-            catalog=catalog,
-            user_col=cols.get("user_col", "user"),
-            item_col=cols.get("item_col", "item"),
-        )
-        charts.append("popularity")
-        bias_figs.append(
-            _figure(
-                svg.bar_chart(
-                    "popularity",
-                    f"Popularity bias (top-{max_k})",
-                    list(popularity.columns),
-                    {n: popularity.loc[n].tolist() for n in popularity.index},
-                    xlabel="item popularity decile (1 = most popular 10% of catalog items)",
-                    ylabel="share",
-                ),
-                "Share of top-K recommendation slots by item popularity decile; "
-                "'training data' is each decile's share of training interactions; "
-                "'outside' = items not in the catalog.",
-            )
-        )
-    if with_catalog:
-        coverage = {s: float(summaries[s][f"coverage@{max_k}"]) for s in systems}
-        charts.append("coverage")
-        bias_figs.append(
-            _figure(
-                svg.bar_chart(
-                    "coverage",
-                    f"Catalog coverage@{max_k}",
-                    systems,
-                    {f"coverage@{max_k}": [coverage[s] for s in systems]},
-                    xlabel="system",
-                    ylabel="share of catalog",
-                ),
-                "Share of catalog items recommended to at least one user "
-                "(the coverage@k curve is above).",
-            )
-        )
-
-    s0 = cmp.results[systems[0]].counts
+def _page(
+    title: str, cmp: Comparison, figures: Mapping[str, list[_Figure]], provenance: str
+) -> str:
+    s0 = cmp.results[cmp.systems[0]].counts
+    n = len(cmp.systems)
     sub = (
-        f"{len(systems)} systems · {s0.get('users_evaluated', '?')} users evaluated · "
+        f"{n} system{'s' if n != 1 else ''} · {s0.get('users_evaluated', '?')} users evaluated · "
         f"{escape(', '.join(cmp.metrics))} · receval {escape(__version__)}"
     )
     body = [
         f"<header><h1>{escape(title)}</h1><div class='meta'>{sub}</div></header>",
-        "<section id='leaderboard'><h2>Leaderboard</h2>",
-        _leaderboard(cmp),
-        "</section>",
-        "<section id='comparisons'><h2>Pairwise comparisons</h2>",
-        _pairs(cmp),
-        "</section>",
-        "<section id='curves'><h2>Metrics at every cut-off</h2><div class='grid'>",
-        *figures,
-        pr_fig,
-        "</div></section>",
-        "<section id='distributions'><h2>Distribution of per-user values</h2>",
-        "<div class='grid'>",
-        *dists,
-        "</div>" if dists else "<p class='note'>No per-user metric.</p></div>",
-        "</section>",
+        _section("leaderboard", "Leaderboard", _leaderboard(cmp)),
+        _section("comparisons", "Pairwise comparisons", _pairs(cmp)),
+        _section("curves", "Metrics at every cut-off", _grid(figures["curves"], "")),
+        _section(
+            "distributions",
+            "Distribution of per-user values",
+            _grid(figures["distributions"], "No per-user metric."),
+        ),
     ]
-    if bias_figs:
-        body += [
-            "<section id='popularity-bias'><h2>Popularity bias and coverage</h2>",
-            "<div class='grid'>",
-            *bias_figs,
-            "</div></section>",
-        ]
-    body += [
-        "<section id='provenance'><h2>How these numbers were produced</h2>",
-        _provenance(cmp, specs, max_k),
-        "</section>",
-    ]
-    html = (
+    if figures["bias"]:
+        body.append(
+            _section("popularity-bias", "Popularity bias and coverage", _grid(figures["bias"], ""))
+        )
+    body.append(_section("provenance", "How these numbers were produced", provenance))
+    return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<meta name='generator' content='receval {escape(__version__)}'>"
         f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
         "<body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
     )
-    rep = Report(
-        html=html,
-        comparison=cmp,
-        curves=curves,
-        popularity=popularity,
-        coverage=coverage,
-        charts=charts,
-        max_k=max_k,
-    )
-    if png_dir is not None:
-        from receval.analysis.report.png import write_pngs
-
-        rep.images = write_pngs(
-            png_dir,
-            curves=curves,
-            distributions=cmp.aligned,
-            popularity=popularity,
-            systems=systems,
-        )
-    if out is not None:
-        rep.save(out)
-    return rep

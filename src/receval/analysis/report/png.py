@@ -3,7 +3,7 @@ imported only when images are asked for)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ __all__ = ["write_pngs"]
 def _pyplot() -> Any:
     try:
         import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise ImportError("PNG images need matplotlib: pip install 'receval[plot]'") from exc
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -37,36 +37,55 @@ def write_pngs(
     distributions: Mapping[str, pd.DataFrame],
     popularity: pd.DataFrame | None,
     systems: list[str],
+    max_k: int | None = None,
     dpi: int = 150,
 ) -> list[Path]:
     """Write one PNG per chart of the report into ``out_dir`` (created if needed):
     ``curve_<metric>.png``, ``pr_curve.png``, ``distribution_<metric>.png`` and,
-    with training data, ``popularity.png``. Returns the paths written."""
+    with training data, ``popularity.png`` (of the top ``max_k``). Returns the
+    paths written.
+
+    Raises:
+        ImportError: matplotlib is not installed (nothing is written).
+    """
     plt = _pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
-    def save(fig: Any, name: str) -> None:
-        path = out / name
+    def save(name: str, draw: Callable[[Any], None], size: tuple[float, float] = (6, 4)) -> None:
+        fig, ax = plt.subplots(figsize=size)
+        draw(ax)
         fig.tight_layout()
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(out / name, dpi=dpi)
         plt.close(fig)
-        written.append(path)
+        written.append(out / name)
 
     for metric in dict.fromkeys(curves["metric"]):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for i, s in enumerate(systems):
-            sub = curves[(curves["metric"] == metric) & (curves["system"] == s)]
-            ax.plot(sub["k"], sub["value"], marker="o", ms=3, color=color(i), label=s)
-        ax.set_xlabel("k")
-        ax.set_ylabel(f"{metric}@k")
-        ax.set_title(f"{metric}@k")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        save(fig, f"curve_{_slug(metric)}.png")
+        save(f"curve_{_slug(metric)}.png", lambda ax, m=metric: _curve(ax, curves, m, systems))
+    save("pr_curve.png", lambda ax: _pr(ax, curves, systems, max_k))
+    for metric, frame in distributions.items():
+        save(
+            f"distribution_{_slug(metric)}.png",
+            lambda ax, m=metric, f=frame: _distribution(ax, f, m, systems),
+        )
+    if popularity is not None:
+        save("popularity.png", lambda ax: _popularity(ax, popularity, max_k), (7, 4))
+    return written
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+
+def _curve(ax: Any, curves: pd.DataFrame, metric: str, systems: list[str]) -> None:
+    for i, s in enumerate(systems):
+        sub = curves[(curves["metric"] == metric) & (curves["system"] == s)]
+        ax.plot(sub["k"], sub["value"], marker="o", ms=3, color=color(i), label=s)
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"{metric}@k")
+    ax.set_title(f"{metric}@k")
+    ax.grid(alpha=0.3)
+    ax.legend()
+
+
+def _pr(ax: Any, curves: pd.DataFrame, systems: list[str], max_k: int | None) -> None:
     for i, s in enumerate(systems):
         p = curves[(curves["metric"] == "precision") & (curves["system"] == s)]
         r = curves[(curves["metric"] == "recall") & (curves["system"] == s)]
@@ -75,42 +94,39 @@ def write_pngs(
         )
     ax.set_xlabel("recall@k")
     ax.set_ylabel("precision@k")
-    ax.set_title("Precision–recall (k = 1..K)")
+    ax.set_title(f"Precision–recall (k = 1..{max_k or 'K'})")
     ax.grid(alpha=0.3)
     ax.legend()
-    save(fig, "pr_curve.png")
 
-    for metric, frame in distributions.items():
-        fig, ax = plt.subplots(figsize=(6, 4))
-        data = [frame[s].to_numpy(dtype=float) for s in systems]
-        box = ax.boxplot(data, showmeans=True, patch_artist=True)
-        ax.set_xticks(np.arange(1, len(systems) + 1), systems)
-        for i, patch in enumerate(box["boxes"]):
-            patch.set_facecolor(color(i))
-            patch.set_alpha(0.35)
-        ax.set_ylabel(metric)
-        ax.set_title(f"Per-user {metric}")
-        ax.grid(alpha=0.3, axis="y")
-        save(fig, f"distribution_{_slug(metric)}.png")
 
-    if popularity is not None:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        names = list(popularity.index)
-        cols = list(popularity.columns)
-        width = 0.8 / len(names)
-        x = np.arange(len(cols))
-        for j, name in enumerate(names):
-            ax.bar(
-                x + j * width,
-                popularity.loc[name].to_numpy(dtype=float),
-                width,
-                color=color(j),
-                label=name,
-            )
-        ax.set_xticks(x + 0.4 - width / 2, cols)
-        ax.set_xlabel("item popularity decile (1 = most popular)")
-        ax.set_ylabel("share of recommendations")
-        ax.set_title("Popularity bias")
-        ax.legend()
-        save(fig, "popularity.png")
-    return written
+def _distribution(ax: Any, frame: pd.DataFrame, metric: str, systems: list[str]) -> None:
+    box = ax.boxplot(
+        [frame[s].to_numpy(dtype=float) for s in systems], showmeans=True, patch_artist=True
+    )
+    ax.set_xticks(np.arange(1, len(systems) + 1), systems)
+    for i, patch in enumerate(box["boxes"]):
+        patch.set_facecolor(color(i))
+        patch.set_alpha(0.35)
+    ax.set_ylabel(metric)
+    ax.set_title(f"Per-user {metric}")
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _popularity(ax: Any, popularity: pd.DataFrame, max_k: int | None) -> None:
+    names = list(popularity.index)
+    cols = list(popularity.columns)
+    width = 0.8 / len(names)
+    x = np.arange(len(cols))
+    for j, name in enumerate(names):
+        ax.bar(
+            x + j * width,
+            popularity.loc[name].to_numpy(dtype=float),
+            width,
+            color=color(j),
+            label=name,
+        )
+    ax.set_xticks(x + 0.4 - width / 2, cols)
+    ax.set_xlabel("item popularity decile (1 = most popular)")
+    ax.set_ylabel("share of recommendations")
+    ax.set_title(f"Popularity bias (top-{max_k})" if max_k else "Popularity bias")
+    ax.legend()
