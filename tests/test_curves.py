@@ -297,7 +297,7 @@ ROC_ERRORS = [
             pd.DataFrame({"user": [1], "item": [2], "score": [1.0]}), {1: [1]}, duplicates="drop"
         ),
         ReceValError,
-        "duplicates must be one of",
+        "duplicates=.drop. is not allowed: expected one of .error., .keep.",
     ),
 ]
 

@@ -134,3 +134,46 @@ def test_explicit_feedback_takes_options() -> None:
     b = receval.evaluate_explicit(r, metric, options=EvalOptions(threshold=3.5))
     _same(a, b)
     assert a.parameters["threshold"] == 3.5 and np.isclose(a.summary[metric], 0.5)
+
+
+RUNS = {
+    "a": RECS,
+    "b": pd.DataFrame(
+        {"user": [1, 1, 2, 3], "item": [12, 11, 14, 10], "score": [0.9, 0.5, 0.4, 0.3]}
+    ),
+}
+
+
+def test_compare_takes_options_and_parses_metrics_under_the_convention() -> None:
+    """Regression: compare() parsed metric strings with receval's defaults, so
+    convention="trec_eval" compared ap@3 with receval's denominator."""
+    opts = EvalOptions(convention="trec_eval")
+    cmp = receval.compare(RUNS, TRUTH, "map@3", options=opts, n_resamples=50)
+    assert cmp.metrics == ["ap@3[denominator=relevant]"]
+    for name, run in RUNS.items():
+        want = receval.evaluate(run, TRUTH, "map@3", convention="trec_eval").summary
+        assert cmp.results[name].summary == want
+    by_keyword = receval.compare(RUNS, TRUTH, "map@3", convention="trec_eval", n_resamples=50)
+    assert by_keyword.table.equals(cmp.table) and by_keyword.pairs.equals(cmp.pairs)
+    assert cmp.settings["evaluate"]["convention"] == "trec_eval"
+
+
+def test_compare_refuses_a_result_evaluated_under_other_options() -> None:
+    done = {name: receval.evaluate(run, TRUTH, "ndcg@2", threshold=2) for name, run in RUNS.items()}
+    with pytest.raises(OptionError, match="threshold"):
+        receval.compare(done, TRUTH, "ndcg@2", n_resamples=50)
+    cmp = receval.compare(done, TRUTH, "ndcg@2", threshold=2, n_resamples=50)
+    assert cmp.results["a"] is done["a"]
+    with pytest.raises(OptionError, match="compare\\(\\) has no such keyword"):
+        receval.compare(RUNS, TRUTH, "ndcg@2", treshold=2)
+
+
+def test_curve_and_roc_take_options() -> None:
+    opts = EvalOptions(threshold=2)
+    a = receval.curve(RECS, TRUTH, k=3, options=opts)
+    b = receval.curve(RECS, TRUTH, k=3, threshold=2)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    ta, auc_a = receval.roc(RECS, TRUTH, options=opts)
+    tb, auc_b = receval.roc(RECS, TRUTH, threshold=2)
+    pd.testing.assert_frame_equal(ta, tb, check_exact=True)
+    assert auc_a == auc_b

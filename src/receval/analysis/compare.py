@@ -22,7 +22,8 @@ import pandas as pd
 from receval._version import __version__
 from receval.analysis import stats
 from receval.analysis.formatting import fmt_p, fmt_value, letters_for, superscript
-from receval.errors import ReceValError
+from receval.errors import OptionError, ReceValError
+from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result, _clean, latex_escape
 from receval.metrics.spec import MetricSpec, parse_metrics
 
@@ -497,6 +498,7 @@ def compare(
     seed: int = 0,
     ci: str = "bca",
     n_jobs: int = 1,
+    options: EvalOptions | None = None,
     **evaluate_kwargs: Any,
 ) -> Comparison:
     """Compare systems on the same truth with paired tests (SPEC §10).
@@ -521,8 +523,13 @@ def compare(
             — in that fixed order, so results do not depend on ``n_jobs``.
         ci: bootstrap interval: ``bca``, ``percentile`` or ``none``.
         n_jobs: threads for the units of work (results are identical).
-        **evaluate_kwargs: passed to :func:`receval.evaluate` (``threshold``,
-            ``train``, ``catalog``, ``empty_truth``, ``missing_recs`` ...).
+        options: the evaluation's :class:`~receval.EvalOptions`; every run is
+            evaluated under it (a :class:`~receval.Result` given as a run must
+            have been evaluated under the same options).
+        **evaluate_kwargs: options as keywords (``threshold``, ``empty_truth``,
+            ``convention`` ..., applied on top of ``options``) and the inputs of
+            :func:`receval.evaluate` (``train``, ``catalog``, ``item_features``,
+            ``popular``).
 
     Per-user values are aligned by user id; for each metric only users with a
     value in every run are compared, and :attr:`Comparison.missing` says how
@@ -542,11 +549,12 @@ def compare(
     runs = _named_runs(runs)
     systems = list(runs)
     settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
-    specs = parse_metrics(metrics)
+    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="compare")
+    specs = parse_metrics(metrics, opts.metric_defaults)
     names = list(dict.fromkeys(str(s) for s in specs))
     per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
     hib = {str(s): s.definition.higher_is_better for s in specs}
-    results = _evaluate_runs(runs, truth, specs, evaluate_kwargs)
+    results = _evaluate_runs(runs, truth, specs, opts, inputs)
     aligned, missing = _align(results, systems, list(dict.fromkeys(per_user)))
 
     units = _units(aligned, systems, _pair_list(systems, settings["baseline"]))
@@ -564,7 +572,8 @@ def compare(
     settings["comparisons"] = int(pairs["p_value"].notna().sum())
     settings["family"] = "all comparisons of all metrics"
     settings["evaluate"] = {
-        k: v for k, v in evaluate_kwargs.items() if isinstance(v, int | float | str | bool)
+        **{k: v for k, v in opts.to_dict().items() if v is not None},
+        **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
     }
     return Comparison(
         systems=systems,
@@ -628,9 +637,11 @@ def _evaluate_runs(
     runs: Mapping[str, Any],
     truth: Any,
     specs: list[MetricSpec],
-    evaluate_kwargs: Mapping[str, Any],
+    opts: EvalOptions,
+    inputs: Mapping[str, Any],
 ) -> dict[str, Result]:
-    """Each run's Result: the one given, or :func:`receval.evaluate` of its lists."""
+    """Each run's Result: the one given (evaluated under the same options), or
+    :func:`receval.evaluate` of its lists."""
     from receval.evaluation.api import evaluate
 
     names = [str(s) for s in specs]
@@ -643,10 +654,25 @@ def _evaluate_runs(
                     f"the Result given for {name!r} has no {', '.join(absent)}; "
                     "evaluate it with these metrics or pass its recommendations"
                 )
+            _same_options(name, run, opts)
             out[name] = run
         else:
-            out[name] = evaluate(run, truth, specs, **evaluate_kwargs)
+            out[name] = evaluate(run, truth, specs, options=opts, **inputs)
     return out
+
+
+def _same_options(name: str, run: Result, opts: EvalOptions) -> None:
+    """A Result given as a run must come from the options of the comparison."""
+    given = EvalOptions.from_dict(run.parameters).to_dict()
+    for key, value in opts.to_dict().items():
+        if key in run.parameters and given[key] != value:
+            raise OptionError(
+                key,
+                given[key],
+                expected=repr(value),
+                reason=f"the Result given for {name!r} was evaluated with {key}={given[key]!r}, "
+                f"the comparison evaluates with {key}={value!r}",
+            )
 
 
 def _align(

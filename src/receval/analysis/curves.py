@@ -28,6 +28,7 @@ import pandas as pd
 
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.api import evaluate
+from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.spec import MetricSpec, parse_metric
 from receval.records import Columns
@@ -58,6 +59,7 @@ def curve(
     *,
     k: int = 10,
     metrics: str | Iterable[str | MetricSpec] = ("precision", "recall"),
+    options: EvalOptions | None = None,
     **evaluate_kwargs: Any,
 ) -> pd.DataFrame:
     """Metrics at every cut-off 1..k, each the mean over users (as ``evaluate``).
@@ -72,8 +74,10 @@ def curve(
         k: the largest cut-off.
         metrics: metric names without a cut-off, with parameters if any
             (``"ndcg[gain=exp]"``).
-        **evaluate_kwargs: passed to :func:`receval.evaluate` (``threshold``,
-            ``empty_truth``, column names, ``train``, ...).
+        options, **evaluate_kwargs: the evaluation's :class:`~receval.EvalOptions`
+            and option keywords on top of it (``threshold``, ``empty_truth``,
+            column names ...), and the inputs of :func:`receval.evaluate`
+            (``train``, ...).
 
     Returns:
         One row per cut-off (index ``k`` = 1..k), one column per metric
@@ -98,19 +102,10 @@ def curve(
         base.append(spec)
     base = list(dict.fromkeys(base))
     specs = [s.with_k(j) for s in base for j in range(1, k + 1)]
-    res = evaluate(recommendations, truth, specs, **evaluate_kwargs)
+    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="curve")
+    res = evaluate(recommendations, truth, specs, options=opts, **inputs)
     data = {str(s): [res.summary[str(s.with_k(j))] for j in range(1, k + 1)] for s in base}
     return pd.DataFrame(data, index=pd.RangeIndex(1, k + 1, name="k"))
-
-
-def _columns(kwargs: Mapping[str, Any]) -> Columns:
-    return Columns(
-        kwargs.get("user_col", "user"),
-        kwargs.get("item_col", "item"),
-        kwargs.get("score_col", "score"),
-        kwargs.get("rank_col", "rank"),
-        kwargs.get("relevance_col", "relevance"),
-    )
 
 
 def _longest_list(recommendations: Any, cols: Columns) -> int:
@@ -169,6 +164,7 @@ def pr_curve(
     truth: Any,
     *,
     recall_cutoff: str = "exact",
+    options: EvalOptions | None = None,
     **evaluate_kwargs: Any,
 ) -> pd.DataFrame:
     """The 11-point interpolated precision-recall curve, averaged over users.
@@ -203,10 +199,11 @@ def pr_curve(
     if recall_cutoff not in ("exact", "trec_eval"):
         raise ReceValError(f"recall_cutoff must be one of exact, trec_eval; got {recall_cutoff!r}")
     # K needs the list lengths before evaluating: the input is read once more for them
-    K = max(_longest_list(recommendations, _columns(evaluate_kwargs)), 1)
+    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="pr_curve")
+    K = max(_longest_list(recommendations, opts.columns()), 1)
     p_specs = [MetricSpec("precision", j) for j in range(1, K + 1)]
     r_specs = [MetricSpec("recall", j) for j in range(1, K + 1)]
-    res = evaluate(recommendations, truth, p_specs + r_specs, **evaluate_kwargs)
+    res = evaluate(recommendations, truth, p_specs + r_specs, options=opts, **inputs)
     P = res.per_user[[str(s) for s in p_specs]].to_numpy(dtype=np.float64)
     R = res.per_user[[str(s) for s in r_specs]].to_numpy(dtype=np.float64)
     ok = ~(np.isnan(P).any(axis=1) | np.isnan(R).any(axis=1))
@@ -235,12 +232,13 @@ def roc(
     recommendations: Any,
     truth: Any,
     *,
-    threshold: float = 1,
-    duplicates: str = "error",
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str = "relevance",
+    options: EvalOptions | None = None,
+    threshold: float | None = None,
+    duplicates: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    score_col: str | None = None,
+    relevance_col: str | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """A global ROC curve over all scored (user, item) pairs, and its AUC.
 
@@ -257,6 +255,8 @@ def roc(
         recommendations: a table with user, item and score columns (ranks alone
             carry no thresholds: an error).
         truth: as for :func:`receval.evaluate`.
+        options: the :class:`~receval.EvalOptions` (threshold, duplicates and column
+            names are read from it; the keywords below apply on top).
         threshold: the grade from which an item is relevant.
         duplicates: ``error`` (default) on a repeated (user, item) pair, or
             ``keep`` its first scored row / largest grade.
@@ -277,8 +277,19 @@ def roc(
         >>> auc
         0.875
     """
-    if duplicates not in ("error", "keep"):
-        raise ReceValError(f"duplicates must be one of error, keep; got {duplicates!r}")
+    opts = EvalOptions.build(
+        options,
+        threshold=threshold,
+        duplicates=duplicates,
+        user_col=user_col,
+        item_col=item_col,
+        score_col=score_col,
+        relevance_col=relevance_col,
+    )
+    threshold, duplicates = opts.threshold, opts.duplicates
+    named = opts.columns()
+    user_col, item_col, score_col = named.user, named.item, named.score
+    relevance_col = named.relevance
     if isinstance(recommendations, Mapping):
         raise ReceValError(
             "roc() needs scores: give a table with a score column, not lists of items"

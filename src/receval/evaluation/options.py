@@ -33,7 +33,7 @@ from receval.errors import OptionError, ReceValError
 from receval.evaluation import conventions
 from receval.records import Columns
 
-__all__ = ["CHOICES", "TIES", "EvalOptions"]
+__all__ = ["CHOICES", "INPUTS", "TIES", "EvalOptions", "split_kwargs"]
 
 #: The values each choice option takes.
 CHOICES: Mapping[str, tuple[str, ...]] = {
@@ -58,6 +58,9 @@ _DEFAULTS: Mapping[str, Any] = {
     "graded": True,
     "rank": "order",
 }
+
+#: The keyword arguments of ``evaluate`` that are inputs, not options.
+INPUTS = ("train", "catalog", "item_features", "popular", "progress")
 
 _COLUMNS = (
     "user_col",
@@ -245,3 +248,23 @@ _ORDER = [f.name for f in dataclasses.fields(EvalOptions) if f.name != "given"]
 
 def _rebuild(data: dict[str, Any], given: tuple[str, ...]) -> EvalOptions:
     return EvalOptions(**{k: data[k] for k in given}, given=frozenset())
+
+
+def split_kwargs(
+    options: EvalOptions | None, kwargs: Mapping[str, Any], *, caller: str = "evaluate"
+) -> tuple[EvalOptions, dict[str, Any]]:
+    """The options and the inputs among the keyword arguments that functions
+    built on :func:`receval.evaluate` pass on (``compare``, ``report``,
+    ``curve``): one :class:`EvalOptions` (``options`` with the option keywords
+    on top) and the item-side inputs (``train=``, ``catalog=``, ...)."""
+    names = EvalOptions._names()
+    unknown = sorted(set(kwargs) - names - set(INPUTS))
+    if unknown:
+        raise OptionError(
+            unknown[0],
+            kwargs[unknown[0]],
+            allowed=tuple(sorted(names | set(INPUTS))),
+            reason=f"{caller}() has no such keyword",
+        )
+    opts = EvalOptions.build(options, **{k: v for k, v in kwargs.items() if k in names})
+    return opts, {k: v for k, v in kwargs.items() if k in INPUTS}

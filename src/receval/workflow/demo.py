@@ -47,6 +47,7 @@ from receval.analysis.compare import Comparison, compare
 from receval.analysis.report import report
 from receval.errors import ReceValError
 from receval.evaluation.api import evaluate
+from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.interactions import as_frame, read_interactions
 from receval.workflow import baselines
@@ -117,9 +118,9 @@ class Relevance:
     text: str
 
     @property
-    def evaluate_kwargs(self) -> dict[str, Any]:
-        """The keywords of :func:`receval.evaluate` this relevance rule needs."""
-        return {} if self.threshold is None else {"threshold": self.threshold}
+    def options(self) -> EvalOptions:
+        """The evaluation options of every evaluation the demo makes."""
+        return EvalOptions(threshold=self.threshold)
 
 
 @dataclass
@@ -224,7 +225,7 @@ def _run_baselines(
         fit = time.perf_counter() - t
         run.to_parquet(out / "runs" / f"{name}.parquet", index=False)
         runs[name] = run
-        results[name] = evaluate(run, truth, DEMO_METRICS, train=train, **relevance.evaluate_kwargs)
+        results[name] = evaluate(run, truth, DEMO_METRICS, train=train, options=relevance.options)
         say(
             f"{name}: {len(run)} recommendations in {fit:.2f} s, evaluated in "
             f"{time.perf_counter() - t - fit:.2f} s"
@@ -410,6 +411,7 @@ def run_demo(
         ci="percentile",
         n_resamples=N_RESAMPLES,
         seed=seed,
+        options=relevance.options,
     )
     files |= _write_outputs(out, board, comparison, results, protocol)
     files["report_html"] = out / "report.html"
@@ -421,7 +423,7 @@ def run_demo(
         title="receval demo",
         provenance=protocol.facts(),
         train=train,
-        **relevance.evaluate_kwargs,
+        options=relevance.options,
     )
 
     seconds = time.perf_counter() - t0

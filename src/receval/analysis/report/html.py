@@ -22,6 +22,7 @@ from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
+from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.metrics.spec import MetricSpec, parse_metrics
 
@@ -165,6 +166,7 @@ def report(
     seed: int | None = None,
     ci: str | None = None,
     n_jobs: int | None = None,
+    options: EvalOptions | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """A self-contained HTML report of one or more systems (and PNG images on request).
@@ -201,8 +203,10 @@ def report(
             produced" (e.g. ``{"data": "u.data", "relevance": "rating ≥ 4"}``).
         baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs: as
             for :func:`receval.analysis.compare` (None: its defaults).
-        **evaluate_kwargs: passed to :func:`receval.evaluate` (``threshold``,
-            ``train``, ``catalog``, column names, policies ...).
+        options: the evaluation's :class:`~receval.EvalOptions`.
+        **evaluate_kwargs: options as keywords (``threshold``, column names,
+            policies ..., on top of ``options``) and the inputs of
+            :func:`receval.evaluate` (``train``, ``catalog`` ...).
 
     Returns:
         A :class:`Report` (``.html``, the data behind the charts, the PNG paths,
@@ -216,6 +220,8 @@ def report(
         (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
     """
     _check_runs(runs)
+    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
+    evaluate_kwargs = {"options": opts, **inputs}
     settings = {
         "baseline": baseline,
         "test": test,
@@ -236,7 +242,7 @@ def report(
         runs, truth, specs, max_k, with_catalog, cmp, evaluate_kwargs
     )
     curves = curves_frame(summaries, bases, max_k)
-    popularity = None if train is None else _popularity(runs, max_k, evaluate_kwargs)
+    popularity = None if train is None else _popularity(runs, max_k, opts, inputs)
     coverage = (
         {s: float(summaries[s][f"coverage@{max_k}"]) for s in cmp.systems} if with_catalog else None
     )
@@ -362,20 +368,26 @@ def _check_same_parameters(
 
 
 def _popularity(
-    runs: Mapping[str, Any], max_k: int, evaluate_kwargs: Mapping[str, Any]
+    runs: Mapping[str, Any], max_k: int, opts: EvalOptions, inputs: Mapping[str, Any]
 ) -> pd.DataFrame:
-    cols = {
-        k: evaluate_kwargs[k]
-        for k in ("user_col", "item_col", "score_col", "rank_col")
-        if k in evaluate_kwargs
+    cols = opts.columns()
+    tops = {
+        s: top_k_items(
+            run,
+            max_k,
+            user_col=cols.user,
+            item_col=cols.item,
+            score_col=cols.score,
+            rank_col=cols.rank,
+        )
+        for s, run in runs.items()
     }
-    tops = {s: top_k_items(run, max_k, **cols) for s, run in runs.items()}
     return popularity_deciles(
         tops,
-        train=evaluate_kwargs["train"],
-        catalog=evaluate_kwargs.get("catalog"),
-        user_col=cols.get("user_col", "user"),
-        item_col=cols.get("item_col", "item"),
+        train=inputs["train"],
+        catalog=inputs.get("catalog"),
+        user_col=cols.user,
+        item_col=cols.item,
     )
 
 
