@@ -416,8 +416,8 @@ def report(
             tops,
             train=train,
             catalog=catalog,
-            user_col=cols.get("user_col", "user"),
-            item_col=cols.get("item_col", "item"),
+            user_col=cols.get("user_col"),
+            item_col=cols.get("item_col"),
         )
         charts.append("popularity")
         bias_figs.append(
