@@ -16,7 +16,8 @@ depends on the value alone, never on its column or its neighbours:
 Text without types (CSV/TSV, MovieLens logs) is read by :func:`from_text`:
 an integer literal ``-?(0|[1-9][0-9]*)`` within int64 → that integer; a
 decimal or exponent literal (JSON's number grammar, e.g. ``1.0``, ``2e3``)
-whose value is whole with ``|x| <= 2**53`` → that integer; anything else stays
+whose exact value (not its nearest float) is whole with ``|x| <= 2**53`` →
+that integer; anything else stays
 the text as written (``"007"``, ``"11.5"``, ``"true"``,
 ``"18446744073709551615"``).
 
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -71,6 +73,8 @@ _EXACT = 2.0**53
 _INT_LITERAL = r"^-?(0|[1-9][0-9]*)$"
 _SHORT_INT_LITERAL = r"^-?(0|[1-9][0-9]{0,17})$"  # at most 18 digits: always int64
 _NUMBER_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
+_WHOLE_DECIMAL = r"^-?(0|[1-9][0-9]*)\.0+$"
+_EXACT_INT = 2**53
 
 
 def objects(values: Sequence[Any]) -> np.ndarray:
@@ -271,16 +275,24 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
         v = int(text[i])
         if _I64_MIN <= v <= _I64_MAX:
             ints[i], is_int[i] = v, True
-    number = pc.and_(
-        pc.match_substring_regex(values, _NUMBER_LITERAL),
-        pc.invert(pc.match_substring_regex(values, _INT_LITERAL)),
-    )
-    where = np.flatnonzero(number.to_numpy(zero_copy_only=False))
+    # whole decimals "12.00": their integer part, exactly (not through a float)
+    point = pc.match_substring_regex(values, _WHOLE_DECIMAL)
+    where = np.flatnonzero(point.to_numpy(zero_copy_only=False))
     if len(where):
-        f = values.filter(number).cast(pa.float64()).to_numpy()
-        whole = np.isfinite(f) & (f == np.floor(f)) & (np.abs(f) <= _EXACT)
-        ints[where[whole]] = f[whole].astype(np.int64)
-        is_int[where[whole]] = True
+        head = pc.replace_substring_regex(values.filter(point), r"\.0+$", "")
+        for j, t in zip(where, head.to_pylist(), strict=True):
+            v = int(t)
+            if abs(v) <= _EXACT_INT:
+                ints[j], is_int[j] = v, True
+    # exponents "2e3", "1.5E2": exactly, by Decimal (rare)
+    exponent = pc.and_(
+        pc.match_substring_regex(values, _NUMBER_LITERAL),
+        pc.match_substring_regex(values, "[eE]"),
+    )
+    for j in np.flatnonzero(exponent.to_numpy(zero_copy_only=False)):
+        d = Decimal(text[j])
+        if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
+            ints[j], is_int[j] = int(d), True
     if is_int.all():
         return ints
     text[is_int] = ints[is_int].astype(str)
