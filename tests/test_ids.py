@@ -155,7 +155,7 @@ def test_float_user_ids_are_ids_never_an_internal_crash() -> None:
     res = receval.evaluate(recs, {1.5: [1], 3: [9]}, "hit_rate@1")
     got = res.per_user["hit_rate@1"].to_dict()
     assert got["1.5"] == 1.0 and got["3"] == 0.0 and math.isnan(got["2.5"])
-    with pytest.raises(InputError, match="missing or non-finite user id|missing user id"):
+    with pytest.raises(InputError, match=r"missing (or non-finite )?user id"):
         receval.evaluate(recs.assign(user=[1.0, math.nan, 2.0]), {1: [1]}, "hit_rate@1")
 
 
@@ -366,10 +366,16 @@ def _forms(recs: dict[Any, list[Any]], truth: dict[Any, list[Any]], tmp: Path) -
     (tmp / "t.csv").write_text(text_t)
     forms["csv"] = (tmp / "r.csv", tmp / "t.csv", lambda v: ref_text(_text_of(v)))
     (tmp / "r.jsonl").write_text(
-        "".join(json.dumps(dict(zip(lr, row, strict=True))) + "\n" for row in zip(*lr.values()))
+        "".join(
+            json.dumps(dict(zip(lr, row, strict=True))) + "\n"
+            for row in zip(*lr.values(), strict=True)
+        )
     )
     (tmp / "t.jsonl").write_text(
-        "".join(json.dumps(dict(zip(lt, row, strict=True))) + "\n" for row in zip(*lt.values()))
+        "".join(
+            json.dumps(dict(zip(lt, row, strict=True))) + "\n"
+            for row in zip(*lt.values(), strict=True)
+        )
     )
     forms["jsonl"] = (tmp / "r.jsonl", tmp / "t.jsonl", ref_value)
     small = all(
