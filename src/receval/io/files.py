@@ -29,13 +29,19 @@ import pyarrow.compute as pc
 
 from receval.errors import InputError
 from receval.ids import canonical, from_text
-from receval.io.columns import ITEMS, RATINGS, RECS, TRUTH, renamed, resolve
+from receval.io.columns import ITEMS, RATINGS, RECS, TRAIN, TRUTH, renamed, resolve
 from receval.records import Columns
 
 __all__ = ["FileInfo", "is_number", "read_file"]
 
 #: The roles a file of each kind reads (:func:`receval.io.columns.resolve`).
-ROLES = {"recommendations": RECS, "truth": TRUTH, "ratings": RATINGS, "items": ITEMS}
+ROLES = {
+    "recommendations": RECS,
+    "truth": TRUTH,
+    "ratings": RATINGS,
+    "items": ITEMS,
+    "train": TRAIN,
+}
 
 _FORMATS = {
     ".csv": "csv",
@@ -168,9 +174,10 @@ def read_file(
     sep: str | None = None,
     cols: Columns = Columns(),
 ) -> tuple[pa.Table, FileInfo]:
-    """Read recommendations (``role="recommendations"``), truth (``"truth"``),
-    ratings (``"ratings"``) or a list of items (``"items"``: catalog, popular
-    items, item features) from a file into a table with receval's column names."""
+    """Read a file of recommendations (``role="recommendations"``), truth
+    (``"truth"``), ratings (``"ratings"``), training interactions
+    (``"train"``) or items (``"items"``: catalog, popular items, item
+    features) into a table whose columns are named by their roles."""
     p, name = _checked_path(path)
     parquet = is_parquet(p, fmt)
     data = None if parquet else _open_text(p)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,17 +19,28 @@ from receval.records import Columns
 __all__ = ["build_context", "read_items"]
 
 
+def _from_path(obj: Any, role: str, cols: Columns) -> Any:
+    """A path read as a file (CSV/TSV, Parquet, JSON Lines): its table."""
+    if isinstance(obj, (str, os.PathLike)):
+        from receval.io.files import read_file
+
+        return read_file(obj, role=role, cols=cols)[0]
+    return obj
+
+
 def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
     """A set of items (``catalog=``, ``popular=``) as ids under the id rule.
 
     Takes a table (its item column, detected as for recommendations: ``item``,
-    ``item_id``, ``movieId``, ... or ``cols.item``), a mapping (its keys), a
-    pandas Series or Index, a NumPy array or any iterable of ids.
+    ``item_id``, ``movieId``, ... or ``cols.item``), the path of a file of
+    one, a mapping (its keys), a pandas Series or Index, a NumPy array or
+    any iterable of ids.
 
     Example:
         >>> read_items(pd.DataFrame({"item": [3, 1]}), "catalog").tolist()
         [3, 1]
     """
+    obj = _from_path(obj, "items", cols)
     if is_table(obj):
         table, _ = normalise(obj, cols, ITEMS, what)
         return canonical(table.column("item"), "item", what)
@@ -46,6 +58,7 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
 
 
 def _train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    train = _from_path(train, "train", cols)
     if isinstance(train, Mapping):
         users: list[Any] = []
         items: list[Any] = []
@@ -86,6 +99,7 @@ def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, n
     A table with an item column (detected, or ``cols.item``) takes its other
     columns as the features; a pandas DataFrame without one takes its index.
     """
+    obj = _from_path(obj, "items", cols)
     column = _item_column(obj, cols) if is_table(obj) else None
     if column is not None:
         table = to_arrow(obj, "item_features")
