@@ -106,6 +106,12 @@ def test_column_spellings_are_detected_and_reported(
         "itemId",
         "-q",
     )
+    # a named column must exist in every file it applies to (the truth has "user")
+    assert code == 2 and "t.csv" in err and "no user column 'user_id'" in err
+    truth_same = _write(tmp_path / "t2.csv", TRUTH.replace("user,item,", "user_id,itemId,"))
+    code, _, err = run(
+        capsys, "evaluate", recs, truth_same, "-m", "p@1", "--user-col", "user_id", "-q"
+    )
     assert code == 0 and err == ""
 
 

@@ -100,13 +100,13 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         "missing user column",
         dict(recommendations=RECS.rename(columns={"user": "usr"})),
         InputError,
-        ["no user column 'user'", "columns found: usr, item, score", "did you mean 'usr'"],
+        ["no user column (looked for user, user_id", "columns found: usr, item, score", "'usr'"],
     ),
     (
         "missing item column in truth",
         dict(truth=TRUTH.rename(columns={"item": "items"})),
         InputError,
-        ["truth", "no item column 'item'", "did you mean 'items'"],
+        ["truth", "no item column (looked for item", "did you mean 'items'"],
     ),
     (
         "missing user id",

@@ -367,12 +367,17 @@ ERRORS = [
     (
         lambda: evaluate_ratings({"actual": [1], "predicted": [1]}, "mae[per_user=true]"),
         InputError,
-        ["no user", "'user'", "mae[per_user=true]"],
+        ["no user column", "user_col=", "mae[per_user=true]"],
     ),
     (
-        lambda: evaluate_ratings({"actual": [1], "pred": [1]}, "mae"),
+        lambda: evaluate_ratings({"actual": [1], "guess": [1]}, "mae"),
         InputError,
-        ["no predicted rating column 'predicted'", "pred"],
+        ["no predicted column (looked for predicted, prediction", "predicted_col="],
+    ),
+    (
+        lambda: evaluate_ratings({"actual": [1], "pred": [1]}, "mae", predicted_col="predicted"),
+        InputError,
+        ["no predicted column 'predicted'", "did you mean 'pred'"],
     ),
     (lambda: evaluate_ratings([1, 2], "mae"), ReceValError, ["must be a pandas"]),
     (

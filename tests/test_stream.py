@@ -290,10 +290,11 @@ def test_mixed_id_kinds_and_float_ids(tmp_path: Path, small_chunks: pytest.Monke
     _same(whole, receval.evaluate(r, t, METRICS))
     assert ways == ["partition"]  # string order differs from number order
     assert any("matched as strings" in n for n in whole.notes)
-    # float ids are decided on the whole column: the file is read whole
+    # float ids: their kind is decided on the whole column (one pass), then streamed
     recs_f = recs.assign(user=recs["user"].astype(float))
     r, t = _write(tmp_path, recs_f, truth)
-    assert stream.open_parquet(r, "recommendations") is None
+    src = stream.open_parquet(r, "recommendations")
+    assert src is not None and src.user_kind == "int"
     _same(receval.evaluate(recs_f, truth, METRICS), receval.evaluate(r, t, METRICS))
 
 

@@ -164,11 +164,21 @@ def _render(result: Any, output: Output) -> str:
     return str(result)
 
 
-UserCol = Annotated[str, typer.Option("--user-col", help="user column (default: detected)")]
-ItemCol = Annotated[str, typer.Option("--item-col", help="item column (default: detected)")]
-ScoreCol = Annotated[str, typer.Option("--score-col", help="score column")]
-RankCol = Annotated[str, typer.Option("--rank-col", help="rank column (1 = best)")]
-RelCol = Annotated[str, typer.Option("--relevance-col", help="grade column of the truth")]
+UserCol = Annotated[str | None, typer.Option("--user-col", help="user column (default: detected)")]
+ItemCol = Annotated[str | None, typer.Option("--item-col", help="item column (default: detected)")]
+ScoreCol = Annotated[
+    str | None, typer.Option("--score-col", help="score column (default: detected)")
+]
+RankCol = Annotated[
+    str | None, typer.Option("--rank-col", help="rank column, 1 = best (default: detected)")
+]
+RelCol = Annotated[
+    str | None,
+    typer.Option(
+        "--relevance-col",
+        help="grade column of the truth (default: detected: relevance, rating, ...)",
+    ),
+]
 Metrics = Annotated[
     list[str] | None,
     typer.Option("-m", "--metric", help="metric, e.g. ndcg@10 or map@5,10 (repeatable)"),
@@ -223,11 +233,11 @@ def evaluate(
         Path | None, typer.Option(help="file of the items serendipity treats as popular")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    user_col: UserCol = "user",
-    item_col: ItemCol = "item",
-    score_col: ScoreCol = "score",
-    rank_col: RankCol = "rank",
-    relevance_col: RelCol = "relevance",
+    user_col: UserCol = None,
+    item_col: ItemCol = None,
+    score_col: ScoreCol = None,
+    rank_col: RankCol = None,
+    relevance_col: RelCol = None,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     from receval.evaluation.api import evaluate as run
@@ -296,28 +306,27 @@ def evaluate(
 def evaluate_ratings(
     ratings: Annotated[Path, typer.Argument(help="(user, item, actual, predicted) rows")],
     metric: Metrics = None,
-    actual_col: Annotated[str, typer.Option(help="actual rating column")] = "actual",
-    predicted_col: Annotated[str, typer.Option(help="predicted rating column")] = "predicted",
+    actual_col: Annotated[
+        str | None, typer.Option(help="actual rating column (default: detected)")
+    ] = None,
+    predicted_col: Annotated[
+        str | None, typer.Option(help="predicted rating column (default: detected)")
+    ] = None,
     dropna: Annotated[bool, typer.Option(help="drop rows with a missing rating")] = False,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    user_col: UserCol = "user",
-    item_col: ItemCol = "item",
+    user_col: UserCol = None,
+    item_col: ItemCol = None,
 ) -> None:
     """Rating-prediction metrics (mae, rmse, r2, pearson, ...) of a ratings file."""
     from receval.evaluation.ratings import evaluate_ratings as run
     from receval.io.files import read_file
     from receval.records import Columns
 
-    table, info = read_file(ratings, role="ratings", cols=Columns(user_col, item_col))
+    cols = Columns(user=user_col, item=item_col, actual=actual_col, predicted=predicted_col)
+    table, info = read_file(ratings, role="ratings", cols=cols)
     try:
-        result = run(
-            table,
-            list(metric or []) or ["rmse"],
-            actual_col=actual_col,
-            predicted_col=predicted_col,
-            dropna=dropna,
-        )
+        result = run(table, list(metric or []) or ["rmse"], dropna=dropna)
     except InputError as exc:
         raise info.locate(exc) from None
     out.print(_render(result, Output.json if as_json else output), markup=False)
@@ -389,11 +398,11 @@ def explain(
     fmt: Annotated[Format, typer.Option("--format", help="input format")] = Format.auto,
     sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
     output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
-    user_col: UserCol = "user",
-    item_col: ItemCol = "item",
-    score_col: ScoreCol = "score",
-    rank_col: RankCol = "rank",
-    relevance_col: RelCol = "relevance",
+    user_col: UserCol = None,
+    item_col: ItemCol = None,
+    score_col: ScoreCol = None,
+    rank_col: RankCol = None,
+    relevance_col: RelCol = None,
 ) -> None:
     """Explain a metric: formula, parameters, edge cases, other tools' variants.
 
@@ -456,11 +465,11 @@ def inspect(
     truth: Annotated[bool, typer.Option("--truth", help="read it as truth")] = False,
     fmt: Annotated[Format, typer.Option("--format")] = Format.auto,
     sep: Annotated[str | None, typer.Option()] = None,
-    user_col: UserCol = "user",
-    item_col: ItemCol = "item",
-    score_col: ScoreCol = "score",
-    rank_col: RankCol = "rank",
-    relevance_col: RelCol = "relevance",
+    user_col: UserCol = None,
+    item_col: ItemCol = None,
+    score_col: ScoreCol = None,
+    rank_col: RankCol = None,
+    relevance_col: RelCol = None,
 ) -> None:
     """Summarise a file as receval reads it: columns, users, items, lists, ties, grades."""
     import numpy as np

@@ -1,99 +1,331 @@
 """Ids: how user and item ids are read and compared (one rule for every input).
 
-See :func:`ids_to_numpy` for the rule. Engines, readers and the item context
-all go through this module; nothing else decides what an id is.
+The rule (README "The rules"). Every id *value* has a canonical form that
+depends on the value alone, never on its column or its neighbours:
+
+* integers of any type (Python ``int``, NumPy and Arrow int/uint) within
+  int64 → that integer; beyond int64 (64-bit hashes as uint64, Python big
+  ints) → their decimal string;
+* floats: whole with ``|x| <= 2**53`` → the integer (``1.0`` ≡ ``1``);
+  any other finite float → the string of Python's shortest ``repr``
+  (``11.5`` → ``"11.5"``); NaN and ±inf → an error naming the row;
+* booleans → ``"true"`` / ``"false"`` (never 1 / 0);
+* strings given in a typed input stay the string they are (never parsed);
+* missing values (None, null, NaN, NaT) → an error naming the row.
+
+Text without types (CSV/TSV, MovieLens logs) is read by :func:`from_text`:
+an integer literal ``-?(0|[1-9][0-9]*)`` within int64 → that integer; a
+decimal or exponent literal (JSON's number grammar, e.g. ``1.0``, ``2e3``)
+whose exact value (not its nearest float) is whole with ``|x| <= 2**53`` →
+that integer; anything else stays
+the text as written (``"007"``, ``"11.5"``, ``"true"``,
+``"18446744073709551615"``).
+
+A *column* (an array of ids) is int64 when every canonical value is an
+integer, else object strings in which integers are their decimal strings.
+When two columns to be matched differ in kind (:func:`unify`), the int64 side
+becomes strings, so ``1``, ``1.0`` and ``"1"`` all match then, and ``"11.5"``
+matches ``11.5``. Engines only ever see int64 or object-str arrays.
+
+Example:
+    >>> canonical([1, 2.0, 3], "item", "truth").tolist()
+    [1, 2, 3]
+    >>> canonical([1, 11.5, True, 2**64], "item", "truth").tolist()
+    ['1', '11.5', 'true', '18446744073709551616']
+    >>> from_text(pa.array(["1", "1.0", "2e1", "007"]), "item", "x.csv").tolist()
+    ['1', '1', '20', '007']
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from receval._accel import NATIVE as _native
 from receval.errors import InputError
 
+__all__ = [
+    "INT",
+    "STR",
+    "as_str",
+    "canonical",
+    "canonical_value",
+    "combine_kinds",
+    "from_text",
+    "kind",
+    "unify",
+]
 
-def objects(values: list[Any]) -> np.ndarray:
+#: The two kinds of id column.
+INT, STR = "int", "str"
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+#: Floats up to this magnitude are exact integers (2**53); beyond, a whole
+#: float may stand for several integers and is kept as its repr.
+_EXACT = 2.0**53
+
+_INT_LITERAL = r"^-?(0|[1-9][0-9]*)$"
+_SHORT_INT_LITERAL = r"^-?(0|[1-9][0-9]{0,17})$"  # at most 18 digits: always int64
+_NUMBER_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
+_WHOLE_DECIMAL = r"^-?(0|[1-9][0-9]*)\.0+$"
+_EXACT_INT = 2**53
+
+
+def objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-d object array holding ``values`` as they are."""
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
 
 
 def first_true(mask: np.ndarray) -> int:
+    """The index of the first True of a boolean array (which has one)."""
     return int(np.flatnonzero(mask)[0])
 
 
-def ids_to_numpy(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> np.ndarray:
-    """Ids as int64 (integers, integral floats, booleans), float64, or object str."""
-    if isinstance(col, pa.ChunkedArray):
-        if col.null_count:
-            row = first_true(col.is_null().to_numpy(zero_copy_only=False))
-            raise InputError(f"missing {role} id", source=source, row=row)
-        typ = col.type
-        if pa.types.is_dictionary(typ):
-            col = col.cast(typ.value_type)
-            typ = col.type
-        if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
-            return col.to_numpy().astype(np.int64, copy=False)
-        if pa.types.is_floating(typ):
-            arr = col.to_numpy()
-        elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
-            return col.to_numpy(zero_copy_only=False).astype(object)
-        else:
-            arr = col.to_numpy(zero_copy_only=False)
-    else:
-        arr = np.asarray(col)
-    if arr.dtype.kind in "iub":
-        return arr.astype(np.int64, copy=False)
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            raise InputError(f"missing or non-finite {role} id", source=source, row=first_true(bad))
-        if np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2**62):
-            return arr.astype(np.int64)
-        return arr.astype(np.float64, copy=False)
-    out = np.empty(len(arr), dtype=object)
-    kinds = set()
-    for i, v in enumerate(arr):
-        if v is None or (isinstance(v, float) and not np.isfinite(v)):
-            raise InputError(f"missing {role} id", source=source, row=i)
-        if isinstance(v, (bool, np.bool_, int, np.integer)):
-            kinds.add("int")
-            out[i] = int(v)
-        elif isinstance(v, str):
-            kinds.add("str")
-            out[i] = v
-        else:
-            kinds.add("other")
-            out[i] = str(v)
-    if kinds == {"int"}:
+def _missing(role: str, source: str, row: int, what: str = "missing") -> InputError:
+    return InputError(f"{what} {role} id", source=source, row=row)
+
+
+def canonical_value(value: Any) -> int | str:
+    """The canonical form of one id value (see the module's rule); raises
+    ValueError for a missing or non-finite value.
+
+    Example:
+        >>> [canonical_value(v) for v in (7, 7.0, 7.5, False, "7", 2**70)]
+        [7, 7, '7.5', 'false', '7', '1180591620717411303424']
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise ValueError("missing")
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        return v if _I64_MIN <= v <= _I64_MAX else str(v)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        if not math.isfinite(f):
+            raise ValueError("non-finite")
+        if f == math.floor(f) and abs(f) <= _EXACT:
+            return int(f)
+        return repr(f)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            raise ValueError("missing")
+    except (TypeError, ValueError) as exc:
+        if str(exc) == "missing":
+            raise
+    return str(value)
+
+
+def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> np.ndarray:
+    """Python objects, one by one (with fast paths for columns of one type)."""
+    n = len(values)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    types = set(map(type, values))
+    if types <= {str}:
+        return values if isinstance(values, np.ndarray) else objects(values)
+    if types <= {int, np.int64, np.int32, np.int16, np.int8}:
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    elif types <= {float, np.float64, np.float32}:
+        return _from_floats(np.asarray(values, dtype=np.float64), role, source)
+    out = np.empty(n, dtype=object)
+    all_int = True
+    for i, v in enumerate(values):
+        try:
+            c = canonical_value(v)
+        except ValueError as exc:
+            what = "non-finite" if str(exc) != "missing" else "missing"
+            raise _missing(role, source, i, what) from None
+        out[i] = c
+        all_int = all_int and type(c) is int
+    if all_int:
         return out.astype(np.int64)
-    if kinds != {"str"}:
-        out = np.array([str(v) for v in out], dtype=object)
+    if not all(type(c) is str for c in out):
+        out = objects([c if type(c) is str else str(c) for c in out])
     return out
+
+
+def _from_floats(a: np.ndarray, role: str, source: str) -> np.ndarray:
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = first_true(bad)
+        raise _missing(role, source, i, "missing" if np.isnan(a[i]) else "non-finite")
+    whole = (a == np.floor(a)) & (np.abs(a) <= _EXACT)
+    if whole.all():
+        return a.astype(np.int64)
+    out = a.astype(str).astype(object)  # NumPy's float str is Python's shortest repr
+    if whole.any():
+        out[whole] = a[whole].astype(np.int64).astype(str)
+    return out
+
+
+def _from_uints(a: np.ndarray) -> np.ndarray:
+    if len(a) and int(a.max()) > _I64_MAX:
+        return a.astype(str).astype(object)
+    return a.astype(np.int64)
+
+
+def _from_numpy(arr: np.ndarray, role: str, source: str) -> np.ndarray:
+    k = arr.dtype.kind
+    if k == "i":
+        return arr.astype(np.int64, copy=False)
+    if k == "u":
+        return _from_uints(arr)
+    if k == "b":
+        return np.where(arr, "true", "false").astype(object)
+    if k == "f":
+        return _from_floats(arr.astype(np.float64, copy=False), role, source)
+    if k in "US":
+        return arr.astype(str).astype(object)
+    return _from_values(arr.astype(object, copy=False), role, source)
+
+
+def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:
+    if col.null_count:
+        row = first_true(col.is_null().to_numpy(zero_copy_only=False))
+        raise _missing(role, source, row)
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.cast(typ.value_type)
+        typ = col.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return col.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    if pa.types.is_integer(typ):
+        return _from_numpy(col.to_numpy(), role, source)
+    if pa.types.is_floating(typ):
+        return _from_floats(col.to_numpy().astype(np.float64, copy=False), role, source)
+    if pa.types.is_boolean(typ):
+        return _from_numpy(col.to_numpy(zero_copy_only=False), role, source)
+    return _from_values(col.to_pylist(), role, source)
+
+
+def canonical(
+    values: pa.ChunkedArray | pa.Array | np.ndarray | Sequence[Any],
+    role: str,
+    source: str,
+    kind: str | None = None,
+) -> np.ndarray:
+    """A column of ids under the id rule: int64, or object strings.
+
+    Args:
+        values: an Arrow array, a NumPy array or a sequence of Python values.
+        role: ``"user"`` or ``"item"`` (for error messages).
+        source: the input's name (for error messages).
+        kind: ``"str"`` forces strings (the kind of the whole column when this
+            is one chunk of it); None: the values decide.
+
+    Raises:
+        InputError: a missing or non-finite id, naming its row.
+    """
+    if isinstance(values, (pa.ChunkedArray, pa.Array)):
+        out = _from_arrow(values, role, source)
+    elif isinstance(values, np.ndarray):
+        out = _from_numpy(values, role, source)
+    else:
+        out = _from_values(list(values), role, source)
+    return as_str(out) if kind == STR else out
+
+
+def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:
+    """Ids read from untyped text (a CSV column read as strings): int64 when
+    every value is an integer literal (or a whole decimal literal), else
+    object strings (see the module's rule).
+
+    Example:
+        >>> from_text(pa.array(["3", "-0", "2.0"]), "user", "x.csv").tolist()
+        [3, 0, 2]
+    """
+    if values.null_count:
+        row = first_true(values.is_null().to_numpy(zero_copy_only=False))
+        raise _missing(role, source, row)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return canonical(values, role, source)  # already typed (e.g. read as such)
+    n = len(values)
+    short = pc.match_substring_regex(values, _SHORT_INT_LITERAL)
+    if pc.all(short).as_py() is not False:
+        return values.cast(pa.int64()).to_numpy() if n else np.empty(0, np.int64)
+    text = values.to_numpy(zero_copy_only=False).astype(object)
+    ints = np.zeros(n, dtype=np.int64)
+    is_int = short.to_numpy(zero_copy_only=False).astype(bool)
+    if is_int.any():
+        ints[is_int] = values.filter(short).cast(pa.int64()).to_numpy()
+    longer = pc.and_(pc.match_substring_regex(values, _INT_LITERAL), pc.invert(short)).to_numpy(
+        zero_copy_only=False
+    )
+    for i in np.flatnonzero(longer):  # 19+ digits: rare, checked one by one
+        v = int(text[i])
+        if _I64_MIN <= v <= _I64_MAX:
+            ints[i], is_int[i] = v, True
+    # whole decimals "12.00": their integer part, exactly (not through a float)
+    point = pc.match_substring_regex(values, _WHOLE_DECIMAL)
+    where = np.flatnonzero(point.to_numpy(zero_copy_only=False))
+    if len(where):
+        head = pc.replace_substring_regex(values.filter(point), r"\.0+$", "")
+        for j, t in zip(where, head.to_pylist(), strict=True):
+            v = int(t)
+            if abs(v) <= _EXACT_INT:
+                ints[j], is_int[j] = v, True
+    # exponents "2e3", "1.5E2": exactly, by Decimal (rare)
+    exponent = pc.and_(
+        pc.match_substring_regex(values, _NUMBER_LITERAL),
+        pc.match_substring_regex(values, "[eE]"),
+    )
+    for j in np.flatnonzero(exponent.to_numpy(zero_copy_only=False)):
+        d = Decimal(text[j])
+        if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
+            ints[j], is_int[j] = int(d), True
+    if is_int.all():
+        return ints
+    text[is_int] = ints[is_int].astype(str)
+    return text
 
 
 def kind(a: np.ndarray) -> str:
-    return "str" if a.dtype == object else "number"
+    """``"str"`` for an object array of strings, ``"int"`` for int64."""
+    return STR if a.dtype == object else INT
+
+
+def combine_kinds(kinds: Sequence[str]) -> str:
+    """The kind of a column made of parts of these kinds (str wins)."""
+    return STR if STR in kinds else INT
 
 
 def as_str(a: np.ndarray) -> np.ndarray:
+    """Ids as object strings (integers as their decimal strings)."""
     if a.dtype == object:
         return a
-    out = np.empty(len(a), dtype=object)
-    out[:] = a.astype(str)
-    return out
+    return a.astype(str).astype(object)
 
 
-def reconcile(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.ndarray]:
-    """Ids must be of one kind on both sides; numbers and strings are matched as strings."""
+def unify(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.ndarray]:
+    """Ids to be matched as one kind: when some parts are strings, the
+    integer parts become their decimal strings (and a note says so)."""
     kinds = {kind(p) for p in parts if len(p)}
     if len(kinds) > 1:
         notes.append(
             f"{what} ids are numbers on one side and strings on the other: matched as strings"
         )
+        return [as_str(p) for p in parts]
+    if STR in kinds:  # empty int parts (no rows) join the strings
         return [as_str(p) for p in parts]
     return parts
 

@@ -20,13 +20,25 @@ __all__ = ["Columns", "Pair", "RecsData", "TruthData", "as_strings"]
 
 @dataclass(frozen=True)
 class Columns:
-    """Which column holds what."""
+    """Which column holds what: a name, None (detect it by the aliases of
+    :data:`receval.io.columns.ALIASES`) or ``""`` (do not read this role).
 
-    user: str = "user"
-    item: str = "item"
-    score: str = "score"
-    rank: str = "rank"
-    relevance: str = "relevance"
+    An explicit name must exist in the input (an error names the columns
+    found and a close match). ``actual`` and ``predicted`` are read from
+    ratings inputs only.
+
+    Example:
+        >>> Columns(user="userId").user, Columns().item
+        ('userId', None)
+    """
+
+    user: str | None = None
+    item: str | None = None
+    score: str | None = None
+    rank: str | None = None
+    relevance: str | None = None
+    actual: str | None = None
+    predicted: str | None = None
 
 
 @dataclass
@@ -46,11 +58,14 @@ class RecsData:
     source: str = "recommendations"
     recommended: np.ndarray | None = None
     empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: role -> the input column read for it (``{}`` for mappings)
+    columns: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class TruthData:
-    """The truth as columns: one row per (user, item) with a grade."""
+    """The truth as columns: one row per (user, item) with a grade
+    (``graded``: read from a relevance column or a mapping of grades)."""
 
     users: np.ndarray
     items: np.ndarray
@@ -59,6 +74,15 @@ class TruthData:
     graded: bool
     source: str = "truth"
     empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: role -> the input column read for it (``{}`` for mappings); the
+    #: ``relevance`` entry names the column the grades came from
+    columns: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def max_grade(self) -> float:
+        """The largest grade (1.0 without grades or rows): with
+        ``columns.get("relevance")``, what a note about a rating scale needs."""
+        return float(self.grades.max()) if self.graded and len(self.grades) else 1.0
 
 
 @dataclass

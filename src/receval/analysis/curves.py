@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,6 +30,7 @@ import pandas as pd
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions, split_kwargs
+from receval.ids import unify
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.spec import MetricSpec, parse_metric
 from receval.records import Columns
@@ -222,12 +224,6 @@ def pr_curve(
     return out
 
 
-def _as_str(a: np.ndarray) -> np.ndarray:
-    out = np.empty(len(a), dtype=object)
-    out[:] = [str(v) for v in a]
-    return out
-
-
 def roc(
     recommendations: Any,
     truth: Any,
@@ -260,7 +256,8 @@ def roc(
         threshold: the grade from which an item is relevant.
         duplicates: ``error`` (default) on a repeated (user, item) pair, or
             ``keep`` its first scored row / largest grade.
-        user_col, item_col, score_col, relevance_col: column names.
+        user_col, item_col, score_col, relevance_col: column names (None:
+            detected, as by :func:`receval.evaluate`).
 
     Returns:
         ``(curve, auc)``: ``curve`` has columns ``fpr``, ``tpr`` and
@@ -287,26 +284,23 @@ def roc(
         relevance_col=relevance_col,
     )
     threshold, duplicates = opts.threshold, opts.duplicates
-    named = opts.columns()
-    user_col, item_col, score_col = named.user, named.item, named.score
-    relevance_col = named.relevance
     if isinstance(recommendations, Mapping):
         raise ReceValError(
             "roc() needs scores: give a table with a score column, not lists of items"
         )
-    # a rank column that cannot exist, so that read_recs reads the scores even when
-    # the table also has ranks
-    cols = Columns(user_col, item_col, score_col, "\0no rank column", relevance_col)
-    from receval.io.tables import _is_table, _to_arrow
+    # no rank column (""), so that read_recs reads the scores even when the
+    # table also has ranks
+    cols = dataclasses.replace(opts.columns(), rank="")
+    from receval.io.columns import RECS, is_table, names_of, resolve
 
-    if _is_table(recommendations):
-        names = _to_arrow(recommendations, "recommendations").column_names
-        if score_col not in names:
+    if is_table(recommendations):
+        names = names_of(recommendations)
+        if "score" not in resolve(names, cols, RECS, "recommendations"):
             raise InputError(
-                f"roc() needs scores: no score column {score_col!r} (columns found: "
+                f"roc() needs scores: no score column (columns found: "
                 f"{', '.join(names)}); ranks alone give no thresholds",
                 source="recommendations",
-                column=score_col,
+                column=cols.score,
             )
     recs = read_recs(recommendations, cols)
     assert recs.score is not None
@@ -314,10 +308,8 @@ def roc(
     if len(recs.users) == 0:
         raise InputError("no scored pairs: the recommendations are empty", source="recommendations")
     ru, ri, tu, ti = recs.users, recs.items, tr.users, tr.items
-    if (ru.dtype == object) != (tu.dtype == object) and len(tu):
-        ru, tu = _as_str(ru), _as_str(tu)
-    if (ri.dtype == object) != (ti.dtype == object) and len(ti):
-        ri, ti = _as_str(ri), _as_str(ti)
+    ru, tu = unify([ru, tu], "user", [])
+    ri, ti = unify([ri, ti], "item", [])
 
     left = pd.DataFrame({"u": ru, "i": ri, "score": recs.score})
     dup = left.duplicated(["u", "i"], keep="first").to_numpy()

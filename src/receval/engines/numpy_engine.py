@@ -19,7 +19,7 @@ import pandas as pd
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError
-from receval.ids import reconcile, sorted_runs
+from receval.ids import sorted_runs, unify
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.spec import MetricSpec
@@ -213,8 +213,8 @@ def prepare(
         "recommendation_rows": recs.rows,
         "truth_rows": truth.rows,
     }
-    users = reconcile([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
-    items = reconcile([recs.items, truth.items], "item", notes)
+    users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
+    items = unify([recs.items, truth.items], "item", notes)
     (ru, reu, tu, teu), user_ids = _encode(users)
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)

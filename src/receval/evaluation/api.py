@@ -13,7 +13,7 @@ import pandas as pd
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
-from receval.errors import InputError, ReceValError
+from receval.errors import ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.items import build_context
@@ -101,7 +101,11 @@ def evaluate(
             a list, the largest grade of a (user, item) pair in the truth.
         rank: what a rank column means: ``order`` or ``position`` (see
             :class:`~receval.EvalOptions`).
-        user_col, item_col, score_col, rank_col, relevance_col: column names.
+        user_col, item_col, score_col, rank_col, relevance_col: column
+            names; None (the default) detects each by its usual spellings
+            (``user``, ``user_id``, ``userId``, ...; README "Columns"). A
+            truth column named ``relevance``, ``rating``, ``grade``,
+            ``label``, ... is the graded relevance.
         train: the training interactions (a table with user and item columns,
             or a mapping user -> items): item popularity (distinct users per
             item) and, without ``catalog``, the catalog. Needed by novelty,
@@ -156,7 +160,7 @@ def evaluate(
             catalog=catalog,
             item_features=item_features,
             popular=popular,
-            cols=cols,
+            cols=Columns(user=opts.user_col, item=opts.item_col),
         )
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
@@ -424,9 +428,12 @@ def evaluate_explicit(
     check_inputs(specs, {"ratings": True})
     recs, truth, dropped = read_ratings(
         ratings,
-        Columns(opts.user_col or "user", opts.item_col or "item"),
-        opts.actual_col or "actual",
-        opts.predicted_col or "predicted",
+        Columns(
+            user=opts.user_col,
+            item=opts.item_col,
+            actual=opts.actual_col,
+            predicted=opts.predicted_col,
+        ),
         dropna=dropna,
         threshold=opts.threshold,
     )
@@ -444,74 +451,16 @@ def evaluate_explicit(
 def read_ratings(
     ratings: Any,
     cols: Columns,
-    actual_col: str,
-    predicted_col: str,
     *,
     dropna: bool,
     threshold: float,
 ) -> tuple[RecsData, TruthData, int]:
     """A (user, item, actual, predicted) table as recommendations (ordered by
     predicted rating, recommended when predicted >= threshold) and truth
-    (graded by the actual rating)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    (graded by the actual rating): :mod:`receval.io.ratings`."""
+    from receval.io.ratings import as_lists
+    from receval.io.ratings import read_ratings as read
 
-    from receval.ids import ids_to_numpy
-    from receval.io.tables import _is_table, _to_arrow, check_grades
-
-    if not _is_table(ratings):
-        raise ReceValError(
-            f"ratings must be a pandas, polars or pyarrow table; got {type(ratings).__name__}"
-        )
-    table: pa.Table = _to_arrow(ratings, "ratings")
-    for name, role in (
-        (cols.user, "user"),
-        (cols.item, "item"),
-        (actual_col, "actual rating"),
-        (predicted_col, "predicted rating"),
-    ):
-        if name not in table.column_names:
-            raise InputError(
-                f"no {role} column {name!r} (columns found: {', '.join(table.column_names)})",
-                source="ratings",
-            )
-    rows = table.num_rows
-    missing = np.zeros(rows, dtype=bool)
-    for name in (actual_col, predicted_col):
-        col = table.column(name).cast(pa.float64())
-        missing |= pc.is_null(col, nan_is_null=True).to_numpy(zero_copy_only=False)
-    dropped = 0
-    if missing.any():
-        if not dropna:
-            i = int(np.flatnonzero(missing)[0])
-            raise InputError(
-                "missing rating (empty or NaN); pass dropna=True to drop such rows",
-                source="ratings",
-                row=i,
-                user=table.column(cols.user)[i].as_py(),
-                item=table.column(cols.item)[i].as_py(),
-            )
-        dropped = int(missing.sum())
-        table = table.filter(pa.array(~missing))
-    kept = np.flatnonzero(~missing)
-    users = ids_to_numpy(table.column(cols.user), "user", "ratings")
-    items = ids_to_numpy(table.column(cols.item), "item", "ratings")
-    actual = table.column(actual_col).cast(pa.float64()).to_numpy()
-    predicted = table.column(predicted_col).cast(pa.float64()).to_numpy()
-    try:
-        check_grades(actual, users, items, "ratings")
-    except InputError as exc:
-        raise exc.remap(lambda r: kept[r]) from None
-    recs = RecsData(
-        users=users,
-        items=items,
-        score=predicted,
-        rank=None,
-        rows=rows,
-        source="ratings",
-        recommended=predicted >= threshold,
-    )
-    truth = TruthData(
-        users=users, items=items, grades=actual, rows=rows, graded=True, source="ratings"
-    )
-    return recs, truth, dropped
+    r = read(ratings, cols, dropna=dropna, need=("user", "item"))
+    recs, truth = as_lists(r, threshold)
+    return recs, truth, r.dropped

@@ -217,13 +217,15 @@ class EvalOptions:
         return conventions.get(self.convention).params
 
     def columns(self) -> Columns:
-        """The column names of recommendation and truth inputs."""
+        """The column names of the inputs (None: detected, README "Columns")."""
         return Columns(
-            self.user_col or "user",
-            self.item_col or "item",
-            self.score_col or "score",
-            self.rank_col or "rank",
-            self.relevance_col or "relevance",
+            user=self.user_col,
+            item=self.item_col,
+            score=self.score_col,
+            rank=self.rank_col,
+            relevance=self.relevance_col,
+            actual=self.actual_col,
+            predicted=self.predicted_col,
         )
 
     def engine(self) -> dict[str, Any]:

@@ -29,19 +29,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from receval._version import __version__
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.result import Result
+from receval.io.ratings import read_ratings
 from receval.metrics.kernels.rating import BY_USER
 from receval.metrics.registry import REGISTRY, MetricDef
 from receval.metrics.registry import lookup as ranking_lookup
 from receval.metrics.spec import _GRAMMAR, MetricSpec, _parse_params, _suggest
+from receval.records import Columns
 
 __all__ = [
     "RATING_METRICS",
@@ -231,71 +232,6 @@ def _as_ratings(values: Any, role: str) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------------- tables
-
-
-def _table(ratings: Any) -> pa.Table:
-    from receval.io.tables import _is_table, _to_arrow
-
-    if isinstance(ratings, Mapping):
-        try:
-            lengths = {str(k): len(v) for k, v in ratings.items()}
-        except TypeError:
-            raise ReceValError(
-                "ratings given as a mapping must map column names to sequences of values"
-            ) from None
-        if len(set(lengths.values())) > 1:
-            raise ReceValError(
-                "ratings columns have different lengths: "
-                + ", ".join(f"{k} has {n}" for k, n in lengths.items())
-            )
-        try:
-            return pa.table({str(k): _arrow_column(v) for k, v in ratings.items()})
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InputError(f"cannot read the columns: {exc}", source="ratings") from None
-    if _is_table(ratings):
-        return _to_arrow(ratings, "ratings")
-    raise ReceValError(
-        "ratings must be a pandas, polars or pyarrow table or a mapping column -> values; "
-        f"got {type(ratings).__name__}"
-    )
-
-
-def _arrow_column(values: Any) -> pa.Array:
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values
-    arr = np.asarray(values)
-    if arr.dtype.kind in "biuf":
-        return pa.array(arr)
-    return pa.array(list(values), from_pandas=True)
-
-
-def _ratings_column(table: pa.Table, name: str, role: str) -> np.ndarray:
-    """A rating column as float64, missing values (null, NaN) as NaN."""
-    from receval.io.tables import _column
-
-    col = _column(table, name, f"{role} rating", "ratings")
-    typ = col.type
-    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ):
-        return col.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
-    values = col.to_numpy(zero_copy_only=False)
-    out = np.empty(len(values))
-    for i, v in enumerate(values):
-        if v is None:
-            out[i] = math.nan
-            continue
-        try:
-            out[i] = float(v)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"{role} rating must be a number; found {v!r}",
-                source="ratings",
-                row=i,
-                column=name,
-            ) from None
-    return out
-
-
 class RatingResult(Result):
     """The :class:`~receval.evaluation.result.Result` of :func:`evaluate_ratings`.
 
@@ -345,10 +281,10 @@ def evaluate_ratings(
     ratings: Any,
     metrics: str | Iterable[str | MetricSpec],
     *,
-    user_col: str = "user",
-    item_col: str = "item",
-    actual_col: str = "actual",
-    predicted_col: str = "predicted",
+    user_col: str | None = None,
+    item_col: str | None = None,
+    actual_col: str | None = None,
+    predicted_col: str | None = None,
     dropna: bool = False,
 ) -> RatingResult:
     """Rating-prediction metrics of a table of (user, item, actual, predicted) rows.
@@ -361,7 +297,10 @@ def evaluate_ratings(
         metrics: one rating metric string or several: ``mae``, ``mse``,
             ``rmse``, ``r2``, ``pearson``, ``spearman``, ``kendall``, each
             optionally ``[per_user=true]``.
-        user_col, item_col, actual_col, predicted_col: column names.
+        user_col, item_col, actual_col, predicted_col: column names; None
+            (the default) detects them as :func:`receval.evaluate` does
+            (actual: ``actual``, ``rating``, ...; predicted: ``predicted``,
+            ``prediction``, ``score``, ...; :mod:`receval.io.ratings`).
         dropna: drop rows whose actual or predicted rating is missing (null or
             NaN) and count them in ``counts["rows_dropped_missing"]``; by
             default such a row is an error naming it.
@@ -380,56 +319,20 @@ def evaluate_ratings(
     """
     specs = parse_rating_metrics(metrics)
     per_user = [s for s in specs if s.per_user]
-    table = _table(ratings)
-    rows = table.num_rows
-    if rows == 0:
-        raise InputError("no rating pairs: the ratings table is empty", source="ratings")
-    actual = _ratings_column(table, actual_col, "actual")
-    predicted = _ratings_column(table, predicted_col, "predicted")
-    has_users = user_col in table.column_names
-    if per_user and not has_users:
-        from receval.io.tables import _column
-
-        _column(table, user_col, f"user (needed by {per_user[0]})", "ratings")
-    users = _ids(table, user_col, "user") if has_users else None
-    items = _ids(table, item_col, "item") if item_col in table.column_names else None
-
-    def fail(reason: str, i: int, column: str) -> NoReturn:
-        raise InputError(
-            reason,
-            source="ratings",
-            row=i,
-            user=None if users is None else users[i],
-            item=None if items is None else items[i],
-            column=column,
+    need = ("user",) if per_user else ()
+    try:
+        r = read_ratings(
+            ratings,
+            Columns(user=user_col, item=item_col, actual=actual_col, predicted=predicted_col),
+            dropna=dropna,
+            need=need,
         )
-
-    for values, name, role in (
-        (actual, actual_col, "actual"),
-        (predicted, predicted_col, "predicted"),
-    ):
-        inf = np.isinf(values)
-        if inf.any():
-            fail(f"{role} rating is infinite", int(np.flatnonzero(inf)[0]), name)
-    missing = np.isnan(actual) | np.isnan(predicted)
-    dropped = int(missing.sum())
-    if dropped and not dropna:
-        i = int(np.flatnonzero(missing)[0])
-        role, name = ("actual", actual_col) if np.isnan(actual[i]) else ("predicted", predicted_col)
-        fail(
-            f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
-            "missing rating",
-            i,
-            name,
-        )
-    if dropped:
-        keep = ~missing
-        actual, predicted = actual[keep], predicted[keep]
-        users = None if users is None else users[keep]
-        if len(actual) == 0:
-            raise InputError(
-                f"no rating pairs left: all {rows} rows have a missing rating", source="ratings"
-            )
+    except InputError as exc:
+        if per_user and exc.column is None and "no user column" in exc.reason:
+            raise InputError(f"{exc.reason} (needed by {per_user[0]})", source=exc.source) from None
+        raise
+    rows, dropped = r.rows, r.dropped
+    actual, predicted, users = r.actual, r.predicted, r.users
 
     codes: np.ndarray | None = None
     uniq: np.ndarray = np.empty(0, dtype=object)
@@ -461,9 +364,10 @@ def evaluate_ratings(
     }
     notes = []
     if users is None:
-        notes.append(f"no user column {user_col!r}: metrics computed over all pairs only")
+        notes.append("no user column: metrics computed over all pairs only")
     parameters: dict[str, Any] = {
         "dropna": bool(dropna),
+        "columns": dict(r.columns),
         "per_user": "mean over users of each user's value; undefined users left out",
         "spearman": "Pearson's r of average ranks",
         "kendall": "tau-b (scipy.stats.kendalltau)",
@@ -478,9 +382,3 @@ def evaluate_ratings(
         notes=notes,
         version=__version__,
     )
-
-
-def _ids(table: pa.Table, name: str, role: str) -> np.ndarray:
-    from receval.ids import ids_to_numpy
-
-    return ids_to_numpy(table.column(name), role, "ratings")

@@ -1,15 +1,23 @@
 """Files: CSV/TSV, Parquet, JSON Lines (plain, gzip or zstd), TREC runs and qrels.
 
-Every reader returns a :class:`pyarrow.Table` with receval's column names
-(user, item, score or rank, relevance) and a :class:`FileInfo` saying what was
-detected, so that an error about a table row can name the file and its line.
+Every reader returns a :class:`pyarrow.Table` whose columns of the file's
+role are renamed to the role (user, item, score or rank, relevance; actual
+and predicted for ratings), detected by :func:`receval.io.columns.resolve`
+as for in-memory tables, and a :class:`FileInfo` saying what was found, so
+that an error about a table row can name the file and its line.
+
+Ids: text formats (CSV/TSV) have no types, so their user and item columns
+are read as text and put under the text rule (:func:`receval.ids.from_text`:
+``1`` and ``1.0`` are the integer 1, ``007`` and ``11.5`` stay text); JSON
+Lines and Parquet are typed (:func:`receval.ids.canonical`); TREC qids and
+docnos are strings, compared as written (as trec_eval compares them).
 """
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import io
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,20 +25,22 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from receval.errors import InputError
+from receval.ids import canonical, from_text
+from receval.io.columns import ITEMS, RATINGS, RECS, TRAIN, TRUTH, renamed, resolve
 from receval.records import Columns
 
-__all__ = ["FileInfo", "read_file"]
+__all__ = ["FileInfo", "is_number", "read_file"]
 
-#: Spellings of each role found in the wild, tried in order when the
-#: expected name is absent.
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "user": ("user", "user_id", "userid", "userId", "uid", "qid", "query_id", "query", "session"),
-    "item": ("item", "item_id", "itemid", "itemId", "iid", "docno", "doc_id", "docid", "movieId"),
-    "score": ("score", "prediction", "predicted", "pred"),
-    "rank": ("rank", "position", "pos"),
-    "relevance": ("relevance", "rating", "rel", "grade", "label", "target", "weight"),
+#: The roles a file of each kind reads (:func:`receval.io.columns.resolve`).
+ROLES = {
+    "recommendations": RECS,
+    "truth": TRUTH,
+    "ratings": RATINGS,
+    "items": ITEMS,
+    "train": TRAIN,
 }
 
 _FORMATS = {
@@ -120,11 +130,16 @@ def _looks_trec(data: bytes) -> bool:
         parts = line.split()
         if len(parts) >= 6 and parts[1] == "Q0":
             return True
-        return len(parts) == 4 and _is_number(parts[3]) and "," not in line
+        return len(parts) == 4 and is_number(parts[3]) and "," not in line
     return False
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a Python float (format sniffing).
+
+    >>> is_number("4.5"), is_number("u1")
+    (True, False)
+    """
     try:
         float(text)
     except ValueError:
@@ -159,15 +174,17 @@ def read_file(
     sep: str | None = None,
     cols: Columns = Columns(),
 ) -> tuple[pa.Table, FileInfo]:
-    """Read recommendations (``role="recommendations"``), truth (``"truth"``),
-    ratings (``"ratings"``) or a list of items (``"items"``: catalog, popular
-    items, item features) from a file into a table with receval's column names."""
+    """Read a file of recommendations (``role="recommendations"``), truth
+    (``"truth"``), ratings (``"ratings"``), training interactions
+    (``"train"``) or items (``"items"``: catalog, popular items, item
+    features) into a table whose columns are named by their roles."""
     p, name = _checked_path(path)
     parquet = is_parquet(p, fmt)
     data = None if parquet else _open_text(p)
     if fmt == "auto":
         fmt = "parquet" if parquet else _format_of(p, data)
     info = FileInfo(name, fmt)
+    roles = ROLES[role]
     if fmt == "parquet":
         table = _read_parquet(p)
     elif fmt == "trec":
@@ -175,17 +192,19 @@ def read_file(
         table = _read_trec(data, name, role, info)
     elif fmt in ("csv", "tsv"):
         assert data is not None
-        table = _read_csv(data, name, "\t" if fmt == "tsv" and sep is None else sep, info)
+        table = _read_csv(
+            data, name, "\t" if fmt == "tsv" and sep is None else sep, info, cols, roles
+        )
     elif fmt == "jsonl":
         assert data is not None
-        table = _read_jsonl(data, name)
+        table = _read_jsonl(data, name, cols, roles)
         info.line_of_row = lambda r: r + 1
     else:
         raise _fail(name, f"unknown format {fmt!r}: expected csv, tsv, parquet, jsonl or trec")
     if table.num_rows == 0:
         raise _fail(name, "no data rows (only a header?)")
     if fmt != "trec":
-        table = _map_columns(table, cols, role, info)
+        table = _map_columns(table, cols, roles, info)
         table = _explode_lists(table, info)
     info.rows = table.num_rows
     return table, info
@@ -208,7 +227,18 @@ def _decode(data: bytes, name: str) -> str:
         raise _fail(name, f"not UTF-8 text (byte {data[exc.start]:#04x})", line) from None
 
 
-def _read_csv(data: bytes, name: str, sep: str | None, info: FileInfo) -> pa.Table:
+def _read_csv(
+    data: bytes,
+    name: str,
+    sep: str | None,
+    info: FileInfo,
+    cols: Columns,
+    roles: tuple[tuple[str, ...], tuple[str, ...]],
+) -> pa.Table:
+    """A CSV/TSV file; its user and item columns read as text, then under
+    the text rule of :func:`receval.ids.from_text`."""
+    import csv
+
     import pyarrow.csv as pcsv
 
     text = _decode(data, name)
@@ -216,11 +246,17 @@ def _read_csv(data: bytes, name: str, sep: str | None, info: FileInfo) -> pa.Tab
     if sep is None:
         counts = {c: first.count(c) for c in (",", "\t", ";", "|")}
         sep = max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
+    header = next(csv.reader(io.StringIO(first.rstrip("\r")), delimiter=sep), [])
+    found = resolve(header, cols, roles, name)
+    ids = {found[r]: r for r in ("user", "item") if r in found}
     try:
         table = pcsv.read_csv(
             io.BytesIO(data),
             parse_options=pcsv.ParseOptions(delimiter=sep),
             read_options=pcsv.ReadOptions(use_threads=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={c: pa.string() for c in ids}, strings_can_be_null=False
+            ),
         )
     except pa.ArrowInvalid as exc:
         raise _csv_error(text, sep, name, exc) from None
@@ -231,6 +267,19 @@ def _read_csv(data: bytes, name: str, sep: str | None, info: FileInfo) -> pa.Tab
     else:
         data_lines = np.setdiff1d(np.arange(2, text.count("\n") + 3), np.array(blank) + 1)
         info.line_of_row = lambda r: int(data_lines[r]) if r < len(data_lines) else r + 2
+    for column, role in ids.items():
+        j = table.column_names.index(column)
+        values = table.column(j)
+        empty = pc.equal(values, "")
+        try:
+            if pc.any(empty).as_py():
+                row = int(np.flatnonzero(empty.to_numpy(zero_copy_only=False))[0])
+                raise InputError(f"missing {role} id (an empty field)", source=name, row=row)
+            out = from_text(values, role, name)
+        except InputError as exc:
+            raise info.locate(exc) from None
+        array = pa.array(out, type=pa.large_string() if out.dtype == object else pa.int64())
+        table = table.set_column(j, table.schema.field(j).with_type(array.type), [array])
     return table
 
 
@@ -250,14 +299,62 @@ def _csv_error(text: str, sep: str, name: str, exc: Exception) -> InputError:
     return _fail(name, f"cannot read as CSV: {str(exc).splitlines()[0]}")
 
 
-def _read_jsonl(data: bytes, name: str) -> pa.Table:
+def _read_jsonl(
+    data: bytes, name: str, cols: Columns, roles: tuple[tuple[str, ...], tuple[str, ...]]
+) -> pa.Table:
+    """JSON Lines: typed ids (JSON numbers and strings). Arrow reads it; when
+    an id column mixes numbers and strings, or holds non-integers (Arrow
+    reads JSON integers beyond int64 as lossy floats), the file is read
+    again with Python's json, whose integers are exact."""
     import pyarrow.json as pjson
 
-    _decode(data, name)
+    text = _decode(data, name)
     try:
-        return pjson.read_json(io.BytesIO(data))
-    except pa.ArrowInvalid as exc:
-        raise _fail(name, f"cannot read as JSON Lines: {str(exc).splitlines()[0]}") from None
+        table = pjson.read_json(io.BytesIO(data))
+    except pa.ArrowInvalid:
+        table = None
+    if table is not None:
+        found = resolve(table.column_names, cols, roles, name)
+        if not any(
+            pa.types.is_floating(table.schema.field(found[r]).type)
+            for r in ("user", "item")
+            if r in found
+        ):
+            return table
+    return _read_jsonl_exact(text, name, cols, roles)
+
+
+def _read_jsonl_exact(
+    text: str, name: str, cols: Columns, roles: tuple[tuple[str, ...], tuple[str, ...]]
+) -> pa.Table:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(name, f"cannot read as JSON Lines: {exc.msg}", number) from None
+        if not isinstance(row, dict):
+            raise _fail(name, "cannot read as JSON Lines: expected an object per line", number)
+        rows.append(row)
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    found = resolve(names, cols, roles, name)
+    ids = {found[r]: r for r in ("user", "item") if r in found}
+    arrays = {}
+    for column in names:
+        values = [row.get(column) for row in rows]
+        if column in ids and not any(isinstance(v, list) for v in values):
+            out = canonical(values, ids[column], name)
+            arrays[column] = pa.array(
+                out, type=pa.large_string() if out.dtype == object else pa.int64()
+            )
+            continue
+        try:
+            arrays[column] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            arrays[column] = pa.array([None if v is None else str(v) for v in values])
+    return pa.table(arrays)
 
 
 def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
@@ -310,53 +407,25 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
     return pa.table({"user": users, "item": items, column: grades})
 
 
-def _map_columns(table: pa.Table, cols: Columns, role: str, info: FileInfo) -> pa.Table:
-    """Rename the columns receval needs to their canonical names."""
-    names = table.column_names
-    wanted = {
-        "user": cols.user,
-        "item": cols.item,
-        "score": cols.score,
-        "rank": cols.rank,
-        "relevance": cols.relevance,
-    }
-    if role in ("ratings", "items"):  # their other columns keep their names
-        wanted = {"user": cols.user, "item": cols.item}
-    rename: dict[str, str] = {}
-    for canonical, given in wanted.items():
-        found = None
-        if given in names:
-            found = given
-        else:  # try the usual spellings (an option may name the column of the other file)
-            lower = {n.lower(): n for n in names}
-            for synonym in SYNONYMS[canonical]:
-                if synonym in names or synonym.lower() in lower:
-                    found = synonym if synonym in names else lower[synonym.lower()]
-                    break
-        if found is not None and found not in rename:
-            rename[found] = canonical
-            info.columns[canonical] = found
-            if found != canonical:
-                info.messages.append(f"using column {found} as {canonical}")
-    for canonical in ("item",) if role == "items" else ("user", "item"):
-        if canonical not in info.columns:
-            close = difflib.get_close_matches(wanted[canonical], names, n=1, cutoff=0.4)
-            hint = (
-                f" — did you mean {close[0]!r}? (--{canonical}-col)"
-                if close
-                else (f" (name it with --{canonical}-col)")
-            )
-            raise _fail(
-                info.path,
-                f"no {canonical} column {wanted[canonical]!r} (columns found: "
-                f"{', '.join(names)}){hint}",
-            )
-    if role in ("truth", "items"):
-        rename.pop(info.columns.pop("score", ""), None)
-        rename.pop(info.columns.pop("rank", ""), None)
-    else:
-        rename.pop(info.columns.pop("relevance", ""), None)
-    return table.rename_columns([rename.get(n, n) for n in names])
+def _map_columns(
+    table: pa.Table,
+    cols: Columns,
+    roles: tuple[tuple[str, ...], tuple[str, ...]],
+    info: FileInfo,
+) -> pa.Table:
+    """The columns of the file's roles renamed to the roles (found as for
+    tables: :func:`receval.io.columns.resolve`); a list of items keeps its
+    other columns (features), other files only their roles' columns."""
+    found = resolve(table.column_names, cols, roles, info.path)
+    info.columns.update(found)
+    for role, column in found.items():
+        if column != role:
+            info.messages.append(f"using column {column} as {role}")
+    keep = list(found.values())
+    if roles is ITEMS:
+        taken = set(found) | set(found.values())
+        keep += [n for n in table.column_names if n not in taken]
+    return renamed(table.select(keep), found)
 
 
 def _explode_lists(table: pa.Table, info: FileInfo) -> pa.Table:

@@ -8,8 +8,12 @@ them, ``rating`` and ``timestamp``:
 - MovieLens 1M/10M ``ratings.dat``: ``user::item::rating::timestamp``, no header;
 - MovieLens 100k ``u.data``: tab-separated ``user item rating timestamp``, no header;
 - MovieLens ``ratings.csv`` (20M, 25M, latest): ``userId,movieId,rating,timestamp``;
-- any other CSV/TSV with a header naming the user and item columns (default
-  ``user`` and ``item``; ``rating`` and ``timestamp`` are kept when present).
+- any other CSV/TSV with a header naming the user and item columns (detected
+  as for every input, :mod:`receval.io.columns`: ``user``, ``user_id``,
+  ``userId``, ...; ``rating`` and ``timestamp`` are kept when present).
+
+Ids follow the id rule (:mod:`receval.ids`): text files are read as text
+(``1`` and ``1.0`` are the integer 1, ``007`` stays ``"007"``), Parquet is typed.
 """
 
 from __future__ import annotations
@@ -19,8 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from receval.errors import InputError
+from receval.ids import canonical, from_text
+from receval.io.columns import TRAIN, resolve
+from receval.io.files import is_number
+from receval.records import Columns
 
 __all__ = ["as_frame", "detect_format", "read_interactions"]
 
@@ -50,14 +59,6 @@ def _first_line(path: Path) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def detect_format(path: str | Path) -> str:
     """The format of an interactions file: ``parquet``, ``movielens-dat``
     (``ratings.dat``), ``movielens-udata`` (``u.data``), ``movielens-csv``
@@ -75,7 +76,7 @@ def detect_format(path: str | Path) -> str:
         return "movielens-dat"
     if "\t" in line:
         fields = line.split("\t")
-        if len(fields) in (3, 4) and all(_is_number(f) for f in fields):
+        if len(fields) in (3, 4) and all(is_number(f) for f in fields):
             return "movielens-udata"
         return "tsv"
     fields = [f.strip().strip('"') for f in line.split(",")]
@@ -88,8 +89,8 @@ def read_interactions(
     path: str | Path,
     *,
     format: str = "auto",
-    user_col: str = "user",
-    item_col: str = "item",
+    user_col: str | None = None,
+    item_col: str | None = None,
     rating_col: str = "rating",
     timestamp_col: str = "timestamp",
 ) -> pd.DataFrame:
@@ -98,13 +99,19 @@ def read_interactions(
     Args:
         path: the file.
         format: ``auto`` (see :func:`detect_format`) or one of its names.
-        user_col, item_col, rating_col, timestamp_col: the column names of a
-            generic CSV/TSV/Parquet file; they are renamed to ``user``,
-            ``item``, ``rating`` and ``timestamp``.
+        user_col, item_col: the user and item columns of a generic
+            CSV/TSV/Parquet file (None: detected, e.g. ``userId``, ``item_id``);
+            rating_col, timestamp_col: its rating and timestamp columns, kept
+            when present. They are renamed to ``user``, ``item``, ``rating``
+            and ``timestamp``.
+
+    Returns:
+        The log; ``user`` and ``item`` hold ids under the id rule (int64, or
+        strings when any id of the column is not an integer).
 
     Raises:
-        InputError: the file lacks a user or an item column, or a MovieLens
-            line does not have 3–4 fields.
+        InputError: the file lacks a user or an item column, an id is
+            missing, or a MovieLens line does not have 3–4 fields.
 
     Example:
         >>> import tempfile, pathlib
@@ -119,36 +126,54 @@ def read_interactions(
     if not p.exists():
         raise InputError(f"no such file: {p}")
     fmt = detect_format(p) if format == "auto" else format
+    name = str(p)
+    text_ids = {0: str, 1: str}
     if fmt == "movielens-dat":
-        text = p.read_bytes().replace(b"::", b"\t")
-        frame = pd.read_csv(io.BytesIO(text), sep="\t", header=None)
-        return _name_ml(frame, p, fmt)
+        data = p.read_bytes().replace(b"::", b"\t")
+        frame = pd.read_csv(io.BytesIO(data), sep="\t", header=None, dtype=text_ids)
+        return _ids(_name_ml(frame, p, fmt), name, text=True)
     if fmt == "movielens-udata":
-        frame = pd.read_csv(p, sep="\t", header=None)
-        return _name_ml(frame, p, fmt)
+        frame = pd.read_csv(p, sep="\t", header=None, dtype=text_ids)
+        return _ids(_name_ml(frame, p, fmt), name, text=True)
     if fmt == "movielens-csv":
-        frame = pd.read_csv(p).rename(columns=_ML_CSV)
-        return frame[[c for c in _ML_CSV.values() if c in frame.columns]]
+        frame = pd.read_csv(p, dtype={"userId": str, "movieId": str}).rename(columns=_ML_CSV)
+        frame = frame[[c for c in _ML_CSV.values() if c in frame.columns]]
+        return _ids(frame, name, text=True)
+    cols = Columns(user=user_col, item=item_col)
     if fmt == "parquet":
         frame = pd.read_parquet(p)
+        found = resolve([str(c) for c in frame.columns], cols, TRAIN, name)
     elif fmt in ("csv", "tsv"):
-        frame = pd.read_csv(p, sep="\t" if fmt == "tsv" else ",")
+        sep = "\t" if fmt == "tsv" else ","
+        header = pd.read_csv(p, sep=sep, nrows=0).columns
+        found = resolve([str(c) for c in header], cols, TRAIN, name)
+        frame = pd.read_csv(p, sep=sep, dtype={found["user"]: str, found["item"]: str})
     else:
         raise InputError(
             f"unknown interactions format {fmt!r} (choose from auto, parquet, csv, tsv, "
             "movielens-dat, movielens-udata, movielens-csv)",
-            source=str(p),
+            source=name,
         )
-    names = {user_col: "user", item_col: "item", rating_col: "rating", timestamp_col: "timestamp"}
-    for col, role in ((user_col, "user"), (item_col, "item")):
-        if col not in frame.columns:
-            found = ", ".join(map(str, frame.columns))
-            raise InputError(
-                f"no {role} column {col!r} (columns found: {found}); name it with {role}_col=",
-                source=str(p),
-            )
+    names = {
+        found["user"]: "user",
+        found["item"]: "item",
+        rating_col: "rating",
+        timestamp_col: "timestamp",
+    }
     keep = [c for c in names if c in frame.columns]
-    return frame[keep].rename(columns=names)
+    return _ids(frame[keep].rename(columns=names), name, text=fmt != "parquet")
+
+
+def _ids(frame: pd.DataFrame, source: str, text: bool) -> pd.DataFrame:
+    """The user and item columns under the id rule (text files: the text rule)."""
+    for role in ("user", "item"):
+        values = frame[role]
+        if text:
+            ids = from_text(pa.array(values.to_numpy(dtype=object), from_pandas=True), role, source)
+        else:
+            ids = canonical(values.to_numpy(), role, source)
+        frame[role] = ids
+    return frame
 
 
 def _name_ml(frame: pd.DataFrame, path: Path, fmt: str) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,48 +11,78 @@ import numpy as np
 import pandas as pd
 
 from receval.errors import InputError
-from receval.ids import as_str, ids_to_numpy, objects
-from receval.io.tables import _is_table, _to_arrow
+from receval.ids import as_str, canonical
+from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
 from receval.metrics.context import ItemContext
 from receval.records import Columns
 
-__all__ = ["build_context"]
+__all__ = ["build_context", "read_items"]
 
 
-def _items_of(obj: Any, what: str) -> np.ndarray:
+def _from_path(obj: Any, role: str, cols: Columns) -> Any:
+    """A path read as a file (CSV/TSV, Parquet, JSON Lines): its table."""
+    if isinstance(obj, (str, os.PathLike)):
+        from receval.io.files import read_file
+
+        return read_file(obj, role=role, cols=cols)[0]
+    return obj
+
+
+def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
+    """A set of items (``catalog=``, ``popular=``) as ids under the id rule.
+
+    Takes a table (its item column, detected as for recommendations: ``item``,
+    ``item_id``, ``movieId``, ... or ``cols.item``), the path of a file of
+    one, a mapping (its keys), a pandas Series or Index, a NumPy array or
+    any iterable of ids.
+
+    Example:
+        >>> read_items(pd.DataFrame({"item": [3, 1]}), "catalog").tolist()
+        [3, 1]
+    """
+    obj = _from_path(obj, "items", cols)
+    if is_table(obj):
+        table, _ = normalise(obj, cols, ITEMS, what)
+        return canonical(table.column("item"), "item", what)
+    if isinstance(obj, pd.Series):
+        return canonical(obj.to_numpy(), "item", what)
+    if isinstance(obj, np.ndarray):
+        return canonical(obj.reshape(-1), "item", what)
     if isinstance(obj, (str, bytes)) or not isinstance(obj, Iterable):
-        raise InputError(f"{what} must be an iterable of item ids; got {type(obj).__name__}")
-    values = list(obj)
-    return ids_to_numpy(objects(values), "item", what) if values else np.empty(0, np.int64)
+        raise InputError(
+            f"{what} must be a table with an item column, a mapping or an iterable of item "
+            f"ids; got {type(obj).__name__}",
+            source=what,
+        )
+    return canonical(list(obj), "item", what)
 
 
 def _train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    train = _from_path(train, "train", cols)
     if isinstance(train, Mapping):
         users: list[Any] = []
         items: list[Any] = []
         for u, its in train.items():
+            if isinstance(its, (str, bytes)) or not isinstance(its, Iterable):
+                raise InputError(
+                    f"expected an iterable of items; found {type(its).__name__}",
+                    source="train",
+                    user=u,
+                )
             seq = list(its)
             users += [u] * len(seq)
             items += seq
-        return (
-            ids_to_numpy(objects(users), "user", "train"),
-            ids_to_numpy(objects(items), "item", "train"),
-        )
-    if not _is_table(train):
+        return canonical(users, "user", "train"), canonical(items, "item", "train")
+    if not is_table(train):
         raise InputError(
             "train must be a pandas/polars/pyarrow table or a mapping user -> items; "
-            f"got {type(train).__name__}"
+            f"got {type(train).__name__}",
+            source="train",
         )
-    table = _to_arrow(train, "train")
-    for name, role in ((cols.user, "user"), (cols.item, "item")):
-        if name not in table.column_names:
-            raise InputError(
-                f"no {role} column {name!r} (columns found: {', '.join(table.column_names)})",
-                source="train",
-            )
+    table, _ = normalise(train, cols, TRAIN, "train")
     return (
-        ids_to_numpy(table.column(cols.user), "user", "train"),
-        ids_to_numpy(table.column(cols.item), "item", "train"),
+        canonical(table.column("user"), "user", "train"),
+        canonical(table.column("item"), "item", "train"),
     )
 
 
@@ -62,14 +93,41 @@ def _is_categories(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(isinstance(x, str) for x in value)
 
 
-def _features(obj: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Item ids and dense unit vectors, or ids and a 0/1 category matrix."""
-    if isinstance(obj, pd.DataFrame):
-        ids = ids_to_numpy(objects(list(obj.index)), "item", "item_features")
+def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Item ids and dense unit vectors, or ids and a 0/1 category matrix.
+
+    A table with an item column (detected, or ``cols.item``) takes its other
+    columns as the features; a pandas DataFrame without one takes its index.
+    """
+    obj = _from_path(obj, "items", cols)
+    column = _item_column(obj, cols) if is_table(obj) else None
+    if column is not None:
+        table = to_arrow(obj, "item_features")
+        ids = canonical(table.column(column), "item", "item_features")
+        rest = [n for n in table.column_names if n != column]
+        try:
+            values = (
+                np.column_stack(
+                    [
+                        table.column(n).to_numpy(zero_copy_only=False).astype(np.float64)
+                        for n in rest
+                    ]
+                )
+                if rest
+                else np.zeros((len(ids), 0))
+            )
+        except (TypeError, ValueError):
+            raise InputError(
+                "item_features must have numeric feature columns besides the item column "
+                f"(columns found: {', '.join(table.column_names)})",
+                source="item_features",
+            ) from None
+    elif isinstance(obj, pd.DataFrame):
+        ids = canonical(obj.index.to_numpy(), "item", "item_features")
         values = obj.to_numpy(dtype=np.float64)
     elif isinstance(obj, Mapping):
         keys = list(obj)
-        ids = ids_to_numpy(objects(keys), "item", "item_features")
+        ids = canonical(keys, "item", "item_features")
         if _is_categories(next(iter(obj.values()), None)):
             cats = sorted({str(c) for v in obj.values() for c in v})
             where = {c: j for j, c in enumerate(cats)}
@@ -81,14 +139,25 @@ def _features(obj: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | Non
         values = np.asarray([np.asarray(obj[k], dtype=np.float64) for k in keys])
     else:
         raise InputError(
-            "item_features must be a DataFrame (index = item, numeric columns), a mapping "
-            f"item -> vector or a mapping item -> set of categories; got {type(obj).__name__}"
+            "item_features must be a table with an item column and numeric feature columns, "
+            "a DataFrame (index = item, numeric columns), a mapping item -> vector or a "
+            f"mapping item -> set of categories; got {type(obj).__name__}",
+            source="item_features",
         )
     if values.ndim != 2 or not np.isfinite(values).all():
         raise InputError("item_features must be a finite numeric matrix (one row per item)")
     norms = np.linalg.norm(values, axis=1, keepdims=True)
     unit = np.divide(values, norms, out=np.zeros_like(values), where=norms > 0)
     return ids, unit, None
+
+
+def _item_column(table: Any, cols: Columns) -> str | None:
+    """The item column of a table of features: ``cols.item`` when the table
+    has it, else the first item alias found, else None (the index)."""
+    names = names_of(table)
+    if cols.item and cols.item in names:
+        return cols.item
+    return resolve(names, Columns(), (("item",), ()), "item_features").get("item")
 
 
 def build_context(
@@ -105,15 +174,15 @@ def build_context(
     if train is not None:
         t_users, t_items = _train_pairs(train, cols)
         parts.append(t_items)
-    cat = _items_of(catalog, "catalog") if catalog is not None else None
+    cat = read_items(catalog, "catalog", cols) if catalog is not None else None
     if cat is not None:
         parts.append(cat)
-    pop_items = _items_of(popular, "popular") if popular is not None else None
+    pop_items = read_items(popular, "popular", cols) if popular is not None else None
     if pop_items is not None:
         parts.append(pop_items)
     f_ids = f_unit = f_cats = None
     if item_features is not None:
-        f_ids, f_unit, f_cats = _features(item_features)
+        f_ids, f_unit, f_cats = _features(item_features, cols)
         parts.append(f_ids)
     if any(p.dtype == object for p in parts):
         parts = [as_str(p) for p in parts]

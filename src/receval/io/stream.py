@@ -35,25 +35,41 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.errors import InputError, PolicyError
-from receval.ids import distinct_sorted
-from receval.io.files import FileInfo, _checked_path, _fail, _map_columns, is_parquet
+from receval.ids import INT, STR, canonical, combine_kinds, distinct_sorted, kind
+from receval.io.columns import RECS, TRUTH, normalise, resolve
+from receval.io.files import FileInfo, _checked_path, _fail, is_parquet
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
-from receval.records import Columns, Pair, as_strings
+from receval.records import Columns, Pair
 
 __all__ = ["ParquetInput", "is_parquet", "open_parquet", "pairs"]
 
-_CANON = Columns()
+_CANON = Columns()  # chunks carry their roles' names: detected as such
 
 
-def _id_kind(typ: pa.DataType) -> str | None:
-    """int / str for ids that stream; None (read the file whole) otherwise."""
+def _type_kind(typ: pa.DataType) -> str | None:
+    """The id kind that an Arrow type alone decides (int / str), or None
+    when the values decide (floats, uint64, others)."""
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
-    if pa.types.is_integer(typ) or pa.types.is_boolean(typ):
-        return "int"
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return "str"
-    return None  # floats (integral or not), lists, dates: decided on the whole column
+    if pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
+        return INT
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ):
+        return STR
+    return None
+
+
+def _arrow_ids(col: pa.ChunkedArray, want: str, role: str, source: str) -> pa.ChunkedArray:
+    """A column of ids as int64 (kind int) or large strings (kind str),
+    values under the id rule (never Arrow's own casts of floats)."""
+    target = pa.int64() if want == INT else pa.large_string()
+    if col.type == target:
+        return col
+    if _type_kind(col.type) == INT or (
+        pa.types.is_dictionary(col.type) and pa.types.is_string(col.type.value_type)
+    ):
+        return col.cast(target)
+    ids = canonical(col, role, source, want)
+    return pa.chunked_array([pa.array(ids, type=target)])
 
 
 def _pieces(file: Any, rows: int, columns: list[str]) -> Iterator[pa.Table]:
@@ -130,7 +146,11 @@ class ParquetInput:
                 row = int(np.flatnonzero(user.is_null().to_numpy(zero_copy_only=False))[0])
                 raise InputError("missing user id", source=self.path, row=start + row)
             if user.type != self.user_type:
-                table = table.set_column(0, "user", user.cast(self.user_type))
+                try:
+                    ids = _arrow_ids(user, self.user_kind, "user", self.path)
+                except InputError as exc:
+                    raise exc.remap(lambda r, at=start: r + at) from None
+                table = table.set_column(0, "user", ids)
             yield table, start
             start += table.num_rows
 
@@ -174,13 +194,30 @@ class ParquetInput:
         last = None
         col = self.read[0]
         for piece in self._pieces(CHUNK_ROWS, [col]):
-            user = piece.column(0)
-            user = user.cast(self.user_type) if user.type != self.user_type else user
+            user = _arrow_ids(piece.column(0), self.user_kind, "user", self.path)
             if not _in_order(user, last):
                 return False
             if len(user):
                 last = user[-1]
         return True
+
+    def column_kind(self, role: str) -> str:
+        """The id kind of the whole user or item column: from its type, or
+        from one pass over its values (floats, uint64), so that every chunk
+        gets the kind of the column read whole."""
+        col = self.read[self.names.index(role)]
+        decided = _type_kind(self.file_type(col))
+        if decided is not None:
+            return decided
+        kinds = [
+            kind(canonical(piece.column(0), role, self.path))
+            for piece in self._pieces(CHUNK_ROWS, [col])
+        ]
+        return combine_kinds(kinds)
+
+    def file_type(self, column: str) -> pa.DataType:
+        """The Arrow type of one of the file's columns."""
+        return self.file.schema_arrow.field(column).type
 
 
 @dataclass
@@ -193,6 +230,9 @@ class TableInput(ParquetInput):
     def num_rows(self) -> int:
         return int(self.table.num_rows)
 
+    def file_type(self, column: str) -> pa.DataType:
+        return self.table.schema.field(column).type
+
     def _pieces(self, rows: int, columns: list[str]) -> Iterator[pa.Table]:
         t = self.table.select(columns)
         for at in range(0, t.num_rows, rows):
@@ -201,41 +241,28 @@ class TableInput(ParquetInput):
 
 def sorted_tables(recs: Any, truth: Any, cols: Columns = Columns()) -> tuple[Any, Any] | None:
     """Two in-memory tables as inputs to merge by user (the same path as
-    sorted Parquet files), or None unless both are Arrow-typed tables whose
-    ids are integers or strings, with users in ascending order."""
-    from receval.io.tables import _is_table, _to_arrow
+    sorted Parquet files), or None unless both are tables whose ids are
+    typed integers or strings, with users in ascending order."""
+    from receval.io.columns import is_table
 
-    if not (_is_table(recs) and _is_table(truth)):
+    if not (is_table(recs) and is_table(truth)):
         return None
     out = []
-    for obj, role in ((recs, "recommendations"), (truth, "truth")):
-        table = _to_arrow(obj, role)
+    for obj, role, roles in ((recs, "recommendations", RECS), (truth, "truth", TRUTH)):
+        table, found = normalise(obj, cols, roles, role)
         names = table.column_names
-        if cols.user not in names or cols.item not in names:
+        if role == "recommendations":
+            if "rank" in found:
+                names = ["user", "item", "rank"]
+            elif "score" in found:
+                names = ["user", "item", "score"]
+            else:
+                return None
+        kinds = [_type_kind(table.schema.field(c).type) for c in ("user", "item")]
+        if None in kinds or table.num_rows == 0 or table.column("user").null_count:
             return None
-        read = [cols.user, cols.item]
-        if role == "truth":
-            read += [cols.relevance] if cols.relevance in names else []
-        elif cols.rank in names:
-            read.append(cols.rank)
-        elif cols.score in names:
-            read.append(cols.score)
-        else:
-            return None
-        canon = [
-            "user",
-            "item",
-            *(
-                {cols.relevance: "relevance", cols.rank: "rank", cols.score: "score"}[c]
-                for c in read[2:]
-            ),
-        ]
-        kinds = [_id_kind(table.schema.field(c).type) for c in read[:2]]
-        if None in kinds or table.num_rows == 0 or table.column(cols.user).null_count:
-            return None
-        src = TableInput(
-            role, role, None, read, canon, FileInfo(role, "table"), kinds[0], kinds[1], table
-        )
+        info = FileInfo(role, "table", columns=dict(found))
+        src = TableInput(role, role, None, names, names, info, kinds[0], kinds[1], table)
         out.append(src)
     if out[0].user_kind != out[1].user_kind or not (out[0].is_sorted() and out[1].is_sorted()):
         return None
@@ -258,22 +285,28 @@ def open_parquet(
         raise _fail(name, "no data rows (only a header?)")
     schema = file.schema_arrow
     info = FileInfo(name, "parquet", rows=file.metadata.num_rows)
-    mapped = _map_columns(schema.empty_table(), cols, role, info)
+    found = resolve(schema.names, cols, RECS if role == "recommendations" else TRUTH, name)
+    info.columns.update(found)
     wanted = ["user", "item"]
     if role == "truth":
-        wanted += ["relevance"] if "relevance" in mapped.column_names else []
-    elif "rank" in mapped.column_names:
+        wanted += ["relevance"] if "relevance" in found else []
+    elif "rank" in found:
         wanted.append("rank")
-    elif "score" in mapped.column_names:
+    elif "score" in found:
         wanted.append("score")
     else:  # let the table reader word the error
         return None
-    user_kind = _id_kind(schema.field(info.columns["user"]).type)
-    item_kind = _id_kind(schema.field(info.columns["item"]).type)
-    if user_kind is None or item_kind is None:
-        return None
-    read = [info.columns[c] for c in wanted]
-    return ParquetInput(name, role, file, read, wanted, info, user_kind, item_kind)
+    if any(_is_list(schema.field(found[r]).type) for r in ("user", "item")):
+        return None  # lists of items: read whole and expanded
+    read = [found[c] for c in wanted]
+    src = ParquetInput(name, role, file, read, wanted, info, INT, INT)
+    src.user_kind = src.column_kind("user")
+    src.item_kind = src.column_kind("item")
+    return src
+
+
+def _is_list(typ: pa.DataType) -> bool:
+    return pa.types.is_list(typ) or pa.types.is_large_list(typ)
 
 
 # --- sorted files: read in step ---------------------------------------------
@@ -370,9 +403,10 @@ def _merge(
 # --- anything else: partition by a hash of the user -------------------------
 
 
-def _hash(user: pa.ChunkedArray, as_str: bool) -> np.ndarray:
-    """A well-mixed unsigned hash of each user id (the same on both files)."""
-    if as_str or pa.types.is_large_string(user.type):
+def _hash(user: pa.ChunkedArray) -> np.ndarray:
+    """A well-mixed unsigned hash of each user id (the same on both files:
+    their user columns have one type, int64 or large strings)."""
+    if pa.types.is_large_string(user.type):
         text = user.cast(pa.large_string()).to_numpy(zero_copy_only=False)
         return pd.util.hash_array(np.asarray(text, dtype=object))
     u = user.to_numpy().astype(np.int64, copy=False).view(np.uint64)
@@ -384,7 +418,7 @@ def _hash(user: pa.ChunkedArray, as_str: bool) -> np.ndarray:
 BUFFERED_ROWS = 4_000_000
 
 
-def _partition(src: ParquetInput, buckets: int, directory: Path, as_str: bool, rows: int) -> None:
+def _partition(src: ParquetInput, buckets: int, directory: Path, rows: int) -> None:
     """Write the file's rows into ``buckets`` Parquet files by a hash of the
     user, in file order, each row with its row number in the file (``__row``)."""
     import pyarrow.parquet as pq
@@ -405,7 +439,7 @@ def _partition(src: ParquetInput, buckets: int, directory: Path, as_str: bool, r
     try:
         for table, start in src.batches(rows):
             n = table.num_rows
-            bucket = (_hash(table.column("user"), as_str) % np.uint64(buckets)).astype(np.int16)
+            bucket = (_hash(table.column("user")) % np.uint64(buckets)).astype(np.int16)
             order = np.argsort(bucket, kind="stable")  # a radix sort: small integers
             table = table.append_column("__row", pa.array(np.arange(start, start + n)))
             table = table.take(pa.array(order))
@@ -443,13 +477,12 @@ def _bucket(directory: Path, b: int, like: pa.Schema) -> tuple[pa.Table, np.ndar
 def _partitioned(
     recs: ParquetInput, truth: ParquetInput, rows: int, tmp: str | None
 ) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
-    as_str = recs.user_kind != truth.user_kind
     # one bucket ~ one chunk of rows; at most 512 buckets (open files)
     buckets = min(512, max(2, math.ceil(max(recs.num_rows, truth.num_rows) / rows)))
     with tempfile.TemporaryDirectory(prefix="receval-", dir=tmp) as d:
         base = Path(d)
-        _partition(recs, buckets, base / "recs", as_str, rows)
-        _partition(truth, buckets, base / "truth", as_str, rows)
+        _partition(recs, buckets, base / "recs", rows)
+        _partition(truth, buckets, base / "truth", rows)
         recs_like = next(recs.batches(1))[0].schema
         truth_like = next(truth.batches(1))[0].schema
         for b in range(buckets):
@@ -479,16 +512,14 @@ def pairs(
     with ``sorted_files=False``).
     """
     rows = CHUNK_ROWS if rows is None else max(1, rows)
-    str_users = recs.user_kind != truth.user_kind
-    str_items = recs.item_kind != truth.item_kind
-    same_kind = recs.user_kind == truth.user_kind
-    source = _merge(recs, truth, rows) if sorted_files and same_kind else None
+    _same_kinds(recs, truth)
+    source = _merge(recs, truth, rows) if sorted_files else None
     if source is None:
         source = _partitioned(recs, truth, rows, tmp)
     for a, arow, t, trow in source:
         # converted to NumPy by the worker that evaluates the pair, not here:
         # the reading thread only reads and cuts
-        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded, str_users, str_items)
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded)
         yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
 
 
@@ -500,23 +531,37 @@ def _load(
     recs: ParquetInput,
     truth: ParquetInput,
     graded: bool,
-    str_users: bool,
-    str_items: bool,
 ) -> tuple[Any, Any]:
-    """One pair's tables as checked NumPy columns (errors name the file row)."""
+    """One pair's tables as checked NumPy columns (errors name the file row),
+    ids of the kinds of the whole files."""
+    kinds = (recs.user_kind, recs.item_kind)
     try:
-        r = read_recs(a, _CANON, source=recs.path)
+        r = read_recs(a, _CANON, recs.path, kinds)
     except InputError as exc:
         raise exc.remap(arow) from None
     try:
-        tr = read_truth(t, _CANON, source=truth.path)
+        tr = read_truth(t, _CANON, truth.path, kinds)
     except InputError as exc:
         raise exc.remap(trow) from None
+    r.columns, tr.columns = dict(recs.info.columns), dict(truth.info.columns)
     if not graded:
         tr.grades = np.ones(len(tr.grades))
-    as_strings(r, str_users, str_items)
-    as_strings(tr, str_users, str_items)
     return r, tr
+
+
+def _same_kinds(recs: ParquetInput, truth: ParquetInput) -> list[str]:
+    """Both inputs' ids of one kind (strings when either side's are), and
+    the notes saying where numbers were matched as strings."""
+    notes = []
+    for what in ("user", "item"):
+        a, b = getattr(recs, f"{what}_kind"), getattr(truth, f"{what}_kind")
+        if a != b:
+            notes.append(
+                f"{what} ids are numbers on one side and strings on the other: matched as strings"
+            )
+        setattr(recs, f"{what}_kind", combine_kinds([a, b]))
+        setattr(truth, f"{what}_kind", combine_kinds([a, b]))
+    return notes
 
 
 def evaluate(
@@ -533,18 +578,11 @@ def evaluate(
     error met while merging is raised once both files are known to be sorted
     (else the files are partitioned), so it never comes from a user whose
     rows were not all read."""
-    notes = []
-    for what, a, b in (
-        ("user", recs.user_kind, truth.user_kind),
-        ("item", recs.item_kind, truth.item_kind),
-    ):
-        if a != b:
-            notes.append(
-                f"{what} ids are numbers on one side and strings on the other: matched as strings"
-            )
+    mixed = recs.user_kind != truth.user_kind  # strings of numbers: seldom in string order
+    notes = _same_kinds(recs, truth)
     max_grade = truth.max_grade() if graded else 1.0
     tmp = tmp or os.environ.get("RECEVAL_TMPDIR") or None
-    if recs.user_kind == truth.user_kind:
+    if not mixed:
         try:
             return run(pairs(recs, truth, graded=graded, rows=rows), max_grade, list(notes))
         except _NotSorted:

@@ -7,64 +7,22 @@ naming the table, the 0-based row, the user and the item.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from receval.errors import InputError
-from receval.ids import first_true, ids_to_numpy, objects
+from receval.ids import canonical, first_true
+from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
 from receval.records import Columns, RecsData, TruthData
 
 __all__ = ["iter_recs", "read_recs", "read_truth"]
 
 #: Recommendation rows per chunk when a large table is grouped by user.
 CHUNK_ROWS = 500_000
-
-
-def _is_table(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch)) or mod.startswith("polars")
-
-
-def _to_arrow(obj: Any, source: str) -> pa.Table:
-    if isinstance(obj, pa.Table):
-        return obj
-    if isinstance(obj, pa.RecordBatch):
-        return pa.Table.from_batches([obj])
-    if isinstance(obj, pd.DataFrame):
-        frame = obj.reset_index(drop=True)
-        frame.columns = [str(c) for c in frame.columns]
-        try:
-            return pa.Table.from_pandas(frame, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            # mixed-type object columns: read them as strings, reported later
-            fixed = frame.copy()
-            for c in fixed.columns:
-                if fixed[c].dtype == object:
-                    fixed[c] = fixed[c].map(lambda v: None if v is None else str(v))
-            return pa.Table.from_pandas(fixed, preserve_index=False)
-    if type(obj).__module__.startswith("polars"):
-        return obj.to_arrow()
-    raise InputError(
-        f"expected a pandas, polars or pyarrow table or a mapping; got {type(obj).__name__}",
-        source=source,
-    )
-
-
-def _column(table: pa.Table, name: str, role: str, source: str) -> pa.ChunkedArray:
-    if name not in table.column_names:
-        found = ", ".join(table.column_names) or "none"
-        close = difflib.get_close_matches(name, table.column_names, n=1, cutoff=0.5)
-        hint = f" — did you mean {close[0]!r}?" if close else ""
-        raise InputError(
-            f"no {role} column {name!r} (columns found: {found}){hint}", source=source, column=name
-        )
-    return table.column(name)
 
 
 def _numbers(
@@ -155,43 +113,54 @@ def check_grades(grades: np.ndarray, users: np.ndarray, items: np.ndarray, sourc
         )
 
 
-def read_recs(obj: Any, cols: Columns = Columns(), source: str = "recommendations") -> RecsData:
-    """Recommendations from a table (user, item, rank or score) or a mapping
-    ``user -> sequence of items`` (best first)."""
+Kinds = tuple[str | None, str | None]
+
+
+def read_recs(
+    obj: Any,
+    cols: Columns = Columns(),
+    source: str = "recommendations",
+    kinds: Kinds = (None, None),
+) -> RecsData:
+    """Recommendations from a table (user, item, rank or score; columns
+    detected as :mod:`receval.io.columns` says) or a mapping ``user ->
+    sequence of items`` (best first). ``kinds`` forces the id kind of the
+    user and item columns (``"str"``) when this table is one chunk of a
+    larger input. With both a rank and a score column, the rank orders."""
     if isinstance(obj, Mapping):
-        return _recs_from_mapping(obj, source)
-    if not _is_table(obj):
+        return _recs_from_mapping(obj, source, kinds)
+    if not is_table(obj):
         raise InputError(
             "recommendations must be a pandas/polars/pyarrow table or a mapping "
             f"user -> list of items; got {type(obj).__name__}",
             source=source,
         )
-    table = _to_arrow(obj, source)
-    users = ids_to_numpy(_column(table, cols.user, "user", source), "user", source)
-    items = ids_to_numpy(_column(table, cols.item, "item", source), "item", source)
+    table, found = normalise(obj, cols, RECS, source)
+    users = canonical(table.column("user"), "user", source, kinds[0])
+    items = canonical(table.column("item"), "item", source, kinds[1])
     score = rank = None
-    if cols.rank in table.column_names:
+    if "rank" in found:
         try:
-            raw = _numbers(
-                table.column(cols.rank), "rank", source, "a positive integer", keep_ints=True
-            )
+            raw = _numbers(table.column("rank"), "rank", source, "a positive integer", True)
         except InputError as exc:
             raise _locate(exc, users, items) from None
         rank = check_ranks(raw, users, items, source)
-    elif cols.score in table.column_names:
+        found.pop("score", None)
+    elif "score" in found:
         try:
-            score = _numbers(table.column(cols.score), "score", source, "a finite number")
+            score = _numbers(table.column("score"), "score", source, "a finite number")
         except InputError as exc:
             raise _locate(exc, users, items) from None
         check_scores(score, users, items, source)
     else:
-        found = ", ".join(table.column_names)
+        names = ", ".join(names_of(obj))
         raise InputError(
-            f"recommendations need a rank column {cols.rank!r} or a score column "
-            f"{cols.score!r} to order each list (columns found: {found})",
+            "recommendations need a rank column (1 = best) or a score column (higher = "
+            f"better) to order each list (columns found: {names}) — name it with rank_col= "
+            "or score_col= (CLI: --rank-col, --score-col)",
             source=source,
         )
-    return RecsData(users, items, score, rank, rows=table.num_rows, source=source)
+    return RecsData(users, items, score, rank, rows=table.num_rows, source=source, columns=found)
 
 
 def _user_boundaries(column: pa.ChunkedArray, chunk_rows: int) -> list[int] | None:
@@ -218,30 +187,40 @@ def iter_recs(
 ) -> Iterator[tuple[RecsData, int]]:
     """Recommendations as chunks of complete users, each with the row of the
     table it starts at. A large table whose users' rows are contiguous is cut
-    into chunks of about ``chunk_rows`` rows; anything else is one chunk."""
+    into chunks of about ``chunk_rows`` rows; anything else is one chunk.
+    Every chunk's ids have the kind of the whole column (never the chunk's)."""
     chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
-    if isinstance(obj, Mapping) or not _is_table(obj):
+    source = "recommendations"
+    if isinstance(obj, Mapping) or not is_table(obj) or _rows(obj) <= chunk_rows:
         yield read_recs(obj, cols), 0
         return
-    table = _to_arrow(obj, "recommendations")
+    table, found = normalise(obj, cols, RECS, source)
+    table = table.rename_columns([found[r] for r in table.column_names])
+    cols = Columns(**{r: found.get(r, "") for r in RECS[0]})
+    user, item = table.column(found["user"]), table.column(found["item"])
     bounds = None
-    if table.num_rows > chunk_rows and cols.user in table.column_names:
-        user = table.column(cols.user)
-        if not user.null_count:
-            bounds = _user_boundaries(user, chunk_rows)
+    if not user.null_count:
+        bounds = _user_boundaries(user, chunk_rows)
     if bounds is None or len(bounds) <= 2:
         yield read_recs(table, cols), 0
         return
+    kinds = (kind_of(user, "user", source), kind_of(item, "item", source))
     for start, end in itertools.pairwise(bounds):
         try:
-            chunk = read_recs(table.slice(start, end - start), cols)
+            chunk = read_recs(table.slice(start, end - start), cols, source, kinds)
         except InputError as exc:
             raise exc.remap(lambda r, at=start: r + at) from None
         chunk.rows = end - start
         yield chunk, start
 
 
-def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsData:
+def _rows(obj: Any) -> int:
+    return int(obj.num_rows if hasattr(obj, "num_rows") else len(obj))
+
+
+def _recs_from_mapping(
+    obj: Mapping[Any, Sequence[Any]], source: str, kinds: Kinds = (None, None)
+) -> RecsData:
     users: list[Any] = []
     items: list[Any] = []
     ranks: list[int] = []
@@ -259,8 +238,8 @@ def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsDat
         users.extend([user] * len(seq))
         items.extend(seq)
         ranks.extend(range(1, len(seq) + 1))
-    u = ids_to_numpy(objects(users + empty), "user", source)
-    i = ids_to_numpy(objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
+    u = canonical(users + empty, "user", source, kinds[0])
+    i = canonical(items, "item", source, kinds[1])
     return RecsData(
         users=u[: len(users)],
         items=i,
@@ -272,35 +251,49 @@ def _recs_from_mapping(obj: Mapping[Any, Sequence[Any]], source: str) -> RecsDat
     )
 
 
-def read_truth(obj: Any, cols: Columns = Columns(), source: str = "truth") -> TruthData:
+def read_truth(
+    obj: Any,
+    cols: Columns = Columns(),
+    source: str = "truth",
+    kinds: Kinds = (None, None),
+) -> TruthData:
     """Truth from a table (user, item[, relevance]) or a mapping
-    ``user -> iterable of items`` / ``user -> mapping item -> grade``."""
+    ``user -> iterable of items`` / ``user -> mapping item -> grade``.
+
+    A column named like a grade (``relevance``, ``rating``, ``grade``,
+    ``label``, ...; :data:`receval.io.columns.ALIASES`) or named by
+    ``cols.relevance`` is the graded relevance; ``TruthData.columns`` says
+    which column it was."""
     if isinstance(obj, Mapping):
-        return _truth_from_mapping(obj, source)
-    if not _is_table(obj):
+        return _truth_from_mapping(obj, source, kinds)
+    if not is_table(obj):
         raise InputError(
             "truth must be a pandas/polars/pyarrow table or a mapping user -> items; "
             f"got {type(obj).__name__}",
             source=source,
         )
-    table = _to_arrow(obj, source)
-    users = ids_to_numpy(_column(table, cols.user, "user", source), "user", source)
-    items = ids_to_numpy(_column(table, cols.item, "item", source), "item", source)
-    graded = cols.relevance in table.column_names
+    table, found = normalise(obj, cols, TRUTH, source)
+    users = canonical(table.column("user"), "user", source, kinds[0])
+    items = canonical(table.column("item"), "item", source, kinds[1])
+    graded = "relevance" in found
     if graded:
         try:
             grades = _numbers(
-                table.column(cols.relevance), "relevance", source, "a non-negative number"
+                table.column("relevance"), "relevance", source, "a non-negative number"
             )
         except InputError as exc:
             raise _locate(exc, users, items) from None
         check_grades(grades, users, items, source)
     else:
         grades = np.ones(table.num_rows)
-    return TruthData(users, items, grades, rows=table.num_rows, graded=graded, source=source)
+    return TruthData(
+        users, items, grades, rows=table.num_rows, graded=graded, source=source, columns=found
+    )
 
 
-def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
+def _truth_from_mapping(
+    obj: Mapping[Any, Any], source: str, kinds: Kinds = (None, None)
+) -> TruthData:
     users: list[Any] = []
     items: list[Any] = []
     grades: list[float] = []
@@ -331,8 +324,8 @@ def _truth_from_mapping(obj: Mapping[Any, Any], source: str) -> TruthData:
             users.append(user)
             items.append(it)
             grades.append(grade)
-    u = ids_to_numpy(objects(users + empty), "user", source)
-    i = ids_to_numpy(objects(items), "item", source) if items else np.empty(0, dtype=np.int64)
+    u = canonical(users + empty, "user", source, kinds[0])
+    i = canonical(items, "item", source, kinds[1])
     g = np.asarray(grades, dtype=np.float64)
     check_grades(g, u, i, source)
     return TruthData(

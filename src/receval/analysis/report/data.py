@@ -72,10 +72,10 @@ def curves_frame(
 def top_k_items(
     run: Any,
     k: int,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    rank_col: str = "rank",
+    user_col: str | None = None,
+    item_col: str | None = None,
+    score_col: str | None = None,
+    rank_col: str | None = None,
 ) -> pd.DataFrame:
     """The first ``k`` items of every list of a run as a (user, item, position) table.
 
@@ -110,8 +110,8 @@ def popularity_deciles(
     *,
     train: Any,
     catalog: Any = None,
-    user_col: str = "user",
-    item_col: str = "item",
+    user_col: str | None = None,
+    item_col: str | None = None,
 ) -> pd.DataFrame:
     """Share of recommendation slots per item-popularity decile, per system.
 

@@ -1,0 +1,265 @@
+"""Which column holds what: one alias table and one resolver for every input.
+
+Dicts, pandas, polars and Arrow tables and every file format go through
+:func:`resolve` (names → roles) and :func:`normalise` (a table → an Arrow
+table holding only the roles' columns, under the roles' names, with its id
+columns under the id rule of :mod:`receval.ids`).
+
+The rule (README "Columns"): a column named explicitly (``user_col=``,
+``--user-col``, ...) must exist; a role left to detection (None) takes the
+first column whose name matches one of the role's aliases (:data:`ALIASES`,
+compared without case, ``_``, ``-`` or spaces: ``userId`` ≡ ``user_id``).
+``""`` means "do not read this role". A truth column named like a grade
+(``relevance``, ``rating``, ``grade``, ``label``, ...) *is* the graded
+relevance, for tables as for files.
+
+Example:
+    >>> resolve(["userId", "movieId", "rating"], Columns(), TRUTH, "truth")
+    {'user': 'userId', 'item': 'movieId', 'relevance': 'rating'}
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from receval.errors import InputError
+from receval.ids import STR, canonical
+from receval.records import Columns
+
+__all__ = [
+    "ALIASES",
+    "ITEMS",
+    "RATINGS",
+    "RECS",
+    "TRAIN",
+    "TRUTH",
+    "is_table",
+    "normalise",
+    "resolve",
+    "to_arrow",
+]
+
+#: Spellings of each role found in the wild, in order of preference.
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "user": (
+        "user",
+        "user_id",
+        "uid",
+        "qid",
+        "query_id",
+        "query",
+        "session",
+        "session_id",
+        "customer_id",
+    ),
+    "item": (
+        "item",
+        "item_id",
+        "iid",
+        "docno",
+        "doc_id",
+        "movie_id",
+        "product_id",
+        "track_id",
+        "artist_id",
+    ),
+    "score": ("score", "prediction", "predicted", "pred"),
+    "rank": ("rank", "position", "pos"),
+    "relevance": ("relevance", "rating", "rel", "grade", "label", "target", "weight"),
+    "actual": ("actual", "rating", "true", "y_true", "target", "label", "relevance"),
+    "predicted": ("predicted", "prediction", "pred", "score", "y_pred", "estimate"),
+}
+
+#: The roles each kind of input reads, and which of them it needs.
+RECS = (("user", "item", "rank", "score"), ("user", "item"))
+TRUTH = (("user", "item", "relevance"), ("user", "item"))
+RATINGS = (("user", "item", "actual", "predicted"), ("actual", "predicted"))
+TRAIN = (("user", "item"), ("user", "item"))
+ITEMS = (("user", "item"), ("item",))
+
+_OPTION = {role: f"{role}_col" for role in ALIASES}
+
+
+def _key(name: str) -> str:
+    return "".join(c for c in name.lower() if c not in "_- ")
+
+
+def _missing(role: str, wanted: str | None, names: Sequence[str], source: str) -> InputError:
+    found = ", ".join(names) or "none"
+    option = _OPTION[role]
+    flag = "--" + option.replace("_", "-")
+    if wanted is not None:
+        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.5)
+        hint = f" — did you mean {close[0]!r}?" if close else ""
+        return InputError(
+            f"no {role} column {wanted!r} (columns found: {found}){hint}",
+            source=source,
+            column=wanted,
+        )
+    close = difflib.get_close_matches(role, names, n=1, cutoff=0.4)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return InputError(
+        f"no {role} column (looked for {', '.join(ALIASES[role][:4])}, ...; columns found: "
+        f"{found}){hint} — name it with {option}= (CLI: {flag})",
+        source=source,
+    )
+
+
+def resolve(
+    names: Sequence[str],
+    cols: Columns,
+    roles: tuple[tuple[str, ...], tuple[str, ...]],
+    source: str,
+) -> dict[str, str]:
+    """The column of each role found: role → column name.
+
+    ``roles`` is ``(read, required)`` (:data:`RECS`, :data:`TRUTH`, ...).
+    An explicit name must exist; a role left as None is detected by its
+    aliases; a column serves one role at most. Raises
+    :class:`~receval.errors.InputError` for a missing required or explicit
+    column, naming the columns found and a close match.
+    """
+    read, required = roles
+    keys: dict[str, str] = {}
+    for n in names:
+        keys.setdefault(_key(n), n)
+    out: dict[str, str] = {}
+    explicit = {r: getattr(cols, r) for r in read if getattr(cols, r)}
+    for role, name in explicit.items():
+        if name not in names:
+            raise _missing(role, name, names, source)
+        out[role] = name
+    taken = set(out.values())
+    for role in read:
+        if role in out or getattr(cols, role) is not None:
+            continue
+        for alias in ALIASES[role]:
+            hit = alias if alias in names else keys.get(_key(alias))
+            if hit is not None and hit not in taken:
+                out[role] = hit
+                taken.add(hit)
+                break
+    for role in required:
+        if role not in out:
+            raise _missing(role, getattr(cols, role) or None, names, source)
+    return out
+
+
+def is_table(obj: Any) -> bool:
+    """Whether ``obj`` is a pandas, polars or pyarrow table."""
+    mod = type(obj).__module__
+    return isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch)) or (
+        mod.startswith("polars") and hasattr(obj, "to_arrow") and hasattr(obj, "columns")
+    )
+
+
+def names_of(obj: Any) -> list[str]:
+    """The column names of a table."""
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        return list(obj.column_names)
+    return [str(c) for c in obj.columns]
+
+
+def to_arrow(
+    obj: Any,
+    source: str,
+    columns: Sequence[str] | None = None,
+    ids: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """A table as an Arrow table (only ``columns`` when given, in that order).
+
+    pandas object columns named in ``ids`` (column → role) are put under the
+    id rule value by value (:func:`receval.ids.canonical`), so that mixed
+    Python values never go through Arrow's type inference; other object
+    columns that Arrow cannot type are read as strings (and reported by the
+    reader that needs numbers).
+    """
+    if isinstance(obj, pa.RecordBatch):
+        obj = pa.Table.from_batches([obj])
+    if isinstance(obj, pa.Table):
+        return obj if columns is None else obj.select(list(columns))
+    if isinstance(obj, pd.DataFrame):
+        frame = obj.reset_index(drop=True)
+        frame.columns = [str(c) for c in frame.columns]
+        if columns is not None:
+            frame = frame[list(columns)]
+        arrays = {}
+        for name in frame.columns:
+            values = frame[name]
+            if ids and name in ids and values.dtype == object:
+                out = canonical(values.to_numpy(), ids[name], source)
+                arrays[name] = pa.array(
+                    out, type=pa.large_string() if out.dtype == object else pa.int64()
+                )
+                continue
+            try:
+                arrays[name] = pa.array(values, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                arrays[name] = pa.array(
+                    [None if v is None else str(v) for v in values], type=pa.large_string()
+                )
+        return pa.table(arrays) if arrays else pa.table({})
+    if type(obj).__module__.startswith("polars"):
+        table = obj.to_arrow()
+        return table if columns is None else table.select(list(columns))
+    raise InputError(
+        f"expected a pandas, polars or pyarrow table or a mapping; got {type(obj).__name__}",
+        source=source,
+    )
+
+
+def normalise(
+    obj: Any,
+    cols: Columns,
+    roles: tuple[tuple[str, ...], tuple[str, ...]],
+    source: str,
+) -> tuple[pa.Table, dict[str, str]]:
+    """A table's columns of ``roles`` as an Arrow table named by role, and
+    role → the column read (the name in the file when a reader renamed it).
+
+    Id columns are not converted here (:func:`receval.ids.canonical` reads
+    them), except pandas object columns, read under the id rule value by value.
+    """
+    found = resolve(names_of(obj), cols, roles, source)
+    ordered = list(found)
+    ids = {found[r]: r for r in ordered if r in ("user", "item")}
+    table = to_arrow(obj, source, [found[r] for r in ordered], ids)
+    out = pa.Table.from_arrays(list(table.columns), names=ordered)
+    origin = {}
+    for role, name in found.items():
+        meta = table.schema.field(name).metadata or {}
+        origin[role] = meta.get(b"receval.column", name.encode()).decode()
+    return out, origin
+
+
+def renamed(table: pa.Table, found: Mapping[str, str]) -> pa.Table:
+    """The table with each found column renamed to its role, remembering
+    its original name (field metadata ``receval.column``) so that a later
+    :func:`normalise` reports the file's name."""
+    back = {name: role for role, name in found.items()}
+    fields = []
+    for f in table.schema:
+        if f.name in back:
+            original = (f.metadata or {}).get(b"receval.column", f.name.encode())
+            f = f.with_name(back[f.name]).with_metadata({b"receval.column": original})
+        fields.append(f)
+    return pa.Table.from_arrays(list(table.columns), schema=pa.schema(fields))
+
+
+def kind_of(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> str:
+    """The kind (int / str) of a whole column under the id rule."""
+    if isinstance(col, pa.ChunkedArray):
+        typ = col.type
+        if pa.types.is_dictionary(typ):
+            typ = typ.value_type
+        if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ):
+            return STR
+        if pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
+            return "int"
+    return "int" if canonical(col, role, source).dtype != object else STR
