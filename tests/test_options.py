@@ -177,3 +177,26 @@ def test_curve_and_roc_take_options() -> None:
     tb, auc_b = receval.roc(RECS, TRUTH, threshold=2)
     pd.testing.assert_frame_equal(ta, tb, check_exact=True)
     assert auc_a == auc_b
+
+
+def test_the_result_says_which_columns_were_read_and_notes_a_rating_scale(tmp_path) -> None:
+    recs = pd.DataFrame({"userId": [1, 1, 2], "movieId": [1, 2, 3], "score": [3.0, 2.0, 1.0]})
+    truth = pd.DataFrame({"userId": [1, 2], "movieId": [2, 3], "rating": [1, 5]})
+    recs.to_parquet(tmp_path / "r.parquet")
+    truth.to_parquet(tmp_path / "t.parquet")
+    want = {
+        "recommendations": {"user": "userId", "item": "movieId", "score": "score"},
+        "truth": {"user": "userId", "item": "movieId", "relevance": "rating"},
+    }
+    for r, t in ((recs, truth), (tmp_path / "r.parquet", tmp_path / "t.parquet")):
+        res = receval.evaluate(r, t, "ndcg@2")
+        assert res.parameters["columns"] == want
+        assert any(
+            "relevance is the truth column 'rating' (grades up to 5)" in n for n in res.notes
+        )
+        chosen = receval.evaluate(r, t, "ndcg@2", threshold=4)
+        assert not any("relevance is the truth column" in n for n in chosen.notes)
+        assert chosen.summary["ndcg@2"] == 1.0  # user 1's only item is below the threshold
+    binary = receval.evaluate(recs, truth.drop(columns="rating"), "ndcg@2")
+    assert "relevance" not in binary.parameters["columns"]["truth"]
+    assert not any("relevance is the truth column" in n for n in binary.notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -172,7 +172,45 @@ def evaluate(
     tr = read_truth(truth, cols)
     if not opts.graded:  # the tool reads no grades: every truth row is relevant
         tr.grades = np.ones(len(tr.grades))
-    return run(iter_recs(recommendations, cols), tr, specs, opts, items, progress=progress)
+    chunks = _Chunks(iter_recs(recommendations, cols))
+    res = run(chunks, tr, specs, opts, items, progress=progress)
+    return _with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
+
+
+class _Chunks:
+    """The recommendation chunks, remembering the columns the first was read from."""
+
+    def __init__(self, chunks: Iterable[tuple[RecsData, int]]) -> None:
+        self._chunks = chunks
+        self.columns: dict[str, str] = {}
+
+    def __iter__(self) -> Iterator[tuple[RecsData, int]]:
+        for recs, offset in self._chunks:
+            self.columns = self.columns or dict(recs.columns)
+            yield recs, offset
+
+
+def _with_columns(
+    res: Result,
+    recs_columns: Mapping[str, str],
+    truth_columns: Mapping[str, str],
+    max_grade: float,
+    opts: EvalOptions,
+) -> Result:
+    """Record which input column was read for each role, and say so when the
+    grades come from a rating-like column under a threshold nobody chose."""
+    res.parameters["columns"] = {
+        "recommendations": dict(recs_columns),
+        "truth": dict(truth_columns),
+    }
+    column = truth_columns.get("relevance")
+    if column and opts.graded and max_grade > 1 and "threshold" not in opts.given:
+        res.notes.append(
+            f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
+            f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
+            "give a threshold (Python: threshold=4, command line: --threshold 4)"
+        )
+    return res
 
 
 def _is_path(obj: Any) -> bool:
@@ -222,7 +260,9 @@ def _streamed(
         )
 
     out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
-    return _result(out, specs, opts, items)
+    res = _result(out, specs, opts, items)
+    max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
+    return _with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts)
 
 
 def run(
