@@ -106,7 +106,25 @@ def test_errors() -> None:
         check(train, test, chronological="sometimes")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="timestamp"):
         check(train.drop(columns="timestamp"), test, chronological=True)
-    with pytest.raises(InputError, match="no column 'item'"):
+    with pytest.raises(InputError, match=r"train: no item column .*columns found: user, thing"):
         check(train.rename(columns={"item": "thing"}))
     with pytest.raises(ReceValError, match="k must be"):
         check(recs=data()[2], k=0)
+
+
+def test_check_reads_inputs_as_evaluate_does() -> None:
+    """Columns detected by the same aliases (userId, movieId), ids compared under
+    the one id rule (1.0 is 1), column names from EvalOptions."""
+    train = pd.DataFrame({"userId": [1, 1, 2], "movieId": [10.0, 11.0, 10.0]})
+    recs = pd.DataFrame({"userId": [1, 1, 2], "movieId": [10, 12, 13], "score": [3, 2, 1]})
+    report = check(train=train, recs=recs)
+    seen = report["seen_in_train"]
+    assert seen.count == 1 and seen.examples == [(1, 10)]
+    opts = receval.EvalOptions(user_col="userId", item_col="movieId")
+    named = check(train=train, recs=recs, options=opts)
+    assert [(f.code, f.count) for f in named.findings] == [
+        (f.code, f.count) for f in report.findings
+    ]
+    kept = remove_seen(recs, train)
+    assert kept["movieId"].tolist() == [12, 13] and kept.attrs["removed"] == 1
+    assert list(kept.columns) == ["userId", "movieId", "score"]

@@ -36,6 +36,7 @@ import pandas as pd
 
 from receval._version import __version__
 from receval.errors import InputError, MetricError, ReceValError
+from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.ratings import read_ratings
 from receval.metrics.kernels.rating import BY_USER
@@ -281,6 +282,7 @@ def evaluate_ratings(
     ratings: Any,
     metrics: str | Iterable[str | MetricSpec],
     *,
+    options: EvalOptions | None = None,
     user_col: str | None = None,
     item_col: str | None = None,
     actual_col: str | None = None,
@@ -297,6 +299,8 @@ def evaluate_ratings(
         metrics: one rating metric string or several: ``mae``, ``mse``,
             ``rmse``, ``r2``, ``pearson``, ``spearman``, ``kendall``, each
             optionally ``[per_user=true]``.
+        options: an :class:`~receval.EvalOptions`; only its column names
+            apply (rating metrics have no relevance or list policies).
         user_col, item_col, actual_col, predicted_col: column names; None
             (the default) detects them as :func:`receval.evaluate` does
             (actual: ``actual``, ``rating``, ...; predicted: ``predicted``,
@@ -317,13 +321,25 @@ def evaluate_ratings(
         >>> res.summary
         {'mae': 0.5, 'rmse': 0.5}
     """
+    opts = EvalOptions.build(
+        options,
+        user_col=user_col,
+        item_col=item_col,
+        actual_col=actual_col,
+        predicted_col=predicted_col,
+    )
     specs = parse_rating_metrics(metrics)
     per_user = [s for s in specs if s.per_user]
     need = ("user",) if per_user else ()
     try:
         r = read_ratings(
             ratings,
-            Columns(user=user_col, item=item_col, actual=actual_col, predicted=predicted_col),
+            Columns(
+                user=opts.user_col,
+                item=opts.item_col,
+                actual=opts.actual_col,
+                predicted=opts.predicted_col,
+            ),
             dropna=dropna,
             need=need,
         )
@@ -366,6 +382,7 @@ def evaluate_ratings(
     if users is None:
         notes.append("no user column: metrics computed over all pairs only")
     parameters: dict[str, Any] = {
+        **{k: getattr(opts, k) for k in ("user_col", "item_col", "actual_col", "predicted_col")},
         "dropna": bool(dropna),
         "columns": dict(r.columns),
         "per_user": "mean over users of each user's value; undefined users left out",

@@ -43,7 +43,11 @@ import numpy as np
 import pandas as pd
 
 from receval.errors import InputError, ReceValError
+from receval.evaluation.options import EvalOptions
+from receval.ids import canonical, unify
+from receval.io.columns import RECS, TRAIN, resolve
 from receval.io.interactions import as_frame
+from receval.records import Columns
 
 __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
 
@@ -127,15 +131,29 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _frame(obj: Any, what: str, cols: tuple[str, ...]) -> pd.DataFrame | None:
-    if obj is None:
-        return None
-    frame = as_frame(obj, what)
-    for c in cols:
-        if c not in frame.columns:
-            found = ", ".join(map(str, frame.columns))
-            raise InputError(f"no column {c!r} (columns found: {found})", source=what)
-    return frame
+def _frames(train: Any, test: Any, recs: Any, cols: Columns) -> list[pd.DataFrame | None]:
+    """The inputs as frames whose user/item (and score/rank) columns are
+    detected as :func:`receval.evaluate` detects them and renamed to their
+    roles, with ids under the one id rule, matched as one kind."""
+    frames: list[pd.DataFrame | None] = []
+    inputs = ((train, "train", TRAIN), (test, "test", TRAIN), (recs, "recommendations", RECS))
+    for obj, what, roles in inputs:
+        if obj is None:
+            frames.append(None)
+            continue
+        frame = as_frame(obj, what).rename(columns=str)  # a new frame: the input stays as is
+        found = resolve(list(frame.columns), cols, roles, what)
+        frame = frame.rename(columns={name: role for role, name in found.items()})
+        frame = frame.assign(
+            **{r: canonical(frame[r].to_numpy(), r, what) for r in ("user", "item")}
+        )
+        frames.append(frame)
+    present = [f for f in frames if f is not None]
+    for role in ("user", "item"):
+        parts = unify([f[role].to_numpy() for f in present], role, [])
+        for f, part in zip(present, parts, strict=True):
+            f[role] = part
+    return frames
 
 
 def _pairs(frame: pd.DataFrame, user_col: str, item_col: str) -> pd.MultiIndex:
@@ -155,10 +173,11 @@ def check(
     *,
     k: int | None = None,
     chronological: bool | Literal["user", "global"] = False,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    rank_col: str = "rank",
+    options: EvalOptions | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    score_col: str | None = None,
+    rank_col: str | None = None,
     timestamp_col: str = "timestamp",
 ) -> CheckReport:
     """Run every check the given inputs allow; see the module docstring.
@@ -170,7 +189,12 @@ def check(
         chronological: ``"user"`` (or True) / ``"global"``: the protocol is
             chronological, so test rows must not precede train rows (per user,
             or overall); needs timestamps in train and test.
-        user_col, item_col, score_col, rank_col, timestamp_col: column names.
+        options: an :class:`~receval.EvalOptions`: its column names apply
+            (columns are detected as :func:`receval.evaluate` detects them,
+            and ids compared under the same id rule).
+        user_col, item_col, score_col, rank_col: column names on top of
+            ``options`` (None: detected).
+        timestamp_col: the timestamp column of train and test.
 
     Returns:
         A :class:`CheckReport`; nothing is modified.
@@ -183,10 +207,11 @@ def check(
         )
     if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
         raise ReceValError(f"k must be an integer >= 1; got {k!r}")
-    ui = (user_col, item_col)
-    tr = _frame(train, "train", ui)
-    te = _frame(test, "test", ui)
-    rc = _frame(recs, "recommendations", ui)
+    opts = EvalOptions.build(
+        options, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col
+    )
+    tr, te, rc = _frames(train, test, recs, opts.columns())
+    user_col, item_col, score_col, rank_col = "user", "item", "score", "rank"
     out: list[Finding] = []
 
     for name, frame in (("train", tr), ("test", te), ("recs", rc)):
@@ -333,11 +358,14 @@ def remove_seen(
     recs: Any,
     train: Any,
     *,
-    user_col: str = "user",
-    item_col: str = "item",
-    rank_col: str = "rank",
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rank_col: str | None = None,
 ) -> pd.DataFrame:
     """The recommendations without the (user, item) pairs present in train.
+
+    Columns are detected as :func:`receval.evaluate` detects them (or named
+    by the keywords) and ids matched under the one id rule.
 
     Rows keep their order; a ``rank`` column is renumbered 1, 2, ... within
     each user in rank order, so lists stay gap-free. The number of rows removed
@@ -350,15 +378,19 @@ def remove_seen(
         >>> out[["item", "rank"]].values.tolist(), out.attrs["removed"]
         ([[5, 1], [7, 2]], 1)
     """
-    rc = _frame(as_frame(recs, "recommendations"), "recommendations", (user_col, item_col))
-    tr = _frame(as_frame(train, "train"), "train", (user_col, item_col))
-    if rc is None or tr is None:  # pragma: no cover - as_frame never returns None
-        raise ReceValError("remove_seen needs recommendations and train")
-    seen = _pairs(rc, user_col, item_col).isin(_pairs(tr, user_col, item_col))
+    cols = Columns(user=user_col, item=item_col, rank=rank_col)
+    rc = as_frame(recs, "recommendations")
+    found = resolve([str(c) for c in rc.columns], cols, RECS, "recommendations")
+    named = {str(c): c for c in rc.columns}
+    canon, _, _ = _frames(rc, None, None, cols)
+    train_canon, _, _ = _frames(train, None, None, Columns(user=user_col, item=item_col))
+    assert canon is not None and train_canon is not None
+    u, tu = unify([canon["user"].to_numpy(), train_canon["user"].to_numpy()], "user", [])
+    i, ti = unify([canon["item"].to_numpy(), train_canon["item"].to_numpy()], "item", [])
+    seen = pd.MultiIndex.from_arrays([u, i]).isin(pd.MultiIndex.from_arrays([tu, ti]))
     out = rc[~seen].reset_index(drop=True)
-    if rank_col in out.columns:
-        out[rank_col] = (
-            out.groupby(user_col, sort=False)[rank_col].rank(method="first").astype(np.int64)
-        )
+    if "rank" in found:
+        rank, user = named[found["rank"]], named[found["user"]]
+        out[rank] = out.groupby(user, sort=False)[rank].rank(method="first").astype(np.int64)
     out.attrs["removed"] = int(seen.sum())
     return out
