@@ -24,7 +24,7 @@ from receval.analysis import stats
 from receval.analysis.formatting import fmt_p, fmt_value, letters_for, superscript
 from receval.errors import OptionError, ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
-from receval.evaluation.result import Result, _clean, latex_escape
+from receval.evaluation.result import Result, clean, latex_escape
 from receval.metrics.spec import MetricSpec, parse_metrics
 
 __all__ = ["LONG_COLUMNS", "Comparison", "compare", "letters_for"]
@@ -251,7 +251,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: settings, systems, every metric's means, intervals,
         comparisons and marks, the users left out, each evaluation's counts."""
-        return _clean(
+        return clean(
             {
                 "systems": [{"name": s, "letter": self.letters[s]} for s in self.systems],
                 "settings": self.settings,

@@ -261,21 +261,12 @@ class RatingResult(Result):
             index=pd.Index([str(m) for m in self.metrics], name="metric"),
         )
 
-    def __str__(self) -> str:
-        rows = self._rows(4)
-        wm = max([len("metric")] + [len(r[0]) for r in rows])
-        wv = max([len("mean")] + [len(r[1]) for r in rows])
-        wn = max([len("users")] + [len(r[2]) for r in rows])
-        out = [f"{'metric':<{wm}}  {'mean':>{wv}}  {'users':>{wn}}"]
-        out.append("-" * (wm + wv + wn + 4))
-        out += [f"{m:<{wm}}  {v:>{wv}}  {n:>{wn}}" for m, v, n in rows]
+    def _counts_line(self) -> str:
         c = self.counts
         line = f"{c['rows_used']} rating pairs of {c['rows']} rows, {c['users']} users"
         if c["rows_dropped_missing"]:
             line += f"; {c['rows_dropped_missing']} rows dropped (missing rating)"
-        out += ["", line]
-        out += [f"note: {n}" for n in self.notes]
-        return "\n".join(out)
+        return line
 
 
 def evaluate_ratings(

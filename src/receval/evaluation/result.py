@@ -33,12 +33,12 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX.get(ch, ch) for ch in str(text))
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """JSON-safe copy: NaN becomes null, NumPy scalars become Python numbers."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -95,7 +95,7 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON-ready form: metrics, counts, parameters, notes, version."""
-        return _clean(
+        return clean(
             {
                 "metrics": dict(self.summary),
                 "counts": self.counts,
@@ -138,9 +138,14 @@ class Result:
         out = [f"{'metric':<{wm}}  {'mean':>{wv}}  {'users':>{wn}}"]
         out.append("-" * (wm + wv + wn + 4))
         out += [f"{m:<{wm}}  {v:>{wv}}  {n:>{wn}}" for m, v, n in rows]
+        out += ["", self._counts_line()]
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+    def _counts_line(self) -> str:
+        """The line under the table: who was evaluated, skipped, scored 0."""
         c = self.counts
-        out.append("")
-        out.append(
+        return (
             f"{c['users_evaluated']} users evaluated of {c['users']}"
             + "".join(
                 f"; {n} skipped ({why.replace('_', ' ')})"
@@ -153,8 +158,6 @@ class Result:
                 if n
             )
         )
-        out += [f"note: {n}" for n in self.notes]
-        return "\n".join(out)
 
     def __repr__(self) -> str:
         return f"Result({self.summary!r})"
