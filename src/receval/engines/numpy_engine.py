@@ -556,12 +556,11 @@ def compute(
     Users are processed in blocks; every spec runs on the same block, so
     cumulative arrays are shared across metrics and cut-offs.
     """
+    stats = {"max_grade": p.max_grade}
     for s in specs:
-        mg = dict(s.params).get("max_grade")
-        if s.name == "err" and mg is not None and mg < p.max_grade:
-            raise MetricError(
-                f"{s}: max_grade={mg:g} is below the largest grade in the truth ({p.max_grade:g})"
-            )
+        why = s.definition.check_data(dict(s.params), stats)
+        if why is not None:
+            raise MetricError(f"{s}: {why}")
     n_users = len(p.user_ids)
     out = np.empty((len(specs), n_users), dtype=np.float64)
     w, wi = _widths(p, specs)
