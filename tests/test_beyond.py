@@ -203,6 +203,16 @@ def test_issue_example_novelty_arp_user_coverage() -> None:
     assert res.per_user.loc[2].round(3).tolist() == [1.085, 1.5, 1.0]
 
 
+def test_novelty_of_an_item_every_training_user_has_is_plus_zero() -> None:
+    """Regression: −log2(4/4) is −0.0, which printed as "-0.0"."""
+    train = pd.DataFrame({"user": [1, 2], "item": ["a", "a"]})
+    res = receval.evaluate({1: ["a"]}, {1: ["a"]}, "novelty", train=train)
+    value = res.per_user.loc[1, "novelty"]
+    assert value == 0.0 and math.copysign(1.0, value) == 1.0
+    assert math.copysign(1.0, res.summary["novelty"]) == 1.0
+    assert "-0" not in res.to_markdown()
+
+
 # --- a slow reference on random data ---------------------------------------
 
 

@@ -57,7 +57,8 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
     idx, valid, c = _top(b, k)
     ctx = b.items
     assert ctx is not None
-    info = -np.log2(ctx.pop / max(ctx.n_train_users, 1))
+    # + 0.0 turns the -0.0 of an item every training user has into 0.0 (same other bits)
+    info = -np.log2(ctx.pop / max(ctx.n_train_users, 1)) + 0.0
     return _mean_over_list(info[idx], valid, c)
 
 

@@ -400,4 +400,3 @@ def kendall_by_user(
         s, e = g.starts[j], g.starts[j] + g.sizes[j]
         out[j] = kendalltau(sa[s:e], sp[s:e]).statistic
     return g.scatter(np.clip(out, -1.0, 1.0))
-
