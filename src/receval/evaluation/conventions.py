@@ -128,7 +128,7 @@ TREC_EVAL = Convention(
         "rr": "recip_rank (no cut-off)",
         "hit_rate": "success_k",
         "r_precision": "Rprec",
-        "f1": "set_F (no cut-off)",
+        "f1": "set_F.x (no cut-off; x is β²: set_F.x = f1[beta=√x])",
     },
     notes=(
         "`-c` (average over every query of the qrels, missing ones scoring 0) is "
@@ -151,6 +151,8 @@ TREC_EVAL = Convention(
         "ideal from all judged docs with gain > 0 (independent of -l)",
         "rr": "trec_eval/m_recip_rank.c: 1 / rank of the first relevant doc, whole list",
         "hit_rate": "trec_eval/m_success.c: 1 if a relevant doc is in the top k",
+        "f1": "trec_eval/m_set_F.c: (x + 1)·P·R / (x·P + R) over the whole list, x the "
+        "parameter (default 1): β = √x",
     },
 )
 
