@@ -120,3 +120,15 @@ def test_cli_convention_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert "unknown convention 'nope'" in err and "Traceback" not in err
     assert main(["explain", "--compare", "map@3"]) == 2
     assert "needs METRIC RECS TRUTH" in capsys.readouterr().err
+
+
+def test_hits_is_ranx_count_not_hit_rate() -> None:
+    """Regression: ``hits@k`` was an alias of hit_rate (1.0); ranx's hits@k
+    (ranx/metrics/hits.py) is the number of relevant items in the top k (3)."""
+    recs, truth = {"q": ["a", "b", "c", "d"]}, {"q": ["a", "b", "d", "z"]}
+    for convention in ("ranx", None):
+        res = receval.evaluate(recs, truth, ["hits@4", "hit_rate@4"], convention=convention)
+        assert res.summary == {"hits@4": 3.0, "hit_rate@4": 1.0}
+    assert receval.parse_metric("hits@4").name == "hits"
+    assert receval.parse_metric("hit@4").name == "hit_rate"
+    assert variants("hits@10")["ranx"] == "hits@10"

@@ -164,7 +164,7 @@ RANX = Convention(
     missing_recs="zero",
     no_truth="skip",
     params={"ap": {"denominator": "relevant"}},
-    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "hits", "r_precision", "f1"),
     names={
         "precision": "precision@k",
         "recall": "recall@k",
@@ -172,6 +172,7 @@ RANX = Convention(
         "ndcg": "ndcg@k (ndcg_burges@k = gain=exp)",
         "rr": "mrr@k",
         "hit_rate": "hit_rate@k",
+        "hits": "hits@k (the count of relevant items in the top k)",
         "r_precision": "r-precision",
         "f1": "f1@k",
     },
@@ -195,6 +196,7 @@ RANX = Convention(
         "ndcg": "ranx/metrics/ndcg.py: _dcg (jarvelin: grade / log2(i + 1)), _idcg (qrels "
         "sorted, cut at k); 0 when idcg = 0",
         "rr": "ranx/metrics/reciprocal_rank.py: cut at k",
+        "hits": "ranx/metrics/hits.py: _hits (relevant documents among the top k, a count)",
     },
 )
 

@@ -271,10 +271,20 @@ _DEFS: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         name="hit_rate",
-        aliases=("hr", "hit", "hits", "success"),
+        aliases=("hr", "hit", "success"),
         description="1 if at least one relevant item is in the first k positions",
         formula="1 if hits@k > 0 else 0",
         kernel=K.hit_rate,
+        notes="`hits` is not an alias: it is the count hits@k (ranx's hits).",
+    ),
+    MetricDef(
+        name="hits",
+        aliases=("hit_count",),
+        description="number of relevant items in the first k positions",
+        formula="hits@k = Σ_{i≤min(k,n)} rel_i",
+        kernel=K.hits,
+        bounds=(0.0, math.inf),
+        notes="ranx's hits@k; hit_rate is 1 when it is > 0.",
     ),
     MetricDef(
         name="ap",

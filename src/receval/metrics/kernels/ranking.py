@@ -28,6 +28,7 @@ __all__ = [
     "err",
     "f1",
     "hit_rate",
+    "hits",
     "ndcg",
     "precision",
     "r_precision",
@@ -90,6 +91,11 @@ def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
     r = recall(b, k)
     b2 = beta * beta
     return _div((1.0 + b2) * p * r, b2 * p + r)
+
+
+def hits(b: Batch, k: int | None) -> np.ndarray:
+    """hits@k: the number of relevant items among the first k positions (ranx's ``hits``)."""
+    return b.hits_at(k).astype(np.float64)
 
 
 def hit_rate(b: Batch, k: int | None) -> np.ndarray:
