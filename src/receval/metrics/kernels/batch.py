@@ -203,7 +203,7 @@ class Batch:
         positive_hits, positive_ideal_cells: like ``hits`` and ``ideal_cells``
             but with every grade > 0 whatever the relevance threshold
             (trec_eval's nDCG under ``-l``); only built when a metric asks for
-            ``grades=positive`` (dense: ``positive_gains``, ``positive_ideal``).
+            ``grades=positive``.
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -257,23 +257,9 @@ class Batch:
         """``(m, Wi)`` float64 relevant grades sorted descending, zero padded."""
         return self.cached("ideal", self.ideal_cells.dense)
 
-    @property
-    def positive_gains(self) -> np.ndarray | None:
-        """Like ``gains`` with every grade > 0 (None unless built)."""
-        c = self.positive_hits
-        return None if c is None else self.cached("positive_gains", c.dense)
-
-    @property
-    def positive_ideal(self) -> np.ndarray | None:
-        """Like ``ideal`` with every grade > 0 (None unless built)."""
-        c = self.positive_ideal_cells
-        return None if c is None else self.cached("positive_ideal", c.dense)
-
     def dense_built(self) -> bool:
         """Whether a kernel has asked for a dense ``(m, W)`` matrix so far."""
-        return any(
-            key in self._cache for key in ("gains", "ideal", "positive_gains", "positive_ideal")
-        )
+        return any(key in self._cache for key in ("gains", "ideal"))
 
     # Derived arrays shared by several metrics -----------------------------
 

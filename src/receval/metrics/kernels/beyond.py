@@ -132,7 +132,10 @@ def ild(b: Batch, k: int | None) -> np.ndarray:
         union = sz[:, :, None] + sz[:, None, :] - inter
         sim = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
         n = ok.sum(axis=1).astype(np.float64)
-        pair_sum = sim.sum(axis=(1, 2)) - (ok * 1.0).sum(axis=1)  # drop self-similarity 1
+        # a running sum over the flattened (k, k) pairs: its order, unlike a pairwise
+        # sum's, does not change with the zero padding of a block's width
+        total = np.cumsum(sim.reshape(len(sim), -1), axis=1)[:, -1]
+        pair_sum = total - (ok * 1.0).sum(axis=1)  # drop self-similarity 1
         pairs = n * (n - 1)
         res = np.full(len(n), np.nan)
         np.divide(pair_sum, pairs, out=res, where=pairs > 0)

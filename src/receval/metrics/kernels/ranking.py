@@ -166,14 +166,6 @@ def _graded(b: Batch, grades: str) -> tuple[Cells, Cells]:
     return b.hits, b.ideal_cells
 
 
-def _dense_gains(b: Batch, grades: str) -> np.ndarray:
-    """The ``(m, W)`` gains matrix of ``_graded``'s list cells."""
-    if grades == "positive":
-        assert b.positive_gains is not None
-        return b.positive_gains
-    return b.gains
-
-
 def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.ndarray:
     """1 / log_base(i + 1) for i = 1..width; ``jarvelin``: 1 / max(1, log_base(i))."""
 
@@ -250,10 +242,29 @@ def ndcg(
         top = _gain(_graded(b, grades)[1].first(), gain)
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
-        top = _dense_gains(b, grades)[:, : b.col(k) + 1]
-        resorted = -np.sort(-top, axis=1)
-        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0, discount)).sum(axis=1)
+        best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
     return _div(actual, best)
+
+
+def _retrieved_ideal_dcg(
+    b: Batch, k: int | None, gain: str, grades: str, discount: str
+) -> np.ndarray:
+    """DCG of the top-k list's own gains re-sorted descending: the list's
+    relevant cells within k, sorted by grade per user, at positions 1, 2, ...
+
+    Summed per user in position order (``np.bincount`` adds its weights one by
+    one in input order), so a user's value never depends on the other users of
+    its block: a dense row sum over the re-sorted gains did (NumPy's pairwise
+    sum of a single-row block adds in another order than a loop over columns).
+    """
+    cells = _graded(b, grades)[0]
+    sel = cells.upto(k)
+    user, value = (cells.user, cells.value) if sel is None else (sel[0], cells.value[sel[1]])
+    order = np.lexsort((-value, user))
+    user, value = user[order], value[order]
+    rank = np.arange(len(user)) - np.searchsorted(user, user, side="left")
+    terms = _gain(value, gain) * _discount(b, cells.width, 2.0, discount)[rank]
+    return np.bincount(user, weights=terms, minlength=b.size)
 
 
 def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
