@@ -141,7 +141,8 @@ def test_docstring_examples_run(name: str) -> None:
 
 def test_conventions_page_holds_the_generated_table() -> None:
     """docs/conventions.md shows exactly what receval.evaluation.conventions implements."""
-    from receval.evaluation.conventions import markdown_table
+    from receval.evaluation.conventions import markdown_sections, markdown_table
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "conventions.md").read_text()
     assert markdown_table() in page
+    assert page.endswith(markdown_sections())  # each tool's notes and sources

@@ -261,6 +261,7 @@ def run(
     no_truth: str | None = None,
     ties: str = "item",
     relevant_from: str = "truth",
+    rank: str = "order",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
@@ -312,6 +313,7 @@ def run(
         no_truth=no_truth,
         ties=ties,
         relevant_from=relevant_from,
+        rank=rank,
         items=items,
         progress=progress,
     )
@@ -334,6 +336,7 @@ def run_pairs(
     no_truth: str | None = None,
     ties: str = "item",
     relevant_from: str = "truth",
+    rank: str = "order",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
@@ -342,8 +345,10 @@ def run_pairs(
     user's rows all in one pair — and merge their values in user order.
 
     ``max_grade`` is the largest grade of the whole truth (graded metrics
-    normalise by it). Users are in at most one pair, so the values, and the
-    means taken from them, do not depend on how the users were cut into pairs.
+    normalise by it). ``rank``: what a rank column means
+    (:data:`~receval.engines.numpy_engine.RANKS`: ``order`` or ``position``).
+    Users are in at most one pair, so the values, and the means taken from
+    them, do not depend on how the users were cut into pairs.
     """
     notes = [] if notes is None else notes
     counts: dict[str, Any] = {}
@@ -370,6 +375,7 @@ def run_pairs(
                 ties=ties,
                 positive_grades=positive,
                 relevant_from=relevant_from,
+                rank=rank,
             )
         except InputError as exc:
             if exc.row is None:

@@ -34,9 +34,13 @@ __all__ = [
 
 
 def _top(b: Batch, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Context index matrix cut at k, the mask of real list positions, their count."""
+    """Context index matrix cut at k, the mask of the positions holding an
+    item, their count."""
     assert b.item_index is not None and b.items is not None
     cols = b.col(k) + 1
+    filled = b.filled()
+    if filled is not None:  # rank="position": gaps hold no item
+        return b.item_index[:, :cols], filled[:, :cols], b.retrieved(k)
     c = b.n if k is None else np.minimum(k, b.n)
     valid = b.positions()[:cols][None, :] <= c[:, None]
     return b.item_index[:, :cols], valid, c

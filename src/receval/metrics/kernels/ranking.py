@@ -74,7 +74,7 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
         np.divide(hits, den, out=out, where=den > 0)
         return out
     if denominator == "retrieved" or k is None:
-        return _div(hits, _min_k(k, b.n))
+        return _div(hits, b.retrieved(k))
     return _div(hits, k)
 
 
@@ -127,11 +127,11 @@ def average_precision(
     elif denominator == "hits":
         den = b.hits_at(k)
     elif denominator == "retrieved":
-        den = _min_k(k, b.n)
+        den = b.retrieved(k)
     elif denominator == "k":
         den = b.n if k is None else np.full(b.size, k)
     elif denominator == "min_retrieved_relevant":
-        den = np.minimum(_min_k(k, b.n), b.n_relevant)
+        den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
     return _div(num, den)
@@ -304,15 +304,20 @@ def auc(b: Batch, k: int | None) -> np.ndarray:
     AUC = (Σ_rel (c + 1 − mid_i) − P(P + 1)/2) / (P·N), where mid_i is the mean
     position of the tie group of position i (cut at c).
     """
-    c = _min_k(k, b.n)
+    c = b.retrieved(k)
     cols = b.col(k) + 1
     pos = b.positions()[:cols]
-    inside = pos[None, :] <= c[:, None]
+    filled = b.filled()
+    if filled is not None:  # empty positions are no candidates: rank among the items
+        pos = cumsum_rows(np.asfortranarray(filled[:, :cols]), np.int64).astype(np.float64)
+        inside = filled[:, :cols]
+    else:
+        inside = pos[None, :] <= c[:, None]
     rel = b.relevant()[:, :cols] & inside
     n_pos = rel.sum(axis=1)
     n_neg = c - n_pos
     if b.tie_start is None or b.tie_end is None:
-        mid = np.broadcast_to(pos, rel.shape)
+        mid = np.broadcast_to(pos, rel.shape)  # no ties: rank input
     else:
         start = b.tie_start[:, :cols]
         end = np.minimum(b.tie_end[:, :cols], c[:, None])
