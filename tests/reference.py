@@ -32,41 +32,50 @@ __all__ = [
 Item = Hashable
 Grades = Mapping[Any, float]
 
-#: Every ranking metric and the values each of its parameters may take
-#: (``None``: the default). Used by the random tests to draw metric strings.
-METRIC_PARAMS: dict[str, dict[str, list[Any]]] = {
-    "precision": {"denominator": ["k", "retrieved"]},
-    "f1": {"beta": [0.5, 1.0, 2.0]},
-    "hit_rate": {},
-    "ap": {
-        "denominator": [
-            "min_k_relevant",
-            "relevant",
-            "hits",
-            "retrieved",
-            "k",
-            "min_retrieved_relevant",
-        ]
-    },
-    "recall": {"denominator": ["relevant", "min_k_relevant"]},
-    "rr": {},
-    "r_precision": {},
-    "dcg": {
-        "gain": ["linear", "exp", "binary"],
-        "base": [2.0, 3.0, 10.0],
-        "grades": ["relevant", "positive"],
-        "discount": ["log", "jarvelin"],
-    },
-    "ndcg": {
-        "gain": ["linear", "exp", "binary"],
-        "ideal": ["relevant", "retrieved", "k"],
-        "grades": ["relevant", "positive"],
-        "discount": ["log", "jarvelin"],
-    },
-    "rbp": {"p": [0.5, 0.8, 0.9, 0.95]},
-    "err": {"max_grade": [4.0, 5.0]},
-    "auc": {},
+#: The largest grade the random tests draw (ERR's max_grade may not be below it).
+MAX_GRADE = 4.0
+
+#: Values tried for numeric parameters (those a parameter's check rejects are left out).
+_NUMBERS: dict[type, list[Any]] = {
+    float: [0.1, 0.5, 0.8, 0.9, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
+    int: [1, 2, 3, 5],
+    bool: [False, True],
 }
+
+#: Requirements the random tests can meet (registry.REQUIREMENTS): engine data
+#: only; ratings input and the extra item inputs are tested elsewhere.
+AVAILABLE = {"positive_grades"}
+
+
+def param_values(p: Any) -> list[Any]:
+    """The values of a registry parameter (``ParamDef``) the random tests draw:
+    its choices, or numbers its check accepts, minus values that need an input
+    the tests do not give; bounded by the data (``at_least``) where declared."""
+    if p.choices is not None:
+        values = list(p.choices)
+    else:
+        values = [v for v in _NUMBERS[p.type] if p.check is None or p.check(v)]
+    if p.at_least == "max_grade":
+        values = [v for v in values if v >= MAX_GRADE]
+    blocked = {v for v, need in p.needs if need not in AVAILABLE}
+    return [v for v in values if v not in blocked]
+
+
+def metric_params(defs: Iterable[Any]) -> dict[str, dict[str, list[Any]]]:
+    """Metric name -> parameter -> values to draw, for registry declarations."""
+    return {d.name: {p.name: param_values(p) for p in d.params} for d in defs}
+
+
+def _ranking_defs() -> list[Any]:
+    import receval
+
+    return [d for d in receval.metrics().values() if d.kind == "ranking" and not d.needs]
+
+
+#: Every ranking metric of the registry (those computed from the lists and the
+#: truth alone) and the values each of its parameters may take. Used by the
+#: random tests to draw metric strings; each must have a function below.
+METRIC_PARAMS: dict[str, dict[str, list[Any]]] = metric_params(_ranking_defs())
 
 
 # --- helpers -----------------------------------------------------------------
@@ -175,6 +184,13 @@ def ref_hit_rate(
 ) -> float:
     """1 if hits@k > 0 else 0."""
     return 1.0 if _hits(ranked, grades, threshold, k) > 0 else 0.0
+
+
+def ref_hits(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """hits@k, a count."""
+    return float(_hits(ranked, grades, threshold, k))
 
 
 def ref_ap(
@@ -370,11 +386,29 @@ def ref_auc(
     return good / (len(pos) * len(neg))
 
 
+def ref_user_coverage(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    min_items: float | None = None,
+    **_: Any,
+) -> float:
+    """1 if the list has at least min_items items (default k; 1 without k), else 0."""
+    need = min_items if min_items is not None else (k if k is not None else 1)
+    return 1.0 if len(ranked) >= need else 0.0
+
+
+#: Metrics that describe the list alone: a user policy that scores a user 0
+#: leaves them the value of the user's list (SPEC §2.4 as receval reads it).
+LIST_ONLY = {"user_coverage"}
+
 _FUNCS: dict[str, Callable[..., float]] = {
     "precision": ref_precision,
     "recall": ref_recall,
     "f1": ref_f1,
     "hit_rate": ref_hit_rate,
+    "hits": ref_hits,
     "ap": ref_ap,
     "rr": ref_rr,
     "r_precision": ref_r_precision,
@@ -383,9 +417,11 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "rbp": ref_rbp,
     "err": ref_err,
     "auc": ref_auc,
+    "user_coverage": ref_user_coverage,
 }
 
 _ALIASES = {"map": "ap", "mrr": "rr", "hr": "hit_rate", "success": "hit_rate", "p": "precision"}
+_ALIASES |= {"hit_count": "hits"}
 _ALIASES |= {"r": "recall"}
 
 
@@ -479,7 +515,8 @@ def ref_evaluate(
     Users: every user of the truth, plus recommendation-only users. A user with
     no relevant item gets NaN (``empty_truth="skip"``) or 0.0 (``"zero"``); a user
     with relevant items but no list gets an empty list (``missing_recs="zero"``)
-    or NaN (``"skip"``). A user of the truth with neither a list nor a relevant
+    or NaN (``"skip"``); a user scored 0 keeps its list's value of the
+    metrics of :data:`LIST_ONLY`. A user of the truth with neither a list nor a relevant
     item is skipped when either policy says skip. Users with a list who are not
     in the truth follow ``no_truth`` (default: ``empty_truth``). ``"error"``
     raises ValueError. ``relevant_from="list"``: each user's truth is cut to
@@ -512,7 +549,7 @@ def ref_evaluate(
         ranked = list(recs.get(user, []))
         user_scores = None if scores is None or user not in scores else scores[user]
         for column, (name, k, params) in metric_specs.items():
-            if fill is not None:
+            if fill is not None and not (fill == 0.0 and _ALIASES.get(name, name) in LIST_ONLY):
                 row[column] = fill
                 continue
             row[column] = ref_metric(

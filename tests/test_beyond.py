@@ -144,6 +144,75 @@ def test_missing_inputs_fail_before_any_work(metric: str, words: str) -> None:
     assert words in str(info.value)
 
 
+# --- user policies: they concern the metrics that need the truth ------------
+
+
+LIST_ONLY = ["novelty@2", "arp@2", "long_tail@2", "user_coverage@2", "ild@2"]
+
+
+@pytest.mark.parametrize("option", ["empty_truth", "no_truth"])
+def test_zero_policies_keep_the_values_of_list_only_metrics(option: str) -> None:
+    """Regression: empty_truth/no_truth="zero" zeroed novelty, arp, ... of the user.
+
+    User 2 has nothing relevant (empty_truth) or is not in the truth at all
+    (no_truth): metrics of the truth score 0, metrics of the list keep the
+    list's value (the issue's numbers: novelty 1.085, arp 1.5, user_coverage 1).
+    """
+    recs = {1: ["a", "b"], 2: ["a", "b"]}
+    truth: dict[int, Any] = {1: ["a"]}
+    if option == "empty_truth":
+        truth[2] = {"z": 0}
+    feats = pd.DataFrame({"x": [1.0, 0.0], "y": [0.0, 1.0]}, index=["a", "b"])
+    metrics = [*LIST_ONLY, "precision@2", "serendipity@2"]
+    res = receval.evaluate(
+        recs, truth, metrics, train=TRAIN, item_features=feats, **{option: "zero"}
+    )
+    row = res.per_user.loc[2]
+    assert row["novelty@2"] == pytest.approx((-math.log2(4 / 4) - math.log2(2 / 4)) / 2)
+    assert row["arp@2"] == 3.0 and row["user_coverage@2"] == 1.0 and row["ild@2"] == 1.0
+    assert row["long_tail@2"] == res.per_user.loc[1, "long_tail@2"]
+    assert row["precision@2"] == 0.0 and row["serendipity@2"] == 0.0
+    assert (
+        res.counts["users_scored_zero"]["no_truth" if option == "no_truth" else "no_relevant_items"]
+        == 1
+    )
+    # skip leaves the user out of every metric alike: one population of users
+    skipped = receval.evaluate(recs, truth, metrics, train=TRAIN, item_features=feats)
+    assert skipped.per_user.loc[2].isna().all()
+
+
+def test_zero_policy_keeps_an_undefined_list_value_undefined() -> None:
+    """ild of a one-item list is NaN (undefined, counted), not a 0 from the policy."""
+    feats = pd.DataFrame({"x": [1.0, 0.0], "y": [0.0, 1.0]}, index=["a", "b"])
+    res = receval.evaluate(
+        {1: ["a", "b"], 2: ["a"]}, {1: ["a"]}, "ild", item_features=feats, no_truth="zero"
+    )
+    assert math.isnan(res.per_user.loc[2, "ild"])
+    assert res.counts["undefined"] == {"ild": 1}
+
+
+def test_issue_example_novelty_arp_user_coverage() -> None:
+    train = pd.DataFrame({"user": [1, 2, 1, 3], "item": [10, 10, 11, 12]})
+    res = receval.evaluate(
+        {1: [10, 11], 2: [10, 12]},
+        {1: [10], 2: {99: 0}},
+        ["novelty@2", "arp@2", "user_coverage@2"],
+        train=train,
+        empty_truth="zero",
+    )
+    assert res.per_user.loc[2].round(3).tolist() == [1.085, 1.5, 1.0]
+
+
+def test_novelty_of_an_item_every_training_user_has_is_plus_zero() -> None:
+    """Regression: −log2(4/4) is −0.0, which printed as "-0.0"."""
+    train = pd.DataFrame({"user": [1, 2], "item": ["a", "a"]})
+    res = receval.evaluate({1: ["a"]}, {1: ["a"]}, "novelty", train=train)
+    value = res.per_user.loc[1, "novelty"]
+    assert value == 0.0 and math.copysign(1.0, value) == 1.0
+    assert math.copysign(1.0, res.summary["novelty"]) == 1.0
+    assert "-0" not in res.to_markdown()
+
+
 # --- a slow reference on random data ---------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -125,3 +126,37 @@ def test_cli_convention_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert main(["explain", "--compare", "map@3"]) == 2
     assert "needs METRIC RECS TRUTH" in capsys.readouterr().err
+
+
+def test_hits_is_ranx_count_not_hit_rate() -> None:
+    """Regression: ``hits@k`` was an alias of hit_rate (1.0); ranx's hits@k
+    (ranx/metrics/hits.py) is the number of relevant items in the top k (3)."""
+    recs, truth = {"q": ["a", "b", "c", "d"]}, {"q": ["a", "b", "d", "z"]}
+    for convention in ("ranx", None):
+        res = receval.evaluate(recs, truth, ["hits@4", "hit_rate@4"], convention=convention)
+        assert res.summary == {"hits@4": 3.0, "hit_rate@4": 1.0}
+    assert receval.parse_metric("hits@4").name == "hits"
+    assert receval.parse_metric("hit@4").name == "hit_rate"
+    assert variants("hits@10")["ranx"] == "hits@10"
+
+
+def test_recommenders_reads_grades_for_raw_and_exp_gains() -> None:
+    """Regression: convention="recommenders" read no grades, so its score_type='raw'
+    (ndcg[gain=linear]) gave 1.0 on Recommenders' own test case, where it expects
+    0.785: grades [3, 2, 3, 0, 1, 2, 3, 2] for items 0..7, scores 6..1 for items 0..5."""
+    truth = pd.DataFrame({"user": 1, "item": range(8), "relevance": [3, 2, 3, 0, 1, 2, 3, 2]})
+    recs = pd.DataFrame({"user": 1, "item": range(6), "score": [6.0, 5, 4, 3, 2, 1]})
+    res = receval.evaluate(
+        recs, truth, ["ndcg@6[gain=linear]", "ndcg@6", "precision@6"], convention="recommenders"
+    )
+    # keys are the metrics computed: registry defaults dropped (gain=linear), others kept
+    assert list(res.summary) == ["ndcg@6", "ndcg@6[gain=binary]", "precision@6"]
+    assert round(res.summary["ndcg@6"], 3) == 0.785
+    # binary (score_type's default): hits at 1, 2, 3, 5, 6 over an ideal of 6 ones
+    disc = [1 / math.log2(i + 2) for i in range(6)]
+    binary = sum(disc[i] for i in (0, 1, 2, 4, 5)) / sum(disc)
+    assert res.summary["ndcg@6[gain=binary]"] == pytest.approx(binary)
+    assert res.summary["precision@6"] == pytest.approx(5 / 6)
+    # every positive grade is relevant, fractions included (no threshold of 1)
+    low = receval.evaluate({1: ["a"]}, {1: {"a": 0.5}}, "precision@1", convention="recommenders")
+    assert low.summary["precision@1"] == 1.0

@@ -148,7 +148,7 @@ def test_global_metric_matches_reference(name: str, seed: int) -> None:
     a, p = r["actual"].to_numpy(), r["predicted"].to_numpy()
     got = evaluate_ratings(r, name).summary[name]
     assert got == pytest.approx(ref(name, a, p), rel=1e-9, abs=1e-12)
-    assert K.BY_USER[name] is not None
+    assert RATING_METRICS[name].by_user is not None
     assert RATING_METRICS[name].kernel(a, p) == pytest.approx(got, rel=1e-12)
 
 
@@ -179,7 +179,8 @@ def test_kernels_direct_codes_with_gaps() -> None:
     a = np.array([1.0, 2.0, 3.0, 5.0])
     p = np.array([1.0, 3.0, 3.0, 4.0])
     users = np.array([3, 0, 3, 0])
-    for name, fn in K.BY_USER.items():
+    for name, fn in ((d.name, d.by_user) for d in RATING_METRICS.values()):
+        assert fn is not None
         out = fn(a, p, users, 5)
         assert out.shape == (5,)
         assert np.isnan(out[[1, 2, 4]]).all()
@@ -306,7 +307,7 @@ def test_declarations_complete() -> None:
     for d in registry.RATING_DEFS:
         assert d.kind == "rating" and d.description and d.formula
         assert d.kernel.__doc__ and "Example" in d.kernel.__doc__
-        assert d.name in K.BY_USER and K.BY_USER[d.name].__doc__
+        assert d.by_user is not None and d.by_user.__doc__
         assert [p.name for p in d.params] == ["per_user"]
         for name in (d.name, *d.aliases):
             assert name not in seen, name

@@ -36,32 +36,79 @@ def test_declaration_is_complete(d: receval.MetricDef) -> None:
             assert p.convert(p.default) == p.default
 
 
-@pytest.mark.parametrize("d", DEFS, ids=[d.name for d in DEFS])
-def test_every_metric_has_known_values(d: receval.MetricDef) -> None:
-    names = set()
+def _known_value_rows() -> list[dict[str, str]]:
+    rows = []
     for path in sorted((ROOT / "tests" / "data").glob("known_values*.csv")):
         with path.open() as f:
-            names |= {receval.parse_metric(r["metric"]).name for r in csv.DictReader(f)}
-    assert d.name in names, f"no known value for {d.name} in tests/data/known_values*.csv"
+            rows += list(csv.DictReader(f))
+    return rows
 
 
 @pytest.mark.parametrize("d", DEFS, ids=[d.name for d in DEFS])
-def test_every_metric_has_a_reference(d: receval.MetricDef) -> None:
+def test_every_metric_has_known_values(d: receval.MetricDef) -> None:
+    """A metric of the registry needs known values in tests/data/known_values*.csv,
+    each saying where it comes from (a source, or the hand computation)."""
+    rows = [r for r in _known_value_rows() if receval.parse_metric(r["metric"]).name == d.name]
+    assert rows, f"no known value for {d.name} in tests/data/known_values*.csv"
+    for r in rows:
+        assert r["why"].strip(), f"known value of {r['metric']} ({r['case']}) names no source"
+        float(r["expected"])  # a number (or nan)
+
+
+def _beyond_reference_names() -> set[str]:
     from tests.test_beyond import REFERENCE_NAMES
 
-    if d.name in REFERENCE_NAMES:
-        return  # checked against the slow reference of tests/test_beyond.py
+    return set(REFERENCE_NAMES)
+
+
+@pytest.mark.parametrize("d", DEFS, ids=[d.name for d in DEFS])
+def test_every_metric_has_a_slow_reference(d: receval.MetricDef) -> None:
+    """Each metric of the registry is checked against a slow, independent reference:
+    tests/reference.py for ranking metrics of lists and truth, the reference of
+    tests/test_beyond.py for metrics needing item inputs and aggregates, and
+    tests/test_ratings.py's for rating metrics. A metric added without one fails."""
     if d.kind == "rating":
         from tests.test_ratings import ref
 
         value = ref(d.name, [3.5, 4, 2, 5, 3], [3, 4.5, 1.5, 4.5, 2.5])
         assert d.bounds[0] <= value <= d.bounds[1]
         return
-    from tests.reference import ref_metric
+    if d.needs or d.kind == "aggregate":
+        assert d.name in _beyond_reference_names(), f"{d.name}: no reference in test_beyond"
+        return
+    from tests.reference import METRIC_PARAMS, ref_metric
 
+    assert d.name in METRIC_PARAMS  # drawn by the random agreement and property tests
     value = ref_metric(d.name, 3, {}, [1, 2, 3], {2: 1.0, 4: 1.0}, scores=[3.0, 2.0, 1.0])
     assert isinstance(value, float)
     assert math.isnan(value) or d.bounds[0] <= value <= d.bounds[1]
+
+
+def test_reference_names_are_metrics_of_the_registry() -> None:
+    assert _beyond_reference_names() <= set(receval.metrics())
+
+
+def test_list_only_metrics_agree_with_the_reference() -> None:
+    """The registry's needs_truth and the reference's independent list agree."""
+    from tests.reference import LIST_ONLY, METRIC_PARAMS
+
+    declared = {n for n in METRIC_PARAMS if not receval.metrics()[n].needs_truth}
+    assert declared == LIST_ONLY
+
+
+def test_list_only_metrics_are_those_that_read_no_truth() -> None:
+    """needs_truth=False exactly for metrics whose values do not change with the truth."""
+    recs = {1: [1, 2, 3], 2: [2, 4]}
+    train = {1: [1, 2], 2: [2], 3: [4]}
+    feats = {1: [1.0, 0.0], 2: [0.0, 1.0], 3: [1.0, 1.0], 4: [0.5, 0.2]}
+    kw = {"train": train, "item_features": feats, "catalog": range(1, 6)}
+    names = [f"{d.name}@3" for d in DEFS if d.kind != "rating"]
+    a = receval.evaluate(recs, {1: [1], 2: [4]}, names, empty_truth="zero", **kw)
+    b = receval.evaluate(recs, {1: [3, 5], 2: [1]}, names, empty_truth="zero", **kw)
+    for name in names:
+        d = receval.parse_metric(name).definition
+        same = a.summary[name] == b.summary[name]
+        assert same == (not d.needs_truth), name
 
 
 @pytest.mark.parametrize("d", DEFS, ids=[d.name for d in DEFS])
@@ -94,7 +141,8 @@ def test_docstring_examples_run(name: str) -> None:
 
 def test_conventions_page_holds_the_generated_table() -> None:
     """docs/conventions.md shows exactly what receval.evaluation.conventions implements."""
-    from receval.evaluation.conventions import markdown_table
+    from receval.evaluation.conventions import markdown_sections, markdown_table
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "conventions.md").read_text()
     assert markdown_table() in page
+    assert page.endswith(markdown_sections())  # each tool's notes and sources

@@ -40,9 +40,9 @@ _PLAIN = {
     "Rprec": "Rprec",
     "recip_rank": "recip_rank",
     "ndcg": "ndcg",
-    "set_P": "precision[denominator=retrieved]",
-    "set_recall": "recall",
-    "set_F": "f1",
+    "set_P": "set_P",
+    "set_recall": "set_recall",
+    "set_F": "set_F",
 }
 _CUT = re.compile(r"^(P|recall|map_cut|ndcg_cut|success)_\d+$")
 
@@ -161,3 +161,39 @@ def test_trec_eval_query_policies() -> None:
     c = receval.evaluate(recs, truth, "P_1", convention="trec_eval", missing_recs="zero")
     assert c.summary["precision@1"] == 0.25  # a, b, norun, nothing
     assert c.counts["users_evaluated"] == 4
+
+
+@pytest.mark.parametrize(
+    ("measure", "beta", "value"),
+    [("set_F.0.5", 0.5**0.5, 0.6923), ("set_F.2", 2**0.5, 0.8182), ("set_F.1.0", 1.0, 0.75)],
+)
+def test_set_f_parameter_is_beta_squared(
+    measure: str, beta: float, value: float, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: trec_eval's set_F.x is (x + 1)PR / (xP + R) (m_set_F.c), so x is β².
+
+    P = 3/5 and R = 1: trec_eval prints 0.6923 for set_F.0.5 and 0.8182 for
+    set_F.2, where f1[beta=0.5] and f1[beta=2] are 0.6522 and 0.8824.
+    """
+    spec = receval.parse_metric(measure)
+    assert spec.name == "f1" and dict(spec.params).get("beta", 1.0) == pytest.approx(beta)
+    recs, truth = {"q": ["a", "b", "c", "d", "e"]}, {"q": ["a", "b", "c"]}
+    res = receval.evaluate(recs, truth, measure, convention="trec_eval")
+    assert round(res.summary[str(spec)], 4) == value
+    assert round(receval.evaluate(recs, truth, "f1[beta=0.5]").summary["f1[beta=0.5]"], 4) == (
+        0.6522
+    )
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"q Q0 {d} {i + 1} {5 - i} t\n" for i, d in enumerate("abcde")))
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q 0 {d} 1\n" for d in "abc"))
+    argv = ["evaluate", str(run), str(qrels), "--convention", "trec_eval", "-m", measure]
+    assert main([*argv, "--json"]) == 0
+    assert round(json.loads(capsys.readouterr().out)["metrics"][str(spec)], 4) == value
+
+
+def test_set_measures_reject_bad_parameters() -> None:
+    with pytest.raises(receval.MetricError, match="must be > 0"):
+        receval.parse_metric("set_F.0")
+    with pytest.raises(receval.MetricError, match="takes no parameter"):
+        receval.parse_metric("set_P.5")

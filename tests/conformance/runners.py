@@ -55,7 +55,7 @@ def ranx(w: Workload) -> dict[str, float]:
     qrels = Qrels.from_dict({u: {i: int(g) for i, g in t.items()} for u, t in w["truth"].items()})
     run = Run.from_dict({u: {i: float(s) for i, s in r} for u, r in w["recs"].items() if r})
     names = {"precision": "precision", "recall": "recall", "ndcg": "ndcg", "ap": "map"}
-    names |= {"rr": "mrr", "hit_rate": "hit_rate", "f1": "f1"}
+    names |= {"rr": "mrr", "hit_rate": "hit_rate", "hits": "hits", "f1": "f1"}
     metrics = [f"{theirs}@{k}" for theirs in names.values() for k in w["k"]]
     got = evaluate(qrels, run, metrics, make_comparable=True)
     out = {

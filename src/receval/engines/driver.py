@@ -150,7 +150,12 @@ class _TruthIndex:
 
 
 def _apply_policies(
-    p: Prepared, values: np.ndarray, empty_truth: str, missing_recs: str, no_truth: str
+    p: Prepared,
+    values: np.ndarray,
+    empty_truth: str,
+    missing_recs: str,
+    no_truth: str,
+    needs_truth: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Set values of users without relevant items / without lists by policy; count them.
 
@@ -159,6 +164,12 @@ def _apply_policies(
     ``no_recommendations`` (relevant items, no list: ``missing_recs``). A user
     without a list and without relevant items falls under both ``empty_truth``
     and ``missing_recs``: skipped if either says skip, else zero.
+
+    The policies decide which users are evaluated, for every metric alike (one
+    population: means and paired tests compare the same users). ``zero``
+    scores 0 the metrics that need the truth (``needs_truth``: one flag per
+    row of ``values``); metrics of the list alone (novelty, arp, ...) keep
+    the value of the user's list.
     """
     no_rel = p.n_relevant == 0
     no_list = ~p.has_recs
@@ -191,8 +202,8 @@ def _apply_policies(
             out &= ~mask
             skipped[why] = int(mask.sum())
         else:  # users without a list keep the values of an empty list (auc: NaN)
-            if why != "no_recommendations":
-                values[:, mask] = 0.0
+            if why != "no_recommendations" and mask.any():
+                values[np.ix_(needs_truth, mask)] = 0.0
             zero[why] = int(mask.sum())
     counts = {
         "users": len(p.user_ids),
@@ -250,6 +261,7 @@ def run(
     no_truth: str | None = None,
     ties: str = "item",
     relevant_from: str = "truth",
+    rank: str = "order",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
@@ -301,6 +313,7 @@ def run(
         no_truth=no_truth,
         ties=ties,
         relevant_from=relevant_from,
+        rank=rank,
         items=items,
         progress=progress,
     )
@@ -323,6 +336,7 @@ def run_pairs(
     no_truth: str | None = None,
     ties: str = "item",
     relevant_from: str = "truth",
+    rank: str = "order",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
@@ -331,8 +345,10 @@ def run_pairs(
     user's rows all in one pair — and merge their values in user order.
 
     ``max_grade`` is the largest grade of the whole truth (graded metrics
-    normalise by it). Users are in at most one pair, so the values, and the
-    means taken from them, do not depend on how the users were cut into pairs.
+    normalise by it). ``rank``: what a rank column means
+    (:data:`~receval.engines.numpy_engine.RANKS`: ``order`` or ``position``).
+    Users are in at most one pair, so the values, and the means taken from
+    them, do not depend on how the users were cut into pairs.
     """
     notes = [] if notes is None else notes
     counts: dict[str, Any] = {}
@@ -340,7 +356,10 @@ def run_pairs(
     specs = [s for s in specs if s.definition.kind != "aggregate"]
     exposure = _ExposureCounter({s.k for s in aggregate})
     need_ties = any(s.definition.needs_ties for s in specs)
-    positive = any(dict(s.params).get("grades") == "positive" for s in specs)
+    positive = any(
+        "positive_grades" in s.definition.requirements(s.k, dict(s.params)) for s in specs
+    )
+    needs_truth = np.array([s.definition.needs_truth for s in specs], dtype=bool)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def evaluate_chunk(pair: Pair) -> _Part:
@@ -356,6 +375,7 @@ def run_pairs(
                 ties=ties,
                 positive_grades=positive,
                 relevant_from=relevant_from,
+                rank=rank,
             )
         except InputError as exc:
             if exc.row is None:
@@ -373,7 +393,12 @@ def run_pairs(
             short = p.has_recs & (p.n < longest_k)
             p.counts["lists_shorter_than_largest_k"] = int(short.sum())
         evaluated, policy_counts = _apply_policies(
-            p, values, empty_truth, missing_recs, empty_truth if no_truth is None else no_truth
+            p,
+            values,
+            empty_truth,
+            missing_recs,
+            empty_truth if no_truth is None else no_truth,
+            needs_truth,
         )
         seen = exposure.count(p, evaluated) if aggregate else {}
         return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen)

@@ -63,6 +63,7 @@ class Prepared:
     n_relevant: np.ndarray
     rec_user: np.ndarray
     rec_pos: np.ndarray | None  # derived from the offsets on first use: _positions()
+    positioned: bool  # rec_pos holds rank positions (rank="position"), not list order
     rec_gain: np.ndarray
     rec_offsets: np.ndarray
     ideal_grades: np.ndarray
@@ -185,6 +186,54 @@ def _list_order(ru: np.ndarray, key: np.ndarray, recs: RecsData) -> np.ndarray |
     return np.lexsort((key, -sc, ru))
 
 
+#: What a rank column means (SPEC §2.1): ``order`` — lists are ordered by it and
+#: gaps close up (ranks 3, 5, 9 are positions 1, 2, 3); ``position`` — rank r is
+#: position r, a gap is an empty slot (RecTools: seen items filtered out of a
+#: list leave their ranks unused).
+RANKS = {
+    "order": "ranks order each list; gaps close up",
+    "position": "rank r is position r; gaps are empty positions",
+}
+
+
+class _Rows:
+    """The recommendation rows in list order, and how to name an input row."""
+
+    def __init__(self, recs: RecsData, ru: np.ndarray, ri: np.ndarray, order: Any) -> None:
+        self.recs = recs
+        self.order = order  # list row -> input row (None: the same)
+        self.ru, self.ri = ru, ri
+        self.score, self.recommended, self.rank = recs.score, recs.recommended, recs.rank
+        if order is not None:
+            self.ru, self.ri = ru[order], ri[order]
+            self.score = None if recs.score is None else recs.score[order]
+            self.recommended = None if recs.recommended is None else recs.recommended[order]
+            self.rank = None if recs.rank is None else recs.rank[order]
+        self.source_rows = order  # rows kept, as input rows (None: all, in order)
+
+    def input_row(self, j: int) -> int:
+        return j if self.order is None else int(self.order[j])
+
+    def located(
+        self, message: str, j: int, k: int, users: np.ndarray, items: np.ndarray
+    ) -> InputError:
+        """An error naming the later of list rows j and k (and the other)."""
+        a, b = sorted((self.input_row(j), self.input_row(k)))
+        return InputError(
+            message, source=self.recs.source, row=b, other_row=a, user=users[b], item=items[b]
+        )
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Drop the rows where ``mask`` is False."""
+        base = np.arange(len(mask)) if self.source_rows is None else self.source_rows
+        self.source_rows = base[mask]
+        self.ru, self.ri = self.ru[mask], self.ri[mask]
+        for name in ("score", "recommended", "rank"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, value[mask])
+
+
 def prepare(
     recs: RecsData,
     truth: TruthData,
@@ -196,6 +245,7 @@ def prepare(
     ties: str = "item",
     positive_grades: bool = False,
     relevant_from: str = "truth",
+    rank: str = "order",
 ) -> Prepared:
     """Encode, order, de-duplicate and join recommendations and truth.
 
@@ -204,134 +254,45 @@ def prepare(
     (the gains of ``dcg``/``ndcg`` with ``grades=positive``).
     ``relevant_from="list"``: only the recommended items of the truth exist
     (R and the ideal come from the list; torchmetrics' view).
+    ``rank``: what a rank column means (a key of :data:`RANKS`).
 
     ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
     the part of a larger truth that belongs to one chunk of users).
     """
     notes: list[str] = []
-    counts: dict[str, Any] = {
-        "recommendation_rows": recs.rows,
-        "truth_rows": truth.rows,
-    }
+    counts: dict[str, Any] = {"recommendation_rows": recs.rows, "truth_rows": truth.rows}
     users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
     items = unify([recs.items, truth.items], "item", notes)
     (ru, reu, tu, teu), user_ids = _encode(users)
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)
-
-    # --- order each list -------------------------------------------------
-    tie_key = ri if recs.rank is not None or ties == "item" else _tie_key(ties, ri, items[0])
-    order = _list_order(ru, tie_key, recs)
-
-    def row(j: int) -> int:
-        return j if order is None else int(order[j])
-
-    def located(message: str, j: int, k: int) -> InputError:
-        a, b = sorted((row(j), row(k)))
-        return InputError(
-            message,
-            source=recs.source,
-            row=b,
-            other_row=a,
-            user=users[0][b],
-            item=items[0][b],
-        )
-
-    score = recs.score
-    recommended = recs.recommended
-    source_rows = order
-    if order is not None:
-        ru, ri = ru[order], ri[order]
-        score = None if score is None else score[order]
-        if recommended is not None:
-            recommended = recommended[order]
-        if recs.rank is not None:
-            r_sorted = recs.rank[order]
-            same = (ru[1:] == ru[:-1]) & (r_sorted[1:] == r_sorted[:-1])
-            if same.any():
-                j = int(np.flatnonzero(same)[0])
-                raise located(
-                    f"rank {r_sorted[j]} appears twice in this user's list ({{rows}})", j, j + 1
-                )
+    rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
 
     # --- join: the grade of every listed item in the user's truth -----------
     # One pass per user (the compiled module) when it is built and finds no
     # item twice; else, and for every input holding duplicates, one sort of
     # (user, item) keys on each side. Both give the same arrays, bit for bit.
-    want_grades = positive_grades or relevant_from == "list" or recommended is not None
-    joined = _native_join(ru, ri, tu, ti, truth.grades, n_users, threshold, want_grades)
+    want_grades = positive_grades or relevant_from == "list" or rows.recommended is not None
+    joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
     if joined is not None:
         rec_grade, rec_gain, rec_offsets = joined
         tuser, grades = tu, truth.grades
     else:
         if n_items is None:  # raw integer ids so far: codes for the sorting path
-            (ri, ti), n_items = _encode_items([ri, ti], raw=False)
+            (rows.ri, ti), n_items = _encode_items([rows.ri, ti], raw=False)
         n_items = max(n_items, 1)
-        # --- duplicates in a list: one stable sort of (user, item) keys ----------
-        key = ru * n_items + ri
-        korder, skey = _sorted_keys(key, n_users * n_items)
-        later = skey[1:] == skey[:-1]
-        if later.any():
-            dup_rows = korder[1:][later]
-            if duplicates == "error":
-                j = int(dup_rows.min())
-                first = int(korder[np.searchsorted(skey, key[j])])
-                raise located(
-                    "the item appears twice in this user's list ({rows}); "
-                    "pass duplicates='keep' to keep the first occurrence",
-                    first,
-                    j,
-                )
-            keep = np.ones(len(key), dtype=bool)
-            keep[dup_rows] = False
-            source_rows = (np.arange(len(key)) if source_rows is None else source_rows)[keep]
-            new_index = np.cumsum(keep) - 1
-            korder = new_index[korder[np.concatenate(([True], ~later))]]
-            skey = key[keep][korder]
-            ru, ri, key = ru[keep], ri[keep], key[keep]
-            if score is not None:
-                score = score[keep]
-            if recommended is not None:
-                recommended = recommended[keep]
-            counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
-
-        # --- the truth: duplicates, then sorted unique keys ---------------------
-        torder, tkey = _sorted_keys(tu * n_items + ti, n_users * n_items)
-        grades = truth.grades[torder]
-        tdup = tkey[1:] == tkey[:-1]
-        if tdup.any():
-            if duplicates == "error":
-                j = int(np.flatnonzero(tdup)[0])
-                a, b = sorted((int(torder[j]), int(torder[j + 1])))
-                raise InputError(
-                    "this (user, item) pair appears twice in the truth ({rows}); "
-                    "pass duplicates='keep' to keep the largest grade",
-                    source=truth.source,
-                    row=b,
-                    other_row=a,
-                    user=users[2][b],
-                    item=items[1][b],
-                )
-            starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
-            grades = np.maximum.reduceat(grades, starts)
-            tkey = tkey[starts]
-            counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
-        tuser = tkey // n_items
-
-        # --- join: the grade of every recommended item --------------------------
-        rec_grade = np.zeros(len(key))
-        if len(skey) and len(tkey):
-            pos = np.searchsorted(skey, tkey)
-            found = pos < len(skey)
-            found[found] = skey[pos[found]] == tkey[found]
-            rec_grade[korder[pos[found]]] = grades[found]
+        korder, skey = _dedupe_lists(rows, n_users, n_items, duplicates, users[0], items[0], counts)
+        tuser, tkey, grades = _dedupe_truth(
+            truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
+        )
+        rec_grade = _grades_of(korder, skey, tkey, grades)
         rec_gain = None
-
-        rec_offsets = _offsets(ru, n_users)
-    if rec_gain is None or recommended is not None:
+        rec_offsets = _offsets(rows.ru, n_users)
+    ru = rows.ru
+    if rec_gain is None or rows.recommended is not None:
         relevant = (rec_grade >= threshold) & (rec_grade > 0)
-        if recommended is not None:  # explicit feedback: only recommended items can be hits
-            relevant &= recommended
+        if rows.recommended is not None:  # explicit feedback: only recommended items are hits
+            relevant &= rows.recommended
         rec_gain = np.where(relevant, rec_grade, 0.0)
 
     # --- the ideal: relevant grades per user, descending --------------------
@@ -341,32 +302,19 @@ def prepare(
     pos_gain = pos_ig = pos_offsets = None
     if positive_grades:
         positive = rec_grade > 0
-        if recommended is not None:
-            positive &= recommended
+        if rows.recommended is not None:
+            positive &= rows.recommended
         pos_gain = np.where(positive, rec_grade, 0.0)
         pos_ig, pos_offsets = _ideal(tuser, grades, 0.0, n_users)
 
-    if score is not None and len(score) > 1:
-        # rows whose score equals the previous row's of the same user: ties broken by id
-        counts["recommendation_rows_tied"] = int(
-            ((ru[1:] == ru[:-1]) & (score[1:] == score[:-1])).sum()
-        )
-    tie_start = tie_end = None
-    if need_ties and score is not None and len(score):
-        new = np.ones(len(score), dtype=bool)
-        new[1:] = (ru[1:] != ru[:-1]) | (score[1:] != score[:-1])
-        first_rows = np.flatnonzero(new)
-        group = np.cumsum(new) - 1
-        last_rows = np.append(first_rows[1:] - 1, len(score) - 1)
-        tie_start = first_rows[group] - rec_offsets[ru] + 1
-        tie_end = last_rows[group] - rec_offsets[ru] + 1
-
+    tie_start, tie_end = _tie_groups(ru, rows.score, rec_offsets, need_ties, counts)
     has_recs = np.diff(rec_offsets) > 0
     has_recs[reu] = True
     in_truth = np.zeros(n_users, dtype=bool)
     in_truth[tu] = True
     in_truth[teu] = True
-    rec_items = items[0] if source_rows is None else items[0][source_rows]
+    rec_items = items[0] if rows.source_rows is None else items[0][rows.source_rows]
+    positions = _rank_positions(rows, rec_offsets, rank, counts)
     return Prepared(
         user_ids=user_ids,
         rec_item_ids=rec_items,
@@ -375,9 +323,10 @@ def prepare(
         in_truth=in_truth,
         n_relevant=np.diff(ideal_offsets),
         rec_user=ru,
-        rec_pos=None,
+        rec_pos=positions,
+        positioned=positions is not None,
         rec_gain=rec_gain,
-        rec_recommended=recommended,
+        rec_recommended=rows.recommended,
         rec_offsets=rec_offsets,
         ideal_grades=ig,
         ideal_offsets=ideal_offsets,
@@ -390,6 +339,159 @@ def prepare(
         counts=counts,
         notes=notes,
     )
+
+
+def _order_lists(
+    recs: RecsData,
+    ru: np.ndarray,
+    ri: np.ndarray,
+    raw_items: np.ndarray,
+    raw_users: np.ndarray,
+    ties: str,
+) -> _Rows:
+    """The rows in list order (user, then rank or score descending and the tie
+    rule); a rank given twice in one list is an error naming both rows."""
+    tie_key = ri if recs.rank is not None or ties == "item" else _tie_key(ties, ri, raw_items)
+    rows = _Rows(recs, ru, ri, _list_order(ru, tie_key, recs))
+    if rows.order is not None and rows.rank is not None:
+        r = rows.rank
+        same = (rows.ru[1:] == rows.ru[:-1]) & (r[1:] == r[:-1])
+        if same.any():
+            j = int(np.flatnonzero(same)[0])
+            message = f"rank {r[j]} appears twice in this user's list ({{rows}})"
+            raise rows.located(message, j, j + 1, raw_users, raw_items)
+    return rows
+
+
+def _dedupe_lists(
+    rows: _Rows,
+    n_users: int,
+    n_items: int,
+    duplicates: str,
+    raw_users: np.ndarray,
+    raw_items: np.ndarray,
+    counts: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray]:
+    """An item twice in a list: an error, or (``keep``) its later rows dropped
+    and counted. Returns the stable order of the rows' (user, item) keys and
+    the sorted keys."""
+    key = rows.ru * n_items + rows.ri
+    korder, skey = _sorted_keys(key, n_users * n_items)
+    later = skey[1:] == skey[:-1]
+    if not later.any():
+        return korder, skey
+    dup_rows = korder[1:][later]
+    if duplicates == "error":
+        j = int(dup_rows.min())
+        first = int(korder[np.searchsorted(skey, key[j])])
+        message = (
+            "the item appears twice in this user's list ({rows}); "
+            "pass duplicates='keep' to keep the first occurrence"
+        )
+        raise rows.located(message, first, j, raw_users, raw_items)
+    keep = np.ones(len(key), dtype=bool)
+    keep[dup_rows] = False
+    new_index = np.cumsum(keep) - 1
+    korder = new_index[korder[np.concatenate(([True], ~later))]]
+    rows.keep(keep)
+    counts["recommendation_rows_duplicate_dropped"] = len(dup_rows)
+    return korder, key[keep][korder]
+
+
+def _dedupe_truth(
+    truth: TruthData,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    n_users: int,
+    n_items: int,
+    duplicates: str,
+    raw_users: np.ndarray,
+    raw_items: np.ndarray,
+    counts: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The truth's sorted unique (user, item) keys, their users and grades; a
+    pair twice is an error, or (``keep``) its largest grade, counted."""
+    torder, tkey = _sorted_keys(tu * n_items + ti, n_users * n_items)
+    grades = truth.grades[torder]
+    tdup = tkey[1:] == tkey[:-1]
+    if tdup.any():
+        if duplicates == "error":
+            j = int(np.flatnonzero(tdup)[0])
+            a, b = sorted((int(torder[j]), int(torder[j + 1])))
+            raise InputError(
+                "this (user, item) pair appears twice in the truth ({rows}); "
+                "pass duplicates='keep' to keep the largest grade",
+                source=truth.source,
+                row=b,
+                other_row=a,
+                user=raw_users[b],
+                item=raw_items[b],
+            )
+        starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
+        grades = np.maximum.reduceat(grades, starts)
+        tkey = tkey[starts]
+        counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
+    return tkey // n_items, tkey, grades
+
+
+def _grades_of(
+    korder: np.ndarray, skey: np.ndarray, tkey: np.ndarray, grades: np.ndarray
+) -> np.ndarray:
+    """The grade of every list row (0 when its item is not in the user's truth)."""
+    rec_grade = np.zeros(len(skey))
+    if len(skey) and len(tkey):
+        pos = np.searchsorted(skey, tkey)
+        found = pos < len(skey)
+        found[found] = skey[pos[found]] == tkey[found]
+        rec_grade[korder[pos[found]]] = grades[found]
+    return rec_grade
+
+
+def _tie_groups(
+    ru: np.ndarray,
+    score: np.ndarray | None,
+    rec_offsets: np.ndarray,
+    need_ties: bool,
+    counts: dict[str, Any],
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Count rows tied in score with the row above; with ``need_ties``, the
+    1-based first and last position of each row's group of equal scores."""
+    if score is not None and len(score) > 1:
+        # rows whose score equals the previous row's of the same user: ties broken by id
+        counts["recommendation_rows_tied"] = int(
+            ((ru[1:] == ru[:-1]) & (score[1:] == score[:-1])).sum()
+        )
+    if not need_ties or score is None or not len(score):
+        return None, None
+    new = np.ones(len(score), dtype=bool)
+    new[1:] = (ru[1:] != ru[:-1]) | (score[1:] != score[:-1])
+    first_rows = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
+    last_rows = np.append(first_rows[1:] - 1, len(score) - 1)
+    return first_rows[group] - rec_offsets[ru] + 1, last_rows[group] - rec_offsets[ru] + 1
+
+
+def _rank_positions(
+    rows: _Rows, rec_offsets: np.ndarray, rank: str, counts: dict[str, Any]
+) -> np.ndarray | None:
+    """Under ``rank="position"``, the 0-based position of every row (its rank
+    − 1); None when positions follow the list order. Lists whose ranks leave
+    gaps are counted (``lists_with_rank_gaps``) under either meaning."""
+    if rows.rank is None:
+        return None
+    r = rows.rank.astype(np.int64, copy=False)
+    n = np.diff(rec_offsets)
+    last = np.zeros(len(n), dtype=np.int64)
+    has = n > 0
+    last[has] = r[rec_offsets[1:][has] - 1]
+    first = np.zeros(len(n), dtype=np.int64)
+    first[has] = r[rec_offsets[:-1][has]]
+    gaps = has & ((last - first + 1 != n) | (first != 1))
+    if gaps.any():
+        counts["lists_with_rank_gaps"] = int(gaps.sum())
+    if rank != "position":
+        return None
+    return r - 1
 
 
 def _native_join(
@@ -470,13 +572,25 @@ def _max_grade(grades: np.ndarray) -> float:
 def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
     whole = any(s.k is None for s in specs)
     max_k = max((s.k for s in specs if s.k is not None), default=0)
-    max_n = int(p.n.max(initial=0))
+    max_n = int(_spans(p).max(initial=0))
     max_r = int(p.n_relevant.max(initial=0))
     if p.positive_ideal_offsets is not None:
         max_r = max(max_r, int(np.diff(p.positive_ideal_offsets).max(initial=0)))
     w = max_n if whole else min(max_k, max_n)
     wi = max_r if whole else min(max_k, max_r)
     return max(w, 1), max(wi, 1)
+
+
+def _spans(p: Prepared) -> np.ndarray:
+    """Per user, the positions a list spans: its length, or under
+    ``rank="position"`` its largest rank (gaps included)."""
+    if not p.positioned:
+        return p.n
+    assert p.rec_pos is not None
+    out = np.zeros(len(p.n), dtype=np.int64)
+    has = p.n > 0
+    out[has] = p.rec_pos[p.rec_offsets[1:][has] - 1] + 1
+    return out
 
 
 def _fill(
@@ -498,7 +612,7 @@ def _fill(
     out = np.zeros((width, m), dtype) if pad == 0 else np.full((width, m), pad, dtype=dtype)
     if r1 == r0:
         return out.T
-    if _native is not None and out.itemsize == 8 and values.dtype == out.dtype:
+    if _native is not None and pos is None and out.itemsize == 8 and values.dtype == out.dtype:
         # positions follow the offsets (rows of a user are in list order)
         _native.fill(offsets, u0, u1, np.ascontiguousarray(values), width, out.reshape(-1))
         return out.T
@@ -515,13 +629,16 @@ def _fill(
 
 class _CellSource:
     """The nonzero values of a chunk's per-user rows at positions < width,
-    cut into :class:`Cells` block by block."""
+    cut into :class:`Cells` block by block. Positions follow the rows' order
+    in their list, or are given (``pos``: under ``rank="position"``)."""
 
-    def __init__(self, offsets: np.ndarray, values: np.ndarray, width: int) -> None:
+    def __init__(
+        self, offsets: np.ndarray, values: np.ndarray, width: int, pos: np.ndarray | None = None
+    ) -> None:
         users = len(offsets) - 1
         self.offsets = np.empty(users + 1, dtype=np.int64)
         self.width = width
-        if _native is not None and values.dtype == np.float64:
+        if _native is not None and pos is None and values.dtype == np.float64:
             cap = int(np.minimum(np.diff(offsets), width).sum())
             self.user, self.pos = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
             self.value = np.empty(cap)
@@ -530,9 +647,9 @@ class _CellSource:
             return
         rows = np.flatnonzero(values != 0)
         user = np.searchsorted(offsets, rows, side="right") - 1
-        pos = rows - offsets[user]
-        keep = pos < width
-        self.user, self.pos = user[keep], pos[keep]
+        at = rows - offsets[user] if pos is None else pos[rows]
+        keep = at < width
+        self.user, self.pos = user[keep], at[keep]
         self.value = values[rows[keep]].astype(np.float64)
         self.offsets[0] = 0
         np.cumsum(np.bincount(self.user, minlength=users), out=self.offsets[1:])
@@ -556,29 +673,30 @@ def compute(
     Users are processed in blocks; every spec runs on the same block, so
     cumulative arrays are shared across metrics and cut-offs.
     """
+    stats = {"max_grade": p.max_grade}
     for s in specs:
-        mg = dict(s.params).get("max_grade")
-        if s.name == "err" and mg is not None and mg < p.max_grade:
-            raise MetricError(
-                f"{s}: max_grade={mg:g} is below the largest grade in the truth ({p.max_grade:g})"
-            )
+        why = s.definition.check_data(dict(s.params), stats)
+        if why is not None:
+            raise MetricError(f"{s}: {why}")
     n_users = len(p.user_ids)
     out = np.empty((len(specs), n_users), dtype=np.float64)
     w, wi = _widths(p, specs)
     step = max(1, BLOCK_CELLS // max(w, wi))
     ties = p.tie_start is not None and any(s.definition.needs_ties for s in specs)
-    hits = _CellSource(p.rec_offsets, p.rec_gain, w)
+    at = p.rec_pos if p.positioned else None  # explicit positions (rank="position")
+    hits = _CellSource(p.rec_offsets, p.rec_gain, w, at)
     ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
+    slots = None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at)
     positive = p.positive_ideal_offsets is not None
     if positive:
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
-        pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w)
+        pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
     dense_input = ties or p.rec_recommended is not None or p.rec_context is not None
     u0 = 0
     while u0 < n_users:
         u1 = min(n_users, u0 + step)
-        fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=p.rec_pos)
+        fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=at)
         batch = Batch(
             hits.block(u0, u1),
             ideal.block(u0, u1),
@@ -596,6 +714,7 @@ def compute(
             items=items,
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
+            slots=None if slots is None else slots.block(u0, u1),
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

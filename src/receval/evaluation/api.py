@@ -352,28 +352,29 @@ def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
     return out
 
 
+#: requirement (registry.REQUIREMENTS) -> what the error says after "{metric} needs"
 _PROVIDERS = {
-    "train": "train= (CLI: --train)",
-    "catalog": "catalog= or train= (CLI: --catalog or --train)",
-    "item_features": "item_features= (CLI: --item-features)",
-    "popular": "popular= or train= (CLI: --popular or --train)",
+    "train": "train= (CLI: --train), which was not given",
+    "catalog": "catalog= or train= (CLI: --catalog or --train), which was not given",
+    "item_features": "item_features= (CLI: --item-features), which was not given",
+    "popular": "popular= or train= (CLI: --popular or --train), which was not given",
+    "ratings": "predicted ratings: use receval.evaluate_explicit (explicit feedback)",
+    "cutoff": "a cut-off, e.g. {name}@10",
 }
 
 
 def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None:
-    """Fail before any work when a metric needs an input that was not given."""
+    """Fail before any work when a metric needs an input that was not given
+    (what each metric needs is declared in the registry:
+    :meth:`~receval.metrics.registry.MetricDef.requirements`)."""
     for s in specs:
-        if s.definition.kind == "rating":
+        d = s.definition
+        if d.kind == "rating":
             raise ReceValError(f"{s} is a rating-prediction metric: use receval.evaluate_ratings")
-        for need in s.definition.needs:
-            if not given.get(need, False):
-                raise ReceValError(f"{s} needs {_PROVIDERS[need]}, which was not given")
-        if dict(s.params).get("denominator") == "recommended" and not given.get("ratings"):
-            raise ReceValError(
-                f"{s} needs predicted ratings: use receval.evaluate_explicit (explicit feedback)"
-            )
-        if s.name == "personalization" and s.k is None:
-            raise ReceValError(f"{s} needs a cut-off, e.g. personalization@10")
+        for need in d.requirements(s.k, dict(s.params)):
+            if need in _PROVIDERS and not given.get(need, False):
+                provider = _PROVIDERS[need].format(name=s.name)
+                raise ReceValError(f"{s} needs {provider}")
 
 
 def score(

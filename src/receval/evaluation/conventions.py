@@ -37,6 +37,7 @@ __all__ = [
     "Convention",
     "decisions",
     "get",
+    "markdown_sections",
     "markdown_table",
     "variants",
 ]
@@ -56,6 +57,10 @@ class Convention:
         threshold: the relevance threshold (grade >= threshold and > 0).
         relevant_from: ``list`` when the tool only knows the relevant items
             it is given as candidates (R and the ideal from the list).
+        rank: what a rank column means: ``order`` (the list's order; gaps
+            close up) or ``position`` (rank r is position r; a gap is an empty
+            position). Tools that read scores only (or build ranks
+            themselves) are ``order``.
         params: metric name → parameter → value, the defaults of metric strings.
         metrics: receval metric names the tool has (others are left out of
             :func:`compare_conventions`).
@@ -74,6 +79,7 @@ class Convention:
     graded: bool = True
     threshold: float = 1.0
     relevant_from: str = "truth"
+    rank: str = "order"
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     names: Mapping[str, str] = field(default_factory=dict)
@@ -117,7 +123,7 @@ TREC_EVAL = Convention(
         "rr": "recip_rank (no cut-off)",
         "hit_rate": "success_k",
         "r_precision": "Rprec",
-        "f1": "set_F (no cut-off)",
+        "f1": "set_F.x (no cut-off; x is β²: set_F.x = f1[beta=√x])",
     },
     notes=(
         "`-c` (average over every query of the qrels, missing ones scoring 0) is "
@@ -140,6 +146,8 @@ TREC_EVAL = Convention(
         "ideal from all judged docs with gain > 0 (independent of -l)",
         "rr": "trec_eval/m_recip_rank.c: 1 / rank of the first relevant doc, whole list",
         "hit_rate": "trec_eval/m_success.c: 1 if a relevant doc is in the top k",
+        "f1": "trec_eval/m_set_F.c: (x + 1)·P·R / (x·P + R) over the whole list, x the "
+        "parameter (default 1): β = √x",
     },
 )
 
@@ -151,7 +159,7 @@ RANX = Convention(
     missing_recs="zero",
     no_truth="skip",
     params={"ap": {"denominator": "relevant"}},
-    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "hits", "r_precision", "f1"),
     names={
         "precision": "precision@k",
         "recall": "recall@k",
@@ -159,6 +167,7 @@ RANX = Convention(
         "ndcg": "ndcg@k (ndcg_burges@k = gain=exp)",
         "rr": "mrr@k",
         "hit_rate": "hit_rate@k",
+        "hits": "hits@k (the count of relevant items in the top k)",
         "r_precision": "r-precision",
         "f1": "f1@k",
     },
@@ -182,6 +191,7 @@ RANX = Convention(
         "ndcg": "ranx/metrics/ndcg.py: _dcg (jarvelin: grade / log2(i + 1)), _idcg (qrels "
         "sorted, cut at k); 0 when idcg = 0",
         "rr": "ranx/metrics/reciprocal_rank.py: cut at k",
+        "hits": "ranx/metrics/hits.py: _hits (relevant documents among the top k, a count)",
     },
 )
 
@@ -189,6 +199,7 @@ RECTOOLS = Convention(
     name="rectools",
     tool="RecTools 0.19 (rectools.metrics)",
     graded=False,
+    rank="position",
     empty_truth="skip",
     missing_recs="zero",
     no_truth="skip",
@@ -205,6 +216,9 @@ RECTOOLS = Convention(
     notes=(
         "RecTools reads ranks, not scores: with a rank column there are no ties; given "
         "scores, receval orders ties by item id.",
+        "A rank is a position (rank='position'): an item at rank 3 is at position 3 even "
+        "when ranks 1 and 2 are missing (seen items filtered out of a list), so it is not "
+        "in the top 1 or 2.",
         "Every interaction of the test table is relevant (weights are not read).",
     ),
     sources={
@@ -214,6 +228,8 @@ RECTOOLS = Convention(
         "unless divide_by_k)",
         "ndcg": "rectools/metrics/ranking.py: NDCG (ideal of k hits unless divide_by_achievable)",
         "precision": "rectools/metrics/classification.py: Precision (hits / k)",
+        "rank": "rectools/metrics/classification.py: calc_confusions (a hit is rank <= k, "
+        "the rank column as given); ranking.py: 1 / rank",
     },
 )
 
@@ -347,7 +363,7 @@ RECOMMENDERS = Convention(
     name="recommenders",
     tool="Microsoft Recommenders 1.2 (recommenders.evaluation.python_evaluation)",
     ties="input",
-    graded=False,
+    threshold=0.0,
     empty_truth="skip",
     missing_recs="skip",
     no_truth="skip",
@@ -357,9 +373,15 @@ RECOMMENDERS = Convention(
         "precision": "precision_at_k",
         "recall": "recall_at_k",
         "ap": "map_at_k (map: denominator=relevant)",
-        "ndcg": "ndcg_at_k (score_type='raw'/'exp': gain=linear/exp)",
+        "ndcg": "ndcg_at_k (score_type='raw'/'exp': ndcg[gain=linear] / ndcg[gain=exp])",
     },
     notes=(
+        "Every row of the truth is relevant (threshold=0: every grade > 0) and nDCG's gains "
+        "are the grades: score_type='binary' (the default) is ndcg[gain=binary], 'raw' "
+        "ndcg[gain=linear], 'exp' ndcg[gain=exp]. A truth row graded exactly 0 is relevant "
+        "to Recommenders' precision, recall and MAP but never to receval (relevant means "
+        "grade > 0): drop such rows, or give no grades, to match them.",
+        "discfun_type='loge' (the default) or 'log2' changes no nDCG: the base cancels out.",
         "Users are those of both tables (merge_ranking_true_pred), except in ndcg_at_k, "
         "whose outer merge also averages the truth's users without predictions as 0: use "
         "missing_recs='zero' for that one.",
@@ -372,8 +394,11 @@ RECOMMENDERS = Convention(
         "(common users)",
         "ties": "python_evaluation.py: get_top_k_items (sort_values([user, prediction]))",
         "ap": "python_evaluation.py: map_at_k (/ min(actual, k)); map (/ actual)",
-        "ndcg": "python_evaluation.py: ndcg_at_k (score_type='binary', ideal from the truth "
-        "sorted by rating, head(k))",
+        "ndcg": "python_evaluation.py: ndcg_at_k (rel = 1, the rating, or 2^rating - 1 by "
+        "score_type; dcg = rel / log(1 + rank); ideal from every truth row sorted by "
+        "rating, head(k))",
+        "relevance": "python_evaluation.py: merge_ranking_true_pred (a hit is any "
+        "predicted item of the truth table, whatever its rating)",
     },
 )
 
@@ -497,8 +522,14 @@ def decisions(c: Convention) -> dict[str, str]:
     no_truth = c.empty_truth if c.no_truth is None else c.no_truth
     out = {
         "equal scores ordered by": _TIE_TEXT[c.ties],
+        "a rank column": {
+            "order": "orders the list (gaps close up)",
+            "position": "is the position (gaps stay empty)",
+        }[c.rank],
         "relevant items": (
-            f"grade >= {c.threshold:g} (and > 0)"
+            "every truth row graded > 0 (grades kept as gains)"
+            if c.graded and c.threshold <= 0
+            else f"grade >= {c.threshold:g} (and > 0)"
             if c.graded
             else "every truth row (grades ignored)"
         )
@@ -544,6 +575,21 @@ def markdown_table() -> str:
     )
     lines.append(f"| metrics (the tool's names) | {metric_names} |")
     return "\n".join(lines)
+
+
+def markdown_sections() -> str:
+    """One section per tool's convention (docs/conventions.md): its notes and
+    the files each decision was read from."""
+    out = []
+    for c in CONVENTIONS.values():
+        if c.name == "receval":
+            continue
+        lines = [f"### `{c.name}` — {c.tool}", ""]
+        lines += [f"- {note}" for note in c.notes]
+        lines += ["", "Read from:", ""]
+        lines += [f"- {key}: `{where}`" for key, where in c.sources.items()]
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
 
 
 def variants(metric: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from receval.engines.numpy_engine import TIES
+from receval.engines.numpy_engine import RANKS, TIES
 from receval.errors import OptionError, ReceValError
 from receval.evaluation import conventions
 from receval.records import Columns
@@ -43,7 +43,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "ties": tuple(TIES),
     "relevant_from": ("truth", "list"),
     "duplicates": ("error", "keep"),
-    "rank": ("order", "position"),
+    "rank": tuple(RANKS),
 }
 
 # receval's own value of every option a convention may set
@@ -239,6 +239,7 @@ class EvalOptions:
             "ties": self.ties,
             "relevant_from": self.relevant_from,
             "duplicates": self.duplicates,
+            "rank": self.rank,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:

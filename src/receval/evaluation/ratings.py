@@ -39,7 +39,6 @@ from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.ratings import read_ratings
-from receval.metrics.kernels.rating import BY_USER
 from receval.metrics.registry import REGISTRY, MetricDef
 from receval.metrics.registry import lookup as ranking_lookup
 from receval.metrics.spec import _GRAMMAR, MetricSpec, _parse_params, _suggest
@@ -164,7 +163,9 @@ def _compute(
     if not spec.per_user:
         return float(spec.definition.kernel(actual, predicted)), None
     assert codes is not None
-    values = BY_USER[spec.name](actual, predicted, codes, n_users)
+    by_user = spec.definition.by_user
+    assert by_user is not None  # every rating metric declares one
+    values = by_user(actual, predicted, codes, n_users)
     ok = ~np.isnan(values)
     return (float(values[ok].mean()) if ok.any() else math.nan), values
 

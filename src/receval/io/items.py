@@ -207,7 +207,6 @@ def build_context(
         n_train_users=0,
         in_catalog=np.zeros(n + 1, dtype=bool),
         catalog_source="",
-        has_train=train is not None,
     )
     seen = np.zeros(n + 1, dtype=bool)
     if t_items is not None and t_users is not None:

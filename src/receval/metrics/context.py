@@ -48,7 +48,6 @@ class ItemContext:
     n_train_users: int
     in_catalog: np.ndarray
     catalog_source: str
-    has_train: bool
     seen: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
     train_pairs: pd.DataFrame | None = None
     popular_given: np.ndarray | None = None

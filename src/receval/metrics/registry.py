@@ -35,6 +35,12 @@ class ParamDef:
     choices: tuple[str, ...] | None = None
     check: Callable[[Any], bool] | None = None
     check_text: str = ""
+    #: (value, requirement) pairs: a value that needs an input or engine data
+    #: (see :data:`REQUIREMENTS`), e.g. ``("recommended", "ratings")``.
+    needs: tuple[tuple[Any, str], ...] = ()
+    #: the name of a statistic of the data that a given value may not be below
+    #: (``"max_grade"``: the largest grade of the truth); None: no such bound.
+    at_least: str | None = None
 
     def convert(self, raw: Any) -> Any:
         """Turn a raw value (a string from a metric name, or a Python value) into
@@ -77,6 +83,23 @@ class ParamDef:
         return str(value)
 
 
+#: What a metric (or one of its parameter values) may require, and what provides it.
+REQUIREMENTS: Mapping[str, str] = MappingProxyType(
+    {
+        "train": "training interactions (train=)",
+        "catalog": "the item catalog (catalog=, or train=)",
+        "item_features": "item features (item_features=)",
+        "popular": "a popular-item set (popular=, or train=)",
+        "ratings": "predicted ratings (explicit-feedback input)",
+        "cutoff": "a cut-off @k",
+        "positive_grades": "every grade > 0 whatever the threshold (engine data)",
+    }
+)
+
+#: The statistics of the data a parameter value may be bounded by (``ParamDef.at_least``).
+STATISTICS: Mapping[str, str] = MappingProxyType({"max_grade": "the largest grade in the truth"})
+
+
 @dataclass(frozen=True)
 class MetricDef:
     """The one declaration of a metric.
@@ -85,7 +108,22 @@ class MetricDef:
     :class:`~receval.metrics.kernels.batch.Batch`, averaged over users), ``aggregate``
     (one value from combinable statistics of all lists) or ``rating`` (from
     actual and predicted ratings). ``needs`` names the extra inputs it requires
-    (``train``, ``item_features``, ``catalog``).
+    (``train``, ``item_features``, ``catalog``, ``popular``).
+
+    Everything that makes the engine, the driver or the entry points treat a
+    metric differently is a field here, never a test of its name:
+
+    * ``needs_truth``: False for metrics that describe the list alone
+      (novelty, arp, long_tail, ild, user_coverage, the aggregates). The user
+      policies that score a user 0 (``empty_truth``, ``no_truth`` = ``zero``)
+      concern the metrics that need the truth; list-only metrics keep the
+      value of the user's list.
+    * ``needs_cutoff``: the metric has no meaning without ``@k``.
+    * ``needs_ties``: the kernel reads the groups of equal scores.
+    * a parameter's ``needs`` / ``at_least``: requirements of one value
+      (``precision[denominator=recommended]`` needs ratings input; ERR's
+      ``max_grade`` may not be below the largest grade of the truth).
+    * ``by_user``: the per-user kernel of a rating metric.
     """
 
     name: str
@@ -102,10 +140,47 @@ class MetricDef:
     notes: str = ""
     kind: str = "ranking"
     needs: tuple[str, ...] = ()
-    param_map: Mapping[str, ParamDef] = field(init=False, repr=False)
+    needs_truth: bool = True
+    needs_cutoff: bool = False
+    by_user: Callable[..., np.ndarray] | None = None
+    param_map: Mapping[str, ParamDef] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", MappingProxyType({p.name: p for p in self.params}))
+        for need in self.needs:
+            if need not in REQUIREMENTS:  # pragma: no cover - a declaration error
+                raise ValueError(f"{self.name}: unknown requirement {need!r}")
+
+    def requirements(self, k: int | None, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """Everything this metric needs at cut-off ``k`` with these parameters
+        (keys of :data:`REQUIREMENTS`): its ``needs``, a cut-off when it has
+        none, and what its parameter values need.
+
+        Example:
+            >>> REGISTRY["precision"].requirements(5, {"denominator": "recommended"})
+            ('ratings',)
+            >>> REGISTRY["personalization"].requirements(None, {})
+            ('cutoff',)
+        """
+        out = list(self.needs)
+        if self.needs_cutoff and k is None:
+            out.append("cutoff")
+        for p in self.params:
+            value = params.get(p.name, p.default)
+            out += [need for v, need in p.needs if v == value]
+        return tuple(dict.fromkeys(out))
+
+    def check_data(self, params: Mapping[str, Any], stats: Mapping[str, float]) -> str | None:
+        """Why these parameter values do not fit the data (``stats``: e.g.
+        ``{"max_grade": 4.0}``), or None when they do."""
+        for p in self.params:
+            value = params.get(p.name)
+            if p.at_least is None or value is None or p.at_least not in stats:
+                continue
+            floor = stats[p.at_least]
+            if value < floor:
+                return f"{p.name}={value:g} is below {STATISTICS[p.at_least]} ({floor:g})"
+        return None
 
     def compute(self, batch: Batch, k: int | None, params: Mapping[str, Any]) -> np.ndarray:
         """Run the kernel on a batch with defaults filled in."""
@@ -131,6 +206,7 @@ _GRADES = ParamDef(
     "which grades give gain: those of relevant items (grade >= threshold), or every "
     "grade > 0 whatever the threshold (trec_eval's nDCG under -l)",
     choices=("relevant", "positive"),
+    needs=(("positive", "positive_grades"),),
 )
 _DISCOUNT = ParamDef(
     "discount",
@@ -164,6 +240,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 "what hits are divided by: k, min(k, n), or the recommended items of the top k "
                 "(explicit-feedback input)",
                 choices=("k", "retrieved", "recommended"),
+                needs=(("recommended", "ratings"),),
             ),
         ),
         notes="A list shorter than k still divides by k (denominator=k).",
@@ -194,10 +271,20 @@ _DEFS: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         name="hit_rate",
-        aliases=("hr", "hit", "hits", "success"),
+        aliases=("hr", "hit", "success"),
         description="1 if at least one relevant item is in the first k positions",
         formula="1 if hits@k > 0 else 0",
         kernel=K.hit_rate,
+        notes="`hits` is not an alias: it is the count hits@k (ranx's hits).",
+    ),
+    MetricDef(
+        name="hits",
+        aliases=("hit_count",),
+        description="number of relevant items in the first k positions",
+        formula="hits@k = Σ_{i≤min(k,n)} rel_i",
+        kernel=K.hits,
+        bounds=(0.0, math.inf),
+        notes="ranx's hits@k; hit_rate is 1 when it is > 0.",
     ),
     MetricDef(
         name="ap",
@@ -311,6 +398,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 "g_max; default: the largest grade in the truth",
                 check=_positive,
                 check_text="a number > 0",
+                at_least="max_grade",
             ),
         ),
         graded=True,
@@ -327,12 +415,16 @@ _DEFS: tuple[MetricDef, ...] = (
     ),
 )
 
-_EMPTY_LIST = "users without relevant items (empty_truth policy), and empty lists (NaN)"
+_EMPTY_LIST = (
+    "empty lists (NaN); users the user policies leave out are left out here too (a user "
+    "they score 0 keeps the value of its list: the metric describes the list, not the truth)"
+)
 _AGGREGATE = "one value over the top-k lists of the users evaluated; no per-user value"
 
 _DEFS += (
     MetricDef(
         name="novelty",
+        needs_truth=False,
         description="how unknown the recommended items are: self-information of popularity",
         formula="mean over the top-k items of −log2(pop(i) / |training users|)",
         kernel=B.novelty,
@@ -343,6 +435,7 @@ _DEFS += (
     ),
     MetricDef(
         name="arp",
+        needs_truth=False,
         aliases=("average_recommendation_popularity", "avg_pop"),
         description="average popularity of the recommended items",
         formula="mean over the top-k items of pop(i)",
@@ -354,6 +447,7 @@ _DEFS += (
     ),
     MetricDef(
         name="long_tail",
+        needs_truth=False,
         aliases=("long_tail_share", "tail"),
         description="share of recommended items outside the short head of popular items",
         formula="share of the top-k items not among the most popular training items that "
@@ -395,6 +489,7 @@ _DEFS += (
     ),
     MetricDef(
         name="ild",
+        needs_truth=False,
         aliases=("intra_list_diversity", "diversity"),
         description="intra-list diversity: how different the recommended items are",
         formula="1 − mean over pairs of top-k items of sim(i, j); cosine of feature vectors, "
@@ -402,15 +497,18 @@ _DEFS += (
         kernel=B.ild,
         bounds=(0.0, 2.0),
         needs=("item_features",),
-        undefined="users without relevant items (empty_truth policy), and lists with fewer "
-        "than 2 items with features (NaN)",
+        undefined="lists with fewer than 2 items with features (NaN); users the user policies "
+        "leave out are left out here too (a user they score 0 keeps the value of its list)",
         notes="Items without features are left out of the pairs.",
     ),
     MetricDef(
         name="user_coverage",
+        needs_truth=False,
         description="share of users whose list has at least k items",
         formula="1 if n ≥ min_items (default k; 1 without k) else 0, averaged over users",
         kernel=B.user_coverage,
+        undefined="never (an empty list scores 0); users the user policies leave out are left "
+        "out here too (a user they score 0 keeps the value of its list)",
         params=(
             ParamDef(
                 "min_items",
@@ -424,6 +522,7 @@ _DEFS += (
     ),
     MetricDef(
         name="coverage",
+        needs_truth=False,
         aliases=("catalog_coverage", "item_coverage"),
         description="share of the catalog recommended to at least one user",
         formula="|{catalog items in at least one top-k list}| / |catalog|",
@@ -434,6 +533,7 @@ _DEFS += (
     ),
     MetricDef(
         name="prediction_coverage",
+        needs_truth=False,
         description="share of (user, catalog item) pairs that were recommended",
         formula="Σ_u |top-k list of u ∩ catalog| / (users × |catalog|)",
         kernel=B.prediction_coverage,
@@ -443,6 +543,7 @@ _DEFS += (
     ),
     MetricDef(
         name="gini",
+        needs_truth=False,
         aliases=("gini_index",),
         description="inequality of exposure across catalog items (0 equal, → 1 concentrated)",
         formula="Σ_i (2i − n − 1) x_(i) / (n Σ x), x = list counts of the n catalog items "
@@ -455,6 +556,7 @@ _DEFS += (
     ),
     MetricDef(
         name="entropy",
+        needs_truth=False,
         aliases=("shannon_entropy",),
         description="Shannon entropy (bits) of how exposure spreads over recommended items",
         formula="−Σ_i p_i log2 p_i, p_i = share of all top-k slots holding item i",
@@ -465,11 +567,13 @@ _DEFS += (
     ),
     MetricDef(
         name="personalization",
+        needs_truth=False,
         description="how different users' lists are from each other",
         formula="1 − mean over pairs of users of |L_u ∩ L_v| / k, from item counts c_i: "
         "Σ_pairs |L_u ∩ L_v| = Σ_i c_i (c_i − 1) / 2",
         kernel=B.personalization,
         kind="aggregate",
+        needs_cutoff=True,
         undefined=_AGGREGATE + "; NaN with fewer than 2 users; needs a cut-off @k",
     ),
 )
@@ -495,6 +599,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="mean absolute error of predicted ratings",
         formula="Σ |a_i − p_i| / n",
         kernel=RK.mae,
+        by_user=RK.mae_by_user,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -507,6 +612,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="mean squared error of predicted ratings",
         formula="Σ (a_i − p_i)² / n",
         kernel=RK.mse,
+        by_user=RK.mse_by_user,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -519,6 +625,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="root mean squared error of predicted ratings",
         formula="sqrt(Σ (a_i − p_i)² / n)",
         kernel=RK.rmse,
+        by_user=RK.rmse_by_user,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -532,6 +639,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="coefficient of determination of predicted ratings",
         formula="1 − Σ (a_i − p_i)² / Σ (a_i − ā)²",
         kernel=RK.r2,
+        by_user=RK.r2_by_user,
         params=(_PER_USER,),
         bounds=(-math.inf, 1.0),
         undefined="all actual values equal, so SS_tot = 0 (NaN); per user also fewer than 2 "
@@ -544,6 +652,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="Pearson correlation of actual and predicted ratings",
         formula="Σ (a_i − ā)(p_i − p̄) / sqrt(Σ (a_i − ā)² Σ (p_i − p̄)²)",
         kernel=RK.pearson,
+        by_user=RK.pearson_by_user,
         params=(_PER_USER,),
         bounds=(-1.0, 1.0),
         undefined=_CORR_UNDEFINED,
@@ -555,6 +664,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="Spearman rank correlation of actual and predicted ratings",
         formula="pearson(rank(a), rank(p)), ties get their average rank",
         kernel=RK.spearman,
+        by_user=RK.spearman_by_user,
         params=(_PER_USER,),
         bounds=(-1.0, 1.0),
         undefined=_CORR_UNDEFINED,
@@ -566,6 +676,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         description="Kendall rank correlation (tau-b) of actual and predicted ratings",
         formula="(C − D) / sqrt((n0 − T_a)(n0 − T_p)), n0 = n(n − 1)/2, T = tied pairs",
         kernel=RK.kendall,
+        by_user=RK.kendall_by_user,
         params=(_PER_USER,),
         bounds=(-1.0, 1.0),
         undefined=_CORR_UNDEFINED,

@@ -9,6 +9,7 @@ column of per-user tables and the label in reports. It round-trips through
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -175,12 +176,36 @@ _TREC = {
 _TREC_NAME = re.compile(r"^\s*(P|recall|map_cut|ndcg_cut|success)[._](\d+(?:,\d+)*)\s*$", re.I)
 
 
-def _trec_alias(text: str) -> str | None:
-    """``P_5``, ``map_cut.10,20``, ``ndcg_cut_10``, ``success_1``, ``recall_100`` as
-    receval metric text (trec_eval's definitions: map_cut divides by all relevant)."""
-    m = _TREC_NAME.match(text)
+#: trec_eval's set measures (over the whole retrieved list): set_F.x, set_P, set_recall.
+_TREC_SET = re.compile(r"^\s*set_(F|P|recall)(?:[._](\d+(?:\.\d*)?|\.\d+))?\s*$", re.I)
+
+
+def _trec_set(text: str) -> str | None:
+    """trec_eval's ``set_F.x`` as ``f1[beta=√x]``: trec_eval's parameter x
+    weighs recall as β² does, set_Fx = (x + 1)·P·R / (x·P + R) (m_set_F.c), so
+    ``set_F.0.5`` is F-beta with β = √0.5 and ``set_F`` (x = 1) is f1.
+    ``set_P`` and ``set_recall`` are precision and recall of the whole list."""
+    m = _TREC_SET.match(text)
     if not m:
         return None
+    kind, raw = m.group(1).lower(), m.group(2)
+    if kind != "f":
+        if raw is not None:
+            raise MetricError(f"{text!r}: trec_eval's set_{m.group(1)} takes no parameter")
+        return "precision" if kind == "p" else "recall"
+    x = 1.0 if raw is None else float(raw)
+    if not x > 0:
+        raise MetricError(f"{text!r}: set_F's parameter (β²) must be > 0; got {raw}")
+    return "f1" if x == 1.0 else f"f1[beta={math.sqrt(x)!r}]"
+
+
+def _trec_alias(text: str) -> str | None:
+    """``P_5``, ``map_cut.10,20``, ``ndcg_cut_10``, ``success_1``, ``recall_100``,
+    ``set_F.0.5`` as receval metric text (trec_eval's definitions: map_cut divides
+    by all relevant; set_F's parameter is β²)."""
+    m = _TREC_NAME.match(text)
+    if not m:
+        return _trec_set(text)
     target = _TREC[m.group(1).lower()]
     cut = "@" + m.group(2)
     return target.format(k=cut) if "{k}" in target else target + cut

@@ -203,7 +203,10 @@ class Batch:
         positive_hits, positive_ideal_cells: like ``hits`` and ``ideal_cells``
             but with every grade > 0 whatever the relevance threshold
             (trec_eval's nDCG under ``-l``); only built when a metric asks for
-            ``grades=positive`` (dense: ``positive_gains``, ``positive_ideal``).
+            ``grades=positive``.
+        slots: :class:`Cells` of the positions that hold an item (value 1),
+            only when ranks are positions (``rank="position"``), whose gaps
+            are empty positions; None: positions 1..n all hold an item.
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -225,6 +228,7 @@ class Batch:
     recommended: np.ndarray | None = None
     positive_hits: Cells | None = None
     positive_ideal_cells: Cells | None = None
+    slots: Cells | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -257,25 +261,26 @@ class Batch:
         """``(m, Wi)`` float64 relevant grades sorted descending, zero padded."""
         return self.cached("ideal", self.ideal_cells.dense)
 
-    @property
-    def positive_gains(self) -> np.ndarray | None:
-        """Like ``gains`` with every grade > 0 (None unless built)."""
-        c = self.positive_hits
-        return None if c is None else self.cached("positive_gains", c.dense)
-
-    @property
-    def positive_ideal(self) -> np.ndarray | None:
-        """Like ``ideal`` with every grade > 0 (None unless built)."""
-        c = self.positive_ideal_cells
-        return None if c is None else self.cached("positive_ideal", c.dense)
-
     def dense_built(self) -> bool:
         """Whether a kernel has asked for a dense ``(m, W)`` matrix so far."""
-        return any(
-            key in self._cache for key in ("gains", "ideal", "positive_gains", "positive_ideal")
-        )
+        return any(key in self._cache for key in ("gains", "ideal", "filled"))
 
     # Derived arrays shared by several metrics -----------------------------
+
+    def retrieved(self, k: int | None) -> np.ndarray:
+        """``(m,)`` int64: the items in the first k positions, min(k, n) (n
+        without k); with empty positions (``slots``), the items counted."""
+        if self.slots is None:
+            return self.n if k is None else np.minimum(k, self.n)
+        key = None if k is None or k >= self.width else k
+        return self.cached(("retrieved", key), lambda: self.slots.counts(key))  # type: ignore[union-attr]
+
+    def filled(self) -> np.ndarray | None:
+        """``(m, W)`` bool: does the position hold an item (None: every
+        position up to n does)."""
+        if self.slots is None:
+            return None
+        return self.cached("filled", lambda: self.slots.dense() > 0)  # type: ignore[union-attr]
 
     def relevant(self) -> np.ndarray:
         """``(m, W)`` bool: is the item at each position relevant."""

@@ -34,9 +34,13 @@ __all__ = [
 
 
 def _top(b: Batch, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Context index matrix cut at k, the mask of real list positions, their count."""
+    """Context index matrix cut at k, the mask of the positions holding an
+    item, their count."""
     assert b.item_index is not None and b.items is not None
     cols = b.col(k) + 1
+    filled = b.filled()
+    if filled is not None:  # rank="position": gaps hold no item
+        return b.item_index[:, :cols], filled[:, :cols], b.retrieved(k)
     c = b.n if k is None else np.minimum(k, b.n)
     valid = b.positions()[:cols][None, :] <= c[:, None]
     return b.item_index[:, :cols], valid, c
@@ -57,7 +61,8 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
     idx, valid, c = _top(b, k)
     ctx = b.items
     assert ctx is not None
-    info = -np.log2(ctx.pop / max(ctx.n_train_users, 1))
+    # + 0.0 turns the -0.0 of an item every training user has into 0.0 (same other bits)
+    info = -np.log2(ctx.pop / max(ctx.n_train_users, 1)) + 0.0
     return _mean_over_list(info[idx], valid, c)
 
 
@@ -131,7 +136,10 @@ def ild(b: Batch, k: int | None) -> np.ndarray:
         union = sz[:, :, None] + sz[:, None, :] - inter
         sim = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
         n = ok.sum(axis=1).astype(np.float64)
-        pair_sum = sim.sum(axis=(1, 2)) - (ok * 1.0).sum(axis=1)  # drop self-similarity 1
+        # a running sum over the flattened (k, k) pairs: its order, unlike a pairwise
+        # sum's, does not change with the zero padding of a block's width
+        total = np.cumsum(sim.reshape(len(sim), -1), axis=1)[:, -1]
+        pair_sum = total - (ok * 1.0).sum(axis=1)  # drop self-similarity 1
         pairs = n * (n - 1)
         res = np.full(len(n), np.nan)
         np.divide(pair_sum, pairs, out=res, where=pairs > 0)

@@ -28,6 +28,7 @@ __all__ = [
     "err",
     "f1",
     "hit_rate",
+    "hits",
     "ndcg",
     "precision",
     "r_precision",
@@ -73,7 +74,7 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
         np.divide(hits, den, out=out, where=den > 0)
         return out
     if denominator == "retrieved" or k is None:
-        return _div(hits, _min_k(k, b.n))
+        return _div(hits, b.retrieved(k))
     return _div(hits, k)
 
 
@@ -90,6 +91,11 @@ def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
     r = recall(b, k)
     b2 = beta * beta
     return _div((1.0 + b2) * p * r, b2 * p + r)
+
+
+def hits(b: Batch, k: int | None) -> np.ndarray:
+    """hits@k: the number of relevant items among the first k positions (ranx's ``hits``)."""
+    return b.hits_at(k).astype(np.float64)
 
 
 def hit_rate(b: Batch, k: int | None) -> np.ndarray:
@@ -121,11 +127,11 @@ def average_precision(
     elif denominator == "hits":
         den = b.hits_at(k)
     elif denominator == "retrieved":
-        den = _min_k(k, b.n)
+        den = b.retrieved(k)
     elif denominator == "k":
         den = b.n if k is None else np.full(b.size, k)
     elif denominator == "min_retrieved_relevant":
-        den = np.minimum(_min_k(k, b.n), b.n_relevant)
+        den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
     return _div(num, den)
@@ -158,14 +164,6 @@ def _graded(b: Batch, grades: str) -> tuple[Cells, Cells]:
         assert b.positive_hits is not None and b.positive_ideal_cells is not None
         return b.positive_hits, b.positive_ideal_cells
     return b.hits, b.ideal_cells
-
-
-def _dense_gains(b: Batch, grades: str) -> np.ndarray:
-    """The ``(m, W)`` gains matrix of ``_graded``'s list cells."""
-    if grades == "positive":
-        assert b.positive_gains is not None
-        return b.positive_gains
-    return b.gains
 
 
 def _discount(b: Batch, width: int, base: float, discount: str = "log") -> np.ndarray:
@@ -244,10 +242,29 @@ def ndcg(
         top = _gain(_graded(b, grades)[1].first(), gain)
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
-        top = _dense_gains(b, grades)[:, : b.col(k) + 1]
-        resorted = -np.sort(-top, axis=1)
-        best = (_gain(resorted, gain) * _discount(b, top.shape[1], 2.0, discount)).sum(axis=1)
+        best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
     return _div(actual, best)
+
+
+def _retrieved_ideal_dcg(
+    b: Batch, k: int | None, gain: str, grades: str, discount: str
+) -> np.ndarray:
+    """DCG of the top-k list's own gains re-sorted descending: the list's
+    relevant cells within k, sorted by grade per user, at positions 1, 2, ...
+
+    Summed per user in position order (``np.bincount`` adds its weights one by
+    one in input order), so a user's value never depends on the other users of
+    its block: a dense row sum over the re-sorted gains did (NumPy's pairwise
+    sum of a single-row block adds in another order than a loop over columns).
+    """
+    cells = _graded(b, grades)[0]
+    sel = cells.upto(k)
+    user, value = (cells.user, cells.value) if sel is None else (sel[0], cells.value[sel[1]])
+    order = np.lexsort((-value, user))
+    user, value = user[order], value[order]
+    rank = np.arange(len(user)) - np.searchsorted(user, user, side="left")
+    terms = _gain(value, gain) * _discount(b, cells.width, 2.0, discount)[rank]
+    return np.bincount(user, weights=terms, minlength=b.size)
 
 
 def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
@@ -287,15 +304,20 @@ def auc(b: Batch, k: int | None) -> np.ndarray:
     AUC = (Σ_rel (c + 1 − mid_i) − P(P + 1)/2) / (P·N), where mid_i is the mean
     position of the tie group of position i (cut at c).
     """
-    c = _min_k(k, b.n)
+    c = b.retrieved(k)
     cols = b.col(k) + 1
     pos = b.positions()[:cols]
-    inside = pos[None, :] <= c[:, None]
+    filled = b.filled()
+    if filled is not None:  # empty positions are no candidates: rank among the items
+        pos = cumsum_rows(np.asfortranarray(filled[:, :cols]), np.int64).astype(np.float64)
+        inside = filled[:, :cols]
+    else:
+        inside = pos[None, :] <= c[:, None]
     rel = b.relevant()[:, :cols] & inside
     n_pos = rel.sum(axis=1)
     n_neg = c - n_pos
     if b.tie_start is None or b.tie_end is None:
-        mid = np.broadcast_to(pos, rel.shape)
+        mid = np.broadcast_to(pos, rel.shape)  # no ties: rank input
     else:
         start = b.tie_start[:, :cols]
         end = np.minimum(b.tie_end[:, :cols], c[:, None])

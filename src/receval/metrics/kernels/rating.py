@@ -28,12 +28,10 @@ The metrics are declared in :mod:`receval.metrics.registry` (``kind="rating"``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
 __all__ = [
-    "BY_USER",
     "kendall",
     "kendall_by_user",
     "mae",
@@ -402,18 +400,3 @@ def kendall_by_user(
         s, e = g.starts[j], g.starts[j] + g.sizes[j]
         out[j] = kendalltau(sa[s:e], sp[s:e]).statistic
     return g.scatter(np.clip(out, -1.0, 1.0))
-
-
-Kernel = Callable[[np.ndarray, np.ndarray], float]
-ByUser = Callable[..., np.ndarray]
-
-#: canonical name → per-user kernel ``(actual, predicted, users, n_users) -> ndarray``.
-BY_USER: dict[str, ByUser] = {
-    "mae": mae_by_user,
-    "mse": mse_by_user,
-    "rmse": rmse_by_user,
-    "r2": r2_by_user,
-    "pearson": pearson_by_user,
-    "spearman": spearman_by_user,
-    "kendall": kendall_by_user,
-}
