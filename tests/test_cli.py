@@ -438,12 +438,11 @@ def test_recommendations_and_truth_sharing_no_user(
 ) -> None:
     recs = _write(tmp_path / "r.csv", "user,item,score\nx,1,0.5\n")
     truth = _write(tmp_path / "t.csv", "user,item\ny,1\n")
-    code, out, _ = run(capsys, "evaluate", recs, truth, "-m", "p@1", "--json")
-    assert code == 0
-    counts = json.loads(out)["counts"]
-    # nothing is lost: y scores 0 (no list), x is skipped (no truth), and the result says so
-    assert counts["users_scored_zero"]["no_recommendations"] == 1
-    assert counts["users_skipped"]["no_truth"] == 1
+    code, out, err = run(capsys, "evaluate", recs, truth, "-m", "p@1", "--json")
+    # not a score of 0 for y and a skip of x: no shared user is a mistake (issue #16)
+    assert code == 2 and out == ""
+    assert "no user is in both the recommendations and the truth" in err
+    assert "'x'" in err and "'y'" in err and "Traceback" not in err
 
 
 def test_counts_reconcile_on_a_messy_file(

@@ -81,6 +81,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         rec_rows.append((users[0], draw(items), 1.0))
     if not truth:
         truth[users[-1]] = {draw(items): 1}
+    if not {u for u, _, _ in rec_rows} & set(truth):  # no shared user is an error
+        truth[rec_rows[0][0]] = {draw(items): 1}
     return {
         "rec_rows": draw(st.permutations(rec_rows)),
         "truth": truth,

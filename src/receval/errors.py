@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["InputError", "MetricError", "OptionError", "PolicyError", "ReceValError", "plain"]
+__all__ = [
+    "InputError",
+    "MetricError",
+    "NoSharedUser",
+    "OptionError",
+    "PolicyError",
+    "ReceValError",
+    "plain",
+]
 
 
 def plain(value: Any) -> Any:
@@ -152,3 +160,18 @@ class InputError(ReceValError):
             column=self.column,
             other_row=self.other_row,
         )
+
+
+class NoSharedUser(InputError):
+    """Recommendations and truth without a single user in common.
+
+    ``recommendation_users`` and ``truth_users`` hold a few users of each
+    side, for a caller to add what it knows (e.g. which columns it read).
+    """
+
+    def __init__(
+        self, message: str, *, recommendation_users: list[Any], truth_users: list[Any]
+    ) -> None:
+        super().__init__(message)
+        self.recommendation_users = [plain(u) for u in recommendation_users]
+        self.truth_users = [plain(u) for u in truth_users]

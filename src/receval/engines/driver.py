@@ -25,7 +25,7 @@ import pandas as pd
 from receval import _malloc
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, _encode, _offsets
-from receval.errors import InputError, PolicyError, plain
+from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.ids import as_str, kind, runs
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.beyond import Exposure
@@ -49,6 +49,7 @@ class _Part:
     notes: list[str]
     counts: list[dict[str, Any]]
     exposure: dict[int | None, pd.Series]
+    only: tuple[list[Any], list[Any]] = ([], [])  # a few users of one side only
 
 
 @dataclass
@@ -352,6 +353,7 @@ def run_pairs(
     """
     notes = [] if notes is None else notes
     counts: dict[str, Any] = {}
+    only: tuple[list[Any], list[Any]] = ([], [])
     aggregate = [s for s in specs if s.definition.kind == "aggregate"]
     specs = [s for s in specs if s.definition.kind != "aggregate"]
     exposure = _ExposureCounter({s.k for s in aggregate})
@@ -401,7 +403,11 @@ def run_pairs(
             needs_truth,
         )
         seen = exposure.count(p, evaluated) if aggregate else {}
-        return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen)
+        only = (
+            p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
+            p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
+        )
+        return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen, only)
 
     def merge(part: _Part) -> None:
         for note in part.notes:
@@ -411,6 +417,8 @@ def run_pairs(
             _add_counts(counts, c)
         exposure.add(part.exposure, int(part.evaluated.sum()))
         parts.append((part.user_ids, part.values, part.evaluated))
+        for mine, theirs in zip(only, part.only, strict=True):
+            mine.extend(theirs[: _EXAMPLES - len(mine)])
         if progress is not None:
             progress(int(counts.get("recommendation_rows", 0)))
 
@@ -438,6 +446,7 @@ def run_pairs(
     if not parts:
         raise ValueError("no users to evaluate")  # pragma: no cover - callers give one pair
 
+    _some_user_shared(counts, only)
     user_ids, values, evaluated = _in_user_order(parts)
     aggregates: dict[str, float] = {}
     for s in aggregate:
@@ -448,6 +457,31 @@ def run_pairs(
         e = exposure.exposure(largest, items)
         counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
     return Outcome(user_ids, values, evaluated, counts, aggregates, notes)
+
+
+_EXAMPLES = 5
+
+
+def _some_user_shared(counts: dict[str, Any], only: tuple[list[Any], list[Any]]) -> None:
+    """Recommendations and truth that share no user are a mistake (swapped
+    columns or inputs, ids of another kind on each side), not a score of 0."""
+    in_truth = counts.get("users_in_truth", 0)
+    with_recs = counts.get("users_with_recommendations", 0)
+    rows = counts.get("truth_rows", 0) and counts.get("recommendation_rows", 0)
+    if not (rows and in_truth and with_recs and in_truth + with_recs == counts.get("users", 0)):
+        return
+
+    def show(ids: list[Any]) -> str:
+        return ", ".join(repr(plain(u)) for u in ids)
+
+    raise NoSharedUser(
+        f"no user is in both the recommendations and the truth: {with_recs} users have "
+        f"recommendations (e.g. {show(only[0])}) and {in_truth} users are in the truth "
+        f"(e.g. {show(only[1])}), none in common. Are the user and item columns, or the two "
+        "inputs, swapped? Are the ids written alike on both sides (e.g. 'u1' vs 1)?",
+        recommendation_users=only[0],
+        truth_users=only[1],
+    )
 
 
 def _in_user_order(

@@ -148,6 +148,16 @@ def resolve(
     for role in required:
         if role not in out:
             raise _missing(role, getattr(cols, role) or None, names, source)
+    if roles is RECS and "rank" not in out and "score" not in out:
+        graded = [n for n in names if _key(n) in {_key(a) for a in ALIASES["relevance"]}]
+        if graded:  # a truth given where the recommendations go
+            raise InputError(
+                "recommendations need a rank column (1 = best) or a score column (higher = "
+                f"better) to order each list (columns found: {', '.join(names)}); this input "
+                f"has a {graded[0]!r} column, as a truth has: are the recommendations and the "
+                "truth given the other way round? The recommendations come first",
+                source=source,
+            )
     return out
 
 
