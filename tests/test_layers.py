@@ -203,3 +203,21 @@ def test_every_module_imports() -> None:
     for name in _modules():
         if name != "receval.__main__":
             importlib.import_module(name)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name with a leading underscore stays in its module (the compiled
+    `_native` and `_malloc` modules, and `NATIVE as _native`, are modules)."""
+    wrong = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("receval"):
+                for alias in node.names:
+                    target = f"{node.module}.{alias.name}"
+                    if (
+                        alias.name.startswith("_")
+                        and target not in _modules()
+                        and (target != "receval._native")
+                    ):
+                        wrong.append(f"{name} imports {alias.name} from {node.module}")
+    assert not wrong, "\n".join(wrong)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from receval import _malloc
 from receval.engines import numpy_engine
-from receval.engines.numpy_engine import Prepared, _encode, _offsets
+from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.ids import as_str, kind, runs
 from receval.metrics.context import ItemContext
@@ -108,9 +108,9 @@ class _TruthIndex:
 
     def __init__(self, truth: TruthData) -> None:
         self.truth = truth
-        (codes, _), self.uniq = _encode([truth.users, truth.empty_users])
+        (codes, _), self.uniq = encode([truth.users, truth.empty_users])
         self.order = np.argsort(codes, kind="stable")
-        self.offsets = _offsets(codes, len(self.uniq))
+        self.offsets = user_offsets(codes, len(self.uniq))
         self.seen = np.zeros(len(self.uniq), dtype=bool)
 
     def _codes(self, users: np.ndarray) -> np.ndarray:

@@ -88,7 +88,7 @@ def _positions(p: Prepared) -> np.ndarray:
     return p.rec_pos
 
 
-def _encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
     Sorted numeric parts (recommendations are usually grouped by user) are
@@ -132,11 +132,11 @@ def _encode_items(parts: list[np.ndarray], raw: bool = True) -> tuple[list[np.nd
         hi = max((int(p.max()) for p in nonempty), default=0)
         if hi - lo < 2**31:
             return [p - lo for p in parts], hi - lo + 1
-    codes, uniq = _encode(parts)
+    codes, uniq = encode(parts)
     return codes, len(uniq)
 
 
-def _offsets(codes: np.ndarray, size: int) -> np.ndarray:
+def user_offsets(codes: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size + 1, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=size), out=out[1:])
     return out
@@ -263,7 +263,7 @@ def prepare(
     counts: dict[str, Any] = {"recommendation_rows": recs.rows, "truth_rows": truth.rows}
     users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
     items = unify([recs.items, truth.items], "item", notes)
-    (ru, reu, tu, teu), user_ids = _encode(users)
+    (ru, reu, tu, teu), user_ids = encode(users)
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)
     rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
@@ -287,7 +287,7 @@ def prepare(
         )
         rec_grade = _grades_of(korder, skey, tkey, grades)
         rec_gain = None
-        rec_offsets = _offsets(rows.ru, n_users)
+        rec_offsets = user_offsets(rows.ru, n_users)
     ru = rows.ru
     if rec_gain is None or rows.recommended is not None:
         relevant = (rec_grade >= threshold) & (rec_grade > 0)
@@ -562,7 +562,7 @@ def _ideal(
         levels, inv = np.unique(-ig, return_inverse=True)
         iorder = np.argsort(iu * len(levels) + inv, kind="stable")
         iu, ig = iu[iorder], ig[iorder]
-    return ig, _offsets(iu, n_users)
+    return ig, user_offsets(iu, n_users)
 
 
 def _max_grade(grades: np.ndarray) -> float:

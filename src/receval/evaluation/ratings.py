@@ -41,7 +41,7 @@ from receval.evaluation.result import Result
 from receval.io.ratings import read_ratings
 from receval.metrics.registry import REGISTRY, MetricDef
 from receval.metrics.registry import lookup as ranking_lookup
-from receval.metrics.spec import _GRAMMAR, MetricSpec, _parse_params, _suggest
+from receval.metrics.spec import GRAMMAR, MetricSpec, parse_params, suggest
 from receval.records import Columns
 
 __all__ = [
@@ -102,7 +102,7 @@ def parse_rating_metric(text: str) -> RatingSpec:
     """
     if not isinstance(text, str):
         raise MetricError(f"a metric must be a string like 'rmse'; got {text!r}")
-    m = _GRAMMAR.match(text)
+    m = GRAMMAR.match(text)
     if not m:
         raise MetricError(
             f"cannot read metric {text!r}: expected name[param=value,...], e.g. 'rmse' "
@@ -120,14 +120,14 @@ def parse_rating_metric(text: str) -> RatingSpec:
             )
         raise MetricError(
             f"unknown rating metric {name!r} (valid: {', '.join(RATING_METRICS)})"
-            + _suggest(name, _ALIASES)
+            + suggest(name, _ALIASES)
         )
     if m.group("k") is not None:
         raise MetricError(
             f"{text!r}: the rating metric {d.name} takes no cut-off @k; "
             f"write {d.name!r} or '{d.name}[per_user=true]'"
         )
-    params = _parse_params(m.group("params") or "", d, text)
+    params = parse_params(m.group("params") or "", d, text)
     return RatingSpec(d.name, None, params)
 
 

@@ -86,7 +86,7 @@ class FileInfo:
         )
 
 
-def _fail(path: str, message: str, line: int | None = None) -> InputError:
+def fail(path: str, message: str, line: int | None = None) -> InputError:
     return InputError(message, source=path, line=line)
 
 
@@ -113,7 +113,7 @@ def _format_of(path: Path, data: bytes | None) -> str:
     if fmt in ("csv", "") and data is not None and _looks_trec(data):
         return "trec"
     if not fmt:
-        raise _fail(
+        raise fail(
             str(path),
             f"unknown file type {''.join(path.suffixes) or '(no extension)'!r}: expected "
             ".csv, .tsv, .parquet, .jsonl (optionally .gz or .zst) or a TREC run/qrels; "
@@ -154,15 +154,15 @@ def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
     return Path(path).suffix.lower() in (".parquet", ".pq")
 
 
-def _checked_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
+def checked_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
     """The path of an existing, non-empty file, and its name for messages."""
     p, name = Path(path), str(path)
     if not p.exists():
-        raise _fail(name, "no such file")
+        raise fail(name, "no such file")
     if p.is_dir():
-        raise _fail(name, "is a directory, not a file")
+        raise fail(name, "is a directory, not a file")
     if p.stat().st_size == 0:
-        raise _fail(name, "the file is empty")
+        raise fail(name, "the file is empty")
     return p, name
 
 
@@ -178,7 +178,7 @@ def read_file(
     (``"truth"``), ratings (``"ratings"``), training interactions
     (``"train"``) or items (``"items"``: catalog, popular items, item
     features) into a table whose columns are named by their roles."""
-    p, name = _checked_path(path)
+    p, name = checked_path(path)
     parquet = is_parquet(p, fmt)
     data = None if parquet else _open_text(p)
     if fmt == "auto":
@@ -200,9 +200,9 @@ def read_file(
         table = _read_jsonl(data, name, cols, roles)
         info.line_of_row = lambda r: r + 1
     else:
-        raise _fail(name, f"unknown format {fmt!r}: expected csv, tsv, parquet, jsonl or trec")
+        raise fail(name, f"unknown format {fmt!r}: expected csv, tsv, parquet, jsonl or trec")
     if table.num_rows == 0:
-        raise _fail(name, "no data rows (only a header?)")
+        raise fail(name, "no data rows (only a header?)")
     if fmt != "trec":
         table = _map_columns(table, cols, roles, info)
         table = _explode_lists(table, info)
@@ -216,7 +216,7 @@ def _read_parquet(p: Path) -> pa.Table:
     try:
         return pq.read_table(p)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise _fail(str(p), f"not a readable Parquet file ({exc})") from None
+        raise fail(str(p), f"not a readable Parquet file ({exc})") from None
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -224,7 +224,7 @@ def _decode(data: bytes, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise _fail(name, f"not UTF-8 text (byte {data[exc.start]:#04x})", line) from None
+        raise fail(name, f"not UTF-8 text (byte {data[exc.start]:#04x})", line) from None
 
 
 def _read_csv(
@@ -291,12 +291,12 @@ def _csv_error(text: str, sep: str, name: str, exc: Exception) -> InputError:
     header = next(rows, [])
     for number, row in enumerate(rows, 2):
         if row and len(row) != len(header):
-            return _fail(
+            return fail(
                 name,
                 f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
                 number,
             )
-    return _fail(name, f"cannot read as CSV: {str(exc).splitlines()[0]}")
+    return fail(name, f"cannot read as CSV: {str(exc).splitlines()[0]}")
 
 
 def _read_jsonl(
@@ -334,9 +334,9 @@ def _read_jsonl_exact(
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise _fail(name, f"cannot read as JSON Lines: {exc.msg}", number) from None
+            raise fail(name, f"cannot read as JSON Lines: {exc.msg}", number) from None
         if not isinstance(row, dict):
-            raise _fail(name, "cannot read as JSON Lines: expected an object per line", number)
+            raise fail(name, "cannot read as JSON Lines: expected an object per line", number)
         rows.append(row)
     names = list(dict.fromkeys(k for row in rows for k in row))
     found = resolve(names, cols, roles, name)
@@ -378,15 +378,13 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
         parts = line.split()
         if len(parts) < width or (not run and len(parts) != 4):
             what = "qid Q0 docno rank score tag" if run else "qid iter docno rel"
-            raise _fail(
-                name, f"malformed TREC line: expected '{what}', found {line[:80]!r}", number
-            )
+            raise fail(name, f"malformed TREC line: expected '{what}', found {line[:80]!r}", number)
         value = parts[4] if run else parts[3]
         try:
             number_value = float(value)
         except ValueError:
             what = "score" if run else "relevance"
-            raise _fail(name, f"{what} must be a number; found {value!r}", number) from None
+            raise fail(name, f"{what} must be a number; found {value!r}", number) from None
         users.append(parts[0])
         items.append(parts[2])
         values.append(number_value)

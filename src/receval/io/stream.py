@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from receval.errors import InputError, PolicyError
 from receval.ids import INT, STR, canonical, combine_kinds, distinct_sorted, kind
 from receval.io.columns import RECS, TRUTH, normalise, resolve
-from receval.io.files import FileInfo, _checked_path, _fail, is_parquet
+from receval.io.files import FileInfo, checked_path, fail, is_parquet
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
 from receval.records import Columns, Pair
 
@@ -276,13 +276,13 @@ def open_parquet(
     when it must be read whole (ids that are floats, lists of items)."""
     import pyarrow.parquet as pq
 
-    p, name = _checked_path(path)
+    p, name = checked_path(path)
     try:
         file = pq.ParquetFile(p)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise _fail(name, f"not a readable Parquet file ({exc})") from None
+        raise fail(name, f"not a readable Parquet file ({exc})") from None
     if file.metadata.num_rows == 0:
-        raise _fail(name, "no data rows (only a header?)")
+        raise fail(name, "no data rows (only a header?)")
     schema = file.schema_arrow
     info = FileInfo(name, "parquet", rows=file.metadata.num_rows)
     found = resolve(schema.names, cols, RECS if role == "recommendations" else TRUTH, name)

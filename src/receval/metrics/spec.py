@@ -20,7 +20,7 @@ from receval.metrics.registry import MetricDef, all_names, lookup
 
 __all__ = ["MetricSpec", "parse_metric", "parse_metrics"]
 
-_GRAMMAR = re.compile(
+GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*"
     r"(?:@(?P<k>[^\[\]@]*))?\s*"
     r"(?:\[(?P<params>[^\[\]]*)\])?\s*$"
@@ -68,7 +68,7 @@ class MetricSpec:
         return MetricSpec(self.name, k, self.params)
 
 
-def _suggest(word: str, options: Iterable[str]) -> str:
+def suggest(word: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.5)
     return f" — did you mean {close[0]!r}?" if close else ""
 
@@ -102,7 +102,7 @@ def _parse_cutoffs(text: str, metric: str) -> list[int]:
 Defaults = Mapping[str, Mapping[str, Any]]
 
 
-def _parse_params(
+def parse_params(
     text: str, d: MetricDef, metric: str, defaults: Defaults | None = None
 ) -> tuple[tuple[str, Any], ...]:
     values: dict[str, Any] = {}
@@ -118,7 +118,7 @@ def _parse_params(
             valid = ", ".join(d.param_map) or "none"
             raise MetricError(
                 f"{metric!r}: unknown parameter {key!r} of {d.name} (valid: {valid})"
-                + _suggest(key, d.param_map)
+                + suggest(key, d.param_map)
             )
         if key in values:
             raise MetricError(f"{metric!r}: parameter {key!r} given twice")
@@ -127,7 +127,7 @@ def _parse_params(
         except ValueError as exc:
             raise MetricError(
                 f"{metric!r}: bad value {raw.strip()!r} for {d.name}'s {key}: {exc}"
-                + (_suggest(raw.strip(), p.choices) if p.choices else "")
+                + (suggest(raw.strip(), p.choices) if p.choices else "")
             ) from None
     for key, value in (defaults or {}).get(d.name, {}).items():
         values.setdefault(key, value)  # a convention's default, unless given
@@ -215,7 +215,7 @@ def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
     alias = _trec_alias(text)
     if alias is not None:
         return _parse_one(alias, defaults)
-    m = _GRAMMAR.match(text)
+    m = GRAMMAR.match(text)
     if not m:
         raise MetricError(
             f"cannot read metric {text!r}: expected name@k[param=value,...], e.g. 'ndcg@10' "
@@ -224,9 +224,9 @@ def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
     d = lookup(m.group("name"))
     if d is None:
         raise MetricError(
-            f"unknown metric {m.group('name')!r}" + _suggest(m.group("name"), all_names())
+            f"unknown metric {m.group('name')!r}" + suggest(m.group("name"), all_names())
         )
-    params = _parse_params(m.group("params") or "", d, text, defaults)
+    params = parse_params(m.group("params") or "", d, text, defaults)
     if d.kind == "rating" and m.group("k") is not None:
         raise MetricError(
             f"{text!r}: the rating metric {d.name} takes no cut-off @k; write {d.name!r} "
