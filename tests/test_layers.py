@@ -214,10 +214,7 @@ def test_no_private_name_is_imported_from_another_module() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("receval"):
                 for alias in node.names:
                     target = f"{node.module}.{alias.name}"
-                    if (
-                        alias.name.startswith("_")
-                        and target not in _modules()
-                        and (target != "receval._native")
-                    ):
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and target not in _modules() and target != "receval._native":
                         wrong.append(f"{name} imports {alias.name} from {node.module}")
     assert not wrong, "\n".join(wrong)
