@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from receval._accel import NATIVE
-from receval.errors import InputError, MetricError
+from receval.errors import InputError, MetricError, option
 from receval.ids import reconcile, sorted_runs
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
@@ -278,7 +278,7 @@ def prepare(
                 first = int(korder[np.searchsorted(skey, key[j])])
                 raise located(
                     "the item appears twice in this user's list ({rows}); "
-                    "pass duplicates='keep' to keep the first occurrence",
+                    "pass " + option("duplicates", "keep") + " to keep the first occurrence",
                     first,
                     j,
                 )
@@ -305,7 +305,7 @@ def prepare(
                 a, b = sorted((int(torder[j]), int(torder[j + 1])))
                 raise InputError(
                     "this (user, item) pair appears twice in the truth ({rows}); "
-                    "pass duplicates='keep' to keep the largest grade",
+                    "pass " + option("duplicates", "keep") + " to keep the largest grade",
                     source=truth.source,
                     row=b,
                     other_row=a,

@@ -13,7 +13,7 @@ import pandas as pd
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, option
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.items import build_context
@@ -309,10 +309,10 @@ def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
 
 
 _PROVIDERS = {
-    "train": "train= (CLI: --train)",
-    "catalog": "catalog= or train= (CLI: --catalog or --train)",
-    "item_features": "item_features= (CLI: --item-features)",
-    "popular": "popular= or train= (CLI: --popular or --train)",
+    "train": option("train"),
+    "catalog": option("catalog") + " or " + option("train"),
+    "item_features": option("item_features"),
+    "popular": option("popular") + " or " + option("train"),
 }
 
 
@@ -485,7 +485,9 @@ def read_ratings(
         if not dropna:
             i = int(np.flatnonzero(missing)[0])
             raise InputError(
-                "missing rating (empty or NaN); pass dropna=True to drop such rows",
+                "missing rating (empty or NaN); pass "
+                + option("dropna", True)
+                + " to drop such rows",
                 source="ratings",
                 row=i,
                 user=table.column(cols.user)[i].as_py(),

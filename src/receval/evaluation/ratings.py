@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from receval._version import __version__
-from receval.errors import InputError, MetricError, ReceValError
+from receval.errors import InputError, MetricError, ReceValError, option
 from receval.evaluation.result import Result
 from receval.metrics.kernels.rating import BY_USER
 from receval.metrics.registry import REGISTRY, MetricDef
@@ -417,8 +417,8 @@ def evaluate_ratings(
         i = int(np.flatnonzero(missing)[0])
         role, name = ("actual", actual_col) if np.isnan(actual[i]) else ("predicted", predicted_col)
         fail(
-            f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
-            "missing rating",
+            f"missing {role} rating (empty or NaN); pass {option('dropna', True)} to drop "
+            "rows with a missing rating",
             i,
             name,
         )

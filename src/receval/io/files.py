@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from receval.errors import InputError
+from receval.errors import InputError, option
 from receval.records import Columns
 
 __all__ = ["FileInfo", "read_file"]
@@ -342,9 +342,9 @@ def _map_columns(table: pa.Table, cols: Columns, role: str, info: FileInfo) -> p
         if canonical not in info.columns:
             close = difflib.get_close_matches(wanted[canonical], names, n=1, cutoff=0.4)
             hint = (
-                f" — did you mean {close[0]!r}? (--{canonical}-col)"
+                f" — did you mean {close[0]!r}? ({option(canonical + '_col')})"
                 if close
-                else (f" (name it with --{canonical}-col)")
+                else f" (name it with {option(canonical + '_col')})"
             )
             raise _fail(
                 info.path,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from receval.errors import InputError
+from receval.errors import InputError, option
 
 __all__ = ["as_frame", "detect_format", "read_interactions"]
 
@@ -144,7 +144,8 @@ def read_interactions(
         if col not in frame.columns:
             found = ", ".join(map(str, frame.columns))
             raise InputError(
-                f"no {role} column {col!r} (columns found: {found}); name it with {role}_col=",
+                f"no {role} column {col!r} (columns found: {found}); name it with "
+                + option(role + "_col"),
                 source=str(p),
             )
     keep = [c for c in names if c in frame.columns]

@@ -53,7 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, option
 from receval.io.interactions import as_frame
 
 __all__ = [
@@ -174,7 +174,7 @@ def _time_key(frame: pd.DataFrame, col: str) -> np.ndarray:
         found = ", ".join(map(str, frame.columns))
         raise InputError(
             f"a chronological split needs a timestamp column {col!r} (columns found: {found}); "
-            "name it with timestamp_col=",
+            "name it with " + option("timestamp_col"),
             source="interactions",
         )
     s = frame[col]
