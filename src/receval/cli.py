@@ -573,14 +573,14 @@ def evaluate_ratings(
     from receval.io.files import read_file
 
     table, info = read_file(ratings, role="ratings", fmt=fmt.value, sep=sep, cols=_cols(options))
-    named = {c: getattr(options, c) for c in ("actual_col", "predicted_col")}
+    # the rating columns the reader did not rename already; unset: detected
+    named = {
+        f"{role}_col": getattr(options, f"{role}_col")
+        for role in ("actual", "predicted")
+        if getattr(options, f"{role}_col") is not None and role not in info.columns
+    }
     try:
-        result = run(
-            table,
-            list(metric or []) or ["rmse"],
-            dropna=dropna,
-            **{c: v for c, v in named.items() if v is not None},  # unset: detected
-        )
+        result = run(table, list(metric or []) or ["rmse"], dropna=dropna, **named)
     except InputError as exc:
         raise info.locate(exc) from None
     out.print(_render(result, Output.json if as_json else output), markup=False)
@@ -1048,7 +1048,7 @@ def split(
     """Split an interactions log into train and test, and say what was dropped."""
     from receval.workflow.split import split as run
 
-    log = _read_interactions(interactions, fmt, sep, options)
+    log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
     result = run(
         log,
         method,  # type: ignore[arg-type]
@@ -1059,20 +1059,55 @@ def split(
         min_item_interactions=min_item_interactions,
         drop_unseen_users=drop_unseen,
         drop_unseen_items=drop_unseen,
-        timestamp_col=timestamp_col,
     )
+    back = log.attrs["names"]  # the file's own column names
+    for part in ("train", "test", "validation"):
+        if getattr(result, part) is not None:
+            setattr(result, part, getattr(result, part).rename(columns=back))
     out.print(str(result), markup=False)
     for name, path in result.save(out_dir).items():
         err.print(f"{name}: {path}")
 
 
-def _read_interactions(path: Path, fmt: Format, sep: str | None, options: EvalOptions) -> Any:
-    """An interactions log (truth-like file) with user and item named so and
-    its other columns under their own names (a ``rating`` stays ``rating``)."""
-    frame, _, columns, _ = _read_log(path, "truth", fmt, sep, _cols(options))
-    source = columns.get("relevance")
-    if source and source != "relevance" and source not in frame:
-        frame = frame.rename(columns={"relevance": source})
+def _read_interactions(
+    path: Path, fmt: Format, sep: str | None, options: EvalOptions, timestamp_col: str
+) -> Any:
+    """An interactions log with the columns ``user``, ``item`` and, when the
+    file has them, ``rating``, ``timestamp`` (from ``timestamp_col``) and its
+    other columns; ``attrs["names"]`` maps each renamed column to the file's
+    own name (what ``split`` writes back).
+
+    :func:`receval.io.interactions.read_interactions` reads it (CSV/TSV,
+    Parquet, MovieLens); a file it cannot read (JSON Lines, TREC qrels,
+    compressed, ...) is read by :func:`receval.io.files.read_file`, whose
+    error is shown when neither can."""
+    from receval.io.interactions import read_interactions
+
+    named = {c: getattr(options, c) for c in ("user_col", "item_col")}
+    frame = None
+    if fmt in (Format.auto, Format.csv, Format.tsv, Format.parquet) and sep is None:
+        try:
+            frame = read_interactions(
+                path,
+                format="auto" if fmt is Format.auto else fmt.value,
+                timestamp_col=timestamp_col,
+                **{c: v for c, v in named.items() if v is not None},
+            )
+        except ValueError:  # not a log it reads: read_file says why, or reads it
+            frame = None
+        else:
+            names = {"user": options.user_col, "item": options.item_col}
+            names["timestamp"] = timestamp_col
+    if frame is None:
+        frame, _, columns, _ = _read_log(path, "truth", fmt, sep, _cols(options))
+        grade = columns.get("relevance")
+        if grade and grade != "relevance" and grade not in frame:  # a log keeps its name
+            frame = frame.rename(columns={"relevance": grade})
+        names = {r: c for r, c in columns.items() if r in ("user", "item")}
+        if timestamp_col != "timestamp" and timestamp_col in frame:
+            frame = frame.rename(columns={timestamp_col: "timestamp"})
+            names["timestamp"] = timestamp_col
+    frame.attrs["names"] = {r: c for r, c in names.items() if c and c != r}
     return frame
 
 
@@ -1100,14 +1135,15 @@ def check(
     if recs is None and train is None and test is None:
         raise ReceValError("check needs at least one of --recs, --train, --test")
     report_ = run(
-        train=None if train is None else _read_interactions(train, fmt, sep, options),
-        test=None if test is None else _read_interactions(test, fmt, sep, options),
+        train=None
+        if train is None
+        else _read_interactions(train, fmt, sep, options, timestamp_col),
+        test=None if test is None else _read_interactions(test, fmt, sep, options, timestamp_col),
         recs=None
         if recs is None
         else _read_log(recs, "recommendations", fmt, sep, _cols(options))[0],
         k=k,
         chronological=chronological,
-        timestamp_col=timestamp_col,
     )
     out.print(report_.render(cli=True), markup=False)
 
