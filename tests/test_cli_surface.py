@@ -593,3 +593,27 @@ def test_bad_invocations_exit_2_in_one_line(
     assert len(lines) <= 3, done.stderr
     assert word in done.stderr, done.stderr
     assert not list(tmp_path.glob("*.html")) and not (tmp_path / "split").exists()
+
+
+def _demo_takes_threshold() -> bool:
+    from receval.workflow.demo import run_demo
+
+    return "threshold" in inspect.signature(run_demo).parameters
+
+
+@pytest.mark.skipif(not _demo_takes_threshold(), reason="the demo's threshold comes with analysis")
+def test_demo_threshold_and_columns_of_your_own_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [(u, i, (u * i) % 5 + 1, 10 * i) for u in range(1, 41) for i in range(1, 13)]
+    log = _write(
+        tmp_path / "log.csv",
+        "who,what,rating,timestamp\n" + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in rows),
+    )
+    argv = ["demo", "--interactions", log, "--user-col", "who", "--item-col", "what"]
+    code, _, err = run(capsys, *argv, "--threshold", "3", "--out", tmp_path / "d", "-q")
+    assert code == 0, err
+    results = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert "3" in json.dumps(results) and (tmp_path / "d" / "report.html").is_file()
+    code, _, err = run(capsys, "demo", "--threshold", "nan", "--out", tmp_path / "e")
+    assert code == 2 and "--threshold nan is not allowed" in err
