@@ -128,7 +128,7 @@ def test_catalog_from_train() -> None:
     ("metric", "words"),
     [
         ("novelty@10", "train="),
-        ("arp", "--train"),
+        ("arp", "train="),
         ("long_tail@5", "train="),
         ("ild@5", "item_features="),
         ("coverage", "catalog= or train="),
@@ -142,6 +142,7 @@ def test_missing_inputs_fail_before_any_work(metric: str, words: str) -> None:
         # the recommendations are not even a table: the check comes first
         receval.evaluate(object(), object(), metric)
     assert words in str(info.value)
+    assert "--" not in str(info.value)  # Python's syntax; the CLI says --train (cli_message)
 
 
 # --- user policies: they concern the metrics that need the truth ------------

@@ -1,5 +1,10 @@
 """The ``receval`` command line: parsing and rendering only; the work is in the library.
 
+Every command that evaluates takes the same policy and column flags, declared
+once (:data:`POLICY_FLAGS`, :data:`COLUMN_FLAGS`) and turned into one
+:class:`~receval.EvalOptions` (:func:`_with_options`); a flag left unset is
+None, so the convention's preset applies.
+
 Exit codes: 0 success; 2 a usage or input error (one or two lines on stderr
 naming the file, line, user and item, no traceback); 1 an internal error.
 """
@@ -7,30 +12,61 @@ naming the file, line, user and item, no traceback); 1 an internal error.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect as _inspect
 import json
 import os
+import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
 from receval import __version__
-from receval.errors import InputError, OptionError, ReceValError
+from receval.errors import InputError, NoSharedUser, OptionError, ReceValError
+from receval.evaluation.conventions import CONVENTIONS
+from receval.evaluation.options import CHOICES, EvalOptions
+
+
+def _flags_as_flags(params: list[Any]) -> list[Any]:
+    """Boolean flags shown in ``--help`` as flags, with no ``<bool>`` value."""
+    for p in params:
+        if getattr(p, "is_flag", False) and not getattr(p, "count", False):
+            p.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    """A command whose ``--help`` shows boolean flags as flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_as_flags(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    """The ``receval`` group, whose ``--help`` shows boolean flags as flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_as_flags(super().get_params(ctx))
+
 
 app = typer.Typer(
     name="receval",
     help="Offline evaluation of recommender systems, every definition explicit.",
+    cls=_Group,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
+command = functools.partial(app.command, cls=_Command)
 
 
 class Output(StrEnum):
@@ -48,6 +84,214 @@ class Format(StrEnum):
     parquet = "parquet"
     jsonl = "jsonl"
     trec = "trec"
+
+
+# -- the flags every evaluating command shares, declared once ---------------------------------
+
+_POLICIES = "Evaluation policies (unset: the convention's value)"
+_COLUMNS = "Columns (unset: detected)"
+_DEFAULT = EvalOptions()  # receval's own value of every policy
+
+
+def _choice(name: str, what: str) -> Any:
+    """A policy flag taking one of :data:`~receval.evaluation.options.CHOICES`."""
+    default = getattr(_DEFAULT, name) if name != "no_truth" else "as --empty-truth"
+    return Annotated[
+        str | None,
+        typer.Option(
+            "--" + name.replace("_", "-"),
+            metavar="|".join(CHOICES[name]),
+            help=f"{what} (receval's default: {default})",
+            rich_help_panel=_POLICIES,
+        ),
+    ]
+
+
+def _column(name: str, what: str, panel: str = _COLUMNS) -> Any:
+    return Annotated[
+        str | None,
+        typer.Option(
+            "--" + name.replace("_", "-"), metavar="NAME", help=what, rich_help_panel=panel
+        ),
+    ]
+
+
+#: flag name (a field of :class:`~receval.EvalOptions`) -> its declaration
+POLICY_FLAGS: Mapping[str, Any] = {
+    "convention": Annotated[
+        str | None,
+        typer.Option(
+            "--convention",
+            metavar="NAME",
+            help="reproduce a tool's numbers; sets the default of every policy below: "
+            + ", ".join(sorted(CONVENTIONS))
+            + " (docs/conventions.md; receval's default: receval)",
+            rich_help_panel=_POLICIES,
+        ),
+    ],
+    "threshold": Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            metavar="GRADE",
+            help="an item is relevant when its grade is ≥ GRADE and > 0 "
+            f"(receval's default: {_DEFAULT.threshold:g})",
+            rich_help_panel=_POLICIES,
+        ),
+    ],
+    "empty_truth": _choice("empty_truth", "users in the truth without a relevant item"),
+    "missing_recs": _choice("missing_recs", "users with relevant items but no list"),
+    "no_truth": _choice("no_truth", "users with a list who are not in the truth"),
+    "ties": _choice("ties", "the order of equal scores"),
+    "relevant_from": _choice(
+        "relevant_from", "R and the ideal from the user's relevant items, or the list's only"
+    ),
+    "duplicates": _choice(
+        "duplicates", "an item twice in a list, a (user, item) pair twice in the truth"
+    ),
+    "rank": _choice("rank", "what a rank column means: an order (gaps close up) or positions"),
+}
+
+#: the column flags of recommendation and truth files
+COLUMN_FLAGS: Mapping[str, Any] = {
+    "user_col": _column("user_col", "user column"),
+    "item_col": _column("item_col", "item column"),
+    "score_col": _column("score_col", "score column (higher = better)"),
+    "rank_col": _column("rank_col", "rank column (1 = best)"),
+    "relevance_col": _column("relevance_col", "grade column of the truth (relevance, rating...)"),
+}
+
+#: the columns of an interactions log (split, check, demo)
+LOG_FLAGS: Mapping[str, Any] = {
+    "user_col": COLUMN_FLAGS["user_col"],
+    "item_col": COLUMN_FLAGS["item_col"],
+}
+
+#: the columns of a ratings file (evaluate-ratings)
+RATING_FLAGS: Mapping[str, Any] = {
+    **LOG_FLAGS,
+    "actual_col": _column("actual_col", "actual rating column (actual, rating, ...)"),
+    "predicted_col": _column("predicted_col", "predicted rating column (predicted, score, ...)"),
+}
+
+_COLUMN_NAMES = ("user_col", "item_col", "score_col", "rank_col", "relevance_col")
+
+
+def _with_options(*groups: Mapping[str, Any]) -> Callable[[Callable[..., Any]], Any]:
+    """Add the flags of ``groups`` to a command and give it one ``options``
+    (an :class:`~receval.EvalOptions` built from them) instead.
+
+    The flags are declared once here, so they have the same name, help and
+    meaning on every command; unset flags are None (the convention decides).
+    """
+    flags = {name: ann for group in groups for name, ann in group.items()}
+
+    def wrap(func: Callable[..., Any]) -> Any:
+        sig = _inspect.signature(func, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "options"]
+        added = [
+            _inspect.Parameter(name, _inspect.Parameter.KEYWORD_ONLY, default=None, annotation=a)
+            for name, a in flags.items()
+        ]
+
+        @functools.wraps(func)
+        def run(**kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in flags}
+            return func(**kwargs, options=EvalOptions.build(None, **given))
+
+        params = own + added
+        run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return wrap
+
+
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option("-m", "--metric", help="metric, e.g. ndcg@10 or map@5,10 (repeatable)"),
+]
+Cutoffs = Annotated[
+    str | None,
+    typer.Option("-k", metavar="K,K,...", help="cut-offs for the metrics given without @k"),
+]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="same as --output json")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="input format")]
+SepOpt = Annotated[
+    str | None, typer.Option("--sep", help="CSV delimiter (default: detected)", show_default=False)
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="print nothing on stderr")]
+Names = Annotated[str | None, typer.Option("--names", help="system names, comma-separated")]
+Seed = Annotated[int, typer.Option("--seed", help="the random seed")]
+
+_ITEMS = "Beyond-accuracy inputs"
+Train = Annotated[
+    Path | None,
+    typer.Option(
+        "--train", help="training interactions (novelty, arp, ...)", rich_help_panel=_ITEMS
+    ),
+]
+Catalog = Annotated[
+    Path | None,
+    typer.Option("--catalog", help="file of catalog items (coverage)", rich_help_panel=_ITEMS),
+]
+ItemFeatures = Annotated[
+    Path | None,
+    typer.Option(
+        "--item-features",
+        help="item features for ild: an item column and numeric feature columns",
+        rich_help_panel=_ITEMS,
+    ),
+]
+Popular = Annotated[
+    Path | None,
+    typer.Option(
+        "--popular", help="file of the items serendipity treats as popular", rich_help_panel=_ITEMS
+    ),
+]
+RemoveSeen = Annotated[
+    bool,
+    typer.Option(
+        "--remove-seen",
+        help="drop recommended items the user has in --train before evaluating "
+        "(ranks renumbered; counted)",
+        rich_help_panel=_ITEMS,
+    ),
+]
+
+_TESTS = "Significance"
+Baseline = Annotated[
+    str | None,
+    typer.Option("--baseline", help="compare every run with this one", rich_help_panel=_TESTS),
+]
+Test = Annotated[
+    str,
+    typer.Option(
+        "--test", metavar="t|wilcoxon|randomization", help="paired test", rich_help_panel=_TESTS
+    ),
+]
+Correction = Annotated[
+    str,
+    typer.Option(
+        "--correction",
+        metavar="holm|bonferroni|bh|none",
+        help="multiple-comparison correction",
+        rich_help_panel=_TESTS,
+    ),
+]
+Alpha = Annotated[float, typer.Option("--alpha", help="significance level", rich_help_panel=_TESTS)]
+Resamples = Annotated[
+    int,
+    typer.Option(
+        "--n-resamples",
+        help="resamples of the bootstrap and randomization test",
+        rich_help_panel=_TESTS,
+    ),
+]
+
+
+# -- helpers ----------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -102,13 +346,9 @@ def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
         return list(metric)
     ks = []
     for part in cutoffs.split(","):
-        try:
-            k = int(part)
-        except ValueError:
-            raise ReceValError(f"-k takes positive integers like 5,10,20; got {part!r}") from None
-        if k <= 0:
-            raise ReceValError(f"-k takes positive integers like 5,10,20; got {k}")
-        ks.append(k)
+        if not re.fullmatch(r"\s*[0-9]+\s*", part) or int(part) <= 0:
+            raise ReceValError(f"-k takes positive integers like 5,10,20; got {part.strip()!r}")
+        ks.append(int(part))
     out_metrics: list[str] = []
     for m in metric:
         specs = parse_metrics(m)
@@ -117,6 +357,11 @@ def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
         else:
             out_metrics.append(m)
     return out_metrics
+
+
+def _cols(options: EvalOptions) -> Any:
+    """The column names of the files (the options' names, or their defaults)."""
+    return options.columns()
 
 
 def _read(
@@ -130,6 +375,26 @@ def _read(
         for message in info.messages:
             err.print(f"{path}: {message}")
     return table, info
+
+
+def _read_log(
+    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool = True
+) -> tuple[Any, str, dict[str, str], list[str]]:
+    """Any file ``demo`` or ``evaluate`` reads, as a DataFrame with receval's
+    column names: MovieLens logs (``u.data``, ``ratings.dat``, ``ratings.csv``)
+    through :func:`receval.io.interactions.read_interactions`, every other
+    format (CSV/TSV, Parquet, JSON Lines, TREC, compressed) through
+    :func:`receval.io.files.read_file`. Returns (frame, format, role -> column
+    read, messages)."""
+    from receval.io.interactions import detect_format, read_interactions
+
+    if fmt is Format.auto and Path(path).is_file():
+        kind = detect_format(path)
+        if kind.startswith("movielens"):
+            frame = read_interactions(path, format=kind)
+            return frame, kind, {"user": "user", "item": "item"}, []
+    table, info = _read(path, role, fmt, sep, cols, quiet)
+    return table.to_pandas(), info.format, dict(info.columns), list(info.messages)
 
 
 def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) -> Any:
@@ -152,105 +417,16 @@ def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) 
     return opened
 
 
-def _render(result: Any, output: Output) -> str:
-    if output is Output.json:
-        return result.to_json() if hasattr(result, "to_json") else json.dumps(result, indent=2)
-    if output is Output.markdown:
-        return result.to_markdown()
-    if output is Output.latex:
-        return result.to_latex()
-    if output is Output.csv:
-        return result.to_frame().to_csv()
-    return str(result)
-
-
-UserCol = Annotated[str | None, typer.Option("--user-col", help="user column (default: detected)")]
-ItemCol = Annotated[str | None, typer.Option("--item-col", help="item column (default: detected)")]
-ScoreCol = Annotated[
-    str | None, typer.Option("--score-col", help="score column (default: detected)")
-]
-RankCol = Annotated[
-    str | None, typer.Option("--rank-col", help="rank column, 1 = best (default: detected)")
-]
-RelCol = Annotated[
-    str | None,
-    typer.Option(
-        "--relevance-col",
-        help="grade column of the truth (default: detected: relevance, rating, ...)",
-    ),
-]
-Metrics = Annotated[
-    list[str] | None,
-    typer.Option("-m", "--metric", help="metric, e.g. ndcg@10 or map@5,10 (repeatable)"),
-]
-
-
-@app.command()
-def evaluate(
-    recs: Annotated[Path, typer.Argument(help="recommendations: CSV/TSV/Parquet/JSONL/TREC run")],
-    truth: Annotated[Path, typer.Argument(help="truth: CSV/TSV/Parquet/JSONL/TREC qrels")],
-    metric: Metrics = None,
-    k: Annotated[
-        str | None, typer.Option("-k", help="cut-offs for metrics given without @k")
-    ] = None,
-    convention: Annotated[
-        str | None,
-        typer.Option(help="reproduce a tool's numbers: trec_eval, ranx, rectools, ... (see docs)"),
-    ] = None,
-    threshold: Annotated[
-        float | None, typer.Option(help="grade from which an item is relevant [default: 1]")
-    ] = None,
-    empty_truth: Annotated[
-        str | None,
-        typer.Option(help="users in the truth without relevant items: skip | zero | error"),
-    ] = None,
-    missing_recs: Annotated[
-        str | None, typer.Option(help="users with relevant items but no list: zero | skip | error")
-    ] = None,
-    no_truth: Annotated[
-        str | None,
-        typer.Option(help="users with a list, not in the truth: skip | zero | error"),
-    ] = None,
-    ties: Annotated[
-        str | None,
-        typer.Option(help="equal scores: item | item_desc | item_str | item_str_desc | input"),
-    ] = None,
-    duplicates: Annotated[str, typer.Option(help="error | keep")] = "error",
-    per_user: Annotated[
-        Path | None, typer.Option(help="write per-user values (.csv or .parquet)")
-    ] = None,
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
-    as_json: Annotated[bool, typer.Option("--json", help="same as --output json")] = False,
-    fmt: Annotated[Format, typer.Option("--format", help="input format")] = Format.auto,
-    sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
-    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
-    catalog: Annotated[Path | None, typer.Option(help="file of catalog items")] = None,
-    item_features: Annotated[
-        Path | None,
-        typer.Option(help="item features for ild: an item column and numeric feature columns"),
-    ] = None,
-    popular: Annotated[
-        Path | None, typer.Option(help="file of the items serendipity treats as popular")
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    user_col: UserCol = None,
-    item_col: ItemCol = None,
-    score_col: ScoreCol = None,
-    rank_col: RankCol = None,
-    relevance_col: RelCol = None,
-) -> None:
-    """Evaluate a file of recommendations against a file of truth."""
-    from receval.evaluation.api import evaluate as run
-    from receval.records import Columns
-
-    metrics = _metrics(metric, k)
-    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
-    streams = _open_streams(recs, truth, fmt, cols, quiet)
-    if streams is not None:  # two Parquet files: read chunk by chunk of users
-        (recs_table, recs_info), (truth_table, truth_info) = streams
-    else:
-        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
-        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
+def _items(
+    train: Path | None,
+    catalog: Path | None,
+    item_features: Path | None,
+    popular: Path | None,
+    sep: str | None,
+    cols: Any,
+    quiet: bool,
+) -> dict[str, Any]:
+    """The beyond-accuracy inputs read from their files (``train=``, ``catalog=``, ...)."""
     extra: dict[str, Any] = {}
     if train is not None:
         extra["train"] = _read(train, "truth", Format.auto, sep, cols, quiet)[0]
@@ -264,27 +440,105 @@ def evaluate(
         feats = _read(item_features, "items", Format.auto, sep, cols, quiet)[0].to_pandas()
         values = feats.drop(columns=[c for c in ("user", "relevance") if c in feats])
         extra["item_features"] = values.set_index("item").astype(float)
+    return extra
+
+
+def _remove_seen(recs: Any, train: Any, name: str, quiet: bool) -> tuple[Any, int]:
+    """``recs`` without the items the user has in ``train``
+    (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
+    from receval.workflow.checks import remove_seen
+
+    if train is None:
+        raise ReceValError("--remove-seen needs --train (the items each user has seen)")
+    kept = remove_seen(recs.to_pandas(), train.to_pandas())
+    removed = int(kept.attrs["removed"])
+    if not quiet:
+        err.print(f"{name}: {removed} recommendation rows seen in --train removed")
+    return kept, removed
+
+
+def _without_columns(options: EvalOptions) -> EvalOptions:
+    """The options for tables the CLI has read: their columns already carry
+    receval's names, so the column options are not applied again."""
+    return options.replace(**dict.fromkeys(_COLUMN_NAMES))
+
+
+def _render(result: Any, output: Output) -> str:
+    if output is Output.json:
+        return result.to_json() if hasattr(result, "to_json") else json.dumps(result, indent=2)
+    if output is Output.markdown:
+        return result.to_markdown()
+    if output is Output.latex:
+        return result.to_latex()
+    if output is Output.csv:
+        return result.to_frame().to_csv()
+    return str(result)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+@command()
+@_with_options(POLICY_FLAGS, COLUMN_FLAGS)
+def evaluate(
+    recs: Annotated[Path, typer.Argument(help="recommendations: CSV/TSV/Parquet/JSONL/TREC run")],
+    truth: Annotated[Path, typer.Argument(help="truth: CSV/TSV/Parquet/JSONL/TREC qrels")],
+    options: EvalOptions,
+    metric: Metrics = None,
+    k: Cutoffs = None,
+    per_user: Annotated[
+        Path | None, typer.Option(help="write per-user values (.csv or .parquet)")
+    ] = None,
+    output: OutputOpt = Output.table,
+    as_json: JsonFlag = False,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    train: Train = None,
+    catalog: Catalog = None,
+    item_features: ItemFeatures = None,
+    popular: Popular = None,
+    remove_seen: RemoveSeen = False,
+    quiet: Quiet = False,
+) -> None:
+    """Evaluate a file of recommendations against a file of truth."""
+    from receval.evaluation.api import evaluate as run
+
+    metrics = _metrics(metric, k)
+    cols = _cols(options)
+    streams = None if remove_seen else _open_streams(recs, truth, fmt, cols, quiet)
+    if streams is not None:  # two Parquet files: read chunk by chunk of users
+        (recs_table, recs_info), (truth_table, truth_info) = streams
+    else:
+        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
+        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
+    extra = _items(train, catalog, item_features, popular, sep, cols, quiet)
+    removed = None
+    if remove_seen:
+        recs_table, removed = _remove_seen(recs_table, extra.get("train"), str(recs), quiet)
     try:
-        with _progress(recs_table.num_rows, quiet) as advance:
+        rows = recs_table.num_rows if streams is not None else len(recs_table)
+        with _progress(rows, quiet) as bar:
             result = run(
                 recs_table,
                 truth_table,
                 metrics,
-                convention=convention,
-                threshold=threshold,
-                empty_truth=empty_truth,
-                missing_recs=missing_recs,
-                no_truth=no_truth,
-                ties=ties,
-                duplicates=duplicates,
-                progress=advance,
-                **extra,  # type: ignore[arg-type]
+                options=_without_columns(options),
+                progress=bar,
+                **extra,
             )
+    except NoSharedUser:
+        raise  # about both inputs, not one file's row
     except InputError as exc:
         if streams is not None and exc.source in (recs_info.path, truth_info.path):
             raise  # already names the file and its row
         info = recs_info if exc.source == "recommendations" else truth_info
+        if removed and info is recs_info:  # rows removed: rows are no longer the file's lines
+            raise exc.located(source=recs_info.path) from None
         raise info.locate(exc) from None
+    result.parameters.update({c: getattr(options, c) for c in _COLUMN_NAMES})
+    if removed is not None:
+        result.parameters["remove_seen"] = True
+        result.counts["recommendation_rows_seen_in_train_removed"] = removed
     result.parameters["inputs"] = {
         "recommendations": {
             "path": str(recs),
@@ -302,37 +556,39 @@ def evaluate(
     out.print(_render(result, Output.json if as_json else output), markup=False)
 
 
-@app.command("evaluate-ratings")
+@command("evaluate-ratings")
+@_with_options(RATING_FLAGS)
 def evaluate_ratings(
     ratings: Annotated[Path, typer.Argument(help="(user, item, actual, predicted) rows")],
+    options: EvalOptions,
     metric: Metrics = None,
-    actual_col: Annotated[
-        str | None, typer.Option(help="actual rating column (default: detected)")
-    ] = None,
-    predicted_col: Annotated[
-        str | None, typer.Option(help="predicted rating column (default: detected)")
-    ] = None,
-    dropna: Annotated[bool, typer.Option(help="drop rows with a missing rating")] = False,
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    user_col: UserCol = None,
-    item_col: ItemCol = None,
+    dropna: Annotated[
+        bool, typer.Option("--dropna", help="drop rows with a missing rating (counted)")
+    ] = False,
+    output: OutputOpt = Output.table,
+    as_json: JsonFlag = False,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
 ) -> None:
     """Rating-prediction metrics (mae, rmse, r2, pearson, ...) of a ratings file."""
     from receval.evaluation.ratings import evaluate_ratings as run
     from receval.io.files import read_file
-    from receval.records import Columns
 
-    cols = Columns(user=user_col, item=item_col, actual=actual_col, predicted=predicted_col)
-    table, info = read_file(ratings, role="ratings", cols=cols)
+    table, info = read_file(ratings, role="ratings", fmt=fmt.value, sep=sep, cols=_cols(options))
+    # the rating columns the reader did not rename already; unset: detected
+    named = {
+        f"{role}_col": getattr(options, f"{role}_col")
+        for role in ("actual", "predicted")
+        if getattr(options, f"{role}_col") is not None and role not in info.columns
+    }
     try:
-        result = run(table, list(metric or []) or ["rmse"], dropna=dropna)
+        result = run(table, list(metric or []) or ["rmse"], dropna=dropna, **named)
     except InputError as exc:
         raise info.locate(exc) from None
     out.print(_render(result, Output.json if as_json else output), markup=False)
 
 
-@app.command("metrics")
+@command("metrics")
 def list_metrics() -> None:
     """List every metric with its aliases, parameters and definition."""
     from receval.metrics.registry import metrics as registry
@@ -381,9 +637,11 @@ def _render_compare(table: Any, name: str, output: Output) -> str:
     return "\n".join(lines)
 
 
-@app.command()
+@command()
+@_with_options(COLUMN_FLAGS)
 def explain(
     metric: Annotated[str, typer.Argument(help="a metric name, e.g. map@10")],
+    options: EvalOptions,
     recs: Annotated[
         Path | None, typer.Argument(help="with --compare: a recommendations file")
     ] = None,
@@ -393,16 +651,12 @@ def explain(
         typer.Option("--compare", help="compute METRIC on RECS/TRUTH under every convention"),
     ] = False,
     convention: Annotated[
-        list[str] | None, typer.Option(help="with --compare: only these conventions")
+        list[str] | None,
+        typer.Option("--convention", metavar="NAME", help="with --compare: only these conventions"),
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", help="input format")] = Format.auto,
-    sep: Annotated[str | None, typer.Option(help="CSV delimiter (default: detected)")] = None,
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
-    user_col: UserCol = None,
-    item_col: ItemCol = None,
-    score_col: ScoreCol = None,
-    rank_col: RankCol = None,
-    relevance_col: RelCol = None,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    output: OutputOpt = Output.table,
 ) -> None:
     """Explain a metric: formula, parameters, edge cases, other tools' variants.
 
@@ -417,9 +671,7 @@ def explain(
     if compare:
         if recs is None or truth is None:
             raise ReceValError("explain --compare needs METRIC RECS TRUTH")
-        from receval.records import Columns
-
-        cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
+        cols = _cols(options)
         recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, True)
         truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, True)
         try:
@@ -459,31 +711,24 @@ def explain(
     out.print("\n".join(lines), markup=False)
 
 
-@app.command()
+@command()
+@_with_options(COLUMN_FLAGS)
 def inspect(
-    path: Annotated[Path, typer.Argument(help="a recommendations or truth file")],
+    path: Annotated[Path, typer.Argument(help="a recommendations, truth or interactions file")],
+    options: EvalOptions,
     truth: Annotated[bool, typer.Option("--truth", help="read it as truth")] = False,
-    fmt: Annotated[Format, typer.Option("--format")] = Format.auto,
-    sep: Annotated[str | None, typer.Option()] = None,
-    user_col: UserCol = None,
-    item_col: ItemCol = None,
-    score_col: ScoreCol = None,
-    rank_col: RankCol = None,
-    relevance_col: RelCol = None,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
 ) -> None:
     """Summarise a file as receval reads it: columns, users, items, lists, ties, grades."""
     import numpy as np
     import pandas as pd
 
-    from receval.records import Columns
-
-    cols = Columns(user_col, item_col, score_col, rank_col, relevance_col)
     role = "truth" if truth else "recommendations"
-    table, info = _read(path, role, fmt, sep, cols, quiet=True)
-    frame = table.to_pandas()
-    lines = [f"{path}: {info.format}, {len(frame)} rows"]
-    lines += [f"column {c} read as {role_}" for role_, c in info.columns.items()]
-    lines += info.messages
+    frame, kind, columns, messages = _read_log(path, role, fmt, sep, _cols(options))
+    lines = [f"{path}: {kind}, {len(frame)} rows"]
+    lines += [f"column {c} read as {role_}" for role_, c in columns.items()]
+    lines += messages
     sizes = frame.groupby("user").size()
     lines.append(f"users: {len(sizes)}; items: {frame['item'].nunique()}")
     lines.append(
@@ -494,60 +739,30 @@ def inspect(
     if "score" in frame:
         ties = int(frame.duplicated(["user", "score"]).sum())
         lines.append(f"rows tied in score with another row of their user: {ties}")
-    if "relevance" in frame:
-        counts = pd.Series(frame["relevance"]).value_counts().sort_index()
-        lines.append("grades: " + ", ".join(f"{g:g}: {n}" for g, n in counts.items()))
+    grades = "relevance" if "relevance" in frame else "rating" if "rating" in frame else None
+    if grades is not None:
+        counts = pd.Series(frame[grades]).value_counts().sort_index()
+        lines.append(
+            ("grades: " if grades == "relevance" else "ratings: ")
+            + ", ".join(f"{g:g}: {n}" for g, n in counts.items())
+        )
     out.print("\n".join(lines), markup=False)
 
 
-@app.command()
-def compare(
-    truth: Annotated[Path, typer.Argument(help="the truth file")],
-    runs: Annotated[list[Path], typer.Argument(help="two or more recommendation files")],
-    metric: Metrics = None,
-    names: Annotated[str | None, typer.Option(help="system names, comma-separated")] = None,
-    baseline: Annotated[str | None, typer.Option(help="compare every run with this one")] = None,
-    test: Annotated[str, typer.Option(help="t | wilcoxon | randomization")] = "t",
-    correction: Annotated[str, typer.Option(help="holm | bonferroni | bh | none")] = "holm",
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-) -> None:
-    """Compare systems on the same truth with paired significance tests."""
-    from receval.analysis.compare import compare as run
-
-    truth_table, tables = _read_runs(truth, runs, names, quiet)
-    with _status("comparing", quiet):
-        result = run(
-            tables,
-            truth_table,
-            _metrics(metric, None),
-            baseline=baseline,
-            test=test,
-            correction=correction,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-    if output is Output.csv:
-        out.print(result.table.to_csv(), markup=False)
-    else:
-        out.print(_render(result, output), markup=False)
-
-
 def _read_runs(
-    truth: Path, runs: list[Path], names: str | None, quiet: bool
+    truth: Path,
+    runs: list[Path],
+    names: str | None,
+    fmt: Format,
+    sep: str | None,
+    cols: Any,
+    quiet: bool,
 ) -> tuple[Any, dict[str, Any]]:
     """The truth and each named run, read."""
-    from receval.records import Columns
-
     systems = _systems(runs, names)
-    truth_table = _read(truth, "truth", Format.auto, None, Columns(), quiet)[0]
+    truth_table = _read(truth, "truth", fmt, sep, cols, quiet)[0]
     tables = {
-        name: _read(p, "recommendations", Format.auto, None, Columns(), quiet)[0]
-        for name, p in systems.items()
+        name: _read(p, "recommendations", fmt, sep, cols, quiet)[0] for name, p in systems.items()
     }
     return truth_table, tables
 
@@ -561,109 +776,378 @@ def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
     return dict(zip(labels, runs, strict=True))
 
 
-@app.command()
+def _runs_and_items(
+    truth: Path,
+    runs: list[Path],
+    names: str | None,
+    fmt: Format,
+    sep: str | None,
+    options: EvalOptions,
+    items: tuple[Path | None, Path | None, Path | None, Path | None],
+    remove_seen: bool,
+    quiet: bool,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """compare's and report's inputs: the truth, the runs (seen items removed
+    with ``remove_seen``) and the beyond-accuracy inputs."""
+    cols = _cols(options)
+    truth_table, tables = _read_runs(truth, runs, names, fmt, sep, cols, quiet)
+    extra = _items(*items, sep, cols, quiet)
+    if remove_seen:
+        for name in tables:
+            tables[name] = _remove_seen(tables[name], extra.get("train"), name, quiet)[0]
+    return truth_table, tables, extra
+
+
+@command()
+@_with_options(POLICY_FLAGS, COLUMN_FLAGS)
+def compare(
+    truth: Annotated[Path, typer.Argument(help="the truth file")],
+    runs: Annotated[list[Path], typer.Argument(help="one or more recommendation files")],
+    options: EvalOptions,
+    metric: Metrics = None,
+    k: Cutoffs = None,
+    names: Names = None,
+    baseline: Baseline = None,
+    test: Test = "t",
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    n_resamples: Resamples = 10_000,
+    seed: Seed = 0,
+    output: OutputOpt = Output.table,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    train: Train = None,
+    catalog: Catalog = None,
+    item_features: ItemFeatures = None,
+    popular: Popular = None,
+    remove_seen: RemoveSeen = False,
+    quiet: Quiet = False,
+) -> None:
+    """Compare systems on the same truth with paired significance tests."""
+    from receval.analysis.compare import compare as run
+
+    metrics = _metrics(metric, k)
+    truth_table, tables, extra = _runs_and_items(
+        truth,
+        runs,
+        names,
+        fmt,
+        sep,
+        options,
+        (train, catalog, item_features, popular),
+        remove_seen,
+        quiet,
+    )
+    with _status("comparing", quiet):
+        result = run(
+            tables,
+            truth_table,
+            metrics,
+            baseline=baseline,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            n_resamples=n_resamples,
+            seed=seed,
+            options=_without_columns(options),
+            **extra,
+        )
+    if output is Output.csv:  # one flat table: means, then each comparison with its p-values
+        out.print(result.to_csv(), markup=False)
+    else:
+        out.print(_render(result, output), markup=False)
+
+
+@command()
+@_with_options(POLICY_FLAGS, COLUMN_FLAGS)
 def report(
     truth: Annotated[Path, typer.Argument(help="the truth file")],
     runs: Annotated[list[Path], typer.Argument(help="one or more recommendation files")],
+    options: EvalOptions,
     out_path: Annotated[Path, typer.Option("--out", help="the HTML file to write")] = Path(
         "report.html"
     ),
     metric: Metrics = None,
-    names: Annotated[str | None, typer.Option(help="system names, comma-separated")] = None,
-    png: Annotated[Path | None, typer.Option("--png", help="also write PNG charts here")] = None,
-    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
-    seed: int = 0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    k: Cutoffs = None,
+    names: Names = None,
+    png: Annotated[
+        Path | None,
+        typer.Option(
+            "--png", help='also write PNG charts here (needs pip install "receval[plot]")'
+        ),
+    ] = None,
+    baseline: Baseline = None,
+    test: Test = "t",
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    n_resamples: Resamples = 10_000,
+    seed: Seed = 0,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    train: Train = None,
+    catalog: Catalog = None,
+    item_features: ItemFeatures = None,
+    popular: Popular = None,
+    remove_seen: RemoveSeen = False,
+    quiet: Quiet = False,
 ) -> None:
-    """Write a self-contained HTML report comparing systems."""
+    """Write a self-contained HTML report of one or more systems."""
     from receval.analysis.report import report as run
-    from receval.records import Columns
 
-    truth_table, tables = _read_runs(truth, runs, names, quiet)
-    extra: dict[str, Any] = {}
-    if train is not None:
-        extra["train"] = _read(train, "truth", Format.auto, None, Columns(), quiet)[0]
-    metrics = _metrics(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], None)
-    with _status("writing the report", quiet):
-        _write_atomic(
-            out_path,
-            lambda p: run(tables, truth_table, metrics, out=p, png_dir=png, seed=seed, **extra),
+    metrics = _metrics(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], k)
+    truth_table, tables, extra = _runs_and_items(
+        truth,
+        runs,
+        names,
+        fmt,
+        sep,
+        options,
+        (train, catalog, item_features, popular),
+        remove_seen,
+        quiet,
+    )
+    written: list[Any] = []
+
+    def write(path: Path) -> None:
+        written.append(
+            run(
+                tables,
+                truth_table,
+                metrics,
+                out=path,
+                png_dir=png,
+                baseline=baseline,
+                test=test,
+                correction=correction,
+                alpha=alpha,
+                n_resamples=n_resamples,
+                seed=seed,
+                options=_without_columns(options),
+                **extra,
+            )
         )
+
+    with _status("writing the report", quiet):
+        _write_atomic(out_path, write)
     err.print(f"report written to {out_path}")
+    for note in getattr(written[0], "notes", []):  # e.g. PNGs asked for without matplotlib
+        err.print(f"note: {note}", markup=False)
 
 
-@app.command()
+@command()
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="where the demo writes its files")] = Path(
         "receval-demo"
     ),
-    users: Annotated[int, typer.Option(help="users of the synthetic log")] = 10_000,
+    users: Annotated[int, typer.Option("--users", help="users of the synthetic log")] = 10_000,
     interactions: Annotated[
-        Path | None, typer.Option(help="your own log (CSV/Parquet or MovieLens ratings)")
+        Path | None,
+        typer.Option(
+            "--interactions",
+            help="your own log (CSV/TSV/Parquet or MovieLens u.data, ratings.dat, ratings.csv)",
+        ),
     ] = None,
-    seed: int = 0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            metavar="GRADE",
+            help="a test item is relevant when its rating is ≥ GRADE (default: the demo's, 4)",
+        ),
+    ] = None,
+    user_col: Annotated[
+        str | None, typer.Option("--user-col", metavar="NAME", help="user column of --interactions")
+    ] = None,
+    item_col: Annotated[
+        str | None, typer.Option("--item-col", metavar="NAME", help="item column of --interactions")
+    ] = None,
+    seed: Seed = 0,
+    quiet: Quiet = False,
 ) -> None:
     """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
     from receval.workflow.demo import run_demo
 
     if users <= 0:
-        raise ReceValError(f"--users must be positive; got {users}")
-    run_demo(out_dir, users=users, interactions=interactions, seed=seed, quiet=quiet)
+        raise OptionError("users", users, expected="a positive number of users")
+    log: Any = interactions
+    if interactions is not None and (user_col or item_col):
+        from receval.io.interactions import read_interactions
+
+        named = {"user_col": user_col, "item_col": item_col}
+        log = read_interactions(interactions, **{c: v for c, v in named.items() if v})
+    elif user_col or item_col:
+        raise ReceValError("--user-col and --item-col name the columns of --interactions")
+    kwargs: dict[str, Any] = {}
+    if threshold is not None:  # validated as every threshold is; unset: the demo's own
+        kwargs["threshold"] = EvalOptions(threshold=threshold).threshold
+    run_demo(out_dir, users=users, interactions=log, seed=seed, quiet=quiet, **kwargs)
 
 
-@app.command()
+def _size(flag: str, text: str | None) -> int | float | None:
+    """``--test-size 2`` is 2 rows (an int), ``--test-size 0.2`` a share (a float)."""
+    if text is None:
+        return None
+    if re.fullmatch(r"\s*[0-9]+\s*", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        raise OptionError(
+            flag, text, expected="a share like 0.2 or a number of rows like 2"
+        ) from None
+
+
+@command()
+@_with_options(LOG_FLAGS)
 def split(
-    interactions: Annotated[Path, typer.Argument(help="an interactions file")],
+    interactions: Annotated[
+        Path,
+        typer.Argument(
+            help="an interactions file (CSV/TSV/Parquet/JSONL/TREC qrels, MovieLens u.data, "
+            "ratings.dat, ratings.csv)"
+        ),
+    ],
+    options: EvalOptions,
     out_dir: Annotated[Path, typer.Option("--out", help="where train/test go")] = Path("split"),
     method: Annotated[
-        str, typer.Option(help="random | user_random | time | user_time | leave_one_out")
+        str,
+        typer.Option(
+            "--method",
+            metavar="random|user_random|time|user_time|leave_one_out",
+            help="how to split",
+        ),
     ] = "user_time",
-    test_size: float = 0.2,
-    seed: int = 0,
-    min_user_interactions: int = 0,
-    min_item_interactions: int = 0,
-    drop_unseen: Annotated[bool, typer.Option(help="drop unseen users/items from test")] = False,
+    test_size: Annotated[
+        str,
+        typer.Option(
+            "--test-size",
+            metavar="N|SHARE",
+            help="an integer: rows (per user for user_*), e.g. 2; a number below 1: a share",
+        ),
+    ] = "0.2",
+    validation_size: Annotated[
+        str | None,
+        typer.Option(
+            "--validation-size", metavar="N|SHARE", help="also a validation part, as --test-size"
+        ),
+    ] = None,
+    seed: Seed = 0,
+    min_user_interactions: Annotated[
+        int, typer.Option("--min-user-interactions", help="k-core filter on users")
+    ] = 0,
+    min_item_interactions: Annotated[
+        int, typer.Option("--min-item-interactions", help="k-core filter on items")
+    ] = 0,
+    drop_unseen: Annotated[
+        bool, typer.Option("--drop-unseen", help="drop test rows of users/items unseen in train")
+    ] = False,
+    timestamp_col: Annotated[
+        str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
+    ] = "timestamp",
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
-    from receval.io.interactions import read_interactions
     from receval.workflow.split import split as run
 
-    log = read_interactions(interactions)
+    log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
     result = run(
         log,
-        method,
-        test_size=test_size,
-        seed=seed,  # type: ignore[arg-type]
+        method,  # type: ignore[arg-type]
+        test_size=_size("test_size", test_size),  # type: ignore[arg-type]
+        validation_size=_size("validation_size", validation_size),
+        seed=seed,
         min_user_interactions=min_user_interactions,
         min_item_interactions=min_item_interactions,
         drop_unseen_users=drop_unseen,
         drop_unseen_items=drop_unseen,
     )
+    back = log.attrs["names"]  # the file's own column names
+    for part in ("train", "test", "validation"):
+        if getattr(result, part) is not None:
+            setattr(result, part, getattr(result, part).rename(columns=back))
     out.print(str(result), markup=False)
     for name, path in result.save(out_dir).items():
         err.print(f"{name}: {path}")
 
 
-@app.command()
+def _read_interactions(
+    path: Path, fmt: Format, sep: str | None, options: EvalOptions, timestamp_col: str
+) -> Any:
+    """An interactions log with the columns ``user``, ``item`` and, when the
+    file has them, ``rating``, ``timestamp`` (from ``timestamp_col``) and its
+    other columns; ``attrs["names"]`` maps each renamed column to the file's
+    own name (what ``split`` writes back).
+
+    :func:`receval.io.interactions.read_interactions` reads it (CSV/TSV,
+    Parquet, MovieLens); a file it cannot read (JSON Lines, TREC qrels,
+    compressed, ...) is read by :func:`receval.io.files.read_file`, whose
+    error is shown when neither can."""
+    from receval.io.interactions import read_interactions
+
+    named = {c: getattr(options, c) for c in ("user_col", "item_col")}
+    frame = None
+    if fmt in (Format.auto, Format.csv, Format.tsv, Format.parquet) and sep is None:
+        try:
+            frame = read_interactions(
+                path,
+                format="auto" if fmt is Format.auto else fmt.value,
+                timestamp_col=timestamp_col,
+                **{c: v for c, v in named.items() if v is not None},
+            )
+        except ValueError:  # not a log it reads: read_file says why, or reads it
+            frame = None
+        else:
+            names = {"user": options.user_col, "item": options.item_col}
+            names["timestamp"] = timestamp_col
+    if frame is None:
+        frame, _, columns, _ = _read_log(path, "truth", fmt, sep, _cols(options))
+        grade = columns.get("relevance")
+        if grade and grade != "relevance" and grade not in frame:  # a log keeps its name
+            frame = frame.rename(columns={"relevance": grade})
+        names = {r: c for r, c in columns.items() if r in ("user", "item")}
+        if timestamp_col != "timestamp" and timestamp_col in frame:
+            frame = frame.rename(columns={timestamp_col: "timestamp"})
+            names["timestamp"] = timestamp_col
+    frame.attrs["names"] = {r: c for r, c in names.items() if c and c != r}
+    return frame
+
+
+@command()
+@_with_options(LOG_FLAGS)
 def check(
-    recs: Annotated[Path | None, typer.Option(help="recommendations file")] = None,
-    train: Annotated[Path | None, typer.Option(help="training interactions")] = None,
-    test: Annotated[Path | None, typer.Option(help="test interactions")] = None,
+    options: EvalOptions,
+    recs: Annotated[Path | None, typer.Option("--recs", help="recommendations file")] = None,
+    train: Annotated[Path | None, typer.Option("--train", help="training interactions")] = None,
+    test: Annotated[Path | None, typer.Option("--test", help="test interactions")] = None,
     k: Annotated[int | None, typer.Option("-k", help="the largest cut-off you will use")] = None,
-    chronological: bool = False,
+    chronological: Annotated[
+        bool,
+        typer.Option("--chronological", help="test rows must not precede the user's train rows"),
+    ] = False,
+    timestamp_col: Annotated[
+        str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
+    ] = "timestamp",
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
 ) -> None:
     """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates."""
-    from receval.io.interactions import read_interactions
     from receval.workflow.checks import check as run
 
-    def load(p: Path | None) -> Any:
-        return None if p is None else read_interactions(p)
-
+    if recs is None and train is None and test is None:
+        raise ReceValError("check needs at least one of --recs, --train, --test")
     report_ = run(
-        train=load(train), test=load(test), recs=load(recs), k=k, chronological=chronological
+        train=None
+        if train is None
+        else _read_interactions(train, fmt, sep, options, timestamp_col),
+        test=None if test is None else _read_interactions(test, fmt, sep, options, timestamp_col),
+        recs=None
+        if recs is None
+        else _read_log(recs, "recommendations", fmt, sep, _cols(options))[0],
+        k=k,
+        chronological=chronological,
     )
-    out.print(str(report_), markup=False)
+    out.print(report_.render(cli=True), markup=False)
 
 
 @app.callback(invoke_without_command=True)
@@ -679,11 +1163,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
         app(args=argv, standalone_mode=False)
-    except OptionError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
+    except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
         err.print(f"error: {exc.cli_message()}", markup=False)
-        return 2
-    except ReceValError as exc:
-        err.print(f"error: {exc}", markup=False)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         err.print(f"error: {exc.filename}: {exc.strerror}", markup=False)

@@ -7,6 +7,7 @@ user, item, what was expected and what was found).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,8 +18,58 @@ __all__ = [
     "OptionError",
     "PolicyError",
     "ReceValError",
+    "for_cli",
+    "for_python",
+    "option",
     "plain",
+    "said",
 ]
+
+# A phrase with one spelling for Python and one for the shell: the two texts
+# between private-use characters, resolved when the message is shown.
+_OPEN, _SEP, _CLOSE = "\ue000", "\ue001", "\ue002"
+_SAID = re.compile(f"{_OPEN}([^{_SEP}]*){_SEP}([^{_CLOSE}]*){_CLOSE}")
+_NOTHING = object()
+
+
+def said(python: str, cli: str) -> str:
+    """A phrase written ``python`` to Python callers and ``cli`` on the command
+    line, for messages that tell the user what to type (one text, two doors).
+
+    >>> msg = "drop them with " + said("remove_seen(recs, train)", "--remove-seen")
+    >>> for_python(msg), for_cli(msg)
+    ('drop them with remove_seen(recs, train)', 'drop them with --remove-seen')
+    """
+    return f"{_OPEN}{python}{_SEP}{cli}{_CLOSE}"
+
+
+def option(name: str, value: Any = _NOTHING, *, flag: str | None = None) -> str:
+    """An option named in a message: ``name=value`` in Python,
+    ``--name value`` on the command line (``flag``: when the flag is not
+    ``--`` + name with dashes). A value of True is the bare flag.
+
+    >>> for_python(option("duplicates", "keep")), for_cli(option("duplicates", "keep"))
+    ("duplicates='keep'", '--duplicates keep')
+    >>> for_python(option("dropna", True)), for_cli(option("dropna", True))
+    ('dropna=True', '--dropna')
+    >>> for_python(option("item_features")), for_cli(option("item_features"))
+    ('item_features=', '--item-features')
+    """
+    flag = flag or "--" + name.replace("_", "-")
+    if value is _NOTHING:
+        return said(f"{name}=", flag)
+    shown = "" if value is True else " " + (str(value).lower() if value is False else str(value))
+    return said(f"{name}={value!r}", flag + shown)
+
+
+def for_python(text: str) -> str:
+    """``text`` with every :func:`said` phrase in its Python spelling."""
+    return _SAID.sub(r"\1", text)
+
+
+def for_cli(text: str) -> str:
+    """``text`` with every :func:`said` phrase in its command-line spelling."""
+    return _SAID.sub(r"\2", text)
 
 
 def plain(value: Any) -> Any:
@@ -28,7 +79,19 @@ def plain(value: Any) -> Any:
 
 
 class ReceValError(ValueError):
-    """Base class of every error caused by the user's input or arguments."""
+    """Base class of every error caused by the user's input or arguments.
+
+    ``str(err)`` speaks Python (``duplicates='keep'``); :meth:`cli_message`
+    the shell (``--duplicates keep``): options named in a message are written
+    with :func:`option` / :func:`said`.
+    """
+
+    def __str__(self) -> str:
+        return for_python(super().__str__())
+
+    def cli_message(self) -> str:
+        """The message with the command line's syntax."""
+        return for_cli(super().__str__())
 
 
 class MetricError(ReceValError):
@@ -75,7 +138,7 @@ class OptionError(ReceValError):
         flag = flag or "--" + self.option.replace("_", "-")
         value = self.value
         shown = str(value).lower() if isinstance(value, bool) else str(value)
-        return self._render(f"{flag} {shown}", str)
+        return for_cli(self._render(f"{flag} {shown}", str))
 
 
 class PolicyError(ReceValError):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, MetricError, ReceValError
+from receval.errors import InputError, MetricError, ReceValError, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.ids import unify
@@ -317,7 +317,9 @@ def roc(
         j = int(np.flatnonzero(dup)[0])
         if duplicates == "error":
             raise InputError(
-                "the same item twice in a user's list; pass duplicates='keep' to keep the first",
+                "the same item twice in a user's list; pass "
+                + option("duplicates", "keep")
+                + " to keep the first",
                 source="recommendations",
                 row=j,
                 user=recs.users[j],
@@ -330,7 +332,9 @@ def roc(
         if duplicates == "error":
             j = int(np.flatnonzero(tdup)[0])
             raise InputError(
-                "the same (user, item) twice in the truth; pass duplicates='keep' to keep the "
+                "the same (user, item) twice in the truth; pass "
+                + option("duplicates", "keep")
+                + " to keep the "
                 "largest grade",
                 source="truth",
                 row=j,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from receval._accel import NATIVE
-from receval.errors import InputError, MetricError
+from receval.errors import InputError, MetricError, option
 from receval.ids import sorted_runs, unify
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
@@ -386,7 +386,7 @@ def _dedupe_lists(
         first = int(korder[np.searchsorted(skey, key[j])])
         message = (
             "the item appears twice in this user's list ({rows}); "
-            "pass duplicates='keep' to keep the first occurrence"
+            "pass " + option("duplicates", "keep") + " to keep the first occurrence"
         )
         raise rows.located(message, first, j, raw_users, raw_items)
     keep = np.ones(len(key), dtype=bool)
@@ -420,7 +420,7 @@ def _dedupe_truth(
             a, b = sorted((int(torder[j]), int(torder[j + 1])))
             raise InputError(
                 "this (user, item) pair appears twice in the truth ({rows}); "
-                "pass duplicates='keep' to keep the largest grade",
+                "pass " + option("duplicates", "keep") + " to keep the largest grade",
                 source=truth.source,
                 row=b,
                 other_row=a,

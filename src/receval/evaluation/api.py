@@ -13,7 +13,7 @@ import pandas as pd
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
-from receval.errors import ReceValError
+from receval.errors import ReceValError, option
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.items import build_context
@@ -354,10 +354,10 @@ def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
 
 #: requirement (registry.REQUIREMENTS) -> what the error says after "{metric} needs"
 _PROVIDERS = {
-    "train": "train= (CLI: --train), which was not given",
-    "catalog": "catalog= or train= (CLI: --catalog or --train), which was not given",
-    "item_features": "item_features= (CLI: --item-features), which was not given",
-    "popular": "popular= or train= (CLI: --popular or --train), which was not given",
+    "train": option("train") + ", which was not given",
+    "catalog": option("catalog") + " or " + option("train") + ", which was not given",
+    "item_features": option("item_features") + ", which was not given",
+    "popular": option("popular") + " or " + option("train") + ", which was not given",
     "ratings": "predicted ratings: use receval.evaluate_explicit (explicit feedback)",
     "cutoff": "a cut-off, e.g. {name}@10",
 }

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from receval import errors
 from receval.errors import InputError
 from receval.ids import STR, canonical
 from receval.records import Columns
@@ -93,7 +94,6 @@ def _key(name: str) -> str:
 def _missing(role: str, wanted: str | None, names: Sequence[str], source: str) -> InputError:
     found = ", ".join(names) or "none"
     option = _OPTION[role]
-    flag = "--" + option.replace("_", "-")
     if wanted is not None:
         close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.5)
         hint = f" — did you mean {close[0]!r}?" if close else ""
@@ -106,7 +106,7 @@ def _missing(role: str, wanted: str | None, names: Sequence[str], source: str) -
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return InputError(
         f"no {role} column (looked for {', '.join(ALIASES[role][:4])}, ...; columns found: "
-        f"{found}){hint} — name it with {option}= (CLI: {flag})",
+        f"{found}){hint} — name it with {errors.option(option)}",
         source=source,
     )
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, option
 from receval.ids import canonical
 from receval.io.columns import RATINGS, is_table, normalise
 from receval.io.tables import check_grades
@@ -155,8 +155,8 @@ def read_ratings(
         i = int(np.flatnonzero(missing)[0])
         role = "actual" if np.isnan(actual[i]) else "predicted"
         raise fail(
-            f"missing {role} rating (empty or NaN); pass dropna=True to drop rows with a "
-            "missing rating",
+            f"missing {role} rating (empty or NaN); pass {option('dropna', True)} to drop rows "
+            "with a missing rating",
             i,
             role,
         )

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from receval.errors import InputError
+from receval.errors import InputError, option
 from receval.ids import canonical, first_true
 from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
 from receval.records import Columns, RecsData, TruthData
@@ -156,8 +156,10 @@ def read_recs(
         names = ", ".join(names_of(obj))
         raise InputError(
             "recommendations need a rank column (1 = best) or a score column (higher = "
-            f"better) to order each list (columns found: {names}) — name it with rank_col= "
-            "or score_col= (CLI: --rank-col, --score-col)",
+            f"better) to order each list (columns found: {names}) — name it with "
+            + option("rank_col")
+            + " or "
+            + option("score_col"),
             source=source,
         )
     return RecsData(users, items, score, rank, rows=table.num_rows, source=source, columns=found)

@@ -31,7 +31,7 @@ data. What it checks (each only when the inputs it needs are given):
 (1, 1)
 >>> print(report["seen_in_train"].message)
 1 of 3 recommendation rows (1 of 2 users) recommend an item the user already has in train; \
-remove them with receval.workflow.checks.remove_seen (CLI: --remove-seen)
+remove them with receval.workflow.checks.remove_seen(recs, train)
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, for_cli, for_python, option, said
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, unify
 from receval.io.columns import RECS, TRAIN, resolve
@@ -62,6 +62,8 @@ class Finding:
         message: one line saying what was found and what it means.
         severity: ``warning`` (likely distorts the numbers), ``info``.
         examples: up to 5 offending (user, item) pairs or ids.
+        cli_message: the message as the command line says it, when it names
+            what to type (``--remove-seen`` instead of ``remove_seen(...)``).
     """
 
     code: str
@@ -69,11 +71,17 @@ class Finding:
     message: str
     severity: Literal["warning", "info"] = "warning"
     examples: list[Any] = field(default_factory=list)
+    cli_message: str | None = None
 
-    def __str__(self) -> str:
+    def render(self, cli: bool = False) -> str:
+        """One line: mark, code, message (the command line's with ``cli``)."""
         mark = "ok  " if self.count == 0 else ("WARN" if self.severity == "warning" else "info")
         ex = f" (e.g. {', '.join(map(str, self.examples))})" if self.count and self.examples else ""
-        return f"[{mark}] {self.code}: {self.message}{ex}"
+        message = (self.cli_message or self.message) if cli else self.message
+        return f"[{mark}] {self.code}: {message}{ex}"
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 @dataclass
@@ -121,8 +129,12 @@ class CheckReport:
             for f in self.findings
         }
 
+    def render(self, cli: bool = False) -> str:
+        """One line per finding (messages as the command line says them with ``cli``)."""
+        return "\n".join(f.render(cli) for f in self.findings)
+
     def __str__(self) -> str:
-        return "\n".join(str(f) for f in self.findings)
+        return self.render()
 
 
 def _plain(value: Any) -> Any:
@@ -221,17 +233,22 @@ def check(
         n = int(dup.sum())
         what = {
             "train": "repeated interactions (kept; popularity counts distinct users)",
-            "test": "an error for receval.evaluate as truth (duplicates='keep' keeps the "
-            "largest grade)",
-            "recs": "an error for receval.evaluate (duplicates='keep' keeps the first)",
+            "test": "an error for receval.evaluate as truth ("
+            + option("duplicates", "keep")
+            + " keeps the largest grade)",
+            "recs": "an error for receval.evaluate ("
+            + option("duplicates", "keep")
+            + " keeps the first)",
         }[name]
+        message = f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}"
         out.append(
             Finding(
                 f"duplicate_rows_{name}",
                 n,
-                f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}",
+                for_python(message),
                 "info" if name == "train" else "warning",
                 _examples(zip(frame[user_col][dup], frame[item_col][dup], strict=True)),
+                cli_message=for_cli(message),
             )
         )
 
@@ -239,14 +256,21 @@ def check(
         seen = _pairs(rc, user_col, item_col).isin(_pairs(tr, user_col, item_col))
         n = int(seen.sum())
         users = int(rc[user_col][seen].nunique())
+        message = (
+            f"{n} of {len(rc)} recommendation rows ({users} of {rc[user_col].nunique()} "
+            "users) recommend an item the user already has in train; remove them with "
+            + said(
+                "receval.workflow.checks.remove_seen(recs, train)",
+                "--remove-seen (receval evaluate/compare/report --train TRAIN --remove-seen)",
+            )
+        )
         out.append(
             Finding(
                 "seen_in_train",
                 n,
-                f"{n} of {len(rc)} recommendation rows ({users} of {rc[user_col].nunique()} "
-                "users) recommend an item the user already has in train; remove them with "
-                "receval.workflow.checks.remove_seen (CLI: --remove-seen)",
+                for_python(message),
                 examples=_examples(zip(rc[user_col][seen], rc[item_col][seen], strict=True)),
+                cli_message=for_cli(message),
             )
         )
         cold = ~rc[item_col].isin(pd.unique(tr[item_col])).to_numpy()

@@ -53,7 +53,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, option
 from receval.io.interactions import as_frame
 
 __all__ = [
@@ -174,7 +174,7 @@ def _time_key(frame: pd.DataFrame, col: str) -> np.ndarray:
         found = ", ".join(map(str, frame.columns))
         raise InputError(
             f"a chronological split needs a timestamp column {col!r} (columns found: {found}); "
-            "name it with timestamp_col=",
+            "name it with " + option("timestamp_col"),
             source="interactions",
         )
     s = frame[col]
@@ -351,7 +351,7 @@ def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any]]
     if o.relevance_threshold is not None and o.rating_col not in frame.columns:
         raise InputError(
             f"relevance_threshold needs a rating column {o.rating_col!r} (columns found: "
-            f"{', '.join(map(str, frame.columns))}); name it with rating_col=",
+            f"{', '.join(map(str, frame.columns))}); name it with " + option("rating_col"),
             source="interactions",
         )
     info: dict[str, Any] = {"sizes": {"input": _size(frame, o.user_col, o.item_col)}}
