@@ -13,7 +13,14 @@ from typing import Any
 
 from receval._version import __version__
 from receval.analysis.curves import curve, pr_curve, roc
-from receval.errors import InputError, MetricError, OptionError, PolicyError, ReceValError
+from receval.errors import (
+    InputError,
+    MetricError,
+    NoSharedUser,
+    OptionError,
+    PolicyError,
+    ReceValError,
+)
 from receval.evaluation.api import evaluate, evaluate_explicit, score
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.ratings import evaluate_ratings, score_ratings
@@ -53,6 +60,7 @@ __all__ = [
     "MetricDef",
     "MetricError",
     "MetricSpec",
+    "NoSharedUser",
     "OptionError",
     "ParamDef",
     "PolicyError",

@@ -479,19 +479,17 @@ def _rank_positions(
     gaps are counted (``lists_with_rank_gaps``) under either meaning."""
     if rows.rank is None:
         return None
-    r = rows.rank.astype(np.int64, copy=False)
     n = np.diff(rec_offsets)
-    last = np.zeros(len(n), dtype=np.int64)
     has = n > 0
-    last[has] = r[rec_offsets[1:][has] - 1]
-    first = np.zeros(len(n), dtype=np.int64)
-    first[has] = r[rec_offsets[:-1][has]]
-    gaps = has & ((last - first + 1 != n) | (first != 1))
-    if gaps.any():
-        counts["lists_with_rank_gaps"] = int(gaps.sum())
+    # only each list's first and last rank are read (no copy of the whole column)
+    first = rows.rank[rec_offsets[:-1][has]].astype(np.int64)
+    last = rows.rank[rec_offsets[1:][has] - 1].astype(np.int64)
+    gaps = int(((last - first + 1 != n[has]) | (first != 1)).sum())
+    if gaps:
+        counts["lists_with_rank_gaps"] = gaps
     if rank != "position":
         return None
-    return r - 1
+    return rows.rank.astype(np.int64) - 1
 
 
 def _native_join(

@@ -25,7 +25,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,7 @@ class ParquetInput:
     info: FileInfo
     user_kind: str
     item_kind: str
+    _max_grade: float | None = field(default=None, init=False, repr=False)
 
     @property
     def num_rows(self) -> int:
@@ -163,8 +164,13 @@ class ParquetInput:
 
     def max_grade(self) -> float:
         """The largest grade of the file (1 without grades), from the row
-        groups' statistics when every one has them, else from one pass. (A
-        bad grade is reported when its chunk is read.)"""
+        groups' statistics when every one has them, else from one pass (once:
+        the value is kept). A bad grade is reported when its chunk is read."""
+        if self._max_grade is None:
+            self._max_grade = self._find_max_grade()
+        return self._max_grade
+
+    def _find_max_grade(self) -> float:
         if not self.graded:
             return 1.0
         col = self.read[self.names.index("relevance")]
