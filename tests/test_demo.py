@@ -147,7 +147,7 @@ def test_threshold_decides_what_is_relevant(tmp_path: Path) -> None:
     four = run_demo(tmp_path / "a", interactions=log, quiet=True)
     one = run_demo(tmp_path / "b", interactions=log, threshold=1, quiet=True)
     assert one["relevance"].threshold == 1.0
-    assert "≥ 1 (threshold=1;" in one["relevance"].text
+    assert "≥ 1 (threshold=1 to change it)" in one["relevance"].text
     # every test interaction is relevant at 1: nobody lacks a relevant item
     assert one["results"]["random"].counts["users_skipped"]["no_relevant_items"] == 0
     assert four["results"]["random"].counts["users_skipped"]["no_relevant_items"] > 0

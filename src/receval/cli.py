@@ -29,7 +29,7 @@ from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
 from receval import __version__
-from receval.errors import InputError, NoSharedUser, OptionError, ReceValError
+from receval.errors import InputError, NoSharedUser, OptionError, ReceValError, for_cli
 from receval.evaluation.conventions import CONVENTIONS
 from receval.evaluation.options import CHOICES, EvalOptions
 
@@ -980,7 +980,15 @@ def demo(
     kwargs: dict[str, Any] = {}
     if threshold is not None:  # validated as every threshold is; unset: the demo's own
         kwargs["threshold"] = EvalOptions(threshold=threshold).threshold
-    run_demo(out_dir, users=users, interactions=log, seed=seed, quiet=quiet, **kwargs)
+    run_demo(
+        out_dir,
+        users=users,
+        interactions=log,
+        seed=seed,
+        quiet=quiet,
+        console=lambda line: print(for_cli(line)),
+        **kwargs,
+    )
 
 
 def _size(flag: str, text: str | None) -> int | float | None:

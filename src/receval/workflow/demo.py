@@ -45,7 +45,7 @@ import pandas as pd
 
 from receval.analysis.compare import Comparison, compare
 from receval.analysis.report import report
-from receval.errors import ReceValError
+from receval.errors import ReceValError, for_python, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
@@ -110,12 +110,18 @@ class Relevance:
         column: the log's column read as graded relevance (``rating``), or None
             (every test interaction is relevant).
         threshold: relevant when ``column`` ≥ threshold (None without a column).
-        text: the sentence the console and the report print.
+        phrase: the sentence the console prints (options in each door's
+            syntax: :func:`receval.errors.said`).
     """
 
     column: str | None
     threshold: float | None
-    text: str
+    phrase: str
+
+    @property
+    def text(self) -> str:
+        """The sentence in Python's syntax (the report and leaderboard.md)."""
+        return for_python(self.phrase)
 
     @property
     def options(self) -> EvalOptions:
@@ -159,8 +165,8 @@ def _relevance(log: pd.DataFrame, threshold: float | None) -> Relevance:
     if "rating" not in log.columns:
         if threshold is not None:
             raise ReceValError(
-                f"threshold={threshold:g} needs a rating column in the log; its columns are "
-                f"{', '.join(map(str, log.columns))}"
+                f"{option('threshold', threshold)} needs a rating column in the log; its "
+                f"columns are {', '.join(map(str, log.columns))}"
             )
         return Relevance(
             None, None, "every test interaction is relevant (the log has no rating column)"
@@ -172,7 +178,7 @@ def _relevance(log: pd.DataFrame, threshold: float | None) -> Relevance:
         "rating",
         t,
         f"column rating as graded relevance: a test item is relevant when its rating is "
-        f"≥ {t:g} (threshold={t:g}; receval demo --threshold to change)",
+        f"≥ {t:g} ({option('threshold', int(t) if t.is_integer() else t)} to change it)",
     )
 
 
@@ -338,6 +344,7 @@ def run_demo(
     seed: int = 0,
     threshold: float | None = None,
     quiet: bool = False,
+    console: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Generate (or read) a log, split it, train three baselines, evaluate and compare them.
 
@@ -354,6 +361,8 @@ def run_demo(
             :data:`DEFAULT_THRESHOLD`. Needs a ``rating`` column; a log without
             one counts every test interaction as relevant.
         quiet: print nothing.
+        console: where the console lines go (default: print, options written in
+            Python syntax; the command line passes its own, in flag syntax).
 
     Returns:
         ``leaderboard`` (DataFrame: one row per system, one column per metric,
@@ -376,7 +385,8 @@ def run_demo(
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    say: Callable[[str], None] = (lambda s: None) if quiet else print
+    show = console or (lambda s: print(for_python(s)))
+    say: Callable[[str], None] = (lambda s: None) if quiet else show
 
     log, source = _load(interactions, users, seed)
     relevance = _relevance(log, threshold)
@@ -384,7 +394,7 @@ def run_demo(
         f"data: {source}: {len(log)} interactions, {log['user'].nunique()} users, "
         f"{log['item'].nunique()} items"
     )
-    say(f"relevance: {relevance.text}")
+    say(f"relevance: {relevance.phrase}")
     notes: list[str] = []
     sp, split_text = _split(log, seed, notes)
     truth = _truth(sp.test, relevance, notes)
