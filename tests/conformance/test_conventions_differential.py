@@ -28,7 +28,8 @@ import pytest
 
 import receval
 
-pytestmark = pytest.mark.conformance
+# other tools start in their own venvs (Spark, RecBole, torch): more than the default 300 s
+pytestmark = [pytest.mark.conformance, pytest.mark.timeout(1200)]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
