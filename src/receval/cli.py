@@ -15,10 +15,8 @@ import contextlib
 import functools
 import inspect as _inspect
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -29,7 +27,14 @@ from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
 from receval import __version__
-from receval.errors import InputError, NoSharedUser, OptionError, ReceValError, for_cli
+from receval.errors import (
+    InputError,
+    NoSharedUser,
+    OptionError,
+    ReceValError,
+    for_cli,
+    option,
+)
 from receval.evaluation.conventions import CONVENTIONS
 from receval.evaluation.options import CHOICES, EvalOptions
 
@@ -324,17 +329,18 @@ def _progress(total: int, quiet: bool) -> Iterator[Any]:
 
 
 def _write_atomic(path: Path, write: Any) -> None:
-    """Write through a temporary file renamed into place: no partial file on error."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write through receval.io.write.atomic_write: whole or not at all, links replaced."""
+    from receval.io.write import atomic_write
+
+    atomic_write(path, write)
+
+
+def _refuse_inputs(flag: str, path: Path, **inputs: Path | None) -> None:
+    """Exit 2 before any work if the output ``--flag path`` is one of the command's inputs."""
+    from receval.io.write import refuse_inputs
+
+    named = [(k if " " in k else k.replace("_", " ") + " file", p) for k, p in inputs.items()]
+    refuse_inputs((option(flag, path), path), named)
 
 
 def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
@@ -504,6 +510,17 @@ def evaluate(
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
+    if per_user is not None:
+        _refuse_inputs(
+            "per_user",
+            per_user,
+            recommendations=recs,
+            truth=truth,
+            train=train,
+            catalog=catalog,
+            item_features=item_features,
+            popular=popular,
+        )
     cols = _cols(options)
     streams = None if remove_seen else _open_streams(recs, truth, fmt, cols, quiet)
     if streams is not None:  # two Parquet files: read chunk by chunk of users
@@ -895,6 +912,16 @@ def report(
     from receval.analysis.report import report as run
 
     metrics = _metrics(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], k)
+    _refuse_inputs(
+        "out",
+        out_path,
+        truth=truth,
+        **{f"recommendations file {i}": r for i, r in enumerate(runs, 1)},
+        train=train,
+        catalog=catalog,
+        item_features=item_features,
+        popular=popular,
+    )
     truth_table, tables, extra = _runs_and_items(
         truth,
         runs,
@@ -1167,10 +1194,62 @@ def _main(
         raise typer.Exit()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so the same cleanup runs."""
+
+
+_SIGNALLED: list[int] = []  # the exit code of each signal received during main()
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    import signal
+
+    if signum == signal.SIGTERM:
+        _SIGNALLED.append(143)
+        raise Terminated
+    _SIGNALLED.append(130)
+    raise KeyboardInterrupt
+
+
+def _interrupted(code: int) -> int:
+    """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
+    err.print("terminated (SIGTERM)" if code == 143 else "interrupted (Ctrl-C)", markup=False)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code.
+
+    Ctrl-C returns 130 and SIGTERM 143, each with one line on stderr and no traceback; the
+    handlers are installed here, in the command's own process, never on import, and put
+    back on return. (Typer turns KeyboardInterrupt into a plain return value of 130, so
+    the handlers note which signal came.)
+    """
+    import signal
+    import threading
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not if ignored
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_signal)
+    _SIGNALLED.clear()
     try:
-        app(args=argv, standalone_mode=False)
+        code = _main_unguarded(argv)
+    except KeyboardInterrupt as exc:  # Terminated too
+        code = 143 if isinstance(exc, Terminated) else 130
+        return _interrupted(_SIGNALLED[0] if _SIGNALLED else code)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if _SIGNALLED or code == 130:
+        return _interrupted(_SIGNALLED[0] if _SIGNALLED else 130)
+    return code
+
+
+def _main_unguarded(argv: list[str] | None) -> int:
+    try:
+        returned = app(args=argv, standalone_mode=False)
     except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
         err.print(f"error: {exc.cli_message()}", markup=False)
         return 2
@@ -1191,4 +1270,6 @@ def main(argv: list[str] | None = None) -> int:
             markup=False,
         )
         return 1
+    if returned == 130:  # a KeyboardInterrupt that typer caught and returned as 130
+        return 130  # main() says which signal it was
     return 0
