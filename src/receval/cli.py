@@ -1083,8 +1083,12 @@ def split(
     sep: SepOpt = None,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
+    from receval.io.write import refuse_inputs
     from receval.workflow.split import split as run
 
+    for name in ("train.parquet", "test.parquet", "validation.parquet", "split.json"):
+        what = f"{option('out', out_dir)} ({name})"  # the files save() writes
+        refuse_inputs((what, out_dir / name), [("interactions file", interactions)])
     log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
     result = run(
         log,

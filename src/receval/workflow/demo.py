@@ -50,6 +50,7 @@ from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.interactions import as_frame, read_interactions
+from receval.io.write import atomic_write
 from receval.workflow import baselines
 from receval.workflow.split import Split, split
 from receval.workflow.synthetic import synthetic_interactions
@@ -229,7 +230,9 @@ def _run_baselines(
         t = time.perf_counter()
         run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
         fit = time.perf_counter() - t
-        run.to_parquet(out / "runs" / f"{name}.parquet", index=False)
+        atomic_write(
+            out / "runs" / f"{name}.parquet", lambda p, r=run: r.to_parquet(p, index=False)
+        )
         runs[name] = run
         results[name] = evaluate(run, truth, DEMO_METRICS, train=train, options=relevance.options)
         say(

@@ -55,6 +55,7 @@ import pandas as pd
 
 from receval.errors import InputError, ReceValError, option
 from receval.io.interactions import as_frame
+from receval.io.write import atomic_write, atomic_write_text
 
 __all__ = [
     "METHODS",
@@ -121,9 +122,9 @@ class Split:
         for name, frame in parts.items():
             if frame is not None:
                 paths[name] = out / f"{prefix}{name}.parquet"
-                frame.to_parquet(paths[name], index=False)
+                atomic_write(paths[name], lambda p, f=frame: f.to_parquet(p, index=False))
         paths["info"] = out / f"{prefix}split.json"
-        paths["info"].write_text(json.dumps(_jsonable(self.info), indent=2) + "\n")
+        atomic_write_text(paths["info"], json.dumps(_jsonable(self.info), indent=2) + "\n")
         return paths
 
 

@@ -24,6 +24,7 @@ from receval.analysis.report.data import curve_specs, curves_frame, popularity_d
 from receval.errors import ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
+from receval.io.write import atomic_write_text
 from receval.metrics.spec import MetricSpec, parse_metrics
 
 __all__ = ["Report", "report"]
@@ -113,7 +114,7 @@ class Report:
         """Write the page (UTF-8) and return its path."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.html, encoding="utf-8")
+        atomic_write_text(p, self.html)  # whole or not at all; a link at p is replaced
         self.path = p
         return p
 
