@@ -1,0 +1,101 @@
+"""Ctrl-C and SIGTERM sent to the real command: exit 130 / 143, one stderr line, no
+traceback, no partial output left, and the command stops within about a second."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 3M-row CSV (ending in a newline, as files do) and its truth: seconds to evaluate."""
+    folder = tmp_path_factory.mktemp("big")
+    users, k = 300_000, 10
+    rng = np.random.default_rng(0)
+    item = rng.permuted(np.tile(np.arange(k), (users, 1)), axis=1).ravel() + 1000 * (
+        np.arange(users * k) % 7
+    )
+    recs = pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(users), k),
+            "item": item,
+            "rank": np.tile(np.arange(1, k + 1), users),
+        }
+    )
+    recs.to_csv(folder / "recs.csv", index=False)
+    recs.iloc[::5, :2].to_csv(folder / "truth.csv", index=False)
+    return folder / "recs.csv", folder / "truth.csv"
+
+
+def _interrupt(argv: list[str], cwd: Path, signum: int, delay: float) -> tuple[int, str, float]:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "receval", *argv],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    assert proc.poll() is None, "the command finished before the signal: make the input bigger"
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err, time.monotonic() - sent
+
+
+def _check(code: int, err: str, took: float, signum: int) -> None:
+    assert code == CODES[signum], err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert ("SIGTERM" if signum == signal.SIGTERM else "Ctrl-C") in err
+    assert took < 2.0, f"the command took {took:.1f} s to stop"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay", [1.5, 3.0])
+def test_evaluate_stops_while_reading(
+    big: tuple[Path, Path], tmp_path: Path, signum: int, delay: float
+) -> None:
+    recs, truth = big
+    argv = ["evaluate", str(recs), str(truth), "-m", "ndcg@10", "--per-user", "pu.csv"]
+    code, err, took = _interrupt(argv, tmp_path, signum, delay)
+    _check(code, err, took, signum)
+    assert os.listdir(tmp_path) == []  # no per-user file, no temporary file
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_demo_stops(tmp_path: Path, signum: int) -> None:
+    code, err, took = _interrupt(["demo", "--users", "200000", "--out", "d"], tmp_path, signum, 2.0)
+    _check(code, err, took, signum)
+    left = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [p for p in left if p.name.startswith(".")], left  # no temporary files
+
+
+def test_sigterm_handler_only_in_the_command() -> None:
+    """Importing receval (the CLI module too) leaves SIGTERM alone; main() puts it back."""
+    code = (
+        "import signal, receval, receval.cli as c\n"
+        "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL\n"
+        "c.main(['--version'])\n"
+        "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
