@@ -12,8 +12,21 @@ import receval
 from receval import _malloc
 
 
-def test_small_inputs_leave_the_allocator_alone() -> None:
+def test_small_inputs_leave_the_allocator_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECEVAL_MALLOC", "1")
     assert _malloc.tune(_malloc.MIN_ROWS - 1) is False
+
+
+def test_a_library_call_does_not_tune(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a process that opted in (allow() or RECEVAL_MALLOC=1) is tuned;
+    RECEVAL_MALLOC=0 wins over allow() (tests/test_good_guest.py observes glibc)."""
+    monkeypatch.delenv("RECEVAL_MALLOC", raising=False)
+    monkeypatch.setattr(_malloc, "_allowed", False)
+    assert not _malloc.allowed() and _malloc.tune(_malloc.MIN_ROWS) is False
+    monkeypatch.setattr(_malloc, "_allowed", True)
+    assert _malloc.allowed()
+    monkeypatch.setenv("RECEVAL_MALLOC", "0")
+    assert not _malloc.allowed()
 
 
 def test_opt_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,7 +37,8 @@ def test_opt_out(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.skipif(
     platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only"
 )
-def test_glibc_is_tuned_and_trimmed() -> None:
+def test_glibc_is_tuned_and_trimmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECEVAL_MALLOC", "1")
     assert _malloc._glibc() is not None
     assert _malloc.tune(_malloc.MIN_ROWS) is True
     _malloc.release()
@@ -40,6 +54,7 @@ def test_large_evaluation_equals_untuned(monkeypatch: pytest.MonkeyPatch) -> Non
     recs = recs.drop_duplicates(["user", "item"])
     truth = recs.sample(frac=0.1, random_state=1)[["user", "item"]]
     metrics = ["ndcg@10", "ap@50", "recall@20"]
+    monkeypatch.setenv("RECEVAL_MALLOC", "1")
     a = receval.evaluate(recs, truth, metrics)
     monkeypatch.setattr(_malloc, "_libc", None)
     monkeypatch.setattr(_malloc, "tune", lambda rows: False)

@@ -11,7 +11,6 @@ chunk's working set, not by the size of the input.
 
 from __future__ import annotations
 
-import gc
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -424,9 +423,11 @@ def run_pairs(
 
     # Chunks run on a few threads (NumPy releases the GIL); results are merged
     # in chunk order, so nothing depends on the number of threads.
+    # Garbage collection stays as the host set it: switching it off here was
+    # process-wide (other threads of the host saw it off) and bought nothing
+    # measurable (benchmarks/README.md, issue #17). The allocator is tuned only
+    # in a process that opted in (receval._malloc.allow: the receval command).
     tuned = False
-    collecting = gc.isenabled()  # no cycle collection while chunks allocate: nothing cyclic here
-    gc.disable()
     try:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             pending: deque[Future[_Part]] = deque()
@@ -439,8 +440,6 @@ def run_pairs(
             while pending:
                 merge(pending.popleft().result())
     finally:
-        if collecting:
-            gc.enable()
         if tuned:
             _malloc.release()
     if not parts:

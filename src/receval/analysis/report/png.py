@@ -1,5 +1,9 @@
-"""Static PNG figures for papers and slides, drawn with matplotlib (Agg backend,
-imported only when images are asked for)."""
+"""Static PNG figures for papers and slides, drawn with matplotlib (imported
+only when images are asked for).
+
+A good guest: every figure is a :class:`matplotlib.figure.Figure` drawn on its
+own Agg canvas, never pyplot, so the host's backend, its open figures and its
+interactive state are left as they were."""
 
 from __future__ import annotations
 
@@ -15,15 +19,15 @@ from receval.analysis.report.svg import color
 __all__ = ["write_pngs"]
 
 
-def _pyplot() -> Any:
+def _figure_class() -> Any:
+    """``Figure`` and ``FigureCanvasAgg`` (no pyplot, no backend switch)."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401  (first: the package itself may be missing)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError as exc:
         raise ImportError("PNG images need matplotlib: pip install 'receval[plot]'") from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure, FigureCanvasAgg
 
 
 def _slug(name: str) -> str:
@@ -48,17 +52,18 @@ def write_pngs(
     Raises:
         ImportError: matplotlib is not installed (nothing is written).
     """
-    plt = _pyplot()
+    figure, canvas = _figure_class()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
     def save(name: str, draw: Callable[[Any], None], size: tuple[float, float] = (6, 4)) -> None:
-        fig, ax = plt.subplots(figsize=size)
+        fig = figure(figsize=size)
+        canvas(fig)  # its own Agg canvas: pyplot never sees it
+        ax = fig.subplots()
         draw(ax)
         fig.tight_layout()
         fig.savefig(out / name, dpi=dpi)
-        plt.close(fig)
         written.append(out / name)
 
     for metric in dict.fromkeys(curves["metric"]):
