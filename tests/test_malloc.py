@@ -61,3 +61,25 @@ def test_large_evaluation_equals_untuned(monkeypatch: pytest.MonkeyPatch) -> Non
     b = receval.evaluate(recs, truth, metrics)
     pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
     assert a.summary == b.summary
+
+
+def test_only_the_command_opts_in() -> None:
+    """`receval` / `python -m receval` own their process and tune it; a host
+    calling receval.cli.main() does not."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from receval import _malloc, cli\n"
+        "sys.argv = ['receval', 'metrics']\n"
+        "cli.main(['metrics'])\n"
+        "assert not _malloc.allowed()\n"
+        "cli.command_line()\n"
+        "assert _malloc.allowed()\n"
+    )
+    env_free = {k: v for k, v in __import__("os").environ.items() if k != "RECEVAL_MALLOC"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env_free
+    )
+    assert done.returncode == 0, done.stderr

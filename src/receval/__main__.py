@@ -2,6 +2,6 @@
 
 import sys
 
-from receval.cli import main
+from receval.cli import command_line
 
-sys.exit(main())
+sys.exit(command_line())

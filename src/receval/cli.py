@@ -26,7 +26,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
-from receval import __version__
+from receval import __version__, _malloc
 from receval.errors import (
     InputError,
     NoSharedUser,
@@ -1219,6 +1219,15 @@ def _interrupted(code: int) -> int:
     """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
     err.print("terminated (SIGTERM)" if code == 143 else "interrupted (Ctrl-C)", markup=False)
     return code
+
+
+def command_line() -> int:
+    """The ``receval`` command (and ``python -m receval``): :func:`main` in a
+    process the command owns, so it may tune the allocator (freed memory kept
+    for reuse during large runs; ``RECEVAL_MALLOC=0`` turns it off). A host
+    that calls :func:`main` keeps its allocator as it is."""
+    _malloc.allow()
+    return main()
 
 
 def main(argv: list[str] | None = None) -> int:
