@@ -37,6 +37,7 @@ from receval.errors import (
 )
 from receval.evaluation.conventions import CONVENTIONS
 from receval.evaluation.options import CHOICES, EvalOptions
+from receval.evaluation.result import markdown_escape
 
 
 def _flags_as_flags(params: list[Any]) -> list[Any]:
@@ -633,7 +634,10 @@ def _render_compare(table: Any, name: str, output: Output) -> str:
     if output is Output.markdown:
         cols = ["convention", *table.columns]
         rows = [
-            [str(i), *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in r)]
+            [
+                markdown_escape(i),
+                *(f"{v:.4f}" if isinstance(v, float) else markdown_escape(v) for v in r),
+            ]
             for i, r in zip(table.index, table.itertuples(index=False), strict=True)
         ]
         lines = ["| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +21,16 @@ import pandas as pd
 
 from receval._version import __version__
 from receval.analysis import stats
-from receval.analysis.formatting import fmt_p, fmt_value, letters_for, superscript
+from receval.analysis.formatting import (
+    fmt_p,
+    fmt_value,
+    letters_for,
+    spreadsheet_csv,
+    superscript,
+)
 from receval.errors import OptionError, ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
-from receval.evaluation.result import Result, clean, latex_escape
+from receval.evaluation.result import Result, clean, latex_escape, markdown_escape
 from receval.metrics.spec import MetricSpec, parse_metrics
 
 __all__ = ["LONG_COLUMNS", "Comparison", "compare", "letters_for"]
@@ -242,8 +248,14 @@ class Comparison:
 
     def to_csv(self, path: str | Path | None = None) -> str:
         """:meth:`to_long` as CSV (p-values in full precision, NaN as an empty
-        field, no index); also written to ``path`` when given."""
-        text = self.to_long().to_csv(index=False)
+        field, no index); also written to ``path`` when given.
+
+        The CSV is meant for spreadsheets: a text cell (a system name, the
+        names beaten) that begins with ``=``, ``+``, ``-``, ``@``, a tab or a
+        carriage return is written with a leading ``'`` so that no spreadsheet
+        runs it as a formula (numbers, negative ones too, are written as
+        numbers). :meth:`to_long` keeps the names exact."""
+        text = spreadsheet_csv(self.to_long(), index=False)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -320,33 +332,40 @@ class Comparison:
         """Markdown: the leaderboard with superscript marks (``<sup>``) and their
         footnote, then per metric the means (with intervals when computed) and
         every comparison, then the users left out."""
-        lines = ["| | system | " + " | ".join(self.metrics) + " |"]
+        esc = markdown_escape
+        lines = ["| | system | " + " | ".join(esc(m) for m in self.metrics) + " |"]
         lines.append("|---|---|" + "---:|" * len(self.metrics))
         for name in self.systems:
             cells = self._cells(name, digits, lambda w: f"<sup>{w}</sup>", lambda v: f"**{v}**")
-            lines.append(f"| {self.letters[name]} | {name} | " + " | ".join(cells) + " |")
-        lines += ["", self.footnote(), ""]
+            lines.append(f"| {self.letters[name]} | {esc(name)} | " + " | ".join(cells) + " |")
+        lines += ["", esc(self.footnote()), ""]
         if self.has_intervals and self.aligned:
             lines += [self.interval_note("in the tables below"), ""]
         for m in self.metrics:
             lines += self._markdown_metric(m, digits)
-        lines += self._missing_lines()
+        lines += self._missing_lines(esc)
         return "\n".join(lines).rstrip("\n") + "\n"
 
     def _markdown_metric(self, m: str, digits: int) -> list[str]:
+        esc = markdown_escape
         sub = self.table.loc[m]
         hib = bool(sub["higher_is_better"].iloc[0])
         direction = "higher is better" if hib else "lower is better"
         if not self.is_per_user(m):
             return [
-                f"### {m}",
+                f"### {esc(m)}",
                 "",
                 f"Aggregate metric ({direction}): no per-user values, no test.",
                 "",
             ]
         ci = self.has_intervals
         conf = f"{self.settings['confidence']:.0%}"
-        lines = [f"### {m}", "", f"{int(sub['users'].iloc[0])} users compared; {direction}.", ""]
+        lines = [
+            f"### {esc(m)}",
+            "",
+            f"{int(sub['users'].iloc[0])} users compared; {direction}.",
+            "",
+        ]
         lines += [
             "| system | mean |" + (f" {conf} CI |" if ci else ""),
             "|---|---:|" + ("---|" if ci else ""),
@@ -355,7 +374,7 @@ class Comparison:
             r = sub.loc[name]
             interval = f" {_interval_text(r, digits)} |" if ci else ""
             lines.append(
-                f"| {self.letters[name]} {name} | {fmt_value(r['mean'], digits)} |{interval}"
+                f"| {self.letters[name]} {esc(name)} | {fmt_value(r['mean'], digits)} |{interval}"
             )
         pairs = self.compared_pairs(m)
         if len(pairs):
@@ -371,13 +390,14 @@ class Comparison:
                 star = " *" if r["significant"] else ""
                 interval = f" {_interval_text(r, digits)} |" if ci else ""
                 lines.append(
-                    f"| {a} − {b} | {float(r['diff']):+.{digits}f} |{interval} "
+                    f"| {esc(a)} − {esc(b)} | {float(r['diff']):+.{digits}f} |{interval} "
                     f"{fmt_value(r['statistic'], 3)} | {fmt_p(r['p_value'])} | "
                     f"{fmt_p(r['p_adjusted'])}{star} | {fmt_value(r['effect_size'], 3)} |"
                 )
         return [*lines, ""]
 
-    def _missing_lines(self) -> list[str]:
+    def _missing_lines(self, esc: Callable[[str], str] = str) -> list[str]:
+        """The users left out, one list item per system (``esc`` renders a name)."""
         out = []
         for name in self.systems:
             row = self.missing.loc[name]
@@ -391,7 +411,7 @@ class Comparison:
                 if row[m]:
                     parts.append(f"{int(row[m])} users without a value for {m} (left out)")
             if parts:
-                out.append(f"- {name}: " + "; ".join(parts))
+                out.append(f"- {esc(name)}: " + "; ".join(parts))
         return (["Users:", "", *out, ""]) if out else []
 
     def to_latex(self, digits: int = 4, details: bool = False) -> str:

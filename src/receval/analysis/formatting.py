@@ -7,10 +7,26 @@ the same digits.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+import re
 from typing import Any
 
-__all__ = ["fmt_p", "fmt_value", "letters_for", "superscript"]
+import pandas as pd
+
+__all__ = [
+    "fmt_p",
+    "fmt_value",
+    "letters_for",
+    "spreadsheet_cell",
+    "spreadsheet_safe",
+    "superscript",
+]
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 _SUPERSCRIPT = dict(
     zip(
@@ -84,3 +100,58 @@ def fmt_p(p: Any) -> str:
     if not math.isfinite(f):
         return "–"
     return f"{f:.1e}" if f < 1e-4 else f"{f:.4f}"
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A cell of a spreadsheet-bound CSV: text that begins with ``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's rule
+    against CSV injection), unless it is a plain number (``-1.5``); anything
+    that is not text (numbers, NaN, None) is returned as it is.
+
+    Example:
+        >>> spreadsheet_cell("=1+2"), spreadsheet_cell("-1.5"), spreadsheet_cell(-2.0)
+        ("'=1+2", '-1.5', -2.0)
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` for a spreadsheet-bound CSV: :func:`spreadsheet_cell`
+    applied to every text cell, index label and column name; numeric columns
+    are left untouched (a negative number stays a number)."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or isinstance(out[col].dtype, pd.StringDtype):
+            out[col] = out[col].map(spreadsheet_cell)
+    out.columns = out.columns.map(spreadsheet_cell)
+    out.index = out.index.map(spreadsheet_cell)
+    out.index.names = [spreadsheet_cell(n) for n in out.index.names]
+    return out
+
+
+def spreadsheet_csv(frame: pd.DataFrame, index: bool = True) -> str:
+    """``frame`` as the text of a spreadsheet-bound CSV: :func:`spreadsheet_safe`
+    cells, ``\\n`` between records, numbers as Python writes them (full
+    precision), NaN/None as an empty field, and every field that holds a
+    line break (``\\n`` or a lone ``\\r``) or a quote quoted, so that a
+    name with a carriage return stays one cell of one row."""
+    safe = spreadsheet_safe(frame)
+    if index:
+        safe = safe.reset_index()
+    buf = io.StringIO()
+    # "\r\n" as the writer's terminator makes it quote fields holding either
+    # character; each record's terminator is then written as "\n".
+    writer = csv.writer(buf, lineterminator="\r\n")
+    out = []
+    for row in [list(safe.columns), *safe.itertuples(index=False, name=None)]:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(["" if _missing(v) else v for v in row])
+        out.append(buf.getvalue()[:-2])
+    return "\n".join(out) + "\n"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))

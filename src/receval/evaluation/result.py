@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ import pandas as pd
 
 from receval.metrics.spec import MetricSpec
 
-__all__ = ["Result"]
+__all__ = ["Result", "markdown_escape"]
 
 
 _LATEX = {
@@ -31,6 +32,22 @@ _LATEX = {
 def latex_escape(text: str) -> str:
     """Text safe inside a LaTeX table cell."""
     return "".join(_LATEX.get(ch, ch) for ch in str(text))
+
+
+_MARKDOWN = {"\\": "\\\\", "|": "\\|", "<": "\\<", "\r\n": "<br>", "\r": "<br>", "\n": "<br>"}
+_MARKDOWN_RE = re.compile(r"\r\n|[\\|<\r\n]")
+
+
+def markdown_escape(text: object) -> str:
+    r"""Text safe inside a Markdown table cell: ``\``, ``|`` and ``<``
+    backslash-escaped (the cell shows them as they are, the row keeps its
+    columns, no raw HTML), each line break as ``<br>`` (a row is one line).
+
+    Example:
+        >>> print(markdown_escape("a|b <script>\nC:\\x"))
+        a\|b \<script><br>C:\\x
+    """
+    return _MARKDOWN_RE.sub(lambda m: _MARKDOWN[m.group()], str(text))
 
 
 def clean(value: Any) -> Any:
@@ -119,7 +136,7 @@ class Result:
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table of the means."""
         lines = ["| metric | mean | users |", "|---|---:|---:|"]
-        lines += [f"| {m} | {v} | {n} |" for m, v, n in self._rows(digits)]
+        lines += [f"| {markdown_escape(m)} | {v} | {n} |" for m, v, n in self._rows(digits)]
         return "\n".join(lines) + "\n"
 
     def to_latex(self, digits: int = 4) -> str:

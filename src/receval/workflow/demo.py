@@ -44,11 +44,12 @@ import numpy as np
 import pandas as pd
 
 from receval.analysis.compare import Comparison, compare
+from receval.analysis.formatting import spreadsheet_csv
 from receval.analysis.report import report
 from receval.errors import ReceValError, for_python, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
-from receval.evaluation.result import Result
+from receval.evaluation.result import Result, markdown_escape
 from receval.io.interactions import as_frame, read_interactions
 from receval.io.write import atomic_write
 from receval.workflow import baselines
@@ -267,12 +268,14 @@ def _skipped_note(results: Mapping[str, Result], relevance: Relevance) -> str | 
 
 
 def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
-    cols = [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join([frame.index.name or "", *cols]) + " |"]
+    """``frame`` as a Markdown table (every name and text cell escaped)."""
+    esc = markdown_escape
+    cols = [esc(c) for c in frame.columns]
+    lines = ["| " + " | ".join([esc(frame.index.name or ""), *cols]) + " |"]
     lines.append("|---|" + "---:|" * len(cols))
     for idx, row in frame.iterrows():
-        cells = [f"{v:.{digits}f}" if isinstance(v, (float, np.floating)) else str(v) for v in row]
-        lines.append("| " + " | ".join([str(idx), *cells]) + " |")
+        cells = [f"{v:.{digits}f}" if isinstance(v, (float, np.floating)) else esc(v) for v in row]
+        lines.append("| " + " | ".join([esc(idx), *cells]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -281,7 +284,7 @@ def _leaderboard_md(protocol: _Protocol, comparison: Comparison, board: pd.DataF
         [
             "# receval demo: leaderboard",
             "",
-            *(f"- {k}: {v}" for k, v in protocol.facts().items()),
+            *(f"- {k}: {markdown_escape(v)}" for k, v in protocol.facts().items()),
             "",
             f"## Compared: {', '.join(comparison.metrics)}",
             "",
@@ -306,7 +309,7 @@ def _write_outputs(
         "significance_csv": out / "significance.csv",
         "results_json": out / "results.json",
     }
-    board.to_csv(files["leaderboard_csv"])
+    files["leaderboard_csv"].write_text(spreadsheet_csv(board), encoding="utf-8")
     files["leaderboard_md"].write_text(
         _leaderboard_md(protocol, comparison, board), encoding="utf-8"
     )
