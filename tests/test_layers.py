@@ -29,6 +29,7 @@ LAYERS = [
             "receval._native",
             "receval.ids",
             "receval.records",
+            "receval.exact",
         ),
     ),
     ("metrics", ("receval.metrics",)),

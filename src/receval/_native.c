@@ -2,7 +2,8 @@
  * receval._native: the plumbing of receval.engines.numpy_engine in single
  * passes — encoding sorted user ids, checking list order, joining ordered
  * lists with the truth, sorting each user's ideal grades, collecting the
- * relevant cells and filling the (users x positions) blocks the kernels read.
+ * relevant cells and filling the (users x positions) blocks the kernels read;
+ * and the per-exponent buckets of receval.exact's exact sums.
  *
  * An optional accelerator: it does no metric arithmetic (every metric is
  * defined once, in receval.kernels). The NumPy path computes the same arrays
@@ -677,6 +678,71 @@ cumsum(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): adds each
+ * finite double of x, as its signed 53-bit significand split at bit 26, to
+ * out_high[e] and out_low[e] (int64, 2047 each) where e is its exponent field;
+ * receval.exact turns the buckets into one exact integer. Counts the finite
+ * values and the NaN/inf ones (not added). |high| < 2**27 and low < 2**26, so
+ * the int64 sums cannot overflow below 2**36 values. */
+static PyObject *
+exact_sum(PyObject *self, PyObject *args)
+{
+    PyObject *o[3];
+    Py_buffer b[3];
+    Py_ssize_t count = 0, nan = 0, pinf = 0, ninf = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]))
+        return NULL;
+    if (take(o[0], &b[0], 8, 0, "x") < 0)
+        return NULL;
+    if (take(o[1], &b[1], 8, 1, "out_high") < 0) {
+        PyBuffer_Release(&b[0]);
+        return NULL;
+    }
+    if (take(o[2], &b[2], 8, 1, "out_low") < 0) {
+        PyBuffer_Release(&b[0]);
+        PyBuffer_Release(&b[1]);
+        return NULL;
+    }
+    if (b[1].len / 8 < 2047 || b[2].len / 8 < 2047) {
+        for (int i = 0; i < 3; i++)
+            PyBuffer_Release(&b[i]);
+        PyErr_SetString(PyExc_ValueError, "exact_sum: out arrays need 2047 items");
+        return NULL;
+    }
+    Py_ssize_t n = b[0].len / 8;
+    const uint64_t *x = b[0].buf;
+    int64_t *high = b[1].buf, *low = b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t bits = x[i];
+        unsigned e = (unsigned)((bits >> 52) & 0x7FF);
+        if (e == 0x7FF) {
+            if (bits & 0xFFFFFFFFFFFFFULL)
+                nan++;
+            else if (bits >> 63)
+                ninf++;
+            else
+                pinf++;
+            continue;
+        }
+        uint64_t m = (bits & 0xFFFFFFFFFFFFFULL) | (e ? (1ULL << 52) : 0);
+        int64_t h = (int64_t)(m >> 26), l = (int64_t)(m & 0x3FFFFFFULL);
+        if (bits >> 63) {
+            high[e] -= h;
+            low[e] -= l;
+        } else {
+            high[e] += h;
+            low[e] += l;
+        }
+        count++;
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 3; i++)
+        PyBuffer_Release(&b[i]);
+    return Py_BuildValue("(nnnn)", count, nan, pinf, ninf);
+}
+
 static PyMethodDef methods[] = {
     {"cumsum", cumsum, METH_VARARGS,
      "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
@@ -701,6 +767,9 @@ static PyMethodDef methods[] = {
      "Grades and gains of ordered list rows (user codes ascending), and the\n"
      "list offsets per user. Status: 0 done, 1 an item twice in a list, 2 an item twice in a\n"
      "user's truth, 3 user codes not ascending, 4 a user code out of range, 5 out of memory."},
+    {"exact_sum", exact_sum, METH_VARARGS,
+     "exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): float64 values\n"
+     "added exactly into per-exponent int64 buckets (see receval.exact)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,13 +25,14 @@ from receval import _malloc
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
+from receval.exact import ExactSum
 from receval.ids import as_str, kind, runs
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.spec import MetricSpec
 from receval.records import Pair, RecsData, TruthData, as_strings
 
-__all__ = ["Outcome", "run", "run_pairs"]
+__all__ = ["Combiner", "Outcome", "Part", "Plan", "evaluate_pair", "run", "run_pairs"]
 
 
 #: Threads evaluating chunks of users at once.
@@ -39,22 +40,11 @@ THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass
-class _Part:
-    """What one chunk gives back to be merged."""
-
-    user_ids: np.ndarray
-    values: np.ndarray
-    evaluated: np.ndarray
-    notes: list[str]
-    counts: list[dict[str, Any]]
-    exposure: dict[int | None, pd.Series]
-    only: tuple[list[Any], list[Any]] = ([], [])  # a few users of one side only
-
-
-@dataclass
 class Outcome:
     """Per-user values of every per-user metric, in sorted user order, the
-    values of aggregate metrics, and the counts."""
+    values of aggregate metrics, the counts, and the exact sum of each
+    per-user metric over the users evaluated (the means come from these:
+    combined exactly, they cannot depend on how users were cut into parts)."""
 
     user_ids: np.ndarray
     values: np.ndarray  # (n per-user metrics, n_users)
@@ -62,6 +52,7 @@ class Outcome:
     counts: dict[str, Any]
     aggregates: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    sums: list[ExactSum] = field(default_factory=list)
 
 
 class _ExposureCounter:
@@ -71,17 +62,6 @@ class _ExposureCounter:
     def __init__(self, ks: set[int | None]) -> None:
         self.parts: dict[int | None, list[pd.Series]] = {k: [] for k in ks}
         self.users = 0
-
-    def count(self, p: Prepared, evaluated: np.ndarray) -> dict[int | None, pd.Series]:
-        """Map: item counts of one chunk, per cut-off (thread-safe: no state)."""
-        if p.rec_item_ids is None:
-            return {}
-        counted = evaluated[p.rec_user]
-        out = {}
-        for k in self.parts:
-            rows = counted if k is None else counted & (numpy_engine._positions(p) < k)
-            out[k] = pd.Series(p.rec_item_ids[rows]).value_counts(sort=False)
-        return out
 
     def add(self, counts: dict[int | None, pd.Series], users: int) -> None:
         """Combine: keep a chunk's counts."""
@@ -324,6 +304,184 @@ def _distinct_users(recs: RecsData) -> np.ndarray:
     return _distinct(np.concatenate([users, empty]) if len(empty) else users)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Everything an evaluation of a set of users needs but the data: the
+    per-user and aggregate metrics, the policies, the largest grade of the
+    whole truth (graded metrics normalise by it) and the item context. Plain
+    data: it pickles, so a worker process or a Spark executor can take it."""
+
+    specs: tuple[MetricSpec, ...]
+    max_grade: float
+    threshold: float
+    empty_truth: str
+    missing_recs: str
+    duplicates: str
+    no_truth: str | None = None
+    ties: str = "item"
+    relevant_from: str = "truth"
+    rank: str = "order"
+    items: ItemContext | None = None
+
+    @property
+    def per_user(self) -> list[MetricSpec]:
+        return [s for s in self.specs if s.definition.kind != "aggregate"]
+
+    @property
+    def aggregate(self) -> list[MetricSpec]:
+        return [s for s in self.specs if s.definition.kind == "aggregate"]
+
+
+def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
+    """Evaluate one pair (recommendations, truth) holding every row of its
+    users: per-user values (unless ``keep_values`` is false), exact sums,
+    counts, the item counts of aggregate metrics. Users of different pairs
+    are disjoint, so parts :meth:`Combiner.add` up to the same outcome
+    whatever the cut."""
+    specs = plan.per_user
+    recs, sub = pair.loaded()
+    try:
+        p = numpy_engine.prepare(
+            recs,
+            sub,
+            threshold=plan.threshold,
+            duplicates=plan.duplicates,
+            need_ties=any(s.definition.needs_ties for s in specs),
+            max_grade=plan.max_grade,
+            ties=plan.ties,
+            positive_grades=any(
+                "positive_grades" in s.definition.requirements(s.k, dict(s.params)) for s in specs
+            ),
+            relevant_from=plan.relevant_from,
+            rank=plan.rank,
+        )
+    except InputError as exc:
+        if exc.row is None:
+            raise
+        if exc.source == sub.source:
+            raise exc.remap(pair.truth_row) from None
+        raise exc.remap(pair.recs_row) from None
+    items = plan.items
+    if items is not None and p.rec_item_ids is not None:
+        p.rec_context = items.index_of(p.rec_item_ids)
+    values = numpy_engine.compute(p, specs, items)
+    if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
+        p.counts["recommendations_seen_in_train"] = _seen_in_train(p, items.train_pairs)
+    longest_k = max((s.k for s in specs if s.k is not None), default=0)
+    if longest_k:
+        short = p.has_recs & (p.n < longest_k)
+        p.counts["lists_shorter_than_largest_k"] = int(short.sum())
+    evaluated, policy_counts = _apply_policies(
+        p,
+        values,
+        plan.empty_truth,
+        plan.missing_recs,
+        plan.empty_truth if plan.no_truth is None else plan.no_truth,
+        np.array([s.definition.needs_truth for s in specs], dtype=bool),
+    )
+    aggregate = plan.aggregate
+    seen = _count_items(p, evaluated, {s.k for s in aggregate}) if aggregate else {}
+    only = (
+        p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
+        p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
+    )
+    sums = [ExactSum.of(row[evaluated]) for row in values]
+    counts: dict[str, Any] = {}
+    for c in (p.counts, policy_counts):
+        _add_counts(counts, c)
+    kept = (p.user_ids, values, evaluated) if keep_values else None
+    return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only)
+
+
+def _count_items(
+    p: Prepared, evaluated: np.ndarray, ks: set[int | None]
+) -> dict[int | None, pd.Series]:
+    """Item counts in the top-k lists of the users evaluated, per cut-off."""
+    if p.rec_item_ids is None:
+        return {}
+    counted = evaluated[p.rec_user]
+    out = {}
+    for k in ks:
+        rows = counted if k is None else counted & (numpy_engine._positions(p) < k)
+        out[k] = pd.Series(p.rec_item_ids[rows]).value_counts(sort=False)
+    return out
+
+
+@dataclass
+class Part:
+    """What one set of users gives, to be combined with the parts of other
+    (disjoint) sets of users: per-user values (when kept), the number of
+    users evaluated, the exact sum of each per-user metric over them, the
+    counts, notes, item counts per cut-off (aggregate metrics) and a few
+    users found on one side only (for the error when no user is shared).
+    It pickles: a Spark executor returns it to the driver."""
+
+    values: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # user ids, values, evaluated
+    evaluated: int
+    sums: list[ExactSum]
+    counts: dict[str, Any]
+    notes: list[str]
+    exposure: dict[int | None, pd.Series]
+    only: tuple[list[Any], list[Any]] = ([], [])
+
+
+class Combiner:
+    """Adds up :class:`Part` objects, in any order, into one :class:`Outcome`.
+
+    Sums are exact and counts are integers, so the outcome does not depend on
+    the order of the parts or on how the users were cut into them; per-user
+    values are put in sorted user order."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.counts: dict[str, Any] = {}
+        self.notes: list[str] = []
+        self.sums = [ExactSum() for _ in plan.per_user]
+        self.exposure = _ExposureCounter({s.k for s in plan.aggregate})
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.only: tuple[list[Any], list[Any]] = ([], [])
+        self.added = 0
+
+    def add(self, part: Part) -> None:
+        self.added += 1
+        for note in part.notes:
+            if note not in self.notes:
+                self.notes.append(note)
+        _add_counts(self.counts, part.counts)
+        self.exposure.add(part.exposure, part.evaluated)
+        if part.values is not None:
+            self.parts.append(part.values)
+        self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
+        for mine, theirs in zip(self.only, part.only, strict=True):
+            mine.extend(theirs[: _EXAMPLES - len(mine)])
+
+    def outcome(self, notes: list[str] | None = None) -> Outcome:
+        """The combined outcome (``notes``: notes found before the parts, first)."""
+        if not self.added:
+            raise ValueError("no users to evaluate")  # pragma: no cover - callers give one part
+        found = list(notes or [])
+        found.extend(n for n in self.notes if n not in found)
+        counts = self.counts
+        _some_user_shared(counts, self.only)
+        if self.parts:
+            user_ids, values, evaluated = _in_user_order(self.parts)
+        else:  # values not kept (a Spark run): nothing per user reaches here
+            user_ids = np.empty(0, dtype=object)
+            values = np.empty((len(self.sums), 0))
+            evaluated = np.empty(0, dtype=bool)
+        aggregates: dict[str, float] = {}
+        items = self.plan.items
+        aggregate = self.plan.aggregate
+        for s in aggregate:
+            e = self.exposure.exposure(s.k, items)
+            aggregates[str(s)] = float(s.definition.kernel(e, **dict(s.params)))
+        if aggregate and items is not None and items.catalog_source:
+            largest = max(aggregate, key=lambda s: np.inf if s.k is None else s.k).k
+            e = self.exposure.exposure(largest, items)
+            counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
+        return Outcome(user_ids, values, evaluated, counts, aggregates, found, self.sums)
+
+
 def run_pairs(
     pairs: Iterable[Pair],
     specs: Sequence[MetricSpec],
@@ -350,76 +508,25 @@ def run_pairs(
     Users are in at most one pair, so the values, and the means taken from
     them, do not depend on how the users were cut into pairs.
     """
-    notes = [] if notes is None else notes
-    counts: dict[str, Any] = {}
-    only: tuple[list[Any], list[Any]] = ([], [])
-    aggregate = [s for s in specs if s.definition.kind == "aggregate"]
-    specs = [s for s in specs if s.definition.kind != "aggregate"]
-    exposure = _ExposureCounter({s.k for s in aggregate})
-    need_ties = any(s.definition.needs_ties for s in specs)
-    positive = any(
-        "positive_grades" in s.definition.requirements(s.k, dict(s.params)) for s in specs
+    plan = Plan(
+        tuple(specs),
+        max_grade,
+        threshold,
+        empty_truth,
+        missing_recs,
+        duplicates,
+        no_truth,
+        ties,
+        relevant_from,
+        rank,
+        items,
     )
-    needs_truth = np.array([s.definition.needs_truth for s in specs], dtype=bool)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    combiner = Combiner(plan)
 
-    def evaluate_chunk(pair: Pair) -> _Part:
-        recs, sub = pair.loaded()
-        try:
-            p = numpy_engine.prepare(
-                recs,
-                sub,
-                threshold=threshold,
-                duplicates=duplicates,
-                need_ties=need_ties,
-                max_grade=max_grade,
-                ties=ties,
-                positive_grades=positive,
-                relevant_from=relevant_from,
-                rank=rank,
-            )
-        except InputError as exc:
-            if exc.row is None:
-                raise
-            if exc.source == sub.source:
-                raise exc.remap(pair.truth_row) from None
-            raise exc.remap(pair.recs_row) from None
-        if items is not None and p.rec_item_ids is not None:
-            p.rec_context = items.index_of(p.rec_item_ids)
-        values = numpy_engine.compute(p, specs, items)
-        if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
-            p.counts["recommendations_seen_in_train"] = _seen_in_train(p, items.train_pairs)
-        longest_k = max((s.k for s in specs if s.k is not None), default=0)
-        if longest_k:
-            short = p.has_recs & (p.n < longest_k)
-            p.counts["lists_shorter_than_largest_k"] = int(short.sum())
-        evaluated, policy_counts = _apply_policies(
-            p,
-            values,
-            empty_truth,
-            missing_recs,
-            empty_truth if no_truth is None else no_truth,
-            needs_truth,
-        )
-        seen = exposure.count(p, evaluated) if aggregate else {}
-        only = (
-            p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
-            p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
-        )
-        return _Part(p.user_ids, values, evaluated, p.notes, [p.counts, policy_counts], seen, only)
-
-    def merge(part: _Part) -> None:
-        for note in part.notes:
-            if note not in notes:
-                notes.append(note)
-        for c in part.counts:
-            _add_counts(counts, c)
-        exposure.add(part.exposure, int(part.evaluated.sum()))
-        parts.append((part.user_ids, part.values, part.evaluated))
-        for mine, theirs in zip(only, part.only, strict=True):
-            mine.extend(theirs[: _EXAMPLES - len(mine)])
+    def merge(part: Part) -> None:
+        combiner.add(part)
         if progress is not None:
-            progress(int(counts.get("recommendation_rows", 0)))
+            progress(int(combiner.counts.get("recommendation_rows", 0)))
 
     # Chunks run on a few threads (NumPy releases the GIL); results are merged
     # in chunk order, so nothing depends on the number of threads.
@@ -430,11 +537,11 @@ def run_pairs(
     tuned = False
     try:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
-            pending: deque[Future[_Part]] = deque()
+            pending: deque[Future[Part]] = deque()
             for pair in pairs:
-                if not parts and not pending:  # large input: keep freed memory for reuse
+                if not combiner.added and not pending:  # large input: keep freed memory
                     tuned = _malloc.tune(pair.rows)
-                pending.append(pool.submit(evaluate_chunk, pair))
+                pending.append(pool.submit(evaluate_pair, plan, pair))
                 while len(pending) > THREADS:
                     merge(pending.popleft().result())
             while pending:
@@ -442,20 +549,7 @@ def run_pairs(
     finally:
         if tuned:
             _malloc.release()
-    if not parts:
-        raise ValueError("no users to evaluate")  # pragma: no cover - callers give one pair
-
-    _some_user_shared(counts, only)
-    user_ids, values, evaluated = _in_user_order(parts)
-    aggregates: dict[str, float] = {}
-    for s in aggregate:
-        e = exposure.exposure(s.k, items)
-        aggregates[str(s)] = float(s.definition.kernel(e, **dict(s.params)))
-    if aggregate and items is not None and items.catalog_source:
-        largest = max(aggregate, key=lambda s: np.inf if s.k is None else s.k).k
-        e = exposure.exposure(largest, items)
-        counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
-    return Outcome(user_ids, values, evaluated, counts, aggregates, notes)
+    return combiner.outcome(notes)
 
 
 _EXAMPLES = 5

@@ -260,7 +260,7 @@ def _streamed(
         )
 
     out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
-    res = _result(out, specs, opts, items)
+    res = result_of(out, specs, opts, items)
     max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
     return _with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts)
 
@@ -276,10 +276,10 @@ def run(
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
     out = driver.run(chunks, truth, specs, items=items, progress=progress, **opts.engine())
-    return _result(out, specs, opts, items, order)
+    return result_of(out, specs, opts, items, order)
 
 
-def _result(
+def result_of(
     out: driver.Outcome,
     specs: Sequence[MetricSpec],
     opts: EvalOptions,
@@ -287,17 +287,16 @@ def _result(
     order: str | None = None,
 ) -> Result:
     """The :class:`Result` of the driver's outcome: means, counts, parameters."""
-    values, evaluated, counts = out.values, out.evaluated, out.counts
+    values, counts = out.values, out.counts
 
     names = [str(s) for s in specs if s.definition.kind != "aggregate"]
     means: dict[str, float] = {}
     undefined: dict[str, int] = {}
-    for j, name in enumerate(names):
-        v = values[j, evaluated]
-        ok = ~np.isnan(v)
-        means[name] = float(np.sum(v[ok]) / ok.sum()) if ok.any() else math.nan
-        if (~ok).any():
-            undefined[name] = int((~ok).sum())
+    for name, total in zip(names, out.sums, strict=True):
+        # exact sums, rounded once: no mean depends on chunks, threads or engine
+        means[name] = total.mean()
+        if total.nan:
+            undefined[name] = total.nan
     counts["undefined"] = undefined
     # rows read = rows used + rows rejected (with the reason in the key)
     counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(

@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -38,6 +37,7 @@ from receval._version import __version__
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
+from receval.exact import ExactSum
 from receval.io.ratings import read_ratings
 from receval.metrics.registry import REGISTRY, MetricDef
 from receval.metrics.registry import lookup as ranking_lookup
@@ -166,8 +166,7 @@ def _compute(
     by_user = spec.definition.by_user
     assert by_user is not None  # every rating metric declares one
     values = by_user(actual, predicted, codes, n_users)
-    ok = ~np.isnan(values)
-    return (float(values[ok].mean()) if ok.any() else math.nan), values
+    return ExactSum.of(values).mean(), values  # exact sum, NaN (undefined) left out
 
 
 def score_ratings(

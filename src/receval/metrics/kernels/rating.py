@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+from receval.exact import ExactSum
+
 __all__ = [
     "kendall",
     "kendall_by_user",
@@ -142,25 +144,28 @@ def _pearson_sorted(g: _Groups, a: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def mae(actual: np.ndarray, predicted: np.ndarray) -> float:
-    """Mean absolute error: ``Σ |a_i − p_i| / n`` (NaN for no pairs).
+    """Mean absolute error: ``Σ |a_i − p_i| / n`` (NaN for no pairs); the sum
+    is exact and rounded once (:class:`receval.exact.ExactSum`), so it does
+    not depend on the order or partitioning of the pairs.
 
     Example:
         >>> mae(np.array([3.5, 4, 2, 5, 3]), np.array([3, 4.5, 1.5, 4.5, 2.5]))
         0.5
     """
     a, p = _pair(actual, predicted)
-    return float(np.mean(np.abs(a - p))) if len(a) else math.nan
+    return ExactSum.of(np.abs(a - p)).mean()
 
 
 def mse(actual: np.ndarray, predicted: np.ndarray) -> float:
-    """Mean squared error: ``Σ (a_i − p_i)² / n`` (NaN for no pairs).
+    """Mean squared error: ``Σ (a_i − p_i)² / n`` (NaN for no pairs); exact
+    sum, rounded once, as :func:`mae`.
 
     Example:
         >>> mse(np.array([1.0, 2.0]), np.array([2.0, 4.0]))
         2.5
     """
     a, p = _pair(actual, predicted)
-    return float(np.mean((a - p) ** 2)) if len(a) else math.nan
+    return ExactSum.of((a - p) ** 2).mean()
 
 
 def rmse(actual: np.ndarray, predicted: np.ndarray) -> float:
