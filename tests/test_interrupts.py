@@ -101,3 +101,57 @@ def test_sigterm_handler_only_in_the_command() -> None:
     env = {**os.environ, "PYTHONPATH": SRC}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# A real signal sent by the process to itself at a chosen point of start-up:
+# the moment the command begins to load a module of its dependencies.
+_AT_IMPORT = """
+import os, signal, sys
+class Trip:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.{signal})
+        return None
+sys.meta_path.insert(0, Trip())
+sys.argv = ["receval", "metrics"]
+from receval._launch import command_line
+sys.exit(command_line())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("module", ["numpy", "pandas", "typer"])
+def test_signal_while_the_command_starts(sig: signal.Signals, module: str) -> None:
+    """Ctrl-C or SIGTERM while the command is still loading its dependencies
+    exits like later: the code, one line, no traceback."""
+    code = _AT_IMPORT.format(module=module, signal=sig.name)
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == CODES[sig], proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "interrupted (Ctrl-C)" if sig == signal.SIGINT else "terminated (SIGTERM)"
+    ]
+    assert proc.stdout == ""
+
+
+def test_import_receval_loads_no_numpy() -> None:
+    """`import receval` loads neither NumPy nor pandas: the command holds its
+    signals before anything slow is loaded, and a host pays only for what it uses."""
+    code = "import sys, receval; print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_both_entry_points_start_through_launch() -> None:
+    """The console script and `python -m receval` both begin in receval._launch."""
+    root = Path(SRC).parent
+    assert 'receval = "receval._launch:command_line"' in (root / "pyproject.toml").read_text()
+    assert "from receval._launch import command_line" in (
+        Path(SRC) / "receval" / "__main__.py"
+    ).read_text(encoding="utf-8")

@@ -38,7 +38,7 @@ LAYERS = [
     ("evaluation", ("receval.evaluation",)),
     ("analysis", ("receval.analysis",)),
     ("workflow", ("receval.workflow",)),
-    ("cli", ("receval.cli", "receval.__main__", "receval")),
+    ("cli", ("receval.cli", "receval._launch", "receval.__main__", "receval")),
 ]
 
 

@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import receval.metrics as _metrics_package  # bound first: `metrics` below is the function
 from receval._version import __version__
-from receval.analysis.curves import curve, pr_curve, roc
 from receval.errors import (
     InputError,
     MetricError,
@@ -21,36 +21,81 @@ from receval.errors import (
     PolicyError,
     ReceValError,
 )
-from receval.evaluation.api import evaluate, evaluate_explicit, score
-from receval.evaluation.options import EvalOptions
-from receval.evaluation.ratings import evaluate_ratings, score_ratings
-from receval.evaluation.result import Result
-from receval.metrics.registry import MetricDef, ParamDef, metrics
-from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
-from receval.workflow.checks import check
-from receval.workflow.split import kfold, split  # the function shadows the module name on purpose
 
-# Heavier parts (SciPy, the baselines, the report) load on first use, so that
-# `import receval` stays fast.
+if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on first use
+    from receval.analysis.compare import Comparison, compare
+    from receval.analysis.curves import curve, pr_curve, roc
+    from receval.analysis.explain import compare_conventions
+    from receval.analysis.report import Report, report
+    from receval.evaluation.api import evaluate, evaluate_explicit, score
+    from receval.evaluation.options import EvalOptions
+    from receval.evaluation.ratings import evaluate_ratings, score_ratings
+    from receval.evaluation.result import Result
+    from receval.io.interactions import read_interactions
+    from receval.metrics.registry import MetricDef, ParamDef
+    from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
+    from receval.workflow.checks import check
+    from receval.workflow.demo import run_demo
+    from receval.workflow.split import kfold, split
+    from receval.workflow.synthetic import synthetic_interactions
+
+# Every public name but the errors loads on first use, so that `import receval`
+# imports neither NumPy nor pandas (a few milliseconds), and the receval
+# command can answer Ctrl-C from its first moment (receval._launch).
 _LAZY = {
-    "run_demo": ("receval.workflow.demo", "run_demo"),
-    "report": ("receval.analysis.report", "report"),
-    "compare": ("receval.analysis.compare", "compare"),
-    "Comparison": ("receval.analysis.compare", "Comparison"),
-    "compare_conventions": ("receval.analysis.explain", "compare_conventions"),
-    "Report": ("receval.analysis.report", "Report"),
-    "synthetic_interactions": ("receval.workflow.synthetic", "synthetic_interactions"),
-    "read_interactions": ("receval.io.interactions", "read_interactions"),
+    "curve": "receval.analysis.curves",
+    "pr_curve": "receval.analysis.curves",
+    "roc": "receval.analysis.curves",
+    "evaluate": "receval.evaluation.api",
+    "evaluate_explicit": "receval.evaluation.api",
+    "score": "receval.evaluation.api",
+    "EvalOptions": "receval.evaluation.options",
+    "evaluate_ratings": "receval.evaluation.ratings",
+    "score_ratings": "receval.evaluation.ratings",
+    "Result": "receval.evaluation.result",
+    "MetricDef": "receval.metrics.registry",
+    "ParamDef": "receval.metrics.registry",
+    "MetricSpec": "receval.metrics.spec",
+    "parse_metric": "receval.metrics.spec",
+    "parse_metrics": "receval.metrics.spec",
+    "check": "receval.workflow.checks",
+    "kfold": "receval.workflow.split",
+    "split": "receval.workflow.split",
+    "run_demo": "receval.workflow.demo",
+    "report": "receval.analysis.report",
+    "Report": "receval.analysis.report",
+    "compare": "receval.analysis.compare",
+    "Comparison": "receval.analysis.compare",
+    "compare_conventions": "receval.analysis.explain",
+    "synthetic_interactions": "receval.workflow.synthetic",
+    "read_interactions": "receval.io.interactions",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'receval' has no attribute {name!r}")
+
+
+def metrics() -> Any:
+    """Every metric definition by name: :func:`receval.metrics.registry.metrics`.
+
+    (A function of the package, not the ``receval.metrics`` subpackage, whose
+    name it shadows on purpose.)
+
+    Example:
+        >>> "ndcg" in metrics()
+        True
+    """
+    from receval.metrics.registry import metrics as definitions
+
+    return definitions()
+
+
+del _metrics_package
 
 
 __all__ = [

@@ -2,6 +2,6 @@
 
 import sys
 
-from receval.cli import command_line
+from receval._launch import command_line
 
 sys.exit(command_line())

@@ -28,6 +28,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from receval import __version__, _malloc
 from receval.errors import (
+    SIGNAL_MESSAGES,
     InputError,
     NoSharedUser,
     OptionError,
@@ -1221,7 +1222,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 def _interrupted(code: int) -> int:
     """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
-    err.print("terminated (SIGTERM)" if code == 143 else "interrupted (Ctrl-C)", markup=False)
+    err.print(SIGNAL_MESSAGES[code], markup=False)
     return code
 
 

@@ -78,6 +78,10 @@ def plain(value: Any) -> Any:
     return item() if callable(item) and not isinstance(value, (str, bytes)) else value
 
 
+#: The command's one line on stderr for each signal's exit code (130 Ctrl-C, 143 SIGTERM).
+SIGNAL_MESSAGES = {130: "interrupted (Ctrl-C)", 143: "terminated (SIGTERM)"}
+
+
 class ReceValError(ValueError):
     """Base class of every error caused by the user's input or arguments.
 
