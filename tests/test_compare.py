@@ -16,7 +16,7 @@ import receval
 from receval.analysis import stats
 from receval.analysis.compare import Comparison, compare, letters_for
 from receval.analysis.formatting import fmt_p
-from receval.errors import ReceValError
+from receval.errors import OptionError, ReceValError
 
 N_ITEMS = 40
 
@@ -230,8 +230,11 @@ def test_argument_errors(world: tuple[dict, dict]) -> None:
         compare(runs, truth, "ndcg@10", correction="sidak")
     with pytest.raises(ReceValError, match="alpha"):
         compare(runs, truth, "ndcg@10", alpha=0)
-    with pytest.raises(ReceValError, match="ci must be one of"):
+    with pytest.raises(ReceValError, match="ci='normal' is not allowed: expected one of"):
         compare(runs, truth, "ndcg@10", ci="normal")
+    with pytest.raises(OptionError, match="seed=-1 is not allowed") as info:
+        compare(runs, truth, "ndcg@10", seed=-1)
+    assert info.value.cli_message().startswith("--seed -1 is not allowed")
 
 
 def test_letters_beyond_z() -> None:

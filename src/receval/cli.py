@@ -225,8 +225,21 @@ Cutoffs = Annotated[
 OutputOpt = Annotated[Output, typer.Option("--output", "-o")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="same as --output json")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="input format")]
+
+
+def _sep(value: str | None) -> str | None:
+    """``--sep '\\t'`` (a backslash and a t, as shells pass it) is a tab."""
+    return "\t" if value == "\\t" else value
+
+
 SepOpt = Annotated[
-    str | None, typer.Option("--sep", help="CSV delimiter (default: detected)", show_default=False)
+    str | None,
+    typer.Option(
+        "--sep",
+        help="CSV delimiter: one character; \\t is a tab (default: detected)",
+        show_default=False,
+        callback=_sep,
+    ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="print nothing on stderr")]
 Names = Annotated[str | None, typer.Option("--names", help="system names, comma-separated")]
@@ -394,15 +407,23 @@ def _read_log(
     format (CSV/TSV, Parquet, JSON Lines, TREC, compressed) through
     :func:`receval.io.files.read_file`. Returns (frame, format, role -> column
     read, messages)."""
+    return _read_log_info(path, role, fmt, sep, cols, quiet)[:4]
+
+
+def _read_log_info(
+    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool = True
+) -> tuple[Any, str, dict[str, str], list[str], Any]:
+    """:func:`_read_log`, and the file's FileInfo (None for MovieLens logs),
+    which turns a row into the file's line."""
     from receval.io.interactions import detect_format, read_interactions
 
     if fmt is Format.auto and Path(path).is_file():
         kind = detect_format(path)
         if kind.startswith("movielens"):
             frame = read_interactions(path, format=kind)
-            return frame, kind, {"user": "user", "item": "item"}, []
+            return frame, kind, {"user": "user", "item": "item"}, [], None
     table, info = _read(path, role, fmt, sep, cols, quiet)
-    return table.to_pandas(), info.format, dict(info.columns), list(info.messages)
+    return table.to_pandas(), info.format, dict(info.columns), list(info.messages), info
 
 
 def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) -> Any:
@@ -446,8 +467,10 @@ def _items(
         extra["popular"] = pop.column("item").to_pylist()
     if item_features is not None:
         feats = _read(item_features, "items", Format.auto, sep, cols, quiet)[0].to_pandas()
-        values = feats.drop(columns=[c for c in ("user", "relevance") if c in feats])
-        extra["item_features"] = values.set_index("item").astype(float)
+        # numeric columns: vectors (cosine); text columns: categories (Jaccard)
+        extra["item_features"] = feats.drop(
+            columns=[c for c in ("user", "relevance") if c in feats]
+        )
     return extra
 
 
@@ -550,6 +573,14 @@ def evaluate(
     except InputError as exc:
         if streams is not None and exc.source in (recs_info.path, truth_info.path):
             raise  # already names the file and its row
+        if exc.source not in ("recommendations", "truth"):  # train=, item_features= ...
+            path = {
+                "train": train,
+                "catalog": catalog,
+                "item_features": item_features,
+                "popular": popular,
+            }.get(str(exc.source))
+            raise exc.located(source=str(path)) if path is not None else exc from None
         info = recs_info if exc.source == "recommendations" else truth_info
         if removed and info is recs_info:  # rows removed: rows are no longer the file's lines
             raise exc.located(source=recs_info.path) from None
@@ -747,7 +778,7 @@ def inspect(
     import pandas as pd
 
     role = "truth" if truth else "recommendations"
-    frame, kind, columns, messages = _read_log(path, role, fmt, sep, _cols(options))
+    frame, kind, columns, messages, info = _read_log_info(path, role, fmt, sep, _cols(options))
     lines = [f"{path}: {kind}, {len(frame)} rows"]
     lines += [f"column {c} read as {role_}" for role_, c in columns.items()]
     lines += messages
@@ -763,7 +794,19 @@ def inspect(
         lines.append(f"rows tied in score with another row of their user: {ties}")
     grades = "relevance" if "relevance" in frame else "rating" if "rating" in frame else None
     if grades is not None:
-        counts = pd.Series(frame[grades]).value_counts().sort_index()
+        numbers = pd.to_numeric(frame[grades], errors="coerce")
+        bad = np.flatnonzero(numbers.isna().to_numpy() & frame[grades].notna().to_numpy())
+        if len(bad):
+            row = int(bad[0])
+            exc = InputError(
+                f"{grades} must be a number; found {frame[grades].iloc[row]!r}",
+                source=str(path),
+                row=row,
+                user=frame["user"].iloc[row],
+                column=columns.get(grades, grades),
+            )
+            raise exc if info is None else info.locate(exc)
+        counts = pd.Series(numbers).value_counts().sort_index()
         lines.append(
             ("grades: " if grades == "relevance" else "ratings: ")
             + ", ".join(f"{g:g}: {n}" for g, n in counts.items())
@@ -779,14 +822,17 @@ def _read_runs(
     sep: str | None,
     cols: Any,
     quiet: bool,
-) -> tuple[Any, dict[str, Any]]:
-    """The truth and each named run, read."""
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The truth and each named run, read; and what was found in each file
+    (role -> FileInfo: ``truth`` and each run's name), to name the file and
+    line of an error."""
     systems = _systems(runs, names)
-    truth_table = _read(truth, "truth", fmt, sep, cols, quiet)[0]
-    tables = {
-        name: _read(p, "recommendations", fmt, sep, cols, quiet)[0] for name, p in systems.items()
-    }
-    return truth_table, tables
+    truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
+    infos = {"truth": truth_info}
+    tables = {}
+    for name, p in systems.items():
+        tables[name], infos[name] = _read(p, "recommendations", fmt, sep, cols, quiet)
+    return truth_table, tables, infos
 
 
 def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
@@ -808,16 +854,35 @@ def _runs_and_items(
     items: tuple[Path | None, Path | None, Path | None, Path | None],
     remove_seen: bool,
     quiet: bool,
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], dict[str, Any], Callable[[InputError], InputError]]:
     """compare's and report's inputs: the truth, the runs (seen items removed
-    with ``remove_seen``) and the beyond-accuracy inputs."""
+    with ``remove_seen``) and the beyond-accuracy inputs; and a function that
+    puts the file and line of a run or of the truth in an error about them,
+    as ``evaluate``'s errors have."""
+    from receval.analysis.compare import run_source
+
     cols = _cols(options)
-    truth_table, tables = _read_runs(truth, runs, names, fmt, sep, cols, quiet)
+    truth_table, tables, infos = _read_runs(truth, runs, names, fmt, sep, cols, quiet)
     extra = _items(*items, sep, cols, quiet)
-    if remove_seen:
-        for name in tables:
-            tables[name] = _remove_seen(tables[name], extra.get("train"), name, quiet)[0]
-    return truth_table, tables, extra
+    removed: dict[str, int] = {}
+    for name in tables:
+        if remove_seen:
+            tables[name], removed[name] = _remove_seen(
+                tables[name], extra.get("train"), name, quiet
+            )
+    sources = {run_source(name): name for name in tables}
+
+    def locate(exc: InputError) -> InputError:
+        if exc.source == "truth":
+            return infos["truth"].locate(exc)
+        name = sources.get(str(exc.source))
+        if name is None:
+            return exc
+        if removed.get(name):  # rows removed: rows are no longer the file's lines
+            return exc.located(source=infos[name].path)
+        return infos[name].locate(exc)
+
+    return truth_table, tables, extra, locate
 
 
 @command()
@@ -849,7 +914,7 @@ def compare(
     from receval.analysis.compare import compare as run
 
     metrics = _metrics(metric, k)
-    truth_table, tables, extra = _runs_and_items(
+    truth_table, tables, extra, locate = _runs_and_items(
         truth,
         runs,
         names,
@@ -861,19 +926,22 @@ def compare(
         quiet,
     )
     with _status("comparing", quiet):
-        result = run(
-            tables,
-            truth_table,
-            metrics,
-            baseline=baseline,
-            test=test,
-            correction=correction,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            seed=seed,
-            options=_without_columns(options),
-            **extra,
-        )
+        try:
+            result = run(
+                tables,
+                truth_table,
+                metrics,
+                baseline=baseline,
+                test=test,
+                correction=correction,
+                alpha=alpha,
+                n_resamples=n_resamples,
+                seed=seed,
+                options=_without_columns(options),
+                **extra,
+            )
+        except InputError as exc:
+            raise locate(exc) from None
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
         out.print(result.to_csv(), markup=False)
     else:
@@ -927,7 +995,7 @@ def report(
         item_features=item_features,
         popular=popular,
     )
-    truth_table, tables, extra = _runs_and_items(
+    truth_table, tables, extra, locate = _runs_and_items(
         truth,
         runs,
         names,
@@ -938,16 +1006,20 @@ def report(
         remove_seen,
         quiet,
     )
-    written: list[Any] = []
+    if png is not None and png.exists() and not png.is_dir():
+        from receval.errors import OutputError
 
-    def write(path: Path) -> None:
-        written.append(
-            run(
+        raise OutputError(
+            f"cannot write charts into --png {png}: it is a file, not a folder; give a folder",
+            path=str(png),
+        )
+    # everything is computed first; the files are written only at the end, each whole
+    with _status("computing the report", quiet):
+        try:
+            rep = run(
                 tables,
                 truth_table,
                 metrics,
-                out=path,
-                png_dir=png,
                 baseline=baseline,
                 test=test,
                 correction=correction,
@@ -957,13 +1029,16 @@ def report(
                 options=_without_columns(options),
                 **extra,
             )
-        )
-
+        except InputError as exc:
+            raise locate(exc) from None
     with _status("writing the report", quiet):
-        _write_atomic(out_path, write)
-    err.print(f"report written to {out_path}")
-    for note in getattr(written[0], "notes", []):  # e.g. PNGs asked for without matplotlib
-        err.print(f"note: {note}", markup=False)
+        if png is not None:
+            rep.save_images(png)
+        rep.save(out_path)
+    if not quiet:
+        err.print(f"report written to {out_path}", markup=False)
+        for note in rep.notes:  # e.g. PNGs asked for without matplotlib
+            err.print(f"note: {note}", markup=False)
 
 
 @command()
@@ -1265,29 +1340,56 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _internal_error(exc: BaseException) -> int:
+    err.print(
+        f"internal error: {type(exc).__name__}: {exc}\n"
+        "please report it with the command you ran (receval " + __version__ + ")",
+        markup=False,
+    )
+    return 1
+
+
+def _out_of_memory(exc: MemoryError) -> str:
+    """What ran out, how much was asked for when NumPy says, and what helps."""
+    import re
+
+    asked = re.search(r"allocate ([0-9.]+ [KMGTP]?i?B)", str(exc))
+    size = f" (an array of {asked.group(1)} could not be allocated)" if asked else ""
+    return (
+        f"out of memory{size}. Ask for fewer metrics or cut-offs; give both inputs as Parquet "
+        "files, which are read by chunks of users in bounded memory (files sorted by user "
+        "need the least); or run on a machine with more memory"
+    )
+
+
 def _main_unguarded(argv: list[str] | None) -> int:
     try:
         returned = app(args=argv, standalone_mode=False)
     except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
         err.print(f"error: {exc.cli_message()}", markup=False)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        err.print(f"error: {exc.filename}: {exc.strerror}", markup=False)
+    except MemoryError as exc:
+        err.print(f"error: {_out_of_memory(exc)}", markup=False)
+        return 2
+    except OSError as exc:  # reading: no such file, permission, I/O error, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"error: {where}{exc.strerror or exc}", markup=False)
         return 2
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
         return 1
+    except ImportError as exc:
+        text = str(exc).lower()
+        if "failed to map segment" in text or "cannot allocate memory" in text:
+            err.print(f"error: {_out_of_memory(MemoryError())}", markup=False)
+            return 2  # a library could not be loaded for lack of memory
+        return _internal_error(exc)
     except Exception as exc:  # usage errors of the parser, and everything unexpected
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # a usage error: "Missing parameter", "No such option" (exit 2)
             return int(exc.exit_code)
-        err.print(
-            f"internal error: {type(exc).__name__}: {exc}\n"
-            "please report it with the command you ran (receval " + __version__ + ")",
-            markup=False,
-        )
-        return 1
+        return _internal_error(exc)
     if returned == 130:  # a KeyboardInterrupt that typer caught and returned as 130
         return 130  # main() says which signal it was
     return 0

@@ -16,6 +16,7 @@ __all__ = [
     "MetricError",
     "NoSharedUser",
     "OptionError",
+    "OutputError",
     "PolicyError",
     "ReceValError",
     "for_cli",
@@ -142,6 +143,10 @@ class OptionError(ReceValError):
         flag = flag or "--" + self.option.replace("_", "-")
         value = self.value
         shown = str(value).lower() if isinstance(value, bool) else str(value)
+        if isinstance(value, str):  # as the shell would need it typed: --sep '' , --sep ';;'
+            import shlex
+
+            shown = shlex.quote(shown)
         return for_cli(self._render(f"{flag} {shown}", str))
 
 
@@ -242,3 +247,15 @@ class NoSharedUser(InputError):
         super().__init__(message)
         self.recommendation_users = [plain(u) for u in recommendation_users]
         self.truth_users = [plain(u) for u in truth_users]
+
+
+class OutputError(ReceValError):
+    """An output could not be written: a full disk, a read-only or missing
+    folder, no permission, a folder where a file should go (or the other way
+    round). The message names the target (never a temporary file) and says
+    what to do; ``errno`` is the system's error number when there is one."""
+
+    def __init__(self, message: str, *, path: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno

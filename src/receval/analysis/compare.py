@@ -28,7 +28,7 @@ from receval.analysis.formatting import (
     spreadsheet_csv,
     superscript,
 )
-from receval.errors import OptionError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result, clean, latex_escape, markdown_escape
 from receval.metrics.spec import MetricSpec, parse_metrics
@@ -632,15 +632,18 @@ def _settings(
     """The comparison's settings, validated and in canonical form."""
     if baseline is not None and str(baseline) not in systems:
         raise ReceValError(f"baseline {baseline!r} is not one of the systems: {', '.join(systems)}")
+    # each message in the caller's syntax: seed=-1 in Python, --seed -1 in the shell
     if not 0 < alpha < 1:
-        raise ReceValError(f"alpha must be in (0, 1); got {alpha}")
+        raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
     if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise ReceValError(f"n_resamples must be a positive integer; got {n_resamples!r}")
+        raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise OptionError("seed", seed, expected="a whole number >= 0 (NumPy's SeedSequence)")
     ci = str(ci).lower()
     if ci not in (*stats.CI_METHODS, "none"):
-        raise ReceValError(f"ci must be one of bca, percentile, none; got {ci!r}")
+        raise OptionError("ci", ci, allowed=(*stats.CI_METHODS, "none"))
     if n_jobs < 1:
-        raise ReceValError(f"n_jobs must be at least 1; got {n_jobs}")
+        raise OptionError("n_jobs", n_jobs, expected="a whole number >= 1")
     return {
         "test": stats.normalize_test(test),
         "correction": stats.normalize_correction(correction),
@@ -677,8 +680,19 @@ def _evaluate_runs(
             _same_options(name, run, opts)
             out[name] = run
         else:
-            out[name] = evaluate(run, truth, specs, options=opts, **inputs)
+            try:
+                out[name] = evaluate(run, truth, specs, options=opts, **inputs)
+            except InputError as exc:  # say which run: "recommendations of 'b', row 3"
+                if exc.source != "recommendations":
+                    raise
+                raise exc.located(source=run_source(name)) from None
     return out
+
+
+def run_source(name: str) -> str:
+    """How an error in the recommendations of the run ``name`` names them
+    (the command line puts the run's file and line in its place)."""
+    return f"recommendations of {name!r}"
 
 
 def _same_options(name: str, run: Result, opts: EvalOptions) -> None:

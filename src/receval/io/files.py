@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from receval.errors import InputError
+from receval.errors import InputError, OptionError
 from receval.ids import canonical, from_text
 from receval.io.columns import ITEMS, RATINGS, RECS, TRAIN, TRUTH, renamed, resolve
 from receval.records import Columns
@@ -112,6 +112,13 @@ def _format_of(path: Path, data: bytes | None) -> str:
         fmt = ""
     if fmt in ("csv", "") and data is not None and _looks_trec(data):
         return "trec"
+    if not fmt and not suffixes and data is not None:  # no extension (a pipe, stdin): sniff
+        head = data[:65536].lstrip()
+        first = head.split(b"\n", 1)[0]
+        if head[:1] == b"{":
+            fmt = "jsonl"
+        elif any(c in first for c in (b",", b"\t", b";", b"|")):
+            fmt = "csv"
     if not fmt:
         raise fail(
             str(path),
@@ -155,15 +162,33 @@ def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
 
 
 def checked_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
-    """The path of an existing, non-empty file, and its name for messages."""
-    p, name = Path(path), str(path)
+    """The path of an existing, non-empty file, and its name for messages.
+
+    ``-`` is the standard input. Pipes (``<(cat recs.csv)``, ``/dev/stdin``,
+    named FIFOs) are read once, as they come: their size is known only once
+    read (:func:`read_file` says when one held nothing)."""
+    name = str(path)
+    p = Path("/dev/stdin") if name == "-" else Path(path)
     if not p.exists():
         raise fail(name, "no such file")
     if p.is_dir():
         raise fail(name, "is a directory, not a file")
-    if p.stat().st_size == 0:
+    if p.is_file() and p.stat().st_size == 0:
         raise fail(name, "the file is empty")
     return p, name
+
+
+def check_sep(sep: str | None) -> None:
+    """A CSV delimiter is one character, not a quote or a line break
+    (``\\t`` written as two characters is taken as a tab by the command line)."""
+    if sep is None:
+        return
+    if len(sep) != 1 or sep in '"\r\n':
+        raise OptionError(
+            "sep",
+            sep,
+            expected="one character other than a quote or a line break, e.g. ',' ';' '|' or a tab",
+        )
 
 
 def read_file(
@@ -178,15 +203,18 @@ def read_file(
     (``"truth"``), ratings (``"ratings"``), training interactions
     (``"train"``) or items (``"items"``: catalog, popular items, item
     features) into a table whose columns are named by their roles."""
+    check_sep(sep)
     p, name = checked_path(path)
-    parquet = is_parquet(p, fmt)
+    parquet = is_parquet(p, fmt) and p.is_file()
     data = None if parquet else _open_text(p)
+    if data is not None and not data:  # a pipe or stdin that held nothing
+        raise fail(name, "the file is empty (nothing came through the pipe)")
     if fmt == "auto":
         fmt = "parquet" if parquet else _format_of(p, data)
     info = FileInfo(name, fmt)
     roles = ROLES[role]
     if fmt == "parquet":
-        table = _read_parquet(p)
+        table = _read_parquet(p if data is None else pa.BufferReader(data), name)
     elif fmt == "trec":
         assert data is not None
         table = _read_trec(data, name, role, info)
@@ -210,13 +238,14 @@ def read_file(
     return table, info
 
 
-def _read_parquet(p: Path) -> pa.Table:
+def _read_parquet(p: Path | pa.BufferReader, name: str) -> pa.Table:
+    """A Parquet file (or the bytes of one that came through a pipe)."""
     import pyarrow.parquet as pq
 
     try:
         return pq.read_table(p)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise fail(str(p), f"not a readable Parquet file ({exc})") from None
+        raise fail(name, f"not a readable Parquet file ({exc})") from None
 
 
 def _decode(data: bytes, name: str) -> str:

@@ -122,11 +122,36 @@ def read_interactions(
         >>> list(log.columns), log["item"].tolist()
         (['user', 'item', 'rating', 'timestamp'], [242, 302])
     """
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"no such file: {p}")
+    from receval.io.files import checked_path
+
+    p, name = checked_path(path)  # exists, is a file, is not empty
     fmt = detect_format(p) if format == "auto" else format
-    name = str(p)
+    try:
+        return _read_log(p, name, fmt, user_col, item_col, rating_col, timestamp_col)
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[: exc.start].count(b"\n") + 1 if p.is_file() else None
+        raise InputError(
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x}): is it an interactions log?",
+            source=name,
+            line=line,
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise InputError("no data (only blank lines?)", source=name) from None
+    except pa.ArrowInvalid as exc:
+        raise InputError(f"not a readable Parquet file ({exc})", source=name) from None
+    except pd.errors.ParserError as exc:
+        raise InputError(f"cannot read as {fmt}: {str(exc).splitlines()[0]}", source=name) from None
+
+
+def _read_log(
+    p: Path,
+    name: str,
+    fmt: str,
+    user_col: str | None,
+    item_col: str | None,
+    rating_col: str,
+    timestamp_col: str,
+) -> pd.DataFrame:
     text_ids = {0: str, 1: str}
     if fmt == "movielens-dat":
         data = p.read_bytes().replace(b"::", b"\t")

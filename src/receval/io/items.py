@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from receval.errors import InputError
+from receval.errors import InputError, option
 from receval.ids import as_str, canonical
 from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
 from receval.metrics.context import ItemContext
@@ -93,6 +94,27 @@ def _is_categories(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(isinstance(x, str) for x in value)
 
 
+def _is_text(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
+def _category_matrix(table: pa.Table, columns: list[str]) -> np.ndarray:
+    """A 0/1 (items × categories) matrix from text columns: each column's
+    value is a category (``genre=Comedy``), and a value holding ``|`` is
+    several (``Comedy|Drama``, as MovieLens writes genres); empty values none."""
+    labels: list[set[str]] = [set() for _ in range(table.num_rows)]
+    for name in columns:
+        for i, value in enumerate(table.column(name).to_pylist()):
+            if value:
+                labels[i].update(f"{name}={v.strip()}" for v in value.split("|") if v.strip())
+    cats = sorted(set().union(*labels)) if labels else []
+    where = {c: j for j, c in enumerate(cats)}
+    matrix = np.zeros((table.num_rows, len(cats)))
+    for i, found in enumerate(labels):
+        matrix[i, [where[c] for c in found]] = 1.0
+    return matrix
+
+
 def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Item ids and dense unit vectors, or ids and a 0/1 category matrix.
 
@@ -105,6 +127,17 @@ def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, n
         table = to_arrow(obj, "item_features")
         ids = canonical(table.column(column), "item", "item_features")
         rest = [n for n in table.column_names if n != column]
+        text = [n for n in rest if _is_text(table.column(n).type)]
+        if text and len(text) == len(rest):  # categories: Jaccard distance
+            return ids, None, _category_matrix(table, text)
+        if text:
+            raise InputError(
+                f"{option('item_features')} mixes numeric columns "
+                f"({', '.join(n for n in rest if n not in text)}) and text columns "
+                f"({', '.join(text)}): give numeric features (cosine distance) or text "
+                "categories (Jaccard distance), not both",
+                source="item_features",
+            )
         try:
             values = (
                 np.column_stack(

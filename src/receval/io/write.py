@@ -18,6 +18,7 @@ Every file receval writes goes through :func:`atomic_write`:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -25,9 +26,56 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from receval.errors import ReceValError
+from receval.errors import OutputError, ReceValError
 
-__all__ = ["atomic_write", "atomic_write_text", "refuse_inputs", "umask"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "cannot_write",
+    "make_folder",
+    "refuse_inputs",
+    "umask",
+]
+
+#: What to do about each system error when writing (by errno).
+_ADVICE = {
+    errno.ENOSPC: ("no space left on the device", "free some space or write elsewhere"),
+    errno.EDQUOT: ("disk quota exceeded", "free some space or write elsewhere"),
+    errno.EFBIG: ("the file is too large for this file system or limit", "write elsewhere"),
+    errno.EROFS: ("the file system is read-only", "write to a writable folder"),
+    errno.EACCES: ("permission denied", "write to a folder you may write to"),
+    errno.EPERM: ("operation not permitted", "write to a folder you may write to"),
+    errno.ENOENT: ("its folder does not exist", "create the folder or write elsewhere"),
+    errno.ENOTDIR: ("a part of the path is a file, not a folder", "choose another path"),
+    errno.EISDIR: ("it is a folder", "give a file name"),
+    errno.EEXIST: ("a file is in the way", "choose another path"),
+}
+
+
+def cannot_write(path: str | Path, exc: OSError, what: str = "write") -> OutputError:
+    """The :class:`OutputError` for an ``OSError`` met while writing ``path``:
+    it names ``path`` (not a temporary file) and says what to do."""
+    number = exc.errno
+    if number is None:  # e.g. pyarrow: "IOError: ... No space left on device"
+        text = str(exc)
+        number = next((n for n in _ADVICE if os.strerror(n).lower() in text.lower()), None)
+    reason, advice = _ADVICE.get(number, (exc.strerror or str(exc), "check the path"))  # type: ignore[arg-type]
+    return OutputError(f"cannot {what} {path}: {reason}; {advice}", path=str(path), errno=number)
+
+
+def make_folder(path: str | Path) -> Path:
+    """Create the folder ``path`` (and its parents) if need be: an
+    :class:`OutputError` naming it when a file is in the way or it cannot be made."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputError(
+            f"cannot write into {p}: it is a file, not a folder; give a folder", path=str(p)
+        )
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cannot_write(p, exc, "create the folder") from None
+    return p
 
 
 def umask() -> int:
@@ -58,13 +106,17 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
     ``write`` gets the temporary file's path (writers such as ``DataFrame.to_parquet``
     want a path) and may write it any way it likes; its return value is returned. On any
     exception, ``KeyboardInterrupt`` included, the temporary file is removed and the target
-    is left as it was.
+    is left as it was; an ``OSError`` (full disk, read-only folder, no permission ...)
+    becomes an :class:`~receval.errors.OutputError` naming the target and what to do.
     """
     target = Path(path)
     if target.is_dir() and not target.is_symlink():
-        raise IsADirectoryError(21, "Is a directory", str(target))
+        raise cannot_write(target, IsADirectoryError(errno.EISDIR, "Is a directory"))
     folder = target.parent
-    fd, name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
     tmp = Path(name)
     try:
         os.close(fd)
@@ -73,9 +125,11 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
             os.fsync(f.fileno())
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)  # replaces a link at target; never follows it
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise cannot_write(target, exc) from None
         raise
     with contextlib.suppress(OSError):  # the rename itself, on file systems that need it
         dfd = os.open(folder, os.O_RDONLY)

@@ -24,7 +24,7 @@ from receval.analysis.report.data import curve_specs, curves_frame, popularity_d
 from receval.errors import ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
-from receval.io.write import atomic_write_text
+from receval.io.write import atomic_write_text, make_folder
 from receval.metrics.spec import MetricSpec, parse_metrics
 
 __all__ = ["Report", "report"]
@@ -113,10 +113,16 @@ class Report:
     def save(self, path: str | Path) -> Path:
         """Write the page (UTF-8) and return its path."""
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(p.parent)
         atomic_write_text(p, self.html)  # whole or not at all; a link at p is replaced
         self.path = p
         return p
+
+    def save_images(self, folder: str | Path) -> list[Path]:
+        """Write one PNG per chart into ``folder`` (see :func:`report`'s
+        ``png_dir``); a note, not an error, when matplotlib is missing."""
+        _write_images(self, folder)
+        return self.images
 
     def __str__(self) -> str:
         where = f" written to {self.path}" if self.path is not None else ""

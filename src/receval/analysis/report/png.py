@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from receval.analysis.report.svg import color
+from receval.io.write import atomic_write, make_folder
 
 __all__ = ["write_pngs"]
 
@@ -53,8 +54,7 @@ def write_pngs(
         ImportError: matplotlib is not installed (nothing is written).
     """
     figure, canvas = _figure_class()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out_dir)
     written: list[Path] = []
 
     def save(name: str, draw: Callable[[Any], None], size: tuple[float, float] = (6, 4)) -> None:
@@ -63,7 +63,8 @@ def write_pngs(
         ax = fig.subplots()
         draw(ax)
         fig.tight_layout()
-        fig.savefig(out / name, dpi=dpi)
+        # whole or not at all: a temporary file renamed over the target (a link is replaced)
+        atomic_write(out / name, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
         written.append(out / name)
 
     for metric in dict.fromkeys(curves["metric"]):
