@@ -21,6 +21,7 @@ from receval.analysis.compare import Comparison, compare
 from receval.analysis.formatting import spreadsheet_cell, spreadsheet_safe
 from receval.analysis.report import report
 from receval.evaluation.result import markdown_escape
+from receval.io.write import OutputSet
 from receval.workflow import demo
 
 #: System names a spreadsheet would run, or that break a table or a page.
@@ -201,7 +202,8 @@ def test_demo_files(cmp: Comparison, tmp_path: Path) -> None:
         relevance=demo.Relevance(column=None, threshold=None, phrase="every item"),
         split_text="by time",
     )
-    files = demo._write_outputs(tmp_path, board, cmp, results, protocol)
+    with OutputSet(tmp_path, "demo") as out:
+        files = demo._write_outputs(out, board, cmp, results, protocol)
     rows = _csv_rows(files["leaderboard_csv"].read_bytes().decode("utf-8"))
     assert [r["system"] for r in rows] == [_spreadsheet(s) for s in board.index]
     for r, (_, ref) in zip(rows, board.iterrows(), strict=True):

@@ -1161,6 +1161,7 @@ def split(
     ] = "timestamp",
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
+    quiet: Quiet = False,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
     from receval.io.write import refuse_inputs
@@ -1187,7 +1188,8 @@ def split(
             setattr(result, part, getattr(result, part).rename(columns=back))
     out.print(str(result), markup=False)
     for name, path in result.save(out_dir).items():
-        err.print(f"{name}: {path}")
+        if not quiet:
+            err.print(f"{name}: {path}", markup=False)
 
 
 def _read_interactions(
@@ -1249,8 +1251,11 @@ def check(
     ] = "timestamp",
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
+    quiet: Quiet = False,
 ) -> None:
-    """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates."""
+    """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates.
+
+    The findings go to stdout; ``-q`` is accepted for symmetry (nothing else is printed)."""
     from receval.workflow.checks import check as run
 
     if recs is None and train is None and test is None:

@@ -19,9 +19,10 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -98,6 +99,97 @@ def _open_text(path: Path) -> bytes:
         with pa.CompressedInputStream(pa.BufferReader(data), "zstd") as stream:
             data = stream.read()
     return data
+
+
+_HEAD = 1 << 16  # bytes read to tell the format, the delimiter and the header
+
+
+class _NotUtf8(Exception):
+    """A byte that is not UTF-8 text, at ``offset`` of the (decompressed) content."""
+
+    def __init__(self, offset: int, byte: int) -> None:
+        super().__init__(offset, byte)
+        self.offset, self.byte = offset, byte
+
+
+class _Source:
+    """A text file to read as a stream, plain or compressed (gzip, zstd):
+    ``head`` holds its first (decompressed) bytes, :meth:`open` gives a fresh
+    binary stream of the whole content. A regular file is never read whole
+    into memory; a pipe or the standard input, which can be read only once,
+    is buffered (its bytes are held once, not decoded into text)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: bytes | None = None
+        if path.is_file():
+            with open(path, "rb") as f:
+                magic = f.read(4)
+            suffix = path.suffix.lower()
+            if suffix == ".gz" or magic[:2] == b"\x1f\x8b":
+                self.compression: str | None = "gzip"
+            elif suffix in (".zst", ".zstd") or magic == b"\x28\xb5\x2f\xfd":
+                self.compression = "zstd"
+            else:
+                self.compression = None
+            with self.open() as stream:
+                self.head = stream.read(_HEAD)
+        else:
+            self.data = _open_text(path)
+            self.compression = None
+            self.head = self.data[:_HEAD]
+
+    def open(self) -> Any:
+        """A binary stream of the (decompressed) content, from the start."""
+        if self.data is not None:
+            return pa.BufferReader(self.data)
+        return pa.input_stream(str(self.path), compression=self.compression)
+
+    def lines(self) -> Iterator[str]:
+        """The content as text lines (line ends kept), decoded as it streams;
+        :class:`_NotUtf8` gives the offset and value of a byte that is not UTF-8."""
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        done = 0  # bytes decoded before this chunk
+        rest = ""
+        with self.open() as stream:
+            while True:
+                chunk = stream.read(1 << 20)
+                try:
+                    text = decoder.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as exc:  # offsets in the chunk (+ the decoder's tail)
+                    at = max(0, exc.start - (len(exc.object) - len(chunk)))
+                    byte = chunk[at] if at < len(chunk) else exc.object[exc.start]
+                    raise _NotUtf8(done + at, byte) from None
+                done += len(chunk)
+                text = rest + text
+                parts = text.splitlines(keepends=True)
+                rest = parts.pop() if parts and not parts[-1].endswith(("\n", "\r")) else ""
+                yield from parts
+                if not chunk:
+                    break
+        if rest:
+            yield rest
+
+    def byte_line(self, offset: int) -> int:
+        """The 1-based line of the byte at ``offset``."""
+        line = 1
+        with self.open() as stream:
+            while offset > 0:
+                chunk = stream.read(min(1 << 20, offset))
+                if not chunk:
+                    break
+                line += chunk.count(b"\n")
+                offset -= len(chunk)
+        return line
+
+    def all(self) -> bytes:
+        """Every byte (for the formats read whole: JSON Lines, TREC)."""
+        if self.data is None:
+            with self.open() as stream:
+                self.data = stream.read()
+        return self.data
 
 
 def _format_of(path: Path, data: bytes | None) -> str:
@@ -206,26 +298,26 @@ def read_file(
     check_sep(sep)
     p, name = checked_path(path)
     parquet = is_parquet(p, fmt) and p.is_file()
-    data = None if parquet else _open_text(p)
-    if data is not None and not data:  # a pipe or stdin that held nothing
+    source = None if parquet else _Source(p)
+    if source is not None and not source.head:  # a pipe or stdin that held nothing
         raise fail(name, "the file is empty (nothing came through the pipe)")
     if fmt == "auto":
-        fmt = "parquet" if parquet else _format_of(p, data)
+        fmt = "parquet" if parquet else _format_of(p, source.head if source else None)
     info = FileInfo(name, fmt)
     roles = ROLES[role]
     if fmt == "parquet":
-        table = _read_parquet(p if data is None else pa.BufferReader(data), name)
+        table = _read_parquet(p if source is None else pa.BufferReader(source.all()), name)
     elif fmt == "trec":
-        assert data is not None
-        table = _read_trec(data, name, role, info)
+        assert source is not None
+        table = _read_trec(source.all(), name, role, info)
     elif fmt in ("csv", "tsv"):
-        assert data is not None
+        assert source is not None
         table = _read_csv(
-            data, name, "\t" if fmt == "tsv" and sep is None else sep, info, cols, roles
+            source, name, "\t" if fmt == "tsv" and sep is None else sep, info, cols, roles
         )
     elif fmt == "jsonl":
-        assert data is not None
-        table = _read_jsonl(data, name, cols, roles)
+        assert source is not None
+        table = _read_jsonl(source.all(), name, cols, roles)
         info.line_of_row = lambda r: r + 1
     else:
         raise fail(name, f"unknown format {fmt!r}: expected csv, tsv, parquet, jsonl or trec")
@@ -257,7 +349,7 @@ def _decode(data: bytes, name: str) -> str:
 
 
 def _read_csv(
-    data: bytes,
+    source: _Source,
     name: str,
     sep: str | None,
     info: FileInfo,
@@ -265,39 +357,55 @@ def _read_csv(
     roles: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> pa.Table:
     """A CSV/TSV file; its user and item columns read as text, then under
-    the text rule of :func:`receval.ids.from_text`."""
+    the text rule of :func:`receval.ids.from_text`.
+
+    Arrow parses the file as it streams, block by block on several threads;
+    the raw bytes, the decoded text and a list of its lines are never held
+    (memory: the columns kept plus a few blocks; ``benchmarks/csv_memory.py``).
+    Row-to-line numbers are found only when an error needs one, by a second
+    streaming pass (:func:`_line_of_row`), so quoted fields that span lines
+    and blank lines are counted right."""
     import csv
 
     import pyarrow.csv as pcsv
 
-    text = _decode(data, name)
-    first = text.split("\n", 1)[0]
+    head = source.head
+    try:
+        first = head.split(b"\n", 1)[0].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(name, f"not UTF-8 text (byte {head[exc.start]:#04x})", 1) from None
     if sep is None:
         counts = {c: first.count(c) for c in (",", "\t", ";", "|")}
         sep = max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
     header = next(csv.reader(io.StringIO(first.rstrip("\r")), delimiter=sep), [])
     found = resolve(header, cols, roles, name)
     ids = {found[r]: r for r in ("user", "item") if r in found}
-    try:
-        table = pcsv.read_csv(
-            io.BytesIO(data),
-            parse_options=pcsv.ParseOptions(delimiter=sep),
-            read_options=pcsv.ReadOptions(use_threads=True),
-            convert_options=pcsv.ConvertOptions(
-                column_types={c: pa.string() for c in ids}, strings_can_be_null=False
-            ),
-        )
-    except pa.ArrowInvalid as exc:
-        raise _csv_error(text, sep, name, exc) from None
-    # header on line 1; blank lines are skipped by the reader
-    blank = [i + 1 for i, line in enumerate(text.split("\n")[1:], 1) if not line.strip()]
-    if not blank:
-        info.line_of_row = lambda r: r + 2
-    else:
-        # every line number but the blank ones; np.delete is O(n) (setdiff1d sorts, and
-        # took 10 s on 6M lines with one trailing blank line, uninterruptible by Ctrl-C)
-        data_lines = np.delete(np.arange(2, text.count("\n") + 3), np.array(blank) - 1)
-        info.line_of_row = lambda r: int(data_lines[r]) if r < len(data_lines) else r + 2
+    info.line_of_row = _line_of_row(source, sep)
+    table = None
+    # A value holding a line break, or longer than a block, can fail a fast
+    # parse: the file is read again allowing both before an error is reported.
+    # Only the columns of the file's roles are read (a list of items keeps all: features).
+    keep = None if roles is ITEMS else list(dict.fromkeys(found.values()))
+    for multiline, block in ((False, 1 << 22), (True, 1 << 26)):
+        try:
+            with source.open() as stream:
+                # batch by batch (half the peak of read_csv, which holds every parsed block)
+                reader = pcsv.open_csv(
+                    stream,
+                    parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=multiline),
+                    read_options=pcsv.ReadOptions(use_threads=True, block_size=block),
+                    convert_options=pcsv.ConvertOptions(
+                        column_types={c: pa.string() for c in ids},
+                        strings_can_be_null=False,
+                        include_columns=keep,
+                    ),
+                )
+                table = reader.read_all()
+            break
+        except pa.ArrowInvalid as exc:
+            error = exc
+    if table is None:
+        raise _csv_error(source, sep, name, error) from None
     for column, role in ids.items():
         j = table.column_names.index(column)
         values = table.column(j)
@@ -314,19 +422,51 @@ def _read_csv(
     return table
 
 
-def _csv_error(text: str, sep: str, name: str, exc: Exception) -> InputError:
-    """Locate the first line with the wrong number of fields (pyarrow does not say)."""
+def _line_of_row(source: _Source, sep: str) -> Callable[[int], int]:
+    """row (0-based, after the header) -> its first line (1-based), by one
+    streaming pass over the file each time it is asked (errors only): Python's
+    csv reader counts the physical lines of quoted values that span lines, and
+    blank lines hold no row (as for Arrow)."""
     import csv
 
-    rows = csv.reader(io.StringIO(text), delimiter=sep)
-    header = next(rows, [])
-    for number, row in enumerate(rows, 2):
-        if row and len(row) != len(header):
-            return fail(
-                name,
-                f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
-                number,
-            )
+    def line_of(row: int) -> int:
+        reader = csv.reader(source.lines(), delimiter=sep)
+        before = 0  # physical lines read before the current record
+        number = -1  # the header is record -1
+        for record in reader:
+            start = before + 1
+            before = reader.line_num
+            if not record:  # a blank line
+                continue
+            if number == row:
+                return start
+            number += 1
+        return row + 2  # beyond the file (not expected): header + row
+
+    return line_of
+
+
+def _csv_error(source: _Source, sep: str, name: str, exc: Exception) -> InputError:
+    """Locate what Arrow could not read: text that is not UTF-8, or the first
+    line with the wrong number of fields (pyarrow says neither where)."""
+    import csv
+
+    try:
+        reader = csv.reader(source.lines(), delimiter=sep)
+        header = next(reader, [])
+        before = reader.line_num
+        for row in reader:
+            start, before = before + 1, reader.line_num
+            if row and len(row) != len(header):
+                return fail(
+                    name,
+                    f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
+                    start,
+                )
+    except _NotUtf8 as err:
+        return fail(name, f"not UTF-8 text (byte {err.byte:#04x})", source.byte_line(err.offset))
+    except csv.Error as err:
+        return fail(name, f"cannot read as CSV: {err}")
     return fail(name, f"cannot read as CSV: {str(exc).splitlines()[0]}")
 
 

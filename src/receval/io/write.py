@@ -29,6 +29,9 @@ from typing import Any
 from receval.errors import OutputError, ReceValError
 
 __all__ = [
+    "LOCK",
+    "MANIFEST",
+    "OutputSet",
     "atomic_write",
     "atomic_write_text",
     "cannot_write",
@@ -170,3 +173,181 @@ def refuse_inputs(
             raise ReceValError(
                 f"{what} would write over the {label} {path}; choose another output file"
             )
+
+
+#: The manifest a multi-file output writes last (``prefix`` + this name).
+MANIFEST = "manifest.json"
+#: The lock file a multi-file output holds while it writes.
+LOCK = ".receval.lock"
+
+
+class OutputSet:
+    """A folder of files written as one set (the demo's folder, a split's):
+    a reader never sees a mix of two runs or a partial set.
+
+    - **One writer at a time**: entering takes a lock in the folder
+      (``.receval.lock``: an exclusive ``flock`` on a file holding the
+      writer's pid, host, command and start time). A second writer fails at
+      once with an :class:`~receval.errors.OutputError` naming the holder.
+      The system releases the lock when its process ends, however it ends, so
+      a lock can never be stale; the file itself is removed on exit.
+    - **Manifest last**: entering removes the folder's manifest
+      (``manifest.json``); leaving without an error writes a new one listing
+      every file of the set with its size and SHA-256, the command and its
+      parameters. A folder with a manifest holds a complete set, and its
+      files are those the manifest lists (a file of the folder not in it is
+      not part of the set); a folder without one is being written or was
+      interrupted.
+    - Every file goes through :func:`atomic_write` (:meth:`write`).
+
+    Example::
+
+        with OutputSet(out, "split", {"seed": 0}) as files:
+            files.write("train.parquet", lambda p: train.to_parquet(p))
+    """
+
+    def __init__(
+        self,
+        folder: str | Path,
+        command: str,
+        parameters: dict[str, Any] | None = None,
+        prefix: str = "",
+    ) -> None:
+        self.folder = Path(folder)
+        self.command = command
+        self.parameters = dict(parameters or {})
+        self.prefix = prefix
+        self.files: dict[str, Path] = {}
+        self._fd: int | None = None
+        self._lock = self.folder / f"{prefix}{LOCK}"
+        self._started = ""
+
+    @property
+    def manifest(self) -> Path:
+        return self.folder / f"{self.prefix}{MANIFEST}"
+
+    def __enter__(self) -> OutputSet:
+        import datetime
+
+        make_folder(self.folder)
+        self._started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        self._take_lock()
+        try:
+            self.manifest.unlink(missing_ok=True)
+        except OSError as exc:
+            self._release()
+            raise cannot_write(self.manifest, exc, "remove") from None
+        return self
+
+    def write(self, name: str, write: Callable[[Path], Any]) -> Path:
+        """Write the set's file ``name`` (a path relative to the folder) whole."""
+        path = self.folder / name
+        make_folder(path.parent)
+        atomic_write(path, write)
+        self.files[name] = path
+        return path
+
+    def add(self, name: str, path: Path) -> None:
+        """Count a file written by another writer (e.g. a nested set) in the set."""
+        self.files[name] = path
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        try:
+            if kind is None:
+                self._write_manifest()
+        finally:
+            self._release()
+
+    def _write_manifest(self) -> None:
+        import datetime
+        import hashlib
+        import json
+        import socket
+
+        from receval._version import __version__
+
+        listed = {}
+        for name, path in sorted(self.files.items()):
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda f=f: f.read(1 << 20), b""):
+                    digest.update(block)
+            listed[name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+        text = json.dumps(
+            {
+                "receval": __version__,
+                "command": self.command,
+                "parameters": self.parameters,
+                "host": socket.gethostname(),
+                "started": self._started,
+                "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "files": listed,
+            },
+            indent=2,
+            default=str,
+        )
+        atomic_write_text(self.manifest, text + "\n")
+
+    def _holder(self) -> str:
+        import json
+
+        try:
+            who = json.loads(self._lock.read_text(encoding="utf-8"))
+            return (
+                f"{who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
+                f"started {who.get('started')}"
+            )
+        except (OSError, ValueError):
+            return "another process"
+
+    def _take_lock(self) -> None:
+        import json
+        import socket
+        import sys
+
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, the manifest still tells
+            return
+        for _ in range(10):
+            try:
+                fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise cannot_write(self._lock, exc, "lock") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OutputError(
+                    f"{self.folder} is being written by another receval run "
+                    f"({self._holder()}); wait for it to finish or write elsewhere",
+                    path=str(self.folder),
+                ) from None
+            # the file may have been removed by the holder as we opened it: lock the one there
+            try:
+                same = os.stat(self._lock).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            who = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": f"receval {self.command}",
+                "argv": " ".join(sys.argv),
+                "started": self._started,
+            }
+            os.write(fd, json.dumps(who).encode())
+            self._fd = fd
+            return
+        raise OutputError(f"could not lock {self.folder}", path=str(self.folder))
+
+    def _release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self._lock)
+        os.close(self._fd)  # closing releases the flock
+        self._fd = None

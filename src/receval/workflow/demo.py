@@ -51,7 +51,7 @@ from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result, markdown_escape
 from receval.io.interactions import as_frame, read_interactions
-from receval.io.write import atomic_write
+from receval.io.write import OutputSet
 from receval.workflow import baselines
 from receval.workflow.split import Split, split
 from receval.workflow.synthetic import synthetic_interactions
@@ -219,21 +219,18 @@ def _run_baselines(
     truth: pd.DataFrame,
     relevance: Relevance,
     seed: int,
-    out: Path,
+    out: OutputSet,
     say: Callable[[str], None],
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Result]]:
     """Each baseline's run (written to ``runs/``) and its evaluation."""
     test_users = pd.unique(truth["user"])
     runs: dict[str, pd.DataFrame] = {}
     results: dict[str, Result] = {}
-    (out / "runs").mkdir(exist_ok=True)
     for name in SYSTEMS:
         t = time.perf_counter()
         run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
         fit = time.perf_counter() - t
-        atomic_write(
-            out / "runs" / f"{name}.parquet", lambda p, r=run: r.to_parquet(p, index=False)
-        )
+        out.write(f"runs/{name}.parquet", lambda p, r=run: r.to_parquet(p, index=False))
         runs[name] = run
         results[name] = evaluate(run, truth, DEMO_METRICS, train=train, options=relevance.options)
         say(
@@ -297,27 +294,26 @@ def _leaderboard_md(protocol: _Protocol, comparison: Comparison, board: pd.DataF
 
 
 def _write_outputs(
-    out: Path,
+    out: OutputSet,
     board: pd.DataFrame,
     comparison: Comparison,
     results: Mapping[str, Result],
     protocol: _Protocol,
 ) -> dict[str, Path]:
-    files = {
-        "leaderboard_csv": out / "leaderboard.csv",
-        "leaderboard_md": out / "leaderboard.md",
-        "significance_csv": out / "significance.csv",
-        "results_json": out / "results.json",
+    """The leaderboard, significance and results files, each written whole."""
+    texts = {
+        "leaderboard_csv": ("leaderboard.csv", spreadsheet_csv(board)),
+        "leaderboard_md": ("leaderboard.md", _leaderboard_md(protocol, comparison, board)),
+        "significance_csv": ("significance.csv", comparison.to_csv()),
+        "results_json": (
+            "results.json",
+            json.dumps({n: r.to_dict() for n, r in results.items()}, indent=2) + "\n",
+        ),
     }
-    files["leaderboard_csv"].write_text(spreadsheet_csv(board), encoding="utf-8")
-    files["leaderboard_md"].write_text(
-        _leaderboard_md(protocol, comparison, board), encoding="utf-8"
-    )
-    comparison.to_csv(files["significance_csv"])
-    files["results_json"].write_text(
-        json.dumps({n: r.to_dict() for n, r in results.items()}, indent=2) + "\n"
-    )
-    return files
+    return {
+        key: out.write(name, lambda p, t=text: p.write_text(t, encoding="utf-8"))
+        for key, (name, text) in texts.items()
+    }
 
 
 def _summary(
@@ -389,8 +385,21 @@ def run_demo(
         (4.0, ['item_knn', 'popular', 'random'])
     """
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with OutputSet(out_dir, "demo", {"users": users, "seed": seed, "threshold": threshold}) as out:
+        return _demo(out, interactions, users, seed, threshold, quiet, console, t0)
+
+
+def _demo(
+    out: OutputSet,
+    interactions: str | Path | None,
+    users: int,
+    seed: int,
+    threshold: float | None,
+    quiet: bool,
+    console: Callable[[str], None] | None,
+    t0: float,
+) -> dict[str, Any]:
+    """The demo, writing into the locked folder ``out`` (manifest written on success)."""
     show = console or (lambda s: print(for_python(s)))
     say: Callable[[str], None] = (lambda s: None) if quiet else show
 
@@ -407,10 +416,12 @@ def run_demo(
     train = sp.train[["user", "item"]]
     for line in sp.describe():
         say(line)
-    files = {f"split_{name}": path for name, path in sp.save(out / "split").items()}
+    files = {f"split_{name}": path for name, path in sp.save(out.folder / "split").items()}
+    for path in files.values():
+        out.add(str(path.relative_to(out.folder)), path)
 
     runs, results = _run_baselines(train, truth, relevance, seed, out, say)
-    files |= {f"run_{name}": out / "runs" / f"{name}.parquet" for name in SYSTEMS}
+    files |= {f"run_{name}": out.folder / "runs" / f"{name}.parquet" for name in SYSTEMS}
     board = _leaderboard(results)
     skipped = _skipped_note(results, relevance)
     if skipped:
@@ -430,18 +441,19 @@ def run_demo(
         options=relevance.options,
     )
     files |= _write_outputs(out, board, comparison, results, protocol)
-    files["report_html"] = out / "report.html"
     rep = report(
         runs,
         truth,
         comparison=comparison,
-        out=files["report_html"],
         title="receval demo",
         provenance=protocol.facts(),
         train=train,
         options=relevance.options,
     )
 
+    files["report_html"] = out.write("report.html", lambda p: p.write_text(rep.html, "utf-8"))
+    rep.path = files["report_html"]
+    files["manifest"] = out.manifest  # written as the set closes, after these lines
     seconds = time.perf_counter() - t0
     for line in _summary(comparison, board, notes, files, seconds):
         say(line)

@@ -55,7 +55,7 @@ import pandas as pd
 
 from receval.errors import InputError, ReceValError, option
 from receval.io.interactions import as_frame
-from receval.io.write import atomic_write, atomic_write_text
+from receval.io.write import OutputSet
 
 __all__ = [
     "METHODS",
@@ -114,17 +114,25 @@ class Split:
 
     def save(self, out_dir: str | Path, *, prefix: str = "") -> dict[str, Path]:
         """Write ``train.parquet``, ``test.parquet`` (``validation.parquet``)
-        and ``split.json`` (the info) into ``out_dir``; return the paths."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        and ``split.json`` (the info) into ``out_dir``, then
+        ``manifest.json`` (every file with its size and SHA-256); return the
+        paths. The folder is locked while it is written
+        (:class:`receval.io.write.OutputSet`): a concurrent save into it fails
+        at once, and a folder with a manifest holds one complete split."""
         paths: dict[str, Path] = {}
         parts = {"train": self.train, "test": self.test, "validation": self.validation}
-        for name, frame in parts.items():
-            if frame is not None:
-                paths[name] = out / f"{prefix}{name}.parquet"
-                atomic_write(paths[name], lambda p, f=frame: f.to_parquet(p, index=False))
-        paths["info"] = out / f"{prefix}split.json"
-        atomic_write_text(paths["info"], json.dumps(_jsonable(self.info), indent=2) + "\n")
+        text = json.dumps(_jsonable(self.info), indent=2) + "\n"
+        params = {"method": self.info.get("method"), **_jsonable(self.info.get("parameters", {}))}
+        with OutputSet(out_dir, "split", params, prefix) as s:
+            for name, frame in parts.items():
+                if frame is not None:
+                    paths[name] = s.write(
+                        f"{prefix}{name}.parquet", lambda p, f=frame: f.to_parquet(p, index=False)
+                    )
+            paths["info"] = s.write(
+                f"{prefix}split.json", lambda p: p.write_text(text, encoding="utf-8")
+            )
+        paths["manifest"] = s.manifest
         return paths
 
 
