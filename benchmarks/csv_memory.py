@@ -51,7 +51,8 @@ print(json.dumps({"seconds": time.perf_counter() - t,
 """
 
 
-def _csv(users: int, folder: Path) -> tuple[Path, Path]:
+def csv_workload(users: int, folder: Path) -> tuple[Path, Path]:
+    """The standard workload as recs.csv and truth.csv in ``folder`` (made once)."""
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
@@ -87,7 +88,7 @@ def main() -> None:
     srcs = args.src or [str(HERE.parent / "src")]
     folder = Path(args.dir or tempfile.mkdtemp(prefix="receval-csvmem-"))
     folder.mkdir(parents=True, exist_ok=True)
-    recs, truth = _csv(args.users, folder)
+    recs, truth = csv_workload(args.users, folder)
     size = recs.stat().st_size
     mib = 2**20
     print(

@@ -26,25 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # run as a script: its neighbours import
 
-
-def _csv_workload(users: int, folder: Path) -> tuple[Path, Path]:
-    data = folder / "data"
-    if not (data / "recs.parquet").exists():
-        subprocess.run(
-            [sys.executable, str(HERE / "workload.py"), "--users", str(users), "--out", str(data)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    recs, truth = folder / "recs.csv", folder / "truth.csv"
-    for parquet, csv in ((data / "recs.parquet", recs), (data / "truth.parquet", truth)):
-        if not csv.exists():
-            pcsv.write_csv(pq.read_table(parquet), csv)
-    return recs, truth
+from csv_memory import csv_workload  # noqa: E402
 
 
 def _one(recs: Path, truth: Path, out: Path, sig: int, delay: float) -> dict[str, object]:
@@ -81,7 +66,7 @@ def main() -> None:
     args = ap.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="receval-interrupts-"))
     folder.mkdir(parents=True, exist_ok=True)
-    recs, truth = _csv_workload(args.users, folder)
+    recs, truth = csv_workload(args.users, folder)
     size = (recs.stat().st_size + truth.stat().st_size) / 2**20
     print(f"# {args.users} users, CSV inputs {size:.0f} MiB, python {sys.version.split()[0]}")
     print("signal   delay_s  exit  latency_s  left_behind  stderr")

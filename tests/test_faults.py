@@ -188,20 +188,26 @@ def _manifest_matches(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def test_two_demos_into_one_folder(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    first = subprocess.Popen(
-        [sys.executable, "-m", "receval", "demo", "--users", "20000", "--out", "d", "-q"],
-        cwd=tmp_path,
-        env=env,
+def _demo_holding_the_folder(folder: Path, users: int) -> subprocess.Popen[str]:
+    """A demo into ``folder / "d"``, returned once it holds the folder's lock."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "receval", "demo", "--users", str(users), "--out", "d", "-q"],
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": SRC},
         stderr=subprocess.PIPE,
         text=True,
     )
-    lock = tmp_path / "d" / ".receval.lock"
-    for _ in range(600):  # the first run holds the folder
+    lock = folder / "d" / ".receval.lock"
+    for _ in range(1200):
         if lock.exists() and lock.read_text():
-            break
+            return proc
+        assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
+    raise AssertionError("the demo never took the lock")
+
+
+def test_two_demos_into_one_folder(tmp_path: Path) -> None:
+    first = _demo_holding_the_folder(tmp_path, 20000)
     started = time.monotonic()
     second = receval("demo", "--users", "300", "--seed", "2", "--out", "d", cwd=tmp_path)
     assert time.monotonic() - started < 30  # at once, not after the first
@@ -214,22 +220,10 @@ def test_two_demos_into_one_folder(tmp_path: Path) -> None:
 
 
 def test_sigterm_during_a_demo_leaves_no_manifest(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": SRC}
     first = receval("demo", "--users", "300", "--out", "d", "-q", cwd=tmp_path)
     assert first.returncode == 0
     _manifest_matches(tmp_path / "d")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "receval", "demo", "--users", "100000", "--out", "d", "-q"],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lock = tmp_path / "d" / ".receval.lock"
-    for _ in range(600):
-        if lock.exists():
-            break
-        time.sleep(0.05)
+    proc = _demo_holding_the_folder(tmp_path, 100000)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143
@@ -477,3 +471,34 @@ def test_quiet_prints_nothing_on_stderr(inputs: Path, argv: list[str]) -> None:
     proc = receval(*argv, *QUIET_FLAG.get(argv[0], ["-q"]), cwd=inputs)
     assert proc.returncode in (0, 1), proc.stderr  # check exits 1 when it finds something
     assert proc.stderr == ""
+
+
+def test_per_user_csv_keeps_ids_with_line_breaks(tmp_path: Path) -> None:
+    import pyarrow.csv as pcsv
+
+    users = ["a\rb", "c\nd", 'e"f', "g,h", "=1+1", "plain"]
+    pd.DataFrame({"user": users, "item": 1, "score": 1.0}).to_parquet(tmp_path / "r.parquet")
+    pd.DataFrame({"user": users, "item": 1}).to_parquet(tmp_path / "t.parquet")
+    proc = receval(
+        "evaluate", "r.parquet", "t.parquet", "-m", "p@1", "--per-user", "pu.csv", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(pd.read_csv(tmp_path / "pu.csv")["user"]) == sorted(users)
+    assert sorted(pcsv.read_csv(tmp_path / "pu.csv").column("user").to_pylist()) == sorted(users)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "recs.csv", "truth.csv", "-m", "p@5"],
+        ["compare", "truth.csv", "recs.csv", "recs2.csv", "-m", "p@5"],
+        ["split", "log.csv", "--out", "o"],
+        ["check", "--recs", "recs.csv", "--test", "truth.csv"],
+        ["inspect", "recs.csv"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_column_named_that_is_not_there(inputs: Path, argv: list[str]) -> None:
+    """--user-col names a column: when it is missing, an error, never a fallback."""
+    line = _one_error_line(receval(*argv, "--user-col", "uid", cwd=inputs))
+    assert "no user column 'uid'" in line and "columns found: user" in line, line

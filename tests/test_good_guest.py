@@ -172,3 +172,23 @@ def test_a_report_with_pngs_leaves_matplotlib_as_it_was(tmp_path) -> None:
         """
     )
     assert out.strip() == "ok"
+
+
+def test_tests_on_nearly_equal_values_warn_nothing_and_touch_no_filter() -> None:
+    """The paired t-test computes t itself (SciPy's ttest_1samp warns on nearly
+    identical data, and silencing it would rewrite the host's warning filters,
+    which are process-wide): no warning, and warnings.filters is not touched."""
+    import warnings
+
+    from receval.analysis.stats import paired_t_test, wilcoxon_test
+
+    before = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        inside = list(warnings.filters)
+        t = paired_t_test([1e-17, 1e-17 + 1e-33, 1e-17])
+        w = wilcoxon_test([1.0, 1.0, -2.0, 3.0])
+        assert list(warnings.filters) == inside
+    assert not seen, [str(s.message) for s in seen]
+    assert list(warnings.filters) == before
+    assert t.pvalue < 1e-30 and w.pvalue == 0.625

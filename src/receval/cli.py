@@ -602,8 +602,22 @@ def evaluate(
         if per_user.suffix.lower() in (".parquet", ".pq"):
             _write_atomic(per_user, lambda p: frame.to_parquet(p, index=False))
         else:
-            _write_atomic(per_user, lambda p: frame.to_csv(p, index=False, na_rep="NaN"))
+            _write_atomic(per_user, lambda p: _per_user_csv(frame, p))
     out.print(_render(result, Output.json if as_json else output), markup=False)
+
+
+def _per_user_csv(frame: Any, path: Path) -> None:
+    """The per-user table as CSV, ids exact: a text field holding a line break
+    of any kind (a lone carriage return too, which Python's csv module does not
+    quote by itself) is quoted, so the file reads back to the same ids."""
+    import csv
+
+    import pandas as pd
+
+    texts = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    breaks = any(frame[c].astype(str).str.contains("\r", regex=False).any() for c in texts)
+    quoting = csv.QUOTE_NONNUMERIC if breaks else csv.QUOTE_MINIMAL
+    frame.to_csv(path, index=False, na_rep="NaN", quoting=quoting)
 
 
 @command("evaluate-ratings")
@@ -885,6 +899,37 @@ def _runs_and_items(
     return truth_table, tables, extra, locate
 
 
+def _tests(
+    baseline: str | None,
+    test: str,
+    correction: str,
+    alpha: float,
+    n_resamples: int,
+    seed: int,
+    options: EvalOptions,
+) -> dict[str, Any]:
+    """compare's and report's significance settings, as keywords."""
+    return {
+        "baseline": baseline,
+        "test": test,
+        "correction": correction,
+        "alpha": alpha,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "options": _without_columns(options),
+    }
+
+
+def _located(
+    locate: Callable[[InputError], InputError], run: Callable[..., Any], *args: Any, **kw: Any
+) -> Any:
+    """``run(*args, **kw)``, an input error in it naming the file and line (``locate``)."""
+    try:
+        return run(*args, **kw)
+    except InputError as exc:
+        raise locate(exc) from None
+
+
 @command()
 @_with_options(POLICY_FLAGS, COLUMN_FLAGS)
 def compare(
@@ -925,23 +970,9 @@ def compare(
         remove_seen,
         quiet,
     )
+    settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
     with _status("comparing", quiet):
-        try:
-            result = run(
-                tables,
-                truth_table,
-                metrics,
-                baseline=baseline,
-                test=test,
-                correction=correction,
-                alpha=alpha,
-                n_resamples=n_resamples,
-                seed=seed,
-                options=_without_columns(options),
-                **extra,
-            )
-        except InputError as exc:
-            raise locate(exc) from None
+        result = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
         out.print(result.to_csv(), markup=False)
     else:
@@ -1014,23 +1045,9 @@ def report(
             path=str(png),
         )
     # everything is computed first; the files are written only at the end, each whole
+    settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
     with _status("computing the report", quiet):
-        try:
-            rep = run(
-                tables,
-                truth_table,
-                metrics,
-                baseline=baseline,
-                test=test,
-                correction=correction,
-                alpha=alpha,
-                n_resamples=n_resamples,
-                seed=seed,
-                options=_without_columns(options),
-                **extra,
-            )
-        except InputError as exc:
-            raise locate(exc) from None
+        rep = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
     with _status("writing the report", quiet):
         if png is not None:
             rep.save_images(png)

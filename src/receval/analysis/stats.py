@@ -20,7 +20,6 @@ Functions:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -151,10 +150,16 @@ def paired_t_test(a: Any, b: Any | None = None) -> StatResult:
         return StatResult(math.nan, math.nan)
     if _all_zero(d):
         return StatResult(0.0, 1.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = _sps.ttest_1samp(d, 0.0)
-    return StatResult(float(res.statistic), float(res.pvalue))
+    # t and p computed here rather than by scipy.stats.ttest_1samp, which warns on
+    # nearly identical differences: silencing it would change the host's warning
+    # filters, which are process-wide (issue #17). Same formula, same numbers.
+    n = d.size
+    mean = float(np.mean(d))
+    sd = float(np.std(d, ddof=1))
+    if sd == 0.0:  # every difference equal and not zero
+        return StatResult(math.copysign(math.inf, mean), 0.0)
+    t = mean / (sd / math.sqrt(n))
+    return StatResult(t, float(2.0 * _sps.t.sf(abs(t), n - 1)))
 
 
 def wilcoxon_test(a: Any, b: Any | None = None) -> StatResult:
@@ -177,10 +182,8 @@ def wilcoxon_test(a: Any, b: Any | None = None) -> StatResult:
         return StatResult(math.nan, math.nan)
     if _all_zero(d):
         return StatResult(0.0, 1.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = _sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    # no warnings filter is touched (process-wide); SciPy >= 1.13 does not warn here
+    res = _sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
     return StatResult(float(res.statistic), float(res.pvalue))
 
 
