@@ -248,3 +248,27 @@ def test_synthetic_is_deterministic() -> None:
     assert not a.duplicated(["user", "item"]).any()
     assert a["rating"].between(1, 5).all()
     assert a["timestamp"].is_monotonic_increasing
+
+
+def test_progress_is_silent_unless_asked(tmp_path, capsys) -> None:
+    """The library says nothing unless asked; progress=True names each long
+    step on stderr as it starts and its time as it ends (issue #19 point 3)."""
+    from receval.workflow.demo import run_demo
+
+    run_demo(tmp_path / "a", users=300, console=lambda s: None)
+    assert capsys.readouterr().err == ""
+    seen: list[str] = []
+
+    def step(what: str):
+        import contextlib
+
+        seen.append(what)
+        return contextlib.nullcontext()
+
+    run_demo(tmp_path / "b", users=300, console=lambda s: None, progress=step)
+    assert seen[0] == "generating 300 users" and any("comparing" in s for s in seen)
+    run_demo(tmp_path / "c", users=300, console=lambda s: None, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert "receval demo: splitting" in err[2] and err[3].endswith(" s")
+    run_demo(tmp_path / "d", users=300, quiet=True, progress=True)
+    assert capsys.readouterr().err == ""

@@ -1111,6 +1111,7 @@ def demo(
         seed=seed,
         quiet=quiet,
         console=lambda line: print(for_cli(line)),
+        progress=lambda what: _status(what, quiet),  # a spinner naming the step
         **kwargs,
     )
 
@@ -1187,24 +1188,28 @@ def split(
     for name in ("train.parquet", "test.parquet", "validation.parquet", "split.json"):
         what = f"{option('out', out_dir)} ({name})"  # the files save() writes
         refuse_inputs((what, out_dir / name), [("interactions file", interactions)])
-    log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
-    result = run(
-        log,
-        method,  # type: ignore[arg-type]
-        test_size=_size("test_size", test_size),  # type: ignore[arg-type]
-        validation_size=_size("validation_size", validation_size),
-        seed=seed,
-        min_user_interactions=min_user_interactions,
-        min_item_interactions=min_item_interactions,
-        drop_unseen_users=drop_unseen,
-        drop_unseen_items=drop_unseen,
-    )
+    with _status(f"reading {interactions}", quiet):
+        log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
+    with _status(f"splitting {len(log)} interactions ({method})", quiet):
+        result = run(
+            log,
+            method,  # type: ignore[arg-type]
+            test_size=_size("test_size", test_size),  # type: ignore[arg-type]
+            validation_size=_size("validation_size", validation_size),
+            seed=seed,
+            min_user_interactions=min_user_interactions,
+            min_item_interactions=min_item_interactions,
+            drop_unseen_users=drop_unseen,
+            drop_unseen_items=drop_unseen,
+        )
     back = log.attrs["names"]  # the file's own column names
     for part in ("train", "test", "validation"):
         if getattr(result, part) is not None:
             setattr(result, part, getattr(result, part).rename(columns=back))
     out.print(str(result), markup=False)
-    for name, path in result.save(out_dir).items():
+    with _status(f"writing {out_dir}", quiet):
+        saved = result.save(out_dir)
+    for name, path in saved.items():
         if not quiet:
             err.print(f"{name}: {path}", markup=False)
 
@@ -1277,17 +1282,20 @@ def check(
 
     if recs is None and train is None and test is None:
         raise ReceValError("check needs at least one of --recs, --train, --test")
-    report_ = run(
-        train=None
-        if train is None
-        else _read_interactions(train, fmt, sep, options, timestamp_col),
-        test=None if test is None else _read_interactions(test, fmt, sep, options, timestamp_col),
-        recs=None
-        if recs is None
-        else _read_log(recs, "recommendations", fmt, sep, _cols(options))[0],
-        k=k,
-        chronological=chronological,
-    )
+    with _status("reading and checking", quiet):
+        report_ = run(
+            train=None
+            if train is None
+            else _read_interactions(train, fmt, sep, options, timestamp_col),
+            test=None
+            if test is None
+            else _read_interactions(test, fmt, sep, options, timestamp_col),
+            recs=None
+            if recs is None
+            else _read_log(recs, "recommendations", fmt, sep, _cols(options))[0],
+            k=k,
+            chronological=chronological,
+        )
     out.print(report_.render(cli=True), markup=False)
 
 
@@ -1363,6 +1371,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _internal_error(exc: BaseException) -> int:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # Ctrl-C wrapped by Python, e.g.
+        seen.add(id(cause))  # in a RuntimeError from __set_name__ during an import
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause
+        cause = cause.__cause__ or cause.__context__
     err.print(
         f"internal error: {type(exc).__name__}: {exc}\n"
         "please report it with the command you ran (receval " + __version__ + ")",

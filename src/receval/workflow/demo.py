@@ -33,9 +33,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,6 +223,7 @@ def _run_baselines(
     seed: int,
     out: OutputSet,
     say: Callable[[str], None],
+    step: Step,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Result]]:
     """Each baseline's run (written to ``runs/``) and its evaluation."""
     test_users = pd.unique(truth["user"])
@@ -228,11 +231,15 @@ def _run_baselines(
     results: dict[str, Result] = {}
     for name in SYSTEMS:
         t = time.perf_counter()
-        run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
+        with step(f"{name}: recommending {LIST_LENGTH} items to {len(test_users)} users"):
+            run = baselines.recommend(name, train, users=test_users, k=LIST_LENGTH, seed=seed)  # type: ignore[arg-type]
         fit = time.perf_counter() - t
-        out.write(f"runs/{name}.parquet", lambda p, r=run: r.to_parquet(p, index=False))
-        runs[name] = run
-        results[name] = evaluate(run, truth, DEMO_METRICS, train=train, options=relevance.options)
+        with step(f"{name}: writing and evaluating {len(run)} recommendations"):
+            out.write(f"runs/{name}.parquet", lambda p, r=run: r.to_parquet(p, index=False))
+            runs[name] = run
+            results[name] = evaluate(
+                run, truth, DEMO_METRICS, train=train, options=relevance.options
+            )
         say(
             f"{name}: {len(run)} recommendations in {fit:.2f} s, evaluated in "
             f"{time.perf_counter() - t - fit:.2f} s"
@@ -347,6 +354,7 @@ def run_demo(
     threshold: float | None = None,
     quiet: bool = False,
     console: Callable[[str], None] | None = None,
+    progress: bool | Step = False,
 ) -> dict[str, Any]:
     """Generate (or read) a log, split it, train three baselines, evaluate and compare them.
 
@@ -365,6 +373,11 @@ def run_demo(
         quiet: print nothing.
         console: where the console lines go (default: print, options written in
             Python syntax; the command line passes its own, in flag syntax).
+        progress: say what each long step is doing while it runs: False
+            (default: silent), True (a line on stderr as each step starts and
+            its time when it ends), or a function of the step's description
+            returning a context manager (the command line passes a spinner).
+            ``quiet`` silences it too.
 
     Returns:
         ``leaderboard`` (DataFrame: one row per system, one column per metric,
@@ -385,8 +398,28 @@ def run_demo(
         (4.0, ['item_knn', 'popular', 'random'])
     """
     t0 = time.perf_counter()
+    step: Step = (
+        _silent if quiet or progress is False else _stderr_steps if progress is True else progress  # type: ignore[assignment]
+    )
     with OutputSet(out_dir, "demo", {"users": users, "seed": seed, "threshold": threshold}) as out:
-        return _demo(out, interactions, users, seed, threshold, quiet, console, t0)
+        return _demo(out, interactions, users, seed, threshold, quiet, console, t0, step)
+
+
+#: A step of the demo: called with what it does, a context manager around it.
+Step = Callable[[str], contextlib.AbstractContextManager[Any]]
+
+
+def _silent(what: str) -> contextlib.AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _stderr_steps(what: str) -> Iterator[None]:
+    """``progress=True``: a line on stderr when a step starts, its time when it ends."""
+    t = time.perf_counter()
+    print(f"receval demo: {what} ...", file=sys.stderr, flush=True)
+    yield
+    print(f"receval demo: {what}: {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
 
 
 def _demo(
@@ -398,12 +431,14 @@ def _demo(
     quiet: bool,
     console: Callable[[str], None] | None,
     t0: float,
+    step: Step,
 ) -> dict[str, Any]:
     """The demo, writing into the locked folder ``out`` (manifest written on success)."""
     show = console or (lambda s: print(for_python(s)))
     say: Callable[[str], None] = (lambda s: None) if quiet else show
 
-    log, source = _load(interactions, users, seed)
+    with step("reading the log" if interactions is not None else f"generating {users} users"):
+        log, source = _load(interactions, users, seed)
     relevance = _relevance(log, threshold)
     say(
         f"data: {source}: {len(log)} interactions, {log['user'].nunique()} users, "
@@ -411,16 +446,19 @@ def _demo(
     )
     say(f"relevance: {relevance.phrase}")
     notes: list[str] = []
-    sp, split_text = _split(log, seed, notes)
+    with step(f"splitting {len(log)} interactions"):
+        sp, split_text = _split(log, seed, notes)
     truth = _truth(sp.test, relevance, notes)
     train = sp.train[["user", "item"]]
     for line in sp.describe():
         say(line)
-    files = {f"split_{name}": path for name, path in sp.save(out.folder / "split").items()}
+    with step("writing the split"):
+        saved = sp.save(out.folder / "split")
+    files = {f"split_{name}": path for name, path in saved.items()}
     for path in files.values():
         out.add(str(path.relative_to(out.folder)), path)
 
-    runs, results = _run_baselines(train, truth, relevance, seed, out, say)
+    runs, results = _run_baselines(train, truth, relevance, seed, out, say, step)
     files |= {f"run_{name}": out.folder / "runs" / f"{name}.parquet" for name in SYSTEMS}
     board = _leaderboard(results)
     skipped = _skipped_note(results, relevance)
@@ -429,29 +467,31 @@ def _demo(
     protocol = _Protocol(source, relevance, split_text, notes)
 
     # the one comparison every output shows; the runs are evaluated already
-    comparison = compare(
-        {name: results[name] for name in board.index},
-        truth,
-        list(COMPARED),
-        test="t",
-        correction="holm",
-        ci="percentile",
-        n_resamples=N_RESAMPLES,
-        seed=seed,
-        options=relevance.options,
-    )
+    with step(f"comparing the systems (t-tests, {N_RESAMPLES} bootstrap resamples)"):
+        comparison = compare(
+            {name: results[name] for name in board.index},
+            truth,
+            list(COMPARED),
+            test="t",
+            correction="holm",
+            ci="percentile",
+            n_resamples=N_RESAMPLES,
+            seed=seed,
+            options=relevance.options,
+        )
     files |= _write_outputs(out, board, comparison, results, protocol)
-    rep = report(
-        runs,
-        truth,
-        comparison=comparison,
-        title="receval demo",
-        provenance=protocol.facts(),
-        train=train,
-        options=relevance.options,
-    )
-
-    files["report_html"] = out.write("report.html", lambda p: p.write_text(rep.html, "utf-8"))
+    with step("drawing the report (curves over k, popularity)"):
+        rep = report(
+            runs,
+            truth,
+            comparison=comparison,
+            title="receval demo",
+            provenance=protocol.facts(),
+            train=train,
+            options=relevance.options,
+        )
+    with step("writing the report"):
+        files["report_html"] = out.write("report.html", lambda p: p.write_text(rep.html, "utf-8"))
     rep.path = files["report_html"]
     files["manifest"] = out.manifest  # written as the set closes, after these lines
     seconds = time.perf_counter() - t0
