@@ -192,3 +192,15 @@ def test_tests_on_nearly_equal_values_warn_nothing_and_touch_no_filter() -> None
     assert not seen, [str(s.message) for s in seen]
     assert list(warnings.filters) == before
     assert t.pvalue < 1e-30 and w.pvalue == 0.625
+
+
+def test_subpackages_are_attributes_after_import_receval() -> None:
+    """`import receval` is lazy, yet `receval.evaluation.conventions` and
+    `receval.analysis.stats` work as they did when everything loaded eagerly."""
+    _run(
+        """
+        assert receval.evaluation.conventions.get('trec_eval').name == 'trec_eval'
+        assert callable(receval.analysis.stats.paired_t_test)
+        assert callable(receval.metrics) and 'ndcg' in receval.metrics()
+        """
+    )

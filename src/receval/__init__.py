@@ -72,11 +72,19 @@ _LAZY = {
 }
 
 
+#: Subpackages reachable as attributes (``receval.evaluation.conventions``), loaded on use.
+_SUBPACKAGES = ("analysis", "engines", "evaluation", "io", "workflow", "errors", "exact", "ids")
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name in _SUBPACKAGES:  # as after an eager import: every public module loaded
+        for module in dict.fromkeys(_LAZY.values()):
+            importlib.import_module(module)
+        return importlib.import_module(f"receval.{name}")
     raise AttributeError(f"module 'receval' has no attribute {name!r}")
 
 

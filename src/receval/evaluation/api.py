@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -10,12 +9,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval._version import __version__
 from receval.engines import driver
-from receval.engines.numpy_engine import TIES
 from receval.errors import ReceValError, option
+from receval.evaluation.assemble import result_of
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
+from receval.evaluation.spark import collected, is_spark
 from receval.io.items import build_context
 from receval.io.tables import iter_recs, read_truth
 from receval.metrics.context import ItemContext
@@ -156,12 +155,16 @@ def evaluate(
     items = None
     if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
         items = build_context(
-            train=train,
-            catalog=catalog,
-            item_features=item_features,
-            popular=popular,
+            train=collected(train),
+            catalog=collected(catalog),
+            item_features=collected(item_features),
+            popular=collected(popular),
             cols=Columns(user=opts.user_col, item=opts.item_col),
         )
+    if is_spark(recommendations) or is_spark(truth):  # on their Spark session
+        from receval.evaluation.spark import evaluate_spark
+
+        return evaluate_spark(recommendations, truth, specs, opts, items)
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
         from receval.io.stream import sorted_tables
@@ -277,78 +280,6 @@ def run(
     """Evaluate already-read inputs and assemble the :class:`Result`."""
     out = driver.run(chunks, truth, specs, items=items, progress=progress, **opts.engine())
     return result_of(out, specs, opts, items, order)
-
-
-def result_of(
-    out: driver.Outcome,
-    specs: Sequence[MetricSpec],
-    opts: EvalOptions,
-    items: ItemContext | None,
-    order: str | None = None,
-) -> Result:
-    """The :class:`Result` of the driver's outcome: means, counts, parameters."""
-    values, counts = out.values, out.counts
-
-    names = [str(s) for s in specs if s.definition.kind != "aggregate"]
-    means: dict[str, float] = {}
-    undefined: dict[str, int] = {}
-    for name, total in zip(names, out.sums, strict=True):
-        # exact sums, rounded once: no mean depends on chunks, threads or engine
-        means[name] = total.mean()
-        if total.nan:
-            undefined[name] = total.nan
-    counts["undefined"] = undefined
-    # rows read = rows used + rows rejected (with the reason in the key)
-    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(
-        "recommendation_rows_duplicate_dropped", 0
-    )
-    counts["truth_rows_used"] = counts.get("truth_rows", 0) - counts.get(
-        "truth_rows_duplicate_dropped", 0
-    )
-    summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
-    notes = list(out.notes) + _warnings(counts, opts.ties)
-
-    index = pd.Index(out.user_ids, name="user")
-    per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
-    parameters: dict[str, Any] = {
-        **opts.to_dict(),
-        "order": order or "score descending, then " + TIES[opts.ties],
-        "engine": "numpy",
-    }
-    if items is not None:
-        parameters["catalog"] = items.catalog_source or None
-        parameters["catalog_size"] = int(items.in_catalog.sum())
-        parameters["training_users"] = items.n_train_users
-    return Result(
-        summary=summary,
-        per_user=per_user,
-        counts=counts,
-        parameters=parameters,
-        metrics=list(specs),
-        notes=notes,
-        version=__version__,
-    )
-
-
-def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
-    """One line per thing worth a look that changed no number (SPEC §2.5)."""
-    out = []
-    if counts.get("recommendation_rows_tied"):
-        out.append(
-            f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
-            f"row above them: ties were broken by {TIES[ties]}"
-        )
-    if counts.get("lists_shorter_than_largest_k"):
-        out.append(
-            f"{counts['lists_shorter_than_largest_k']} lists are shorter than the largest "
-            "cut-off asked"
-        )
-    if counts.get("recommendations_seen_in_train"):
-        out.append(
-            f"{counts['recommendations_seen_in_train']} recommended items are already in the "
-            "user's training data (leakage? see receval check / checks.remove_seen)"
-        )
-    return out
 
 
 #: requirement (registry.REQUIREMENTS) -> what the error says after "{metric} needs"

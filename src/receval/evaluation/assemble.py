@@ -1,0 +1,93 @@
+"""The :class:`~receval.evaluation.result.Result` of an engine's outcome:
+means from exact sums, the reconciled counts, notes and parameters. One place
+for every engine (in-process, Spark), so they report alike."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from receval._version import __version__
+from receval.engines import driver
+from receval.engines.numpy_engine import TIES
+from receval.evaluation.options import EvalOptions
+from receval.evaluation.result import Result
+from receval.metrics.context import ItemContext
+from receval.metrics.spec import MetricSpec
+
+__all__ = ["result_of"]
+
+
+def result_of(
+    out: driver.Outcome,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    items: ItemContext | None,
+    order: str | None = None,
+) -> Result:
+    """The :class:`Result` of the driver's outcome: means, counts, parameters."""
+    values, counts = out.values, out.counts
+
+    names = [str(s) for s in specs if s.definition.kind != "aggregate"]
+    means: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for name, total in zip(names, out.sums, strict=True):
+        # exact sums, rounded once: no mean depends on chunks, threads or engine
+        means[name] = total.mean()
+        if total.nan:
+            undefined[name] = total.nan
+    counts["undefined"] = undefined
+    # rows read = rows used + rows rejected (with the reason in the key)
+    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(
+        "recommendation_rows_duplicate_dropped", 0
+    )
+    counts["truth_rows_used"] = counts.get("truth_rows", 0) - counts.get(
+        "truth_rows_duplicate_dropped", 0
+    )
+    summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
+    notes = list(out.notes) + _warnings(counts, opts.ties)
+
+    index = pd.Index(out.user_ids, name="user")
+    per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
+    parameters: dict[str, Any] = {
+        **opts.to_dict(),
+        "order": order or "score descending, then " + TIES[opts.ties],
+        "engine": "numpy",
+    }
+    if items is not None:
+        parameters["catalog"] = items.catalog_source or None
+        parameters["catalog_size"] = int(items.in_catalog.sum())
+        parameters["training_users"] = items.n_train_users
+    return Result(
+        summary=summary,
+        per_user=per_user,
+        counts=counts,
+        parameters=parameters,
+        metrics=list(specs),
+        notes=notes,
+        version=__version__,
+    )
+
+
+def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
+    """One line per thing worth a look that changed no number (SPEC §2.5)."""
+    out = []
+    if counts.get("recommendation_rows_tied"):
+        out.append(
+            f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
+            f"row above them: ties were broken by {TIES[ties]}"
+        )
+    if counts.get("lists_shorter_than_largest_k"):
+        out.append(
+            f"{counts['lists_shorter_than_largest_k']} lists are shorter than the largest "
+            "cut-off asked"
+        )
+    if counts.get("recommendations_seen_in_train"):
+        out.append(
+            f"{counts['recommendations_seen_in_train']} recommended items are already in the "
+            "user's training data (leakage? see receval check / checks.remove_seen)"
+        )
+    return out
