@@ -127,3 +127,20 @@ def test_a_bad_score_is_the_same_error(spark: Any) -> None:
     # the same reason, user and item (rows of a partition are not the input's rows)
     assert (remote.value.user, remote.value.item) == (local.value.user, local.value.item)
     assert remote.value.reason == local.value.reason
+
+
+def test_per_user_values_bit_identical(spark: Any) -> None:
+    recs, truth, extra = workload(5)
+    metrics = random_metrics(np.random.default_rng(5))
+    kw = {"empty_truth": "skip", "no_truth": "zero", **extra}
+    whole = receval.evaluate(recs, truth, metrics, **kw)
+    res = receval.evaluate(
+        spark.createDataFrame(recs).repartition(3), spark.createDataFrame(truth), metrics, **kw
+    )
+    assert res.per_user.empty  # nothing per user reaches the driver unless asked
+    got = res.per_user_spark.toPandas().set_index("user").sort_index()
+    want = whole.per_user
+    assert list(got.columns) == list(want.columns)
+    assert got.index.tolist() == want.index.tolist()
+    a, b = want.to_numpy(), got.to_numpy()
+    assert ((a == b) | (np.isnan(a) & np.isnan(b))).all()

@@ -82,6 +82,11 @@ class Result:
         notes: what receval decided on the user's behalf (e.g. ids matched as
             strings).
         version: the receval version.
+        per_user_spark: Spark engine only: the per-user values as a lazy Spark
+            DataFrame (``user`` and one column per per-user metric), computed
+            on the executors when an action runs (``per_user`` is then empty:
+            collecting every user to the driver is a choice, e.g.
+            ``res.per_user_spark.toPandas()``). None for the other engines.
     """
 
     summary: dict[str, float]
@@ -91,6 +96,7 @@ class Result:
     metrics: list[MetricSpec]
     notes: list[str] = field(default_factory=list)
     version: str = ""
+    per_user_spark: Any = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, metric: str) -> float:
         """The mean of a metric, by any spelling of its name (``res["MAP@10"]``)."""

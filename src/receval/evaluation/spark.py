@@ -82,7 +82,7 @@ def evaluate_spark(
 ) -> Result:
     """Evaluate Spark DataFrames on their session (see the module's docstring)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
+    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     if opts.ties == "input":
         raise OptionError(
@@ -138,10 +138,40 @@ def evaluate_spark(
     if errors:  # the error of the smallest user, whatever the partitioning
         raise min(errors, key=lambda e: (e[0] is None, str(e[0])))[1]
     res = result_of(combiner.outcome(notes), specs, opts, items)
+    names = [str(x) for x in plan.per_user]
+    schema = StructType(
+        [StructField("user", r.schema["user"].dataType)]
+        + [StructField(name, DoubleType()) for name in names]
+    )
+    res.per_user_spark = both.repartition(n, "user").mapInArrow(
+        _per_user_function(plan, recs_columns, truth_columns, kinds, graded, names), schema
+    )
     res.parameters["engine"] = "spark"
     res.parameters["partitions"] = n
     res.parameters["columns"] = {"recommendations": rfound, "truth": tfound}
     return res
+
+
+def _pair_of(
+    batches: Iterator[pa.RecordBatch],
+    recs_columns: list[str],
+    truth_columns: list[str],
+    kinds: tuple[str | None, str | None],
+    graded: bool,
+) -> Pair | None:
+    """A partition's rows as the in-process engine's input (None when empty)."""
+    got = [b for b in batches if b.num_rows]
+    if not got:
+        return None
+    table = pa.Table.from_batches(got)
+    side = table.column(_SIDE)
+    rt = table.filter(pc.equal(side, 0)).select(recs_columns)
+    tt = table.filter(pc.equal(side, 1)).select(truth_columns)
+    rdata = read_recs(rt, Columns(), "recommendations", kinds)
+    tdata = read_truth(tt, Columns(), "truth", kinds)
+    if not graded:
+        tdata.grades = np.ones(len(tdata.grades))
+    return Pair(rdata, tdata, int, int, rdata.rows)
 
 
 def _partition_function(
@@ -154,22 +184,38 @@ def _partition_function(
     """What each partition runs: its rows → one pickled Part (or the error it met)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
-            return
-        table = pa.Table.from_batches(got)
-        side = table.column(_SIDE)
-        rt = table.filter(pc.equal(side, 0)).select(recs_columns)
-        tt = table.filter(pc.equal(side, 1)).select(truth_columns)
         try:
-            rdata = read_recs(rt, Columns(), "recommendations", kinds)
-            tdata = read_truth(tt, Columns(), "truth", kinds)
-            if not graded:
-                tdata.grades = np.ones(len(tdata.grades))
-            pair = Pair(rdata, tdata, int, int, rdata.rows)
+            pair = _pair_of(batches, recs_columns, truth_columns, kinds, graded)
+            if pair is None:
+                return
             out: tuple[str, Any] = ("part", driver.evaluate_pair(plan, pair, keep_values=False))
         except ReceValError as exc:
             out = ("error", (getattr(exc, "user", None), exc))
         yield pa.RecordBatch.from_pydict({"part": [pickle.dumps(out)]})
+
+    return run
+
+
+def _per_user_function(
+    plan: driver.Plan,
+    recs_columns: list[str],
+    truth_columns: list[str],
+    kinds: tuple[str | None, str | None],
+    graded: bool,
+    names: list[str],
+) -> Any:
+    """What each partition runs for the per-user values: one row per user."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pair = _pair_of(batches, recs_columns, truth_columns, kinds, graded)
+        if pair is None:
+            return
+        part = driver.evaluate_pair(plan, pair, keep_values=True)
+        assert part.values is not None
+        users, values, _ = part.values
+        columns: dict[str, Any] = {"user": pa.array(users.tolist())}
+        for j, name in enumerate(names):
+            columns[name] = pa.array(values[j], type=pa.float64())
+        yield pa.RecordBatch.from_pydict(columns)
 
     return run
