@@ -11,10 +11,13 @@ Python is this interpreter.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +54,19 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@contextlib.contextmanager
+def _partitions(spark: Any, n: int) -> Iterator[None]:
+    """Users hash-partitioned into exactly ``n`` partitions (no coalescing)."""
+    old = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", old)
+        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "true")
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -71,7 +87,9 @@ def test_every_metric_bit_identical_whatever_the_partitions(spark: Any, seed: in
     for parts in (1, 3, 8):
         sr = spark.createDataFrame(recs).repartition(parts)
         st = spark.createDataFrame(truth).repartition(max(1, parts // 2))
-        res = receval.evaluate(sr, st, metrics, **kw)
+        with _partitions(spark, parts):
+            res = receval.evaluate(sr, st, metrics, **kw)
+        assert res.parameters["partitions"] == parts
         _assert_identical(whole, res)
         assert res.parameters["engine"] == "spark"
 
@@ -137,10 +155,157 @@ def test_per_user_values_bit_identical(spark: Any) -> None:
     res = receval.evaluate(
         spark.createDataFrame(recs).repartition(3), spark.createDataFrame(truth), metrics, **kw
     )
-    assert res.per_user.empty  # nothing per user reaches the driver unless asked
+    assert "_per_user" not in vars(res) or vars(res)["_per_user"] is None  # not yet collected
+    assert str(res) == str(whole).replace("numpy", "spark")  # users per metric from counts
     got = res.per_user_spark.toPandas().set_index("user").sort_index()
     want = whole.per_user
     assert list(got.columns) == list(want.columns)
     assert got.index.tolist() == want.index.tolist()
     a, b = want.to_numpy(), got.to_numpy()
     assert ((a == b) | (np.isnan(a) & np.isnan(b))).all()
+    # res.per_user collects it: the in-process frame, bit for bit
+    pd.testing.assert_frame_equal(res.per_user, want, check_exact=True)
+    pd.testing.assert_frame_equal(res.to_frame(), whole.to_frame(), check_exact=True)
+
+
+def _bad_inputs() -> list[tuple[str, pd.DataFrame, pd.DataFrame, dict[str, Any]]]:
+    """Inputs with several offending users each: the error names the smallest."""
+    users = np.repeat(np.arange(40), 3)
+    items = np.tile([1, 2, 3], 40)
+    recs = pd.DataFrame({"user": users, "item": items, "rank": np.tile([1, 2, 3], 40)})
+    truth = pd.DataFrame({"user": np.arange(40), "item": np.ones(40, dtype=np.int64)})
+    bad_rank = recs.copy()
+    bad_rank.loc[[100, 31, 70], "rank"] = [0, -2, 0]  # users 33, 10, 23
+    dup_recs = recs.copy()
+    dup_recs.loc[[110, 50], "item"] = [1, 1]  # users 36 and 16: item 1 twice
+    dup_truth = pd.concat([truth, truth.iloc[[30, 12]]], ignore_index=True)
+    no_truth = truth[~truth["user"].isin([25, 7])]
+    null_item = recs.astype({"item": "float64"})
+    null_item.loc[[90, 40], "item"] = np.nan  # users 30 and 13
+    return [
+        ("rank", bad_rank, truth, {}),
+        ("duplicate recommendation", dup_recs, truth, {}),
+        ("duplicate truth", recs, dup_truth, {}),
+        ("policy", recs, no_truth, {"no_truth": "error"}),
+        ("missing item", null_item, truth, {}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_errors_name_the_smallest_user_whatever_the_partitions(spark: Any, case: int) -> None:
+    name, recs, truth, kw = _bad_inputs()[case]
+    with pytest.raises(receval.ReceValError) as local:
+        receval.evaluate(recs, truth, "ndcg@10", **kw)
+    messages = set()
+    for parts in (1, 3, 8):
+        sr = spark.createDataFrame(recs.sample(frac=1, random_state=parts)).repartition(parts)
+        st = spark.createDataFrame(truth).repartition(parts)
+        with pytest.raises(receval.ReceValError) as remote, _partitions(spark, parts):
+            receval.evaluate(sr, st, "ndcg@10", **kw)
+        assert type(remote.value) is type(local.value), name
+        messages.add(str(remote.value))
+    assert len(messages) == 1, messages  # the partitioning changes nothing
+    message = messages.pop()
+    assert "row" not in message  # a partition's rows are not the input's
+    if isinstance(local.value, InputError):
+        assert remote.value.reason.split(" (")[0] == local.value.reason.split(" (")[0]
+        assert remote.value.user == local.value.user, (message, str(local.value))
+    else:
+        assert message == str(local.value)
+
+
+def test_missing_user_id_and_missing_train(spark: Any) -> None:
+    recs = pd.DataFrame({"user": [1.0, np.nan, 2.0], "item": [1, 2, 3], "rank": [1, 1, 1]})
+    truth = pd.DataFrame({"user": [1, 2], "item": [1, 3]})
+    with pytest.raises(InputError) as local:
+        receval.evaluate(recs, truth, "ndcg@10")
+    with pytest.raises(InputError) as remote:
+        receval.evaluate(spark.createDataFrame(recs), spark.createDataFrame(truth), "ndcg@10")
+    assert remote.value.reason == local.value.reason
+    assert "missing" in remote.value.reason
+    with pytest.raises(receval.ReceValError, match="needs train="):
+        receval.evaluate(
+            spark.createDataFrame(truth.assign(rank=1)), spark.createDataFrame(truth), "novelty@5"
+        )
+
+
+# -- every door: the Spark ones join tests/test_every_door.py's data and numbers --------------
+
+
+def _compare_doors(summary: dict[str, float], per_user: pd.DataFrame) -> None:
+    from tests.test_every_door import _data, _pandas
+
+    want_summary, want_users = _pandas(_data(), Path("."))
+    assert set(summary) == set(want_summary)
+    for m, v in want_summary.items():
+        assert _same(summary[m], v), (m, summary[m], v)
+    for m, col in want_users.items():
+        got = per_user[m]
+        assert list(got.index.astype(str)) == list(col.index.astype(str)), m
+        a, b = got.to_numpy(dtype=float), col.to_numpy(dtype=float)
+        assert ((a == b) | (np.isnan(a) & np.isnan(b))).all(), m
+
+
+def test_every_door_spark_dataframes(spark: Any) -> None:
+    from tests.test_every_door import METRICS, _data
+
+    d = _data()
+    res = receval.evaluate(
+        spark.createDataFrame(d["recs"]),
+        spark.createDataFrame(d["truth"]),
+        METRICS,
+        train=spark.createDataFrame(d["train"]),
+        catalog=list(d["catalog"]["item"]),
+    )
+    _compare_doors(res.summary, res.per_user)
+
+
+@pytest.mark.parametrize("ext", ["csv", "parquet", "jsonl"])
+def test_every_door_spark_command_line(
+    spark: Any, ext: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from receval.cli import main
+    from tests.test_every_door import METRICS, _data, _write
+
+    p = _write(_data(), tmp_path, ext)
+    folder = tmp_path / "per_user.parquet"
+    args = ["evaluate", "--engine", "spark", str(p["recs"]), str(p["truth"])]
+    for m in METRICS:
+        args += ["-m", m]
+    args += ["--train", str(p["train"]), "--catalog", str(p["catalog"])]
+    args += ["--per-user", str(folder), "--json", "-q"]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = json.loads(captured.out)
+    assert out["parameters"]["engine"] == "spark"
+    summary = {k: math.nan if v is None else v for k, v in out["metrics"].items()}
+    assert (folder / "_SUCCESS").exists()  # Spark's committer: the folder is complete
+    frame = pd.read_parquet(folder).astype({"user": str}).set_index("user").sort_index()
+    _compare_doors(summary, frame)
+
+
+def test_command_line_errors_exit_2(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from receval.cli import main
+
+    recs = tmp_path / "recs.csv"
+    recs.write_text("user,item,rank\n1,1,1\n2,5,0\n3,7,1\n")
+    truth = tmp_path / "truth.csv"
+    truth.write_text("user,item\n1,1\n2,5\n")
+    code = main(["evaluate", "--engine", "spark", str(recs), str(truth), "-m", "ndcg@10", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{recs}, user 2, item 5: rank must be a positive integer; found 0" in err, err
+    missing = tmp_path / "nothing.parquet"
+    code = main(["evaluate", "--engine", "spark", str(missing), str(truth), "-m", "ndcg", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(missing) in err and "Traceback" not in err
+    taken = tmp_path / "taken.parquet"
+    taken.mkdir()
+    args = ["evaluate", "--engine", "spark", str(recs), str(truth), "-m", "ndcg", "-q"]
+    recs.write_text("user,item,rank\n1,1,1\n2,5,1\n3,7,1\n")
+    code = main([*args, "--per-user", str(taken)])
+    err = capsys.readouterr().err
+    assert code == 2 and "already exists" in err, err

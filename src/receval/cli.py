@@ -17,6 +17,7 @@ import inspect as _inspect
 import json
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -82,6 +83,11 @@ class Output(StrEnum):
     csv = "csv"
     markdown = "markdown"
     latex = "latex"
+
+
+class Engine(StrEnum):
+    numpy = "numpy"
+    spark = "spark"
 
 
 class Format(StrEnum):
@@ -277,6 +283,27 @@ RemoveSeen = Annotated[
         help="drop recommended items the user has in --train before evaluating "
         "(ranks renumbered; counted)",
         rich_help_panel=_ITEMS,
+    ),
+]
+
+_SPARK = "Engine"
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="numpy: in this process; spark: on a Spark session, files read by Spark "
+        "(local, HDFS, S3 paths; pip install 'receval[spark]')",
+        rich_help_panel=_SPARK,
+    ),
+]
+Master = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        metavar="URL",
+        help="with --engine spark: the Spark master, e.g. local[4], yarn, spark://host:7077 "
+        "(default: the active session's, under spark-submit, else local[*])",
+        rich_help_panel=_SPARK,
     ),
 ]
 
@@ -512,13 +539,24 @@ def _render(result: Any, output: Output) -> str:
 @command()
 @_with_options(POLICY_FLAGS, COLUMN_FLAGS)
 def evaluate(
-    recs: Annotated[Path, typer.Argument(help="recommendations: CSV/TSV/Parquet/JSONL/TREC run")],
-    truth: Annotated[Path, typer.Argument(help="truth: CSV/TSV/Parquet/JSONL/TREC qrels")],
+    recs_path: Annotated[
+        str,
+        typer.Argument(metavar="RECS", help="recommendations: CSV/TSV/Parquet/JSONL/TREC run"),
+    ],
+    truth_path: Annotated[
+        str, typer.Argument(metavar="TRUTH", help="truth: CSV/TSV/Parquet/JSONL/TREC qrels")
+    ],
     options: EvalOptions,
     metric: Metrics = None,
     k: Cutoffs = None,
-    per_user: Annotated[
-        Path | None, typer.Option(help="write per-user values (.csv or .parquet)")
+    per_user_path: Annotated[
+        str | None,
+        typer.Option(
+            "--per-user",
+            metavar="PATH",
+            help="write per-user values (.csv or .parquet; with --engine spark: a folder "
+            "written by Spark)",
+        ),
     ] = None,
     output: OutputOpt = Output.table,
     as_json: JsonFlag = False,
@@ -529,12 +567,39 @@ def evaluate(
     item_features: ItemFeatures = None,
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
+    engine: EngineOpt = Engine.numpy,
+    master: Master = None,
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
+    if engine is Engine.spark:
+        _evaluate_spark(
+            recs_path,
+            truth_path,
+            metrics,
+            options,
+            master=master,
+            per_user=per_user_path,
+            output=Output.json if as_json else output,
+            fmt=fmt,
+            sep=sep,
+            items={
+                "train": train,
+                "catalog": catalog,
+                "item_features": item_features,
+                "popular": popular,
+            },
+            remove_seen=remove_seen,
+            quiet=quiet,
+        )
+        return
+    if master is not None:
+        raise ReceValError("--master chooses the Spark master: it needs --engine spark")
+    recs, truth = Path(recs_path), Path(truth_path)
+    per_user = None if per_user_path is None else Path(per_user_path)
     if per_user is not None:
         _refuse_inputs(
             "per_user",
@@ -604,6 +669,80 @@ def evaluate(
         else:
             _write_atomic(per_user, lambda p: _per_user_csv(frame, p))
     out.print(_render(result, Output.json if as_json else output), markup=False)
+
+
+def _evaluate_spark(
+    recs: str,
+    truth: str,
+    metrics: list[str],
+    options: EvalOptions,
+    *,
+    master: str | None,
+    per_user: str | None,
+    output: Output,
+    fmt: Format,
+    sep: str | None,
+    items: Mapping[str, Path | None],
+    remove_seen: bool,
+    quiet: bool,
+) -> None:
+    """``evaluate --engine spark``: the files read by Spark, evaluated on its
+    session (:mod:`receval.evaluation.spark`); errors name the file and the
+    user (a Spark row has no line number)."""
+    from receval.evaluation.api import evaluate as run
+
+    if remove_seen:
+        raise OptionError(
+            "remove_seen",
+            True,
+            reason="--remove-seen runs in this process: remove seen items in Spark first "
+            "(a left anti join of the recommendations with --train), or use --engine numpy",
+        )
+    from receval.evaluation import spark as engine
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ReceValError("--engine spark needs pyspark: pip install 'receval[spark]'") from None
+    # this process is the command line's own: PySpark's warnings about the
+    # pandas version it was built for are not the user's business here
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
+    with _status("starting Spark", quiet):
+        session = engine.session(master, quiet_log=True)
+    cols = _cols(options)
+    with _status("reading with Spark", quiet):
+        recs_df = engine.read(session, recs, "recommendations", fmt.value, sep)
+        truth_df = engine.read(session, truth, "truth", fmt.value, sep)
+        extra: dict[str, Any] = {}
+        paths = {name: str(path) for name, path in items.items() if path is not None}
+        if "train" in paths:
+            extra["train"] = engine.read(session, paths["train"], "truth", "auto", sep)
+        for name in ("catalog", "popular"):
+            if name in paths:
+                df = engine.read(session, paths[name], "items", "auto", sep)
+                extra[name] = engine.items_of(df, cols, paths[name])
+        if "item_features" in paths:
+            feats = engine.read(session, paths["item_features"], "items", "auto", sep)
+            frame = feats.toPandas()
+            extra["item_features"] = frame.drop(
+                columns=[c for c in ("user", "relevance") if c in frame]
+            )
+    try:
+        with _status("evaluating on Spark", quiet):
+            result = run(recs_df, truth_df, metrics, options=options, **extra)
+    except NoSharedUser:
+        raise
+    except InputError as exc:
+        where = {"recommendations": recs, "truth": truth, **paths}.get(str(exc.source))
+        raise exc.located(source=where) if where is not None else exc from None
+    result.parameters["inputs"] = {
+        "recommendations": {"path": recs, "format": engine.format_of(recs, fmt.value)},
+        "truth": {"path": truth, "format": engine.format_of(truth, fmt.value)},
+    }
+    if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
+        with _status(f"writing {per_user} with Spark", quiet):
+            engine.write_per_user(result.per_user_spark, per_user)
+    out.print(_render(result, output), markup=False)
 
 
 def _per_user_csv(frame: Any, path: Path) -> None:

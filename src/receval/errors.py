@@ -151,7 +151,10 @@ class OptionError(ReceValError):
 
 
 class PolicyError(ReceValError):
-    """A user-policy violation requested to be an error (``empty_truth="error"`` ...)."""
+    """A user-policy violation requested to be an error (``empty_truth="error"`` ...);
+    ``user`` is the user it is about."""
+
+    user: Any = None
 
 
 class InputError(ReceValError):
@@ -201,6 +204,8 @@ class InputError(ReceValError):
         for key, word, first in (("{rows}", "rows ", self.row), ("{lines}", "lines ", self.line)):
             if key in reason:
                 both = sorted(r for r in (first, self.other_row) if r is not None)
+                if not both:  # no row numbers (a Spark partition's rows have none)
+                    reason = reason.replace(f" ({key})", "").replace(key, word.strip())
                 reason = reason.replace(key, word + " and ".join(map(str, both)))
         return (", ".join(where) + ": " if where else "") + reason
 

@@ -175,7 +175,9 @@ def _apply_policies(
         if policy == "error" and mask.any():
             user = plain(p.user_ids[np.flatnonzero(mask)[0]])
             text, option = what[why]
-            raise PolicyError(f"user {user!r} {text} ({option}='error')")
+            error = PolicyError(f"user {user!r} {text} ({option}='error')")
+            error.user = user
+            raise error
     for why, (mask, policy) in groups.items():
         if policy == "skip":
             values[:, mask] = np.nan
@@ -452,15 +454,18 @@ class Combiner:
         if part.values is not None:
             self.parts.append(part.values)
         self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
-        for mine, theirs in zip(self.only, part.only, strict=True):
-            mine.extend(theirs[: _EXAMPLES - len(mine)])
+        # the smallest users of each side, whatever the order of the parts
+        self.only = (
+            sorted(self.only[0] + list(part.only[0]))[:_EXAMPLES],
+            sorted(self.only[1] + list(part.only[1]))[:_EXAMPLES],
+        )
 
     def outcome(self, notes: list[str] | None = None) -> Outcome:
         """The combined outcome (``notes``: notes found before the parts, first)."""
         if not self.added:
             raise ValueError("no users to evaluate")  # pragma: no cover - callers give one part
         found = list(notes or [])
-        found.extend(n for n in self.notes if n not in found)
+        found.extend(n for n in sorted(self.notes) if n not in found)  # in any part order
         counts = self.counts
         _some_user_shared(counts, self.only)
         if self.parts:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from receval.engines import driver
 from receval.errors import ReceValError, option
-from receval.evaluation.assemble import result_of
+from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.evaluation.spark import collected, is_spark
@@ -177,7 +177,7 @@ def evaluate(
         tr.grades = np.ones(len(tr.grades))
     chunks = _Chunks(iter_recs(recommendations, cols))
     res = run(chunks, tr, specs, opts, items, progress=progress)
-    return _with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
+    return with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
 
 
 class _Chunks:
@@ -191,29 +191,6 @@ class _Chunks:
         for recs, offset in self._chunks:
             self.columns = self.columns or dict(recs.columns)
             yield recs, offset
-
-
-def _with_columns(
-    res: Result,
-    recs_columns: Mapping[str, str],
-    truth_columns: Mapping[str, str],
-    max_grade: float,
-    opts: EvalOptions,
-) -> Result:
-    """Record which input column was read for each role, and say so when the
-    grades come from a rating-like column under a threshold nobody chose."""
-    res.parameters["columns"] = {
-        "recommendations": dict(recs_columns),
-        "truth": dict(truth_columns),
-    }
-    column = truth_columns.get("relevance")
-    if column and opts.graded and max_grade > 1 and "threshold" not in opts.given:
-        res.notes.append(
-            f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
-            f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
-            "give a threshold (Python: threshold=4, command line: --threshold 4)"
-        )
-    return res
 
 
 def _is_path(obj: Any) -> bool:
@@ -265,7 +242,7 @@ def _streamed(
     out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
     res = result_of(out, specs, opts, items)
     max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
-    return _with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts)
+    return with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts)
 
 
 def run(

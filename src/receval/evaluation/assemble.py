@@ -18,7 +18,7 @@ from receval.evaluation.result import Result
 from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec
 
-__all__ = ["result_of"]
+__all__ = ["result_of", "with_columns"]
 
 
 def result_of(
@@ -70,6 +70,29 @@ def result_of(
         notes=notes,
         version=__version__,
     )
+
+
+def with_columns(
+    res: Result,
+    recs_columns: Mapping[str, str],
+    truth_columns: Mapping[str, str],
+    max_grade: float,
+    opts: EvalOptions,
+) -> Result:
+    """Record which input column was read for each role, and say so when the
+    grades come from a rating-like column under a threshold nobody chose."""
+    res.parameters["columns"] = {
+        "recommendations": dict(recs_columns),
+        "truth": dict(truth_columns),
+    }
+    column = truth_columns.get("relevance")
+    if column and opts.graded and max_grade > 1 and "threshold" not in opts.given:
+        res.notes.append(
+            f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
+            f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
+            "give a threshold (Python: threshold=4, command line: --threshold 4)"
+        )
+    return res
 
 
 def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:

@@ -84,9 +84,10 @@ class Result:
         version: the receval version.
         per_user_spark: Spark engine only: the per-user values as a lazy Spark
             DataFrame (``user`` and one column per per-user metric), computed
-            on the executors when an action runs (``per_user`` is then empty:
-            collecting every user to the driver is a choice, e.g.
-            ``res.per_user_spark.toPandas()``). None for the other engines.
+            on the executors when an action runs. ``per_user`` of a Spark
+            result collects it to the driver on first use (every user: O(users)
+            memory, a choice the caller makes by asking). None for the other
+            engines.
     """
 
     summary: dict[str, float]
@@ -105,12 +106,12 @@ class Result:
         return self.summary[str(parse_metric(metric))]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per metric: its mean and the number of users it averages."""
-        evaluated = self.per_user.notna().sum()
-        users = [
-            int(evaluated[str(m)]) if str(m) in evaluated else int(self.counts["users_evaluated"])
-            for m in self.metrics
-        ]
+        """One row per metric: its mean and the number of users it averages
+        (the users evaluated but those whose value is undefined; aggregate
+        metrics: the users evaluated)."""
+        undefined = self.counts.get("undefined", {})
+        evaluated = int(self.counts["users_evaluated"])
+        users = [evaluated - int(undefined.get(str(m), 0)) for m in self.metrics]
         return pd.DataFrame(
             {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
             index=pd.Index([str(m) for m in self.metrics], name="metric"),
@@ -184,3 +185,28 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result({self.summary!r})"
+
+
+def _per_user(self: Result) -> pd.DataFrame:
+    frame = self.__dict__.get("_per_user")
+    if frame is None and self.per_user_spark is not None:  # collected on first use
+        frame = _collected(self.per_user_spark)
+        self.__dict__["_per_user"] = frame
+    return frame
+
+
+def _set_per_user(self: Result, frame: pd.DataFrame | None) -> None:
+    self.__dict__["_per_user"] = frame
+
+
+def _collected(df: Any) -> pd.DataFrame:
+    """A Spark per-user DataFrame as the in-process engine's frame: indexed by
+    user, sorted by id (numbers numerically, text by code point)."""
+    frame = df.toPandas()
+    frame = frame.sort_values("user", kind="stable").set_index("user")
+    return frame
+
+
+# ``per_user`` of a Spark result is collected when first read (the dataclass
+# field stays: ``Result(summary, per_user, ...)`` sets it)
+Result.per_user = property(_per_user, _set_per_user)  # type: ignore[assignment,method-assign]

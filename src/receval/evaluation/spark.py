@@ -29,6 +29,7 @@ The core never imports pyspark: this module imports it inside its functions.
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -38,8 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.engines import driver
-from receval.errors import OptionError, ReceValError
-from receval.evaluation.assemble import result_of
+from receval.errors import InputError, OptionError, ReceValError
+from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.columns import RECS, TRUTH, resolve
@@ -123,47 +124,53 @@ def evaluate_spark(
     both = r.withColumn(_SIDE, F.lit(0)).unionByName(
         t.withColumn(_SIDE, F.lit(1)), allowMissingColumns=True
     )
-    n = partitions or both.sparkSession.sparkContext.defaultParallelism
-    parts_df = both.repartition(n, "user").mapInArrow(
+    # every row of a user in one partition; Spark chooses how many (its
+    # spark.sql.shuffle.partitions, coalesced to a bounded size by adaptive
+    # execution), so each partition stays small whatever the data's size
+    grouped = both.repartition(partitions, "user") if partitions else both.repartition("user")
+    parts_df = grouped.mapInArrow(
         _partition_function(plan, recs_columns, truth_columns, kinds, graded), "part binary"
     )
     combiner = driver.Combiner(plan)
     errors: list[tuple[Any, ReceValError]] = []
-    for row in parts_df.collect():
+    rows = parts_df.collect()
+    for row in rows:
         kind, payload = pickle.loads(row["part"])
         if kind == "error":
             errors.append(payload)
         else:
             combiner.add(payload)
     if errors:  # the error of the smallest user, whatever the partitioning
-        raise min(errors, key=lambda e: (e[0] is None, str(e[0])))[1]
+        raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
     res = result_of(combiner.outcome(notes), specs, opts, items)
     names = [str(x) for x in plan.per_user]
     schema = StructType(
         [StructField("user", r.schema["user"].dataType)]
         + [StructField(name, DoubleType()) for name in names]
     )
-    res.per_user_spark = both.repartition(n, "user").mapInArrow(
+    res.per_user = None  # collected from per_user_spark when first read
+    res.per_user_spark = grouped.mapInArrow(
         _per_user_function(plan, recs_columns, truth_columns, kinds, graded, names), schema
     )
     res.parameters["engine"] = "spark"
-    res.parameters["partitions"] = n
-    res.parameters["columns"] = {"recommendations": rfound, "truth": tfound}
-    return res
+    res.parameters["partitions"] = len(rows)  # partitions holding users
+    return with_columns(res, rfound, tfound, max_grade, opts)
+
+
+def _table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A partition's rows as one table (None when it has none)."""
+    got = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(got) if got else None
 
 
 def _pair_of(
-    batches: Iterator[pa.RecordBatch],
+    table: pa.Table,
     recs_columns: list[str],
     truth_columns: list[str],
     kinds: tuple[str | None, str | None],
     graded: bool,
-) -> Pair | None:
-    """A partition's rows as the in-process engine's input (None when empty)."""
-    got = [b for b in batches if b.num_rows]
-    if not got:
-        return None
-    table = pa.Table.from_batches(got)
+) -> Pair:
+    """A partition's rows as the in-process engine's input."""
     side = table.column(_SIDE)
     rt = table.filter(pc.equal(side, 0)).select(recs_columns)
     tt = table.filter(pc.equal(side, 1)).select(truth_columns)
@@ -183,14 +190,18 @@ def _partition_function(
 ) -> Any:
     """What each partition runs: its rows → one pickled Part (or the error it met)."""
 
+    def evaluate(table: pa.Table) -> driver.Part:
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
+        return driver.evaluate_pair(plan, pair, keep_values=False)
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _table_of(batches)
+        if table is None:
+            return
         try:
-            pair = _pair_of(batches, recs_columns, truth_columns, kinds, graded)
-            if pair is None:
-                return
-            out: tuple[str, Any] = ("part", driver.evaluate_pair(plan, pair, keep_values=False))
-        except ReceValError as exc:
-            out = ("error", (getattr(exc, "user", None), exc))
+            out: tuple[str, Any] = ("part", evaluate(table))
+        except ReceValError:
+            out = ("error", _smallest_error(table, evaluate))
         yield pa.RecordBatch.from_pydict({"part": [pickle.dumps(out)]})
 
     return run
@@ -207,9 +218,10 @@ def _per_user_function(
     """What each partition runs for the per-user values: one row per user."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pair = _pair_of(batches, recs_columns, truth_columns, kinds, graded)
-        if pair is None:
+        table = _table_of(batches)
+        if table is None:
             return
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
         part = driver.evaluate_pair(plan, pair, keep_values=True)
         assert part.values is not None
         users, values, _ = part.values
@@ -219,3 +231,193 @@ def _per_user_function(
         yield pa.RecordBatch.from_pydict(columns)
 
     return run
+
+
+def _smallest_error(table: pa.Table, evaluate: Any) -> tuple[Any, ReceValError]:
+    """The error of the smallest offending user of a partition that failed,
+    with that user's rows alone, ordered by their content, so that neither the
+    partitioning nor the order of the rows changes the message. Every check
+    is about one user's rows (ids, ranks, scores, grades, duplicates, the
+    policies), so a set of users fails when one of them does: the smallest is
+    found by bisection over the sorted users. Rows with no user id come
+    first. Rows have no number on Spark: the error names the user and item.
+    """
+    users = table.column("user")
+    if users.null_count:
+        rows = table.filter(pc.is_null(users))
+        key = None
+    else:
+        distinct = pc.unique(users)
+        ordered = pc.take(distinct, pc.array_sort_indices(distinct))
+        lo, hi = 0, len(ordered) - 1  # the prefix up to ``hi`` fails
+        while lo < hi:
+            mid = (lo + hi) // 2
+            try:
+                evaluate(table.filter(pc.less_equal(users, ordered[mid])))
+            except ReceValError:
+                hi = mid
+            else:
+                lo = mid + 1
+        key = ordered[lo].as_py()
+        rows = table.filter(pc.equal(users, ordered[lo]))
+    rows = rows.sort_by([(name, "ascending") for name in rows.column_names])
+    try:
+        evaluate(rows)
+    except ReceValError as exc:
+        return key, _without_rows(exc)
+    raise AssertionError("a partition failed but none of its users does")  # pragma: no cover
+
+
+def _without_rows(exc: ReceValError) -> ReceValError:
+    """The error without the partition's row numbers (they mean nothing on Spark)."""
+    if isinstance(exc, InputError) and (exc.row is not None or exc.other_row is not None):
+        return InputError(
+            exc.reason, source=exc.source, user=exc.user, item=exc.item, column=exc.column
+        )
+    return exc
+
+
+# -- files read by Spark (the command line's --engine spark) ----------------------------------
+
+#: file suffix -> Spark reader format
+_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".run": "trec",
+    ".qrels": "trec",
+}
+
+#: the columns of TREC files (whitespace-separated, no header), by role
+_TREC = {
+    "recommendations": ("user", "q0", "item", "rank", "score", "tag"),
+    "truth": ("user", "iteration", "item", "relevance"),
+}
+
+
+#: log4j 2 settings of a Spark driver started by the command line: errors only
+_QUIET_LOG = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %p %c{1}: %m%n%ex
+"""
+
+
+def session(master: str | None = None, app: str = "receval", quiet_log: bool = False) -> Any:
+    """The Spark session to run on: the active one (e.g. under ``spark-submit``,
+    whose ``--master`` and ``--conf`` apply), else a new one on ``master``
+    (None: Spark's own default, ``local[*]`` outside a cluster)."""
+    from pyspark.sql import SparkSession
+
+    # no console progress bar: the command line shows its own status
+    builder = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false")
+    if master:
+        builder = builder.master(master)
+    folder = None
+    if quiet_log and SparkSession.getActiveSession() is None:  # a driver started here
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="receval-spark-")
+        path = os.path.join(folder, "log4j2.properties")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_QUIET_LOG)
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{path}"
+        )
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if folder is not None:  # read by the JVM as it started
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def format_of(path: str, fmt: str = "auto") -> str:
+    """The format of a file or folder Spark reads: given, or told by its suffix
+    (a folder of part files: by the suffix of its name, else Parquet, what
+    Spark writes by default)."""
+    if fmt != "auto":
+        return fmt
+    name = path.rstrip("/").lower()
+    for suffix in (".gz", ".bz2", ".zst", ".snappy"):
+        name = name.removesuffix(suffix)
+    for suffix, kind in _FORMATS.items():
+        if name.endswith(suffix):
+            return kind
+    return "parquet"
+
+
+def read(spark: Any, path: str, role: str, fmt: str = "auto", sep: str | None = None) -> Any:
+    """A file (local, HDFS, S3, any path Spark understands) as a Spark
+    DataFrame with the file's own column names: Parquet, CSV/TSV (a header
+    line; ``sep`` or ``,`` / tab), JSON Lines, TREC run/qrels (by ``role``).
+    A path Spark cannot read is an :class:`InputError` naming it."""
+    kind = format_of(path, fmt)
+    try:
+        if kind == "parquet":
+            return spark.read.parquet(path)
+        if kind in ("csv", "tsv"):
+            delimiter = sep or ("\t" if kind == "tsv" else ",")
+            return spark.read.csv(path, header=True, inferSchema=True, sep=delimiter)
+        if kind == "jsonl":
+            return spark.read.json(path)
+        if kind == "trec":
+            return _trec(spark, path, role)
+    except Exception as exc:  # Spark's AnalysisException: no such path, unreadable file
+        if type(exc).__module__.startswith(("pyspark.", "py4j.")):
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"Spark cannot read it as {kind}: {reason}", source=path) from None
+        raise
+    raise InputError(f"unknown format {kind!r}", source=path)
+
+
+def _trec(spark: Any, path: str, role: str) -> Any:
+    from pyspark.sql import functions as F
+
+    names = _TREC["recommendations" if role == "recommendations" else "truth"]
+    fields = F.split(F.trim(F.col("value")), r"\s+")
+    lines = spark.read.text(path).where(F.length(F.trim(F.col("value"))) > 0)
+    columns = [fields.getItem(i).alias(name) for i, name in enumerate(names)]
+    df = lines.select(*columns)
+    if role == "recommendations":
+        return df.select("user", "item", F.col("rank").cast("long"), F.col("score").cast("double"))
+    return df.select("user", "item", F.col("relevance").cast("double"))
+
+
+def items_of(df: Any, cols: Columns, name: str) -> list[Any]:
+    """The item column of a Spark DataFrame (catalog, popular items), collected."""
+    found = resolve(list(df.columns), cols, (("item",), ("item",)), name)
+    return [row[0] for row in df.select(f"`{found['item']}`").collect()]
+
+
+def write_per_user(df: Any, path: str) -> None:
+    """Per-user values written by Spark where it can write (a folder of part
+    files: Parquet for a ``.parquet``/``.pq`` name, else CSV with a header).
+    Spark's committer writes ``_SUCCESS`` last: a folder without it is not
+    complete. An existing path is an :class:`~receval.errors.OutputError`."""
+    from receval.errors import OutputError
+
+    writer = df.write.mode("error")
+    try:
+        if path.rstrip("/").lower().endswith((".parquet", ".pq")):
+            writer.parquet(path)
+        else:
+            writer.csv(path, header=True)
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark.", "py4j.")):
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "PATH_ALREADY_EXISTS" in reason:
+                reason = "it already exists (choose another path, or remove it first)"
+            raise OutputError(f"cannot write {path} with Spark: {reason}", path=path) from None
+        raise
