@@ -309,3 +309,35 @@ def test_command_line_errors_exit_2(
     code = main([*args, "--per-user", str(taken)])
     err = capsys.readouterr().err
     assert code == 2 and "already exists" in err, err
+
+
+@pytest.mark.parametrize("test", ["t", "randomization"])
+def test_compare_on_spark_is_poisson_in_process_bit_for_bit(spark: Any, test: str) -> None:
+    from receval.errors import OptionError as Refused
+    from tests.test_resampling import _runs
+
+    runs, truth = _runs()
+    metrics = ["ndcg@10", "recall@5"]
+    local = receval.compare(runs, truth, metrics, resampling="poisson", test=test, n_resamples=499)
+    for parts in (1, 3):
+        with _partitions(spark, parts):
+            remote = receval.compare(
+                {name: spark.createDataFrame(run) for name, run in runs.items()},
+                spark.createDataFrame(truth),
+                metrics,
+                test=test,
+                n_resamples=499,
+            )
+        assert remote.settings["resampling"] == "poisson"
+        pd.testing.assert_frame_equal(remote.table, local.table, check_exact=True)
+        pd.testing.assert_frame_equal(remote.pairs, local.pairs, check_exact=True)
+        pd.testing.assert_frame_equal(remote.missing, local.missing, check_exact=True)
+    # per-user values reach the driver only when read
+    pd.testing.assert_frame_equal(remote.aligned["recall@5"], local.aligned["recall@5"])
+    with pytest.raises(Refused, match="Wilcoxon"):
+        receval.compare(
+            {"a": spark.createDataFrame(runs["a"])},
+            spark.createDataFrame(truth),
+            metrics,
+            test="wilcoxon",
+        )

@@ -184,8 +184,9 @@ class Comparison:
         s = self.settings
         if not self.has_intervals:
             return ""
+        kind = "Poisson bootstrap" if s.get("resampling") == "poisson" else "bootstrap"
         return (
-            f"Intervals{' ' + where if where else ''}: {s['confidence']:.0%} bootstrap over "
+            f"Intervals{' ' + where if where else ''}: {s['confidence']:.0%} {kind} over "
             f"users ({s['ci']}, {s['n_resamples']} resamples, seed {s['seed']})."
         )
 
@@ -518,6 +519,7 @@ def compare(
     seed: int = 0,
     ci: str = "bca",
     n_jobs: int = 1,
+    resampling: str | None = None,
     options: EvalOptions | None = None,
     **evaluate_kwargs: Any,
 ) -> Comparison:
@@ -543,6 +545,13 @@ def compare(
             — in that fixed order, so results do not depend on ``n_jobs``.
         ci: bootstrap interval: ``bca``, ``percentile`` or ``none``.
         n_jobs: threads for the units of work (results are identical).
+        resampling: how resamples are drawn. ``index`` (the default in
+            process): users drawn by index from one random stream per unit of
+            work. ``poisson`` (the only way on Spark, and the default there):
+            the Poisson bootstrap and sign flips seeded per user
+            (:mod:`receval.analysis.resampling`), the same numbers whatever
+            the partitioning; the Wilcoxon test is not available with it (it
+            ranks every user's difference at once).
         options: the evaluation's :class:`~receval.EvalOptions`; every run is
             evaluated under it (a :class:`~receval.Result` given as a run must
             have been evaluated under the same options).
@@ -575,10 +584,34 @@ def compare(
     per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
     hib = {str(s): s.definition.higher_is_better for s in specs}
     results = _evaluate_runs(runs, truth, specs, opts, inputs)
-    aligned, missing = _align(results, systems, list(dict.fromkeys(per_user)))
+    metrics_compared = list(dict.fromkeys(per_user))
+    pair_list = _pair_list(systems, settings["baseline"])
+    on_spark = _on_spark(results)
+    settings["resampling"] = _resampling(resampling, on_spark, settings["test"])
+    if settings["resampling"] == "poisson":
+        from receval.analysis import resampling as rs
 
-    units = _units(aligned, systems, _pair_list(systems, settings["baseline"]))
-    outputs = _run_units(units, aligned, settings, n_jobs)
+        layout = rs.layout_of(metrics_compared, systems, pair_list, settings)
+        if on_spark:
+            from receval.analysis.spark_compare import passes
+
+            first, second, aligned = passes(layout, results)
+        else:
+            aligned, _ = _align(results, systems, metrics_compared)
+            first, second = _local_passes(layout, results)
+        found = rs.finish(layout, first, second, alpha, settings["test"])
+        missing = {
+            s: {m: first.missing[j][i] for j, m in enumerate(metrics_compared)}
+            for i, s in enumerate(systems)
+        }
+        users = dict(zip(metrics_compared, first.compared, strict=True))
+        units = _units(metrics_compared, systems, pair_list)
+        outputs = [found[(u.metric, u.systems)] for u in units]
+    else:
+        aligned, missing = _align(results, systems, metrics_compared)
+        users = {m: len(frame) for m, frame in aligned.items()}
+        units = _units(metrics_compared, systems, pair_list)
+        outputs = _run_units(units, aligned, settings, n_jobs)
     done = list(zip(units, outputs, strict=True))
     pairs = _pairs_frame(
         [(u, out) for u, out in done if u.kind == "pair"],
@@ -588,7 +621,7 @@ def compare(
     )
     means = {(u.metric, u.systems[0]): out for u, out in done if u.kind == "mean"}
     letters = dict(zip(systems, letters_for(len(systems)), strict=True))
-    table = _table_frame(names, systems, letters, results, aligned, means, pairs, hib)
+    table = _table_frame(names, systems, letters, results, users, means, pairs, hib)
     settings["comparisons"] = int(pairs["p_value"].notna().sum())
     settings["family"] = "all comparisons of all metrics"
     settings["evaluate"] = {
@@ -728,6 +761,63 @@ def _align(
     return aligned, missing
 
 
+def _on_spark(results: Mapping[str, Result]) -> bool:
+    """Whether the runs were evaluated on Spark (all of them, or none)."""
+    spark = [r.per_user_spark is not None for r in results.values()]
+    if any(spark) and not all(spark):
+        raise ReceValError(
+            "some runs were evaluated on Spark and others in this process: compare them on "
+            "one engine (pass Spark DataFrames for all, or in-process tables for all)"
+        )
+    return any(spark)
+
+
+def _resampling(resampling: str | None, on_spark: bool, test: str) -> str:
+    """The resampling scheme: ``index`` or ``poisson`` (the only one on Spark)."""
+    allowed = ("index", "poisson")
+    chosen = ("poisson" if on_spark else "index") if resampling is None else str(resampling)
+    if chosen not in allowed:
+        raise OptionError("resampling", resampling, allowed=allowed)
+    if on_spark and chosen != "poisson":
+        raise OptionError(
+            "resampling",
+            resampling,
+            allowed=("poisson",),
+            reason="on Spark, resamples are drawn per user (the Poisson bootstrap)",
+        )
+    if chosen == "poisson" and test == "wilcoxon":
+        raise OptionError(
+            "test",
+            "wilcoxon",
+            allowed=("t", "randomization"),
+            reason="the Wilcoxon test ranks every difference at once; with per-user "
+            "resampling (Spark) use the t-test or the randomization test",
+        )
+    return chosen
+
+
+def _local_passes(layout: Any, results: Mapping[str, Result]) -> tuple[Any, Any]:
+    """:mod:`receval.analysis.resampling`'s two passes over every user at once
+    (what a Spark partition does over its users)."""
+    from receval.analysis import resampling as rs
+
+    frame = pd.concat(
+        {
+            layout.column(j, i): results[s].per_user[m]
+            for j, m in enumerate(layout.metrics)
+            for i, s in enumerate(layout.systems)
+        },
+        axis=1,
+        join="outer",
+        sort=True,
+    )
+    values = {c: frame[c].to_numpy(dtype=np.float64) for c in frame.columns}
+    users = frame.index.to_numpy()
+    first = rs.first_pass(layout, values)
+    second = rs.second_pass(layout, rs.Totals.of(first), users, values)
+    return first, second
+
+
 def _pair_list(systems: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:
     if baseline is None:
         return list(itertools.combinations(systems, 2))
@@ -735,11 +825,11 @@ def _pair_list(systems: Sequence[str], baseline: str | None) -> list[tuple[str, 
 
 
 def _units(
-    aligned: Mapping[str, pd.DataFrame], systems: Sequence[str], pairs: Sequence[tuple[str, str]]
+    metrics: Sequence[str], systems: Sequence[str], pairs: Sequence[tuple[str, str]]
 ) -> list[_Unit]:
     """The units of work in their fixed order: per metric, each system's mean, then each pair."""
     units: list[_Unit] = []
-    for m in aligned:
+    for m in metrics:
         units += [_Unit("mean", m, (s,)) for s in systems]
         units += [_Unit("pair", m, p) for p in pairs]
     return units
@@ -771,14 +861,15 @@ def _run_unit(
     a = frame[unit.systems[0]].to_numpy(dtype=np.float64)
     if unit.kind == "mean":
         lo, hi = _interval(a, None, settings, ci_seed)
-        return {"mean": float(a.mean()) if a.size else math.nan, "ci_low": lo, "ci_high": hi}
+        # exact sums rounded once: the mean of the evaluation's summary, any engine
+        return {"mean": stats.Moments.of(a).mean(), "ci_low": lo, "ci_high": hi}
     b = frame[unit.systems[1]].to_numpy(dtype=np.float64)
     res = stats.run_test(
         settings["test"], a, b, n_resamples=settings["n_resamples"], seed=test_seed
     )
     lo, hi = _interval(a, b, settings, ci_seed)
     return {
-        "diff": float((a - b).mean()) if a.size else math.nan,
+        "diff": stats.Moments.of(a - b).mean(),
         "ci_low": lo,
         "ci_high": hi,
         "statistic": res.statistic,
@@ -840,7 +931,7 @@ def _table_frame(
     systems: Sequence[str],
     letters: Mapping[str, str],
     results: Mapping[str, Result],
-    aligned: Mapping[str, pd.DataFrame],
+    users: Mapping[str, int],
     means: Mapping[tuple[str, str], dict[str, float]],
     pairs: pd.DataFrame,
     hib: Mapping[str, bool],
@@ -854,11 +945,11 @@ def _table_frame(
     rows = []
     for m in names:
         for s in systems:
-            if m in aligned:
+            if m in users:
                 out = means[(m, s)]
-                mean, lo, hi, users = out["mean"], out["ci_low"], out["ci_high"], len(aligned[m])
+                mean, lo, hi, n = out["mean"], out["ci_low"], out["ci_high"], users[m]
             else:
-                mean, lo, hi, users = results[s].summary[m], math.nan, math.nan, math.nan
+                mean, lo, hi, n = results[s].summary[m], math.nan, math.nan, math.nan
             beats = tuple(x for x in systems if x in beaten.get((m, s), ()))
             rows.append(
                 {
@@ -868,7 +959,7 @@ def _table_frame(
                     "mean": float(mean),
                     "ci_low": lo,
                     "ci_high": hi,
-                    "users": users,
+                    "users": n,
                     "wins": "".join(letters[x] for x in beats),
                     "beats": beats,
                     "higher_is_better": hib[m],

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -29,21 +29,25 @@ from scipy import special
 from scipy import stats as _sps
 
 from receval.errors import ReceValError
+from receval.exact import ExactSum
 
 __all__ = [
     "CI_METHODS",
     "CORRECTIONS",
     "TESTS",
+    "Moments",
     "StatResult",
     "adjust_pvalues",
     "bootstrap_ci",
     "cohens_d",
+    "effect_size_of",
     "normalize_correction",
     "normalize_test",
     "paired_t_test",
     "randomization_test",
     "rng_from",
     "run_test",
+    "t_test_of",
     "wilcoxon_test",
 ]
 
@@ -132,6 +136,88 @@ def _all_zero(d: np.ndarray) -> bool:
     return scale == 0.0
 
 
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two halves
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Exact ``n``, ``Σ d`` and ``Σ d²`` of some values: the sums are
+    :class:`~receval.exact.ExactSum` (each square split exactly into three
+    products of half-width numbers, Dekker 1971), so moments of parts add up
+    to the moments of the whole in any order, and the mean, variance, t
+    statistic and effect size computed from them depend on no cut of the users
+    (a Spark partitioning, chunks, threads). Exact for ``|d|`` between about
+    ``2**-480`` and ``2**480``.
+
+    Example:
+        >>> m = Moments.of(np.array([0.5, 0.25])) + Moments.of(np.array([0.75]))
+        >>> m.n, m.mean(), m.variance()
+        (3, 0.5, 0.0625)
+    """
+
+    n: int = 0
+    s1: ExactSum = field(default_factory=ExactSum)
+    s2: ExactSum = field(default_factory=ExactSum)
+
+    @classmethod
+    def of(cls, d: np.ndarray) -> Moments:
+        """The moments of an array of finite values."""
+        d = np.ascontiguousarray(d, dtype=np.float64)
+        c = d * _SPLIT
+        hi = c - (c - d)
+        lo = d - hi
+        s2 = ExactSum.of(hi * hi) + ExactSum.of(2.0 * hi * lo) + ExactSum.of(lo * lo)
+        return cls(d.size, ExactSum.of(d), s2)
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.s1 + other.s1, self.s2 + other.s2)
+
+    def mean(self) -> float:
+        """Σ d / n, correctly rounded (NaN for no value)."""
+        return self.s1.mean()
+
+    def variance(self) -> float:
+        """The sample variance (ddof = 1), (Σd² − (Σd)²/n) / (n − 1) in exact
+        arithmetic, rounded once (NaN for fewer than 2 values)."""
+        n = self.n
+        if n < 2:
+            return math.nan
+        if self.s1.pos_inf or self.s1.neg_inf or self.s2.pos_inf:
+            return math.nan
+        a, b = self.s1.scaled, self.s2.scaled  # units of 2**-1074
+        num = b * n * (1 << 1074) - a * a  # units of 2**-2148
+        return max(num, 0) / (n * (n - 1) << 2148)
+
+    def sd(self) -> float:
+        """The sample standard deviation: √variance."""
+        v = self.variance()
+        return math.sqrt(v) if v == v else math.nan
+
+
+def t_test_of(m: Moments) -> StatResult:
+    """The paired t-test of :func:`paired_t_test` from exact moments."""
+    if m.n < 2:
+        return StatResult(math.nan, math.nan)
+    mean = m.mean()
+    if m.s1.scaled == 0 and m.s2.scaled == 0:  # every difference zero
+        return StatResult(0.0, 1.0)
+    sd = m.sd()
+    if sd == 0.0:  # every difference equal and not zero
+        return StatResult(math.copysign(math.inf, mean), 0.0)
+    t = mean / (sd / math.sqrt(m.n))
+    return StatResult(t, float(2.0 * _sps.t.sf(abs(t), m.n - 1)))
+
+
+def effect_size_of(m: Moments) -> float:
+    """Paired Cohen's d of :func:`cohens_d` from exact moments."""
+    if m.n < 2:
+        return math.nan
+    mean, sd = m.mean(), m.sd()
+    if sd == 0.0:
+        return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
+    return mean / sd
+
+
 def paired_t_test(a: Any, b: Any | None = None) -> StatResult:
     """Paired (one-sample) Student t-test of mean(d) = 0, two-sided.
 
@@ -145,21 +231,12 @@ def paired_t_test(a: Any, b: Any | None = None) -> StatResult:
         >>> round(r.statistic, 4), round(r.pvalue, 4)
         (2.4495, 0.0917)
     """
-    d = _diff(a, b)
-    if d.size < 2:
-        return StatResult(math.nan, math.nan)
-    if _all_zero(d):
-        return StatResult(0.0, 1.0)
     # t and p computed here rather than by scipy.stats.ttest_1samp, which warns on
     # nearly identical differences: silencing it would change the host's warning
-    # filters, which are process-wide (issue #17). Same formula, same numbers.
-    n = d.size
-    mean = float(np.mean(d))
-    sd = float(np.std(d, ddof=1))
-    if sd == 0.0:  # every difference equal and not zero
-        return StatResult(math.copysign(math.inf, mean), 0.0)
-    t = mean / (sd / math.sqrt(n))
-    return StatResult(t, float(2.0 * _sps.t.sf(abs(t), n - 1)))
+    # filters, which are process-wide (issue #17). Same formula; the mean and
+    # variance are exact sums rounded once (:class:`Moments`), so the Spark
+    # engine, adding the moments of its partitions, gives the same bits.
+    return t_test_of(Moments.of(_diff(a, b)))
 
 
 def wilcoxon_test(a: Any, b: Any | None = None) -> StatResult:
@@ -361,14 +438,7 @@ def cohens_d(a: Any, b: Any | None = None) -> float:
         >>> round(cohens_d([0.5, 0.7, 0.9, 0.4], [0.4, 0.5, 0.8, 0.4]), 4)
         1.2247
     """
-    d = _diff(a, b)
-    if d.size < 2:
-        return math.nan
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1))
-    if sd == 0.0:
-        return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
-    return mean / sd
+    return effect_size_of(Moments.of(_diff(a, b)))
 
 
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -62,6 +63,22 @@ def is_spark(obj: Any) -> bool:
 def collected(obj: Any) -> Any:
     """A Spark DataFrame as pandas (for the O(items) inputs), anything else as is."""
     return obj.toPandas() if is_spark(obj) else obj
+
+
+def _on_session(session: Any, obj: Any, name: str) -> Any:
+    """A table given next to a Spark DataFrame, as a DataFrame of the same session."""
+    if is_spark(obj):
+        return obj
+    from receval.io.tables import is_table
+
+    if not is_table(obj):
+        raise InputError(
+            f"with Spark DataFrames, the {name} must be a Spark DataFrame or a table "
+            f"(pandas, polars, pyarrow); got {type(obj).__name__}",
+            source=name,
+        )
+    frame = obj if isinstance(obj, pd.DataFrame) else pa.table(obj).to_pandas()
+    return session.createDataFrame(frame)
 
 
 def _roles(
@@ -92,6 +109,9 @@ def evaluate_spark(
             allowed=("item", "item_desc"),
             reason="the rows of a Spark DataFrame have no order: break ties by item id",
         )
+    session = (recs if is_spark(recs) else truth).sparkSession
+    recs = _on_session(session, recs, "recommendations")
+    truth = _on_session(session, truth, "truth")
     cols = opts.columns()
     r, rfound = _roles(recs, cols, RECS, "recommendations")
     t, tfound = _roles(truth, cols, TRUTH, "truth")
