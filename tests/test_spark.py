@@ -341,3 +341,55 @@ def test_compare_on_spark_is_poisson_in_process_bit_for_bit(spark: Any, test: st
             metrics,
             test="wilcoxon",
         )
+
+
+def _ratings(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 3000
+    users = rng.integers(0, 300, n)
+    actual = rng.integers(1, 6, n).astype(float)
+    predicted = np.clip(actual + rng.normal(0, 1, n), 1, 5).round(1)
+    frame = pd.DataFrame(
+        {"user": users, "item": rng.integers(0, 500, n), "actual": actual, "predicted": predicted}
+    )
+    return frame.drop_duplicates(["user", "item"]).reset_index(drop=True)
+
+
+RATING_METRICS = ["mae", "mse", "rmse", "r2", "pearson", "spearman", "kendall"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rating_metrics_bit_identical(spark: Any, seed: int) -> None:
+    frame = _ratings(seed)
+    if seed == 1:  # missing ratings, dropped and counted
+        frame.loc[frame.sample(frac=0.05, random_state=1).index, "predicted"] = np.nan
+    metrics = RATING_METRICS + [f"{m}[per_user=true]" for m in RATING_METRICS]
+    whole = receval.evaluate_ratings(frame, metrics, dropna=True)
+    shuffled = frame.sample(frac=1, random_state=seed)  # rows in another order: same bits
+    for parts in (1, 3):
+        with _partitions(spark, parts):
+            res = receval.evaluate_ratings(
+                spark.createDataFrame(shuffled).repartition(parts), metrics, dropna=True
+            )
+        _assert_identical(whole, res)
+        assert res.parameters["engine"] == "spark"
+    pd.testing.assert_frame_equal(res.per_user, whole.per_user, check_exact=True)
+    pd.testing.assert_frame_equal(res.to_frame(), whole.to_frame(), check_exact=True)
+    assert any("collected to the driver" in n for n in res.notes)
+    local = receval.evaluate_ratings(shuffled, metrics, dropna=True)  # row order changes no bit
+    _assert_identical(whole, local)
+
+
+def test_rating_errors_do_not_depend_on_partitions(spark: Any) -> None:
+    frame = _ratings(2)
+    frame.loc[[40, 7, 300], "actual"] = np.nan
+    with pytest.raises(InputError) as local:
+        receval.evaluate_ratings(frame, "rmse")
+    messages = set()
+    for parts in (1, 3, 8):
+        with _partitions(spark, parts), pytest.raises(InputError) as remote:
+            receval.evaluate_ratings(spark.createDataFrame(frame).repartition(parts), "rmse")
+        messages.add(str(remote.value))
+        assert remote.value.reason == local.value.reason
+    assert len(messages) == 1
+    assert "row " not in messages.pop().split(":")[0]  # no partition row number

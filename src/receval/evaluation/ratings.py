@@ -37,6 +37,7 @@ from receval._version import __version__
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
+from receval.evaluation.spark import is_spark
 from receval.exact import ExactSum
 from receval.io.ratings import read_ratings
 from receval.metrics.registry import REGISTRY, MetricDef
@@ -159,13 +160,20 @@ def _compute(
     codes: np.ndarray | None,
     n_users: int,
 ) -> tuple[float, np.ndarray | None]:
-    """The metric's value, and with per_user its value for every user code."""
+    """The metric's value, and with per_user its value for every user code.
+
+    The pairs are first put in an order of their own values (actual, then
+    predicted; by user first for per-user values), so that no value depends on
+    the order of the input's rows: the Spark engine, whose rows have no order,
+    gives the same bits."""
     if not spec.per_user:
-        return float(spec.definition.kernel(actual, predicted)), None
+        order = np.lexsort((predicted, actual))
+        return float(spec.definition.kernel(actual[order], predicted[order])), None
     assert codes is not None
     by_user = spec.definition.by_user
     assert by_user is not None  # every rating metric declares one
-    values = by_user(actual, predicted, codes, n_users)
+    order = np.lexsort((predicted, actual, codes))
+    values = by_user(actual[order], predicted[order], codes[order], n_users)
     return ExactSum.of(values).mean(), values  # exact sum, NaN (undefined) left out
 
 
@@ -251,11 +259,8 @@ class RatingResult(Result):
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: its value and the users it averages (per-user
         metrics: users with a defined value; metrics over all pairs: all users)."""
-        defined = self.per_user.notna().sum()
-        users = [
-            int(defined[str(m)]) if str(m) in defined else int(self.counts["users"])
-            for m in self.metrics
-        ]
+        undefined = self.counts.get("undefined", {})
+        users = [int(self.counts["users"]) - int(undefined.get(str(m), 0)) for m in self.metrics]
         return pd.DataFrame(
             {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
             index=pd.Index([str(m) for m in self.metrics], name="metric"),
@@ -322,6 +327,10 @@ def evaluate_ratings(
     specs = parse_rating_metrics(metrics)
     per_user = [s for s in specs if s.per_user]
     need = ("user",) if per_user else ()
+    if is_spark(ratings):  # on their Spark session
+        from receval.evaluation.spark_ratings import evaluate_ratings_spark
+
+        return evaluate_ratings_spark(ratings, specs, opts, dropna=dropna)
     try:
         r = read_ratings(
             ratings,
@@ -369,13 +378,27 @@ def evaluate_ratings(
         "users_single_pair": single,
         "undefined": undefined,
     }
+    return rating_result(specs, summary, frame, counts, opts, dropna, r.columns, users is None)
+
+
+def rating_result(
+    specs: Sequence[RatingSpec],
+    summary: dict[str, float],
+    frame: pd.DataFrame | None,
+    counts: dict[str, Any],
+    opts: EvalOptions,
+    dropna: bool,
+    columns: Mapping[str, str],
+    no_users: bool,
+) -> RatingResult:
+    """The :class:`RatingResult` of computed values (every engine's)."""
     notes = []
-    if users is None:
+    if no_users:
         notes.append("no user column: metrics computed over all pairs only")
     parameters: dict[str, Any] = {
         **{k: getattr(opts, k) for k in ("user_col", "item_col", "actual_col", "predicted_col")},
         "dropna": bool(dropna),
-        "columns": dict(r.columns),
+        "columns": dict(columns),
         "per_user": "mean over users of each user's value; undefined users left out",
         "spearman": "Pearson's r of average ranks",
         "kendall": "tau-b (scipy.stats.kendalltau)",
