@@ -117,9 +117,11 @@ def test_text_ids_and_spark_side_inputs(spark: Any) -> None:
         spark.createDataFrame(recs),
         spark.createDataFrame(truth),
         metrics,
-        train=spark.createDataFrame(train),  # collected: O(training interactions)
+        train=spark.createDataFrame(train),  # counted in Spark; pairs go with the partitions
     )
     _assert_identical(whole, res)
+    assert res.counts["recommendations_seen_in_train"] > 0
+    assert res.parameters["training_users"] == whole.parameters["training_users"]
 
 
 def test_refused_before_any_work(spark: Any) -> None:

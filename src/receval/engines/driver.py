@@ -324,6 +324,7 @@ class Plan:
     relevant_from: str = "truth"
     rank: str = "order"
     items: ItemContext | None = None
+    spark_train: bool = False  # the training pairs come with each partition's rows
 
     @property
     def per_user(self) -> list[MetricSpec]:

@@ -153,18 +153,27 @@ def evaluate(
     check_inputs(specs, given)
     cols = opts.columns()
     items = None
+    on_spark = is_spark(recommendations) or is_spark(truth)
+    # a Spark train= stays where it is: its item counts are computed there
+    train_df = train if on_spark and is_spark(train) else None
     if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
+        popularity = None
+        if train_df is not None:
+            from receval.evaluation.spark import popularity_of
+
+            popularity = popularity_of(train_df, Columns(user=opts.user_col, item=opts.item_col))
         items = build_context(
-            train=collected(train),
+            train=None if train_df is not None else collected(train),
             catalog=collected(catalog),
             item_features=collected(item_features),
             popular=collected(popular),
             cols=Columns(user=opts.user_col, item=opts.item_col),
+            popularity=popularity,
         )
-    if is_spark(recommendations) or is_spark(truth):  # on their Spark session
+    if on_spark:  # on their Spark session
         from receval.evaluation.spark import evaluate_spark
 
-        return evaluate_spark(recommendations, truth, specs, opts, items)
+        return evaluate_spark(recommendations, truth, specs, opts, items, train=train_df)
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
         from receval.io.stream import sorted_tables

@@ -29,6 +29,7 @@ The core never imports pyspark: this module imports it inside its functions.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 from collections.abc import Iterator, Sequence
@@ -44,7 +45,7 @@ from receval.errors import InputError, OptionError, ReceValError
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
-from receval.io.columns import RECS, TRUTH, resolve
+from receval.io.columns import RECS, TRAIN, TRUTH, resolve
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec
@@ -97,8 +98,12 @@ def evaluate_spark(
     opts: EvalOptions,
     items: ItemContext | None,
     partitions: int | None = None,
+    train: Any = None,
 ) -> Result:
-    """Evaluate Spark DataFrames on their session (see the module's docstring)."""
+    """Evaluate Spark DataFrames on their session (see the module's docstring).
+    ``train`` (a Spark DataFrame) joins each partition with its users' training
+    pairs (for the count of recommendations already seen in training); its
+    item counts are already in ``items`` (:func:`popularity_of`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
@@ -124,7 +129,15 @@ def evaluate_spark(
         for role in ("user", "item")
     }
     notes = []
+    tr = None
+    if train is not None and items is not None:
+        tr, _ = _roles(train, cols, TRAIN, "train")
+        for role in ("user", "item"):
+            if tr.schema[role].dataType != r.schema[role].dataType:  # as in-process: as text
+                text[role] = True
     for role, is_text in text.items():
+        if tr is not None and is_text:
+            tr = tr.withColumn(role, F.col(role).cast("string"))
         if is_text:
             kinds = {isinstance(df.schema[role].dataType, StringType) for df in (r, t)}
             if len(kinds) > 1:
@@ -138,12 +151,16 @@ def evaluate_spark(
     if graded:
         top = t.agg(F.max("relevance")).first()[0]
         max_grade = 1.0 if top is None else float(top)
-    plan = driver.Plan(tuple(specs), max_grade, items=items, **opts.engine())
+    plan = driver.Plan(
+        tuple(specs), max_grade, items=items, spark_train=tr is not None, **opts.engine()
+    )
     kinds = ("str" if text["user"] else None, "str" if text["item"] else None)
     recs_columns, truth_columns = list(r.columns), list(t.columns)
     both = r.withColumn(_SIDE, F.lit(0)).unionByName(
         t.withColumn(_SIDE, F.lit(1)), allowMissingColumns=True
     )
+    if tr is not None:
+        both = both.unionByName(tr.withColumn(_SIDE, F.lit(2)), allowMissingColumns=True)
     # every row of a user in one partition; Spark chooses how many (its
     # spark.sql.shuffle.partitions, coalesced to a bounded size by adaptive
     # execution), so each partition stays small whatever the data's size
@@ -201,6 +218,23 @@ def _pair_of(
     return Pair(rdata, tdata, int, int, rdata.rows)
 
 
+def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
+    """The plan with the training pairs of the partition's users (rows of side
+    2), when ``train=`` is a Spark DataFrame (its pairs are not in the plan)."""
+    if plan.items is None or plan.items.train_pairs is not None or not plan.spark_train:
+        return plan
+    rows = table.filter(pc.equal(table.column(_SIDE), 2))
+    from receval.ids import canonical
+
+    pairs = pd.DataFrame(
+        {
+            "user": canonical(rows.column("user"), "user", "train"),
+            "item": canonical(rows.column("item"), "item", "train"),
+        }
+    ).drop_duplicates()
+    return dataclasses.replace(plan, items=dataclasses.replace(plan.items, train_pairs=pairs))
+
+
 def _partition_function(
     plan: driver.Plan,
     recs_columns: list[str],
@@ -212,7 +246,7 @@ def _partition_function(
 
     def evaluate(table: pa.Table) -> driver.Part:
         pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
-        return driver.evaluate_pair(plan, pair, keep_values=False)
+        return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = _table_of(batches)
@@ -242,7 +276,7 @@ def _per_user_function(
         if table is None:
             return
         pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
-        part = driver.evaluate_pair(plan, pair, keep_values=True)
+        part = driver.evaluate_pair(_with_train(plan, table), pair, keep_values=True)
         assert part.values is not None
         users, values, _ = part.values
         columns: dict[str, Any] = {"user": pa.array(users.tolist())}
@@ -441,3 +475,15 @@ def write_per_user(df: Any, path: str) -> None:
                 reason = "it already exists (choose another path, or remove it first)"
             raise OutputError(f"cannot write {path} with Spark: {reason}", path=path) from None
         raise
+
+
+def popularity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray, int]:
+    """The training data's item counts, computed by Spark where the data lies:
+    the items, the distinct users of each, the distinct users (O(items) on the
+    driver, whatever the size of ``train``)."""
+
+    df, _ = _roles(train, cols, TRAIN, "train")
+    pairs = df.select("user", "item").distinct()
+    counts = pairs.groupBy("item").count().toPandas()
+    users = pairs.select("user").distinct().count()
+    return counts["item"].to_numpy(), counts["count"].to_numpy(dtype=np.int64), int(users)

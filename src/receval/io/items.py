@@ -200,12 +200,21 @@ def build_context(
     item_features: Any = None,
     popular: Any = None,
     cols: Columns = Columns(),
+    popularity: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> ItemContext:
-    """The item context of one evaluation (see :class:`ItemContext`)."""
+    """The item context of one evaluation (see :class:`ItemContext`).
+
+    ``popularity`` stands for ``train`` when the training data is too large
+    to hold (the Spark engine counts it where it lies): the items seen in
+    training, the number of distinct training users of each, and the number
+    of distinct training users. The context then has no training pairs."""
     parts: list[np.ndarray] = []
     t_users = t_items = None
     if train is not None:
         t_users, t_items = _train_pairs(train, cols)
+        parts.append(t_items)
+    elif popularity is not None:
+        t_items = canonical(pa.array(popularity[0]), "item", "train")
         parts.append(t_items)
     cat = read_items(catalog, "catalog", cols) if catalog is not None else None
     if cat is not None:
@@ -242,6 +251,12 @@ def build_context(
         catalog_source="",
     )
     seen = np.zeros(n + 1, dtype=bool)
+    if popularity is not None and t_items is not None:
+        counts = np.zeros(n + 1)
+        counts[ctx.index_of(t_items)] = np.asarray(popularity[1], dtype=np.float64)
+        seen = counts > 0
+        ctx.pop = np.where(seen, counts, 1.0)
+        ctx.n_train_users = int(popularity[2])
     if t_items is not None and t_users is not None:
         idx = ctx.index_of(t_items)
         pairs = pd.DataFrame({"u": t_users, "i": idx}).drop_duplicates()
