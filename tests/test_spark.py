@@ -130,6 +130,14 @@ def test_refused_before_any_work(spark: Any) -> None:
     with pytest.raises(OptionError, match="ties='input' is not allowed") as info:
         receval.evaluate(sr, st, "ndcg@10", ties="input")
     assert "no order" in str(info.value)
+    with pytest.raises(OptionError, match="convention 'mllib' breaks ties") as info:
+        receval.evaluate(sr, st, "ndcg@10", convention="mllib")
+    assert "ties='item'" in str(info.value) and "--ties item" in info.value.cli_message()
+    res = receval.evaluate(sr, st, "ndcg@10", convention="mllib", ties="item")
+    assert (
+        res.summary
+        == receval.evaluate(recs, truth, "ndcg@10", convention="mllib", ties="item").summary
+    )
     with pytest.raises(InputError) as spark_error:
         receval.evaluate(sr.withColumnRenamed("item", "thing"), st, "ndcg@10")
     with pytest.raises(InputError) as local_error:

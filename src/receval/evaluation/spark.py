@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.engines import driver
-from receval.errors import InputError, OptionError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError, option
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
@@ -54,6 +54,8 @@ from receval.records import Columns, Pair
 __all__ = ["collected", "evaluate_spark", "is_spark"]
 
 _SIDE = "__receval_side"
+_ROWS = "__receval_rows"  # a user's rows, as a list of structs
+_VALUE = "__receval_value"  # the rank or score of a recommendation, the grade of the truth
 
 
 def is_spark(obj: Any) -> bool:
@@ -108,11 +110,19 @@ def evaluate_spark(
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     if opts.ties == "input":
+        reason = "the rows of a Spark DataFrame have no order: break ties by item id"
+        if "ties" not in opts.given and opts.convention:  # the convention's choice
+            reason = (
+                f"the convention {opts.convention!r} breaks ties by the input's row order, "
+                "which the rows of a Spark DataFrame do not have: give "
+                + option("ties", "item")
+                + " (equal scores ordered by item id) with it"
+            )
         raise OptionError(
             "ties",
             "input",
-            allowed=("item", "item_desc"),
-            reason="the rows of a Spark DataFrame have no order: break ties by item id",
+            allowed=("item", "item_desc", "item_str", "item_str_desc"),
+            reason=reason,
         )
     session = (recs if is_spark(recs) else truth).sparkSession
     recs = _on_session(session, recs, "recommendations")
@@ -155,16 +165,25 @@ def evaluate_spark(
         tuple(specs), max_grade, items=items, spark_train=tr is not None, **opts.engine()
     )
     kinds = ("str" if text["user"] else None, "str" if text["item"] else None)
-    recs_columns, truth_columns = list(r.columns), list(t.columns)
-    both = r.withColumn(_SIDE, F.lit(0)).unionByName(
-        t.withColumn(_SIDE, F.lit(1)), allowMissingColumns=True
+    r, t, recs_columns, truth_columns = _slim(r, t)
+    side = F.lit(0).cast("byte")
+    both = r.withColumn(_SIDE, side).unionByName(
+        t.withColumn(_SIDE, F.lit(1).cast("byte")), allowMissingColumns=True
     )
     if tr is not None:
-        both = both.unionByName(tr.withColumn(_SIDE, F.lit(2)), allowMissingColumns=True)
-    # every row of a user in one partition; Spark chooses how many (its
-    # spark.sql.shuffle.partitions, coalesced to a bounded size by adaptive
-    # execution), so each partition stays small whatever the data's size
-    grouped = both.repartition(partitions, "user") if partitions else both.repartition("user")
+        both = both.unionByName(
+            tr.withColumn(_SIDE, F.lit(2).cast("byte")), allowMissingColumns=True
+        )
+    # every row of a user in one partition, as one row per user: a list of
+    # (item, value, side) structs (Spark ships a list of a user's rows to
+    # Python about twice as fast as the rows one by one; one list of structs
+    # keeps every field of a row together, nulls included). Spark chooses how
+    # many partitions (spark.sql.shuffle.partitions, coalesced to a bounded
+    # size by adaptive execution), so each stays small whatever the data's size
+    if partitions:
+        both = both.repartition(partitions, "user")
+    fields = [c for c in both.columns if c != "user"]
+    grouped = both.groupBy("user").agg(F.collect_list(F.struct(*fields)).alias(_ROWS))
     parts_df = grouped.mapInArrow(
         _partition_function(plan, recs_columns, truth_columns, kinds, graded), "part binary"
     )
@@ -195,27 +214,71 @@ def evaluate_spark(
 
 
 def _table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
-    """A partition's rows as one table (None when it has none)."""
+    """A partition's rows as one table, one row per input row (None when it
+    has none): each user's list of rows unpacked."""
     got = [b for b in batches if b.num_rows]
-    return pa.Table.from_batches(got) if got else None
+    if not got:
+        return None
+    grouped = pa.Table.from_batches(got)
+    lists = grouped.column(_ROWS).combine_chunks()
+    rows = pc.list_flatten(lists)
+    users = pc.take(grouped.column("user"), pc.list_parent_indices(lists))
+    columns = {"user": users}
+    for i, f in enumerate(rows.type):
+        columns[f.name] = rows.field(i)
+    return pa.table(columns)
 
 
 def _pair_of(
     table: pa.Table,
-    recs_columns: list[str],
-    truth_columns: list[str],
+    recs_columns: list[tuple[str, str]],
+    truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     graded: bool,
 ) -> Pair:
     """A partition's rows as the in-process engine's input."""
     side = table.column(_SIDE)
-    rt = table.filter(pc.equal(side, 0)).select(recs_columns)
-    tt = table.filter(pc.equal(side, 1)).select(truth_columns)
+    rt = _as_roles(table.filter(pc.equal(side, 0)), recs_columns)
+    tt = _as_roles(table.filter(pc.equal(side, 1)), truth_columns)
     rdata = read_recs(rt, Columns(), "recommendations", kinds)
     tdata = read_truth(tt, Columns(), "truth", kinds)
     if not graded:
         tdata.grades = np.ones(len(tdata.grades))
     return Pair(rdata, tdata, int, int, rdata.rows)
+
+
+def _slim(r: Any, t: Any) -> tuple[Any, Any, list[tuple[str, str]], list[tuple[str, str]]]:
+    """Both inputs with as few columns as the engine reads, since every column
+    crosses from the JVM to Python: the score is dropped when a rank orders
+    the lists (in-process too, the rank orders), and the order (rank or score)
+    and the truth's grade share one float64 column when both are numbers
+    (a rank below 2**53 and its float are the same number). Returns the
+    DataFrames and, per side, (role, column) pairs."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType
+
+    if "rank" in r.columns and "score" in r.columns:
+        r = r.drop("score")
+    order = "rank" if "rank" in r.columns else "score"
+    recs_columns = [(c, c) for c in r.columns]
+    truth_columns = [(c, c) for c in t.columns]
+    numeric = [isinstance(r.schema[order].dataType, NumericType)]
+    if "relevance" in t.columns:
+        numeric.append(isinstance(t.schema["relevance"].dataType, NumericType))
+    if all(numeric):
+        r = r.withColumn(_VALUE, F.col(order).cast("double")).drop(order)
+        recs_columns = [(role, _VALUE if role == order else role) for role, _ in recs_columns]
+        if "relevance" in t.columns:
+            t = t.withColumn(_VALUE, F.col("relevance").cast("double")).drop("relevance")
+            truth_columns = [
+                (role, _VALUE if role == "relevance" else role) for role, _ in truth_columns
+            ]
+    return r, t, recs_columns, truth_columns
+
+
+def _as_roles(table: pa.Table, columns: list[tuple[str, str]]) -> pa.Table:
+    """The columns of one side, named by their roles."""
+    return table.select([c for _, c in columns]).rename_columns([role for role, _ in columns])
 
 
 def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
@@ -237,8 +300,8 @@ def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
 
 def _partition_function(
     plan: driver.Plan,
-    recs_columns: list[str],
-    truth_columns: list[str],
+    recs_columns: list[tuple[str, str]],
+    truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     graded: bool,
 ) -> Any:
@@ -263,8 +326,8 @@ def _partition_function(
 
 def _per_user_function(
     plan: driver.Plan,
-    recs_columns: list[str],
-    truth_columns: list[str],
+    recs_columns: list[tuple[str, str]],
+    truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     graded: bool,
     names: list[str],
