@@ -151,7 +151,7 @@ def _documented() -> list[tuple[str | None, str]]:
     found = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for line in path.read_text().splitlines():
-            if "benchmarks/" in line:  # the benchmark scripts' own flags
+            if "benchmarks/" in line or "spark-submit" in line:  # other programs' flags
                 continue
             cmd = None
             for segment in line.split("|"):  # "receval metrics | explain X | check --train T"

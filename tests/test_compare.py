@@ -146,19 +146,40 @@ def test_same_seed_same_numbers_on_any_number_of_threads(world: tuple[dict, dict
     assert not one.table["ci_low"].equals(other.table["ci_low"])
 
 
-def test_units_use_spawned_seeds_in_fixed_order(world: tuple[dict, dict]) -> None:
-    """The first pair of the first metric uses child 3 (after 3 means) of the root."""
+def test_each_metric_uses_its_spawned_seed(world: tuple[dict, dict]) -> None:
+    """Metric j uses child j of the root seed, split in two (bootstrap, sign
+    flips); one resample serves every system and pair of the metric, so each
+    unit's numbers are those of the one-unit functions with that seed."""
     truth, runs = world
-    c = compare(runs, truth, "ndcg@10", test="randomization", n_resamples=800, seed=5)
-    children = np.random.SeedSequence(5).spawn(3 + 3)
-    test_seed, _ = children[3].spawn(2)
+    metrics = ["recall@10", "ndcg@10"]
+    c = compare(runs, truth, metrics, test="randomization", n_resamples=800, seed=5)
+    boot, flip = np.random.SeedSequence(5).spawn(2)[1].spawn(2)  # ndcg@10: child 1
     frame = c.aligned["ndcg@10"]
     expected = stats.randomization_test(
-        frame["random"], frame["good"], n_resamples=800, seed=test_seed
+        frame["random"], frame["good"], n_resamples=800, seed=flip
     ).pvalue
     assert c.pairs.loc[("ndcg@10", "random", "good"), "p_value"] == expected
-    lo, _ = stats.bootstrap_ci(frame["good"], n_resamples=800, seed=children[1].spawn(2)[1])
-    assert c.table.loc[("ndcg@10", "good"), "ci_low"] == lo
+    for system in ("good", "random"):
+        lo, hi = stats.bootstrap_ci(frame[system], n_resamples=800, seed=boot)
+        got = c.table.loc[("ndcg@10", system), ["ci_low", "ci_high"]].tolist()
+        assert got == pytest.approx([lo, hi], rel=1e-12)
+    lo, hi = stats.bootstrap_ci(frame["random"], frame["good"], n_resamples=800, seed=boot)
+    got = c.pairs.loc[("ndcg@10", "random", "good"), ["ci_low", "ci_high"]].tolist()
+    assert got == pytest.approx([lo, hi], rel=1e-12)
+
+
+def test_bootstrap_means_are_the_means_of_index_resamples() -> None:
+    """Counts times values, one matrix product: the means of the resamples a
+    literal bootstrap draws (the same index stream, gathered one by one)."""
+    x = np.random.default_rng(1).random((57, 3))
+    got = stats.bootstrap_means(x, 1000, np.random.default_rng(9))
+    rng = np.random.default_rng(9)
+    rows = stats._block_rows(57, 1000)
+    want = []
+    for start in range(0, 1000, rows):
+        idx = rng.integers(0, 57, size=(min(rows, 1000 - start), 57), dtype=np.int64)
+        want += [[sum(x[i, j] for i in row) / 57 for j in range(3)] for row in idx]
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-13)
 
 
 @pytest.mark.parametrize("test", ["t", "wilcoxon", "randomization", "permutation"])

@@ -841,59 +841,91 @@ def _run_units(
     settings: Mapping[str, Any],
     n_jobs: int,
 ) -> list[dict[str, float]]:
-    """Every unit's numbers; unit i draws from child i of ``SeedSequence(seed)``."""
-    children = np.random.SeedSequence(settings["seed"]).spawn(len(units))
+    """Every unit's numbers. The work is done per metric: metric j draws from
+    child j of ``SeedSequence(seed)`` (split in two: the bootstrap, the sign
+    flips), and one resample serves every unit of its metric — each system's
+    mean and each pair's difference are columns of one matrix product — so the
+    results do not depend on ``n_jobs``."""
+    metrics = list(dict.fromkeys(u.metric for u in units))
+    seeds = np.random.SeedSequence(settings["seed"]).spawn(len(metrics))
+    children = dict(zip(metrics, seeds, strict=True))
 
-    def work(i: int) -> dict[str, float]:
-        return _run_unit(units[i], aligned[units[i].metric], settings, children[i])
+    def work(m: str) -> dict[tuple[str, ...], dict[str, float]]:
+        mine = [u for u in units if u.metric == m]
+        return _metric_units(mine, aligned[m], settings, children[m])
 
-    if n_jobs == 1 or len(units) < 2:
-        return [work(i) for i in range(len(units))]
-    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        return list(pool.map(work, range(len(units))))
-
-
-def _run_unit(
-    unit: _Unit, frame: pd.DataFrame, settings: Mapping[str, Any], seed: np.random.SeedSequence
-) -> dict[str, float]:
-    """A mean and its interval, or a pair's difference, interval, test and effect size."""
-    test_seed, ci_seed = seed.spawn(2)
-    a = frame[unit.systems[0]].to_numpy(dtype=np.float64)
-    if unit.kind == "mean":
-        lo, hi = _interval(a, None, settings, ci_seed)
-        # exact sums rounded once: the mean of the evaluation's summary, any engine
-        return {"mean": stats.Moments.of(a).mean(), "ci_low": lo, "ci_high": hi}
-    b = frame[unit.systems[1]].to_numpy(dtype=np.float64)
-    res = stats.run_test(
-        settings["test"], a, b, n_resamples=settings["n_resamples"], seed=test_seed
-    )
-    lo, hi = _interval(a, b, settings, ci_seed)
-    return {
-        "diff": stats.Moments.of(a - b).mean(),
-        "ci_low": lo,
-        "ci_high": hi,
-        "statistic": res.statistic,
-        "p_value": res.pvalue,
-        "effect_size": stats.cohens_d(a, b),
-    }
+    if n_jobs == 1 or len(metrics) < 2:
+        done = [work(m) for m in metrics]
+    else:
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            done = list(pool.map(work, metrics))
+    found = dict(zip(metrics, done, strict=True))
+    return [found[u.metric][u.systems] for u in units]
 
 
-def _interval(
-    a: np.ndarray,
-    b: np.ndarray | None,
+def _metric_units(
+    units: Sequence[_Unit],
+    frame: pd.DataFrame,
     settings: Mapping[str, Any],
     seed: np.random.SeedSequence,
-) -> tuple[float, float]:
-    if settings["ci"] == "none":
-        return (math.nan, math.nan)
-    return stats.bootstrap_ci(
-        a,
-        b,
-        alpha=settings["alpha"],
-        method=settings["ci"],
-        n_resamples=settings["n_resamples"],
-        seed=seed,  # type: ignore[arg-type]
-    )
+) -> dict[tuple[str, ...], dict[str, float]]:
+    """The numbers of one metric's units: means and intervals of the systems,
+    differences, intervals, tests and effect sizes of the pairs."""
+    boot_seed, flip_seed = seed.spawn(2)
+    columns = [
+        frame[u.systems[0]].to_numpy(dtype=np.float64)
+        if u.kind == "mean"
+        else frame[u.systems[0]].to_numpy(dtype=np.float64)
+        - frame[u.systems[1]].to_numpy(dtype=np.float64)
+        for u in units
+    ]
+    n = len(frame)
+    x = np.column_stack(columns) if columns else np.empty((n, 0))
+    intervals = [(math.nan, math.nan)] * len(units)
+    if settings["ci"] != "none" and n:
+        means = stats.bootstrap_means(x, settings["n_resamples"], stats.rng_from(boot_seed))
+        intervals = [
+            stats.interval_of(x[:, i], means[:, i], settings["alpha"], settings["ci"])
+            for i in range(len(units))
+        ]
+    pairs = [i for i, u in enumerate(units) if u.kind == "pair"]
+    tests = {i: _test(settings, columns[i]) for i in pairs}
+    # Monte Carlo sign flips: one draw serves every pair of the metric
+    flip = [i for i in pairs if tests[i] is None]
+    if flip:
+        b = settings["n_resamples"]
+        counts = stats.flip_counts(x[:, flip], b, stats.rng_from(flip_seed))
+        for i, c in zip(flip, counts.tolist(), strict=True):
+            tests[i] = stats.StatResult(float(columns[i].mean()), (1 + c) / (1 + b))
+    out: dict[tuple[str, ...], dict[str, float]] = {}
+    for i, u in enumerate(units):
+        lo, hi = intervals[i]
+        moments = stats.Moments.of(columns[i])  # exact sums rounded once, as evaluate
+        if u.kind == "mean":
+            out[u.systems] = {"mean": moments.mean(), "ci_low": lo, "ci_high": hi}
+            continue
+        res = tests[i]
+        assert res is not None
+        out[u.systems] = {
+            "diff": moments.mean(),
+            "ci_low": lo,
+            "ci_high": hi,
+            "statistic": res.statistic,
+            "p_value": res.pvalue,
+            "effect_size": stats.effect_size_of(moments),
+        }
+    return out
+
+
+def _test(settings: Mapping[str, Any], d: np.ndarray) -> stats.StatResult | None:
+    """A pair's test, or None for a randomization test drawn with the others."""
+    name, b = settings["test"], settings["n_resamples"]
+    if name != "randomization":
+        return stats.run_test(name, d)
+    n = d.size
+    if n == 0 or not np.any(d) or (n <= 62 and (1 << n) <= b):  # no draw needed
+        return stats.randomization_test(d, n_resamples=b)
+    return None
 
 
 def _pairs_frame(

@@ -39,8 +39,11 @@ __all__ = [
     "StatResult",
     "adjust_pvalues",
     "bootstrap_ci",
+    "bootstrap_means",
     "cohens_d",
     "effect_size_of",
+    "flip_counts",
+    "interval_of",
     "normalize_correction",
     "normalize_test",
     "paired_t_test",
@@ -339,25 +342,60 @@ def randomization_test(
             stat = np.abs(total - 2.0 * (flips @ d))
             count += int(np.count_nonzero(stat >= target))
         return StatResult(observed, count / m)
-    rng = rng_from(seed)
-    count = 0
+    count = int(flip_counts(d[:, None], n_resamples, rng_from(seed))[0])
+    return StatResult(observed, (1 + count) / (1 + n_resamples))
+
+
+def flip_counts(d: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """For each column of ``d`` (users × comparisons, finite), how many of
+    ``n_resamples`` random sign vectors give ``|Σ ± d| ≥ |Σ d|`` (with the
+    tolerance of :func:`randomization_test`). One sign vector per resample
+    serves every column: a block of them is a 0/1 matrix ``F`` and the flipped
+    sums of all columns are one matrix product, ``Σ d − 2 F d``.
+
+    Example:
+        >>> d = np.column_stack([np.arange(1.0, 21.0), np.zeros(20)])
+        >>> flip_counts(d, 999, np.random.default_rng(1)).tolist()
+        [0, 999]
+    """
+    n = d.shape[0]
+    total = d.sum(axis=0)
+    target = np.abs(total) - 1e-9 * np.abs(d).sum(axis=0)
+    count = np.zeros(d.shape[1], dtype=np.int64)
     rows = _block_rows(n, n_resamples)
     for start in range(0, n_resamples, rows):
         flips = _unpacked_signs(rng, min(rows, n_resamples - start), n)
         stat = np.abs(total - 2.0 * (flips @ d))
-        count += int(np.count_nonzero(stat >= target))
-    return StatResult(observed, (1 + count) / (1 + n_resamples))
+        count += np.count_nonzero(stat >= target, axis=0)
+    return count
 
 
-def _bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_resamples`` resamples of ``x`` with replacement (in blocks)."""
-    n = x.size
-    out = np.empty(n_resamples)
+def bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples of the users, for every
+    column of ``x`` (users × columns): (resamples × columns).
+
+    A resample draws n users with replacement (``rng.integers``, blocks whose
+    size depends only on n); it is held as the count of each user, and the
+    means of every column are one matrix product ``W x / n`` of the block of
+    counts ``W`` — no gather of values by index. One resample serves every
+    column (every system and every paired difference of a metric).
+
+    Example:
+        >>> x = np.column_stack([np.ones(5), np.arange(5.0)])
+        >>> m = bootstrap_means(x, 3, np.random.default_rng(0))
+        >>> m.shape, m[:, 0].tolist()
+        ((3, 2), [1.0, 1.0, 1.0])
+    """
+    n = x.shape[0]
+    out = np.empty((n_resamples, x.shape[1]))
     rows = _block_rows(n, n_resamples)
     for start in range(0, n_resamples, rows):
         m = min(rows, n_resamples - start)
         idx = rng.integers(0, n, size=(m, n), dtype=np.int64)
-        out[start : start + m] = x[idx].mean(axis=1)
+        counts = np.empty((m, n))
+        for r in range(m):  # one resample's counts fit in cache: faster than one bincount
+            counts[r] = np.bincount(idx[r], minlength=n)
+        out[start : start + m] = (counts @ x) / n
     return out
 
 
@@ -379,7 +417,8 @@ def bootstrap_ci(
 
     - ``percentile``: ``[q(α/2), q(1 − α/2)]``.
     - ``bca`` (bias-corrected and accelerated, Efron 1987):
-      ``z0 = Φ⁻¹((#{θ* < θ̂} + #{θ* ≤ θ̂}) / 2B)``, acceleration from the
+      ``z0 = Φ⁻¹((#{θ* < θ̂} + #{θ* ≤ θ̂}) / 2B)`` (θ* within 1e-9 · mean|x|
+      of θ̂ counts as equal), acceleration from the
       jackknife means ``θ_(i)`` (each user left out once) and their mean
       ``θ_(·)``: ``a = Σ(θ_(·) − θ_(i))³ / (6 [Σ(θ_(·) − θ_(i))²]^{3/2})``; then
       ``[q(α1), q(α2)]`` with ``α_j = Φ(z0 + (z0 + z_j) / (1 − a (z0 + z_j)))``,
@@ -406,10 +445,27 @@ def bootstrap_ci(
     theta = float(x.mean())
     if float(x.max() - x.min()) == 0.0:
         return (theta, theta)
-    means = _bootstrap_means(x, n_resamples, rng_from(seed))
+    means = bootstrap_means(x[:, None], n_resamples, rng_from(seed))[:, 0]
+    return interval_of(x, means, alpha, method)
+
+
+def interval_of(x: np.ndarray, means: np.ndarray, alpha: float, method: str) -> tuple[float, float]:
+    """The ``percentile`` or ``bca`` interval of the mean of ``x`` from its
+    bootstrap ``means`` (see :func:`bootstrap_ci`)."""
+    n = x.size
+    n_resamples = means.size
+    if n == 0:
+        return (math.nan, math.nan)
+    theta = float(x.mean())
+    if float(x.max() - x.min()) == 0.0:
+        return (theta, theta)
     lo_p, hi_p = alpha / 2, 1 - alpha / 2
     if method == "bca":
-        below = np.count_nonzero(means < theta) + np.count_nonzero(means <= theta)
+        # resampled means equal to θ̂ in exact arithmetic count as equal: a
+        # relative tolerance keeps rounding noise (which depends on how the
+        # sums were taken) from moving them below or above it
+        tol = 1e-9 * float(np.abs(x).mean())
+        below = np.count_nonzero(means < theta - tol) + np.count_nonzero(means <= theta + tol)
         z0 = float(special.ndtri(below / (2.0 * n_resamples)))
         jack = (x.sum() - x) / (n - 1) if n > 1 else x.copy()
         dev = jack.mean() - jack

@@ -330,7 +330,7 @@ def evaluate_ratings(
     if is_spark(ratings):  # on their Spark session
         from receval.evaluation.spark_ratings import evaluate_ratings_spark
 
-        return evaluate_ratings_spark(ratings, specs, opts, dropna=dropna)
+        return evaluate_ratings_spark(ratings, specs, opts, dropna=dropna, build=rating_result)
     try:
         r = read_ratings(
             ratings,

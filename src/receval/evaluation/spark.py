@@ -51,7 +51,18 @@ from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec
 from receval.records import Columns, Pair
 
-__all__ = ["collected", "evaluate_spark", "is_spark"]
+__all__ = [
+    "collected",
+    "evaluate_spark",
+    "format_of",
+    "is_spark",
+    "items_of",
+    "popularity_of",
+    "read",
+    "session",
+    "without_rows",
+    "write_per_user",
+]
 
 _SIDE = "__receval_side"
 _VALUE = "__receval_value"  # the rank or score of a recommendation, the grade of the truth
@@ -366,11 +377,11 @@ def _smallest_error(table: pa.Table, evaluate: Any) -> tuple[Any, ReceValError]:
     try:
         evaluate(rows)
     except ReceValError as exc:
-        return key, _without_rows(exc)
+        return key, without_rows(exc)
     raise AssertionError("a partition failed but none of its users does")  # pragma: no cover
 
 
-def _without_rows(exc: ReceValError) -> ReceValError:
+def without_rows(exc: ReceValError) -> ReceValError:
     """The error without the partition's row numbers (they mean nothing on Spark)."""
     if isinstance(exc, InputError) and (exc.row is not None or exc.other_row is not None):
         return InputError(

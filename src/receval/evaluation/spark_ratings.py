@@ -35,11 +35,12 @@ import pyarrow as pa
 
 from receval.errors import InputError, ReceValError
 from receval.evaluation.options import EvalOptions
-from receval.evaluation.ratings import RatingResult, RatingSpec, rating_result
-from receval.evaluation.spark import _without_rows
+from receval.evaluation.result import Result
+from receval.evaluation.spark import without_rows
 from receval.exact import ExactSum
 from receval.io.columns import RATINGS, resolve
 from receval.io.ratings import read_ratings
+from receval.metrics.spec import MetricSpec
 from receval.records import Columns
 
 __all__ = ["evaluate_ratings_spark"]
@@ -82,7 +83,7 @@ def _read(table: pa.Table, dropna: bool, need: tuple[str, ...]) -> Any:
 
 
 def _per_user(
-    specs: Sequence[RatingSpec], r: Any
+    specs: Sequence[MetricSpec], r: Any
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """The users (sorted), their number of pairs and each per-user metric's values."""
     uniq, codes = np.unique(r.users, return_inverse=True)
@@ -96,8 +97,8 @@ def _per_user(
     return uniq, np.bincount(codes, minlength=len(uniq)), values
 
 
-def _part(table: pa.Table, specs: Sequence[RatingSpec], dropna: bool, need: Any) -> _Part:
-    per_user = [s for s in specs if s.per_user]
+def _part(table: pa.Table, specs: Sequence[MetricSpec], dropna: bool, need: Any) -> _Part:
+    per_user = [s for s in specs if s.param_dict.get("per_user", False)]
     r = _read(table, dropna, need)
     if r is None:
         return _Part(table.num_rows, 0, table.num_rows, sums=[ExactSum() for _ in per_user])
@@ -132,18 +133,25 @@ def _smallest_row_error(table: pa.Table, check: Callable[[pa.Table], Any]) -> tu
         check(row)
     except ReceValError as exc:
         key = tuple("" if v is None else str(v) for v in row.to_pylist()[0].values())
-        return key, _without_rows(exc)
+        return key, without_rows(exc)
     raise AssertionError("a partition failed but none of its rows does")  # pragma: no cover
 
 
 def evaluate_ratings_spark(
-    ratings: Any, specs: Sequence[RatingSpec], opts: EvalOptions, *, dropna: bool
-) -> RatingResult:
-    """:func:`receval.evaluate_ratings` of a Spark DataFrame (see the module)."""
+    ratings: Any,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    *,
+    dropna: bool,
+    build: Callable[..., Result],
+) -> Result:
+    """:func:`receval.evaluate_ratings` of a Spark DataFrame (see the module);
+    ``build`` makes its result from the values (``ratings.rating_result``: the
+    rating metrics' module calls this one, not the other way round)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, StructField, StructType
 
-    per_user = [s for s in specs if s.per_user]
+    per_user = [s for s in specs if s.param_dict.get("per_user", False)]
     need = ("user",) if per_user else ()
     cols = Columns(
         user=opts.user_col, item=opts.item_col, actual=opts.actual_col, predicted=opts.predicted_col
@@ -187,12 +195,12 @@ def evaluate_ratings_spark(
         )
     summary: dict[str, float] = {}
     undefined: dict[str, int] = {}
-    pooled = [s for s in specs if not s.per_user and s.name not in _POOLED_EXACT]
+    pooled = [s for s in specs if s not in per_user and s.name not in _POOLED_EXACT]
     pairs = _collected_pairs(df, dropna) if pooled else None
     sums = dict(zip([str(s) for s in per_user], total.sums, strict=True))
     for s in specs:
         name = str(s)
-        if s.per_user:
+        if s in per_user:
             summary[name] = sums[name].mean()
             if sums[name].nan:
                 undefined[name] = sums[name].nan
@@ -215,7 +223,7 @@ def evaluate_ratings_spark(
         "users_single_pair": total.single,
         "undefined": undefined,
     }
-    res = rating_result(specs, summary, None, counts, opts, dropna, found, "user" not in found)
+    res = build(specs, summary, None, counts, opts, dropna, found, "user" not in found)
     if pooled:
         res.notes.append(
             f"{', '.join(str(s) for s in pooled)} over all pairs: the actual and predicted "
@@ -247,7 +255,7 @@ def _collected_pairs(df: Any, dropna: bool) -> tuple[np.ndarray, np.ndarray]:
     return a[keep], p[keep]
 
 
-def _per_user_rows(specs: Sequence[RatingSpec], dropna: bool, names: list[str]) -> Any:
+def _per_user_rows(specs: Sequence[MetricSpec], dropna: bool, names: list[str]) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = [b for b in batches if b.num_rows]
         if not got:
