@@ -46,9 +46,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
-from receval.analysis.stats import Moments, StatResult, effect_size_of, t_test_of
+from receval.analysis.stats import (
+    Moments,
+    StatResult,
+    effect_size_of,
+    quantile_interval,
+    t_test_of,
+)
 from receval.exact import ExactSum
 
 __all__ = [
@@ -410,21 +415,11 @@ def _interval(
     means = sums * scale / weights[keep].astype(np.float64)
     if not len(means):
         return (math.nan, math.nan)
-    lo_p, hi_p = alpha / 2, 1 - alpha / 2
-    if layout.ci == "bca":
-        below = np.count_nonzero(means < theta) + np.count_nonzero(means <= theta)
-        z0 = float(special.ndtri(below / (2.0 * len(means))))
-        den = second.squares[j][c].value() ** 1.5
-        acc = second.cubes[j][c].value() / (6.0 * den) if den > 0 else 0.0
-        if not math.isfinite(z0):
-            z0, acc = 0.0, 0.0
-        ps = []
-        for zq in (special.ndtri(lo_p), special.ndtri(hi_p)):
-            s = z0 + zq
-            ps.append(float(special.ndtr(z0 + s / (1 - acc * s))))
-        lo_p, hi_p = ps
-    lo, hi = np.quantile(means, [lo_p, hi_p])
-    return (float(lo), float(hi))
+    if layout.ci != "bca":
+        return quantile_interval(means, alpha)
+    den = second.squares[j][c].value() ** 1.5
+    acc = second.cubes[j][c].value() / (6.0 * den) if den > 0 else 0.0
+    return quantile_interval(means, alpha, theta, acc)  # exact sums: no tolerance needed
 
 
 def layout_of(

@@ -47,6 +47,7 @@ __all__ = [
     "normalize_correction",
     "normalize_test",
     "paired_t_test",
+    "quantile_interval",
     "randomization_test",
     "rng_from",
     "run_test",
@@ -453,27 +454,40 @@ def interval_of(x: np.ndarray, means: np.ndarray, alpha: float, method: str) -> 
     """The ``percentile`` or ``bca`` interval of the mean of ``x`` from its
     bootstrap ``means`` (see :func:`bootstrap_ci`)."""
     n = x.size
-    n_resamples = means.size
     if n == 0:
         return (math.nan, math.nan)
     theta = float(x.mean())
     if float(x.max() - x.min()) == 0.0:
         return (theta, theta)
+    if method != "bca":
+        return quantile_interval(means, alpha)
+    jack = (x.sum() - x) / (n - 1) if n > 1 else x.copy()
+    dev = jack.mean() - jack
+    den = float(np.sum(dev**2)) ** 1.5
+    acc = float(np.sum(dev**3)) / (6.0 * den) if den > 0 else 0.0
+    # resampled means equal to θ̂ in exact arithmetic count as equal: a
+    # relative tolerance keeps rounding noise (which depends on how the sums
+    # were taken) from moving them below or above it
+    return quantile_interval(means, alpha, theta, acc, tol=1e-9 * float(np.abs(x).mean()))
+
+
+def quantile_interval(
+    means: np.ndarray,
+    alpha: float,
+    theta: float | None = None,
+    acc: float = 0.0,
+    tol: float = 0.0,
+) -> tuple[float, float]:
+    """``[q(α/2), q(1 − α/2)]`` of the bootstrap ``means`` (percentile), or,
+    given the observed mean ``theta`` and the acceleration ``acc``, BCa's
+    ``[q(α1), q(α2)]`` (Efron 1987; see :func:`bootstrap_ci`; means within
+    ``tol`` of ``theta`` count as equal to it). Every mean on one side of
+    ``theta`` leaves the correction undefined: the percentile interval."""
     lo_p, hi_p = alpha / 2, 1 - alpha / 2
-    if method == "bca":
-        # resampled means equal to θ̂ in exact arithmetic count as equal: a
-        # relative tolerance keeps rounding noise (which depends on how the
-        # sums were taken) from moving them below or above it
-        tol = 1e-9 * float(np.abs(x).mean())
+    if theta is not None:
         below = np.count_nonzero(means < theta - tol) + np.count_nonzero(means <= theta + tol)
-        z0 = float(special.ndtri(below / (2.0 * n_resamples)))
-        jack = (x.sum() - x) / (n - 1) if n > 1 else x.copy()
-        dev = jack.mean() - jack
-        den = float(np.sum(dev**2)) ** 1.5
-        acc = float(np.sum(dev**3)) / (6.0 * den) if den > 0 else 0.0
+        z0 = float(special.ndtri(below / (2.0 * means.size)))
         if not math.isfinite(z0):
-            # Every resampled mean on one side of θ̂: the correction is undefined;
-            # fall back to the percentile interval.
             z0, acc = 0.0, 0.0
         ps = []
         for zq in (special.ndtri(lo_p), special.ndtri(hi_p)):
