@@ -168,3 +168,38 @@ def test_speed_20k_users() -> None:
         run = recommend(model, log, k=10)
         assert run["user"].nunique() == 20_000
     assert time.perf_counter() - t < 20
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_item_knn_sparse_equals_dense(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item-kNN never builds dense users × items or items × items blocks; its
+    neighbours and lists are those of the dense computation, bit for bit
+    (random data: ties, unknown users, short lists, shrink, seen items kept)."""
+    from receval.workflow.baselines import ItemKNNRecommender, Recommender, top_k
+
+    rng = np.random.default_rng(seed)
+    n_users, n_items = int(rng.integers(2, 300)), int(rng.integers(2, 200))
+    n = int(rng.integers(3, 3000))
+    train = pd.DataFrame({"user": rng.integers(0, n_users, n), "item": rng.zipf(1.3, n) % n_items})
+    m = ItemKNNRecommender(neighbors=int(rng.integers(1, 40)), shrink=[0.0, 2.5][seed % 2])
+    m.fit(train)
+    # the neighbours, from dense rows
+    x = m.matrix.toarray()
+    co = x.T @ x
+    norm = np.sqrt(m.pop)
+    sim = co / (norm[:, None] * norm[None, :] + m.shrink)
+    sim[co == 0] = -np.inf
+    np.fill_diagonal(sim, -np.inf)
+    r, c, v = top_k(sim, m.neighbors)
+    dense = np.zeros(co.shape)
+    dense[r, c] = v
+    assert np.array_equal(m.similarity.toarray(), dense)
+    # the lists, against the dense scores' top-k
+    users = list(range(-2, n_users + 2))
+    for k in (1, 7, 300):
+        for exclude_seen in (True, False):
+            sparse = m.recommend(users, k=k, exclude_seen=exclude_seen)
+            with monkeypatch.context() as p:
+                p.setattr(ItemKNNRecommender, "_block", Recommender._block)
+                full = m.recommend(users, k=k, exclude_seen=exclude_seen)
+            pd.testing.assert_frame_equal(sparse, full, check_exact=True)

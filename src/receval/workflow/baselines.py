@@ -142,6 +142,10 @@ class Recommender:
     def _fit(self) -> None:
         """Model-specific fitting (after the matrix is built)."""
 
+    def _users_per_block(self) -> int:
+        """Users scored at once: a dense block of about BLOCK_CELLS scores."""
+        return max(1, BLOCK_CELLS // len(self.item_ids))
+
     def _scores(self, codes: np.ndarray, block: int) -> np.ndarray:
         """Scores (len(codes) × items); codes −1 = user unknown in train."""
         raise NotImplementedError
@@ -186,8 +190,7 @@ class Recommender:
             given = users if isinstance(users, pd.Series) else pd.Series(list(users))
             wanted = given.drop_duplicates().to_numpy()
         codes = self.user_ids.get_indexer(wanted)
-        n_items = len(self.item_ids)
-        block = max(1, BLOCK_CELLS // n_items)
+        block = self._users_per_block()
         out_u, out_i, out_s, out_r = [], [], [], []
         for start in range(0, len(codes), block):
             rows, cols, vals = self._block(codes[start : start + block], k, exclude_seen)
@@ -328,26 +331,134 @@ class ItemKNNRecommender(Recommender):
     def _fit(self) -> None:
         x = self.matrix
         co = (x.T @ x).tocsr()
+        co.eliminate_zeros()
+        co.sort_indices()  # within a row, positions follow item ids
         n = co.shape[0]
         norm = np.sqrt(self.pop)
-        block = max(1, BLOCK_CELLS // n)
+        lengths = np.diff(co.indptr)
+        block = max(1, (BLOCK_CELLS >> 3) // max(1, int(lengths.mean()) if n else 1))
         rows_, cols_, vals_ = [], [], []
         # Each item's `neighbors` most similar items (ties: item id ascending),
-        # from dense blocks of rows of the co-occurrence matrix.
+        # from the nonzero co-occurrences of blocks of rows, side by side
+        # (−inf pads): the same cosines and order as dense rows, without them.
         for start in range(0, n, block):
-            dense = co[start : start + block].toarray()
-            sim = dense / (norm[start : start + block, None] * norm[None, :] + self.shrink)
-            sim[dense == 0] = -np.inf
-            sim[np.arange(sim.shape[0]), np.arange(start, start + sim.shape[0])] = -np.inf
-            r, c, v = top_k(sim, self.neighbors)
+            sub = co[start : start + block]
+            sizes = np.diff(sub.indptr)
+            if not sub.nnz:
+                continue
+            row = np.repeat(np.arange(sub.shape[0]), sizes)
+            col = sub.indices.astype(np.int64)
+            sim = sub.data / (norm[start + row] * norm[col] + self.shrink)
+            sim[col == start + row] = -np.inf  # an item is not its own neighbour
+            pos = np.arange(sub.nnz) - sub.indptr[row]
+            padded = np.full((sub.shape[0], int(sizes.max())), -np.inf)
+            padded[row, pos] = sim
+            items = np.zeros(padded.shape, dtype=np.int64)
+            items[row, pos] = col
+            r, p, v = top_k(padded, self.neighbors)
             rows_.append(r + start)
-            cols_.append(c)
+            cols_.append(items[r, p])
             vals_.append(v)
+        if not rows_:  # no co-occurrence at all
+            rows_, cols_, vals_ = (
+                [np.zeros(0, dtype=np.int64)],
+                [np.zeros(0, dtype=np.int64)],
+                [np.zeros(0)],
+            )
         self.similarity = sp.csr_matrix(
             (np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))),
             shape=co.shape,
         )
         self._fill = -1.0 + self.pop / (self.pop.max() + 1.0)
+        # the fill's order: fill value descending, then item id (as top_k orders)
+        self._fill_order = np.lexsort((np.arange(n), -self._fill)).astype(np.int64)
+        self._fill_rank = np.empty(n, dtype=np.int64)
+        self._fill_rank[self._fill_order] = np.arange(n)
+
+    def _block(
+        self, codes: np.ndarray, k: int, exclude_seen: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-k of a block of users from the sparse scores: the items with a
+        positive score (similar to one the user has), best first, then, while
+        the list is short, the fill (popularity order) — the dense scores'
+        top-k (:meth:`_scores`) without a dense users × items matrix."""
+        known = np.flatnonzero(codes >= 0)
+        rows = cols = np.zeros(0, dtype=np.int64)
+        vals = np.zeros(0)
+        seen_r, seen_c = self._seen(codes) if exclude_seen else (rows, cols)
+        has = np.zeros(len(codes), dtype=np.int64)
+        if known.size:
+            x = self.matrix[codes[known]]
+            s = (x @ self.similarity).tocsr()
+            if exclude_seen:  # a seen item's score becomes 0, and 0 is no candidate
+                s = s - s.multiply(x).tocsr()
+            s.data[s.data <= 0] = 0.0
+            s.eliminate_zeros()
+            s.sort_indices()  # within a row, positions follow item ids
+            lengths = np.diff(s.indptr)
+            has[known] = lengths
+            if s.nnz:
+                # the candidates of each row side by side (−inf pads): top_k's
+                # ties by position are ties by item id
+                row = np.repeat(np.arange(len(known)), lengths)
+                pos = np.arange(s.nnz) - s.indptr[row]
+                padded = np.full((len(known), int(lengths.max())), -np.inf)
+                padded[row, pos] = s.data
+                items = np.zeros(padded.shape, dtype=np.int64)
+                items[row, pos] = s.indices
+                r, p, vals = top_k(padded, k)
+                rows, cols = known[r].astype(np.int64), items[r, p]
+        need = np.maximum(k - np.minimum(has, k), 0)
+        short = np.flatnonzero(need > 0)
+        if short.size:
+            fr, fc = self._fill_rows(short, need[short], rows, cols, has, seen_r, seen_c)
+            rows = np.concatenate([rows, fr])
+            cols = np.concatenate([cols, fc])
+            vals = np.concatenate([vals, self._fill[fc]])
+            order = np.lexsort((cols, -vals, rows))
+            rows, cols, vals = rows[order], cols[order], vals[order]
+        return rows, cols, vals
+
+    def _users_per_block(self) -> int:
+        """Users scored at once: about BLOCK_CELLS candidate scores (a user's
+        candidates are at most its items × the neighbours kept, and the items)."""
+        per_user = self.matrix.nnz / max(1, self.matrix.shape[0]) * self.neighbors
+        # an eighth of BLOCK_CELLS: a block is padded to its longest row, which
+        # grows with the block (measured: 128-300 users best at 200k users)
+        return max(1, int((BLOCK_CELLS >> 3) // max(1.0, min(per_user, len(self.item_ids)))))
+
+    def _fill_rows(
+        self,
+        short: np.ndarray,
+        need: np.ndarray,
+        rows: np.ndarray,
+        cols: np.ndarray,
+        has: np.ndarray,
+        seen_r: np.ndarray,
+        seen_c: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For the rows ``short`` (block rows with fewer than k candidates),
+        the first ``need`` items of the fill order that are neither seen nor
+        already candidates: (block row, item)."""
+        n_items = len(self.item_ids)
+        where = np.full(int(short.max()) + 1, -1, dtype=np.int64)
+        where[short] = np.arange(short.size)
+        excluded_r = np.concatenate([rows, seen_r])
+        excluded_c = np.concatenate([cols, seen_c])
+        mine = excluded_r <= short.max()
+        excluded_r, excluded_c = excluded_r[mine], excluded_c[mine]
+        mine = where[excluded_r] >= 0
+        er, ec = where[excluded_r[mine]], excluded_c[mine]
+        per_row = np.bincount(er, minlength=short.size)
+        width = int(min(n_items, (need + per_row).max()))
+        position = self._fill_rank[ec]  # place of each excluded item in the fill order
+        inside = position < width
+        blocked = np.zeros((short.size, width), dtype=bool)
+        blocked[er[inside], position[inside]] = True
+        free = ~blocked
+        take = free & (np.cumsum(free, axis=1) <= need[:, None])
+        r, p = np.nonzero(take)
+        return short[r], self._fill_order[p]
 
     def _scores(self, codes: np.ndarray, block: int) -> np.ndarray:
         known = np.flatnonzero(codes >= 0)
