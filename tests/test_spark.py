@@ -243,17 +243,9 @@ def test_missing_user_id_and_missing_train(spark: Any) -> None:
 
 
 def _compare_doors(summary: dict[str, float], per_user: pd.DataFrame) -> None:
-    from tests.test_every_door import _data, _pandas
+    from tests.test_every_door import _data, _pandas, check_door
 
-    want_summary, want_users = _pandas(_data(), Path("."))
-    assert set(summary) == set(want_summary)
-    for m, v in want_summary.items():
-        assert _same(summary[m], v), (m, summary[m], v)
-    for m, col in want_users.items():
-        got = per_user[m]
-        assert list(got.index.astype(str)) == list(col.index.astype(str)), m
-        a, b = got.to_numpy(dtype=float), col.to_numpy(dtype=float)
-        assert ((a == b) | (np.isnan(a) & np.isnan(b))).all(), m
+    check_door((summary, {m: per_user[m] for m in per_user.columns}), _pandas(_data(), Path(".")))
 
 
 def test_every_door_spark_dataframes(spark: Any) -> None:

@@ -341,13 +341,13 @@ def finish(
     difference, its interval, the test and the effect size."""
     totals = Totals.of(first)
     n_sys = len(layout.systems)
-    n_cols = [n_sys + len(layout.pairs)] * len(layout.metrics)
+    n_cols = n_sys + len(layout.pairs)  # per metric: systems, then pairs
     out: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
     offset = 0
     pair_offset = 0
     for j, metric in enumerate(layout.metrics):
         n = first.compared[j]
-        for c in range(n_cols[j]):
+        for c in range(n_cols):
             column = offset + c
             moments = first.means[j][c] if c < n_sys else first.diffs[j][c - n_sys]
             lo, hi = _interval(layout, first, second, totals, j, c, column, alpha)
@@ -370,7 +370,7 @@ def finish(
                 "p_value": res.pvalue,
                 "effect_size": effect_size_of(moments),
             }
-        offset += n_cols[j]
+        offset += n_cols
         pair_offset += len(layout.pairs)
     return out
 

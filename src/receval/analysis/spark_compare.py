@@ -14,7 +14,6 @@ The core never imports pyspark: this module imports it inside its functions.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 
 from receval.analysis import resampling as rs
 from receval.evaluation.result import Result
+from receval.evaluation.spark import part_batch, parts_of, table_of
 
 __all__ = ["passes"]
 
@@ -59,21 +59,17 @@ def _pass(layout: rs.Layout, names: list[str], totals: rs.Totals | None) -> Any:
     """A partition's part of pass 1 (``totals`` None) or pass 2, pickled."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        table = table_of(batches)
+        if table is None:
             return
-        users, values = _values(pa.Table.from_batches(got), names)
+        users, values = _values(table, names)
         if totals is None:
             part: Any = rs.first_pass(layout, values)
         else:
             part = rs.second_pass(layout, totals, users, values)
-        yield pa.RecordBatch.from_pydict({"part": [pickle.dumps(part)]})
+        yield part_batch(part)
 
     return run
-
-
-def _empty(layout: rs.Layout, names: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    return np.empty(0, dtype=np.int64), {name: np.empty(0) for name in names}
 
 
 def passes(
@@ -86,14 +82,15 @@ def passes(
     ]
     joined = _joined(layout, results).persist()
     try:
-        no_users, no_values = _empty(layout, names)
+        no_users = np.empty(0, dtype=np.int64)  # the parts of no user: the sums' zeros
+        no_values = {name: np.empty(0) for name in names}
         first = rs.first_pass(layout, no_values)
-        for row in joined.mapInArrow(_pass(layout, names, None), "part binary").collect():
-            first = first + pickle.loads(row["part"])
+        for part in parts_of(joined.mapInArrow(_pass(layout, names, None), "part binary")):
+            first = first + part
         totals = rs.Totals.of(first)
         second = rs.second_pass(layout, totals, no_users, no_values)
-        for row in joined.mapInArrow(_pass(layout, names, totals), "part binary").collect():
-            second = second + pickle.loads(row["part"])
+        for part in parts_of(joined.mapInArrow(_pass(layout, names, totals), "part binary")):
+            second = second + part
     finally:
         joined.unpersist()
     return first, second, _Aligned(layout, results)

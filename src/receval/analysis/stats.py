@@ -440,12 +440,8 @@ def bootstrap_ci(
         raise ReceValError(f"method must be one of {', '.join(CI_METHODS)}; got {method!r}")
     if n_resamples < 1:
         raise ReceValError(f"n_resamples must be a positive integer; got {n_resamples}")
-    n = x.size
-    if n == 0:
-        return (math.nan, math.nan)
-    theta = float(x.mean())
-    if float(x.max() - x.min()) == 0.0:
-        return (theta, theta)
+    if x.size == 0 or float(x.max() - x.min()) == 0.0:  # no draw needed
+        return interval_of(x, np.empty(0), alpha, method)
     means = bootstrap_means(x[:, None], n_resamples, rng_from(seed))[:, 0]
     return interval_of(x, means, alpha, method)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,12 +54,17 @@ from receval.records import Columns, Pair
 __all__ = [
     "collected",
     "evaluate_spark",
+    "fails_on",
+    "first_failing",
     "format_of",
     "is_spark",
     "items_of",
+    "part_batch",
+    "parts_of",
     "popularity_of",
     "read",
     "session",
+    "table_of",
     "without_rows",
     "write_per_user",
 ]
@@ -176,13 +181,11 @@ def evaluate_spark(
     )
     kinds = ("str" if text["user"] else None, "str" if text["item"] else None)
     r, t, recs_columns, truth_columns = _slim(r, t)
-    side = F.lit(0).cast("byte")
-    both = r.withColumn(_SIDE, side).unionByName(
-        t.withColumn(_SIDE, F.lit(1).cast("byte")), allowMissingColumns=True
-    )
-    if tr is not None:
+    sides = [r, t] if tr is None else [r, t, tr]  # side 0, 1, 2
+    both = r.withColumn(_SIDE, F.lit(0).cast("byte"))
+    for i, df in enumerate(sides[1:], start=1):
         both = both.unionByName(
-            tr.withColumn(_SIDE, F.lit(2).cast("byte")), allowMissingColumns=True
+            df.withColumn(_SIDE, F.lit(i).cast("byte")), allowMissingColumns=True
         )
     # every row of a user in one partition; Spark chooses how many (its
     # spark.sql.shuffle.partitions, coalesced to a bounded size by adaptive
@@ -195,9 +198,8 @@ def evaluate_spark(
     )
     combiner = driver.Combiner(plan)
     errors: list[tuple[Any, ReceValError]] = []
-    rows = parts_df.collect()
-    for row in rows:
-        kind, payload = pickle.loads(row["part"])
+    rows = parts_of(parts_df)
+    for kind, payload in rows:
         if kind == "error":
             errors.append(payload)
         else:
@@ -219,10 +221,44 @@ def evaluate_spark(
     return with_columns(res, rfound, tfound, max_grade, opts)
 
 
-def _table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+def table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
     """A partition's rows as one table (None when it has none)."""
     got = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(got) if got else None
+
+
+def part_batch(part: Any) -> pa.RecordBatch:
+    """What a partition returns to the driver: one pickled object."""
+    return pa.RecordBatch.from_pydict({"part": [pickle.dumps(part)]})
+
+
+def parts_of(df: Any) -> list[Any]:
+    """The objects the partitions of ``df`` (a ``mapInArrow`` of
+    :func:`part_batch`) returned, collected to the driver."""
+    return [pickle.loads(row["part"]) for row in df.collect()]
+
+
+def first_failing(count: int, fails: Callable[[int], bool]) -> int:
+    """The smallest ``i < count`` with ``fails(i)``, by bisection, for a
+    ``fails`` that stays true from some i on (a prefix that fails); ``fails(count
+    - 1)`` must be true."""
+    lo, hi = 0, count - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def fails_on(evaluate: Callable[[pa.Table], Any], table: pa.Table) -> bool:
+    """Whether ``evaluate(table)`` raises a :class:`ReceValError`."""
+    try:
+        evaluate(table)
+    except ReceValError:
+        return True
+    return False
 
 
 def _pair_of(
@@ -308,14 +344,14 @@ def _partition_function(
         return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = _table_of(batches)
+        table = table_of(batches)
         if table is None:
             return
         try:
             out: tuple[str, Any] = ("part", evaluate(table))
         except ReceValError:
             out = ("error", _smallest_error(table, evaluate))
-        yield pa.RecordBatch.from_pydict({"part": [pickle.dumps(out)]})
+        yield part_batch(out)
 
     return run
 
@@ -331,7 +367,7 @@ def _per_user_function(
     """What each partition runs for the per-user values: one row per user."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = _table_of(batches)
+        table = table_of(batches)
         if table is None:
             return
         pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
@@ -362,15 +398,10 @@ def _smallest_error(table: pa.Table, evaluate: Any) -> tuple[Any, ReceValError]:
     else:
         distinct = pc.unique(users)
         ordered = pc.take(distinct, pc.array_sort_indices(distinct))
-        lo, hi = 0, len(ordered) - 1  # the prefix up to ``hi`` fails
-        while lo < hi:
-            mid = (lo + hi) // 2
-            try:
-                evaluate(table.filter(pc.less_equal(users, ordered[mid])))
-            except ReceValError:
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = first_failing(
+            len(ordered),
+            lambda i: fails_on(evaluate, table.filter(pc.less_equal(users, ordered[i]))),
+        )
         key = ordered[lo].as_py()
         rows = table.filter(pc.equal(users, ordered[lo]))
     rows = rows.sort_by([(name, "ascending") for name in rows.column_names])

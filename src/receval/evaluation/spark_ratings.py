@@ -24,7 +24,6 @@ depend on the partitioning; row numbers are left out (Spark rows have none).
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,14 @@ import pyarrow as pa
 from receval.errors import InputError, ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
-from receval.evaluation.spark import without_rows
+from receval.evaluation.spark import (
+    fails_on,
+    first_failing,
+    part_batch,
+    parts_of,
+    table_of,
+    without_rows,
+)
 from receval.exact import ExactSum
 from receval.io.columns import RATINGS, resolve
 from receval.io.ratings import read_ratings
@@ -119,15 +125,7 @@ def _smallest_row_error(table: pa.Table, check: Callable[[pa.Table], Any]) -> tu
     """The error of the smallest failing row of a partition (rows ordered by
     content; errors here are about one row each): found by bisection."""
     rows = table.sort_by([(name, "ascending") for name in table.column_names])
-    lo, hi = 0, rows.num_rows - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        try:
-            check(rows.slice(0, mid + 1))
-        except ReceValError:
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = first_failing(rows.num_rows, lambda i: fails_on(check, rows.slice(0, i + 1)))
     row = rows.slice(lo, 1)
     try:
         check(row)
@@ -167,20 +165,18 @@ def evaluate_ratings_spark(
     grouped = df.repartition("user") if "user" in found else df
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        table = table_of(batches)
+        if table is None:
             return
-        table = pa.Table.from_batches(got)
         try:
             out: tuple[str, Any] = ("part", _part(table, specs, dropna, need))
         except ReceValError:
             out = ("error", _smallest_row_error(table, lambda t: _part(t, specs, dropna, need)))
-        yield pa.RecordBatch.from_pydict({"part": [pickle.dumps(out)]})
+        yield part_batch(out)
 
     total = _Part(sums=[ExactSum() for _ in per_user])
     errors = []
-    for row in grouped.mapInArrow(run, "part binary").collect():
-        kind, payload = pickle.loads(row["part"])
+    for kind, payload in parts_of(grouped.mapInArrow(run, "part binary")):
         if kind == "error":
             errors.append(payload)
         else:
@@ -257,10 +253,10 @@ def _collected_pairs(df: Any, dropna: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def _per_user_rows(specs: Sequence[MetricSpec], dropna: bool, names: list[str]) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        table = table_of(batches)
+        if table is None:
             return
-        r = _read(pa.Table.from_batches(got), dropna, ("user",))
+        r = _read(table, dropna, ("user",))
         if r is None:
             return
         uniq, _, values = _per_user(specs, r)
