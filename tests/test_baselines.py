@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import receval
+from receval._accel import NATIVE
 from receval.errors import ReceValError
 from receval.workflow.baselines import (
     ItemKNNRecommender,
@@ -21,6 +22,9 @@ from receval.workflow.split import leave_one_out
 from receval.workflow.synthetic import synthetic_interactions
 
 MODELS = ["random", "popular", "item_knn"]
+
+# item-kNN's compiled pass and its NumPy path (both when the extension is built)
+_NATIVE_PATHS = [True, False] if NATIVE is not None else [False]
 
 
 @pytest.fixture(scope="module")
@@ -171,12 +175,19 @@ def test_speed_20k_users() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_item_knn_sparse_equals_dense(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("native", _NATIVE_PATHS)
+def test_item_knn_sparse_equals_dense(
+    seed: int, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Item-kNN never builds dense users × items or items × items blocks; its
     neighbours and lists are those of the dense computation, bit for bit
-    (random data: ties, unknown users, short lists, shrink, seen items kept)."""
+    (random data: ties, unknown users, short lists, shrink, seen items kept),
+    by the compiled pass and by the NumPy path alike."""
+    from receval.workflow import baselines
     from receval.workflow.baselines import ItemKNNRecommender, Recommender, top_k
 
+    if not native:
+        monkeypatch.setattr(baselines, "NATIVE", None)
     rng = np.random.default_rng(seed)
     n_users, n_items = int(rng.integers(2, 300)), int(rng.integers(2, 200))
     n = int(rng.integers(3, 3000))

@@ -3,7 +3,8 @@
  * passes — encoding sorted user ids, checking list order, joining ordered
  * lists with the truth, sorting each user's ideal grades, collecting the
  * relevant cells and filling the (users x positions) blocks the kernels read;
- * and the per-exponent buckets of receval.exact's exact sums.
+ * the per-exponent buckets of receval.exact's exact sums; and item-kNN's
+ * neighbour lists and top-k lists (receval.workflow.baselines).
  *
  * An optional accelerator: it does no metric arithmetic (every metric is
  * defined once, in receval.kernels). The NumPy path computes the same arrays
@@ -743,6 +744,249 @@ exact_sum(PyObject *self, PyObject *args)
     return Py_BuildValue("(nnnn)", count, nan, pinf, ninf);
 }
 
+/* ---- item-kNN (receval.workflow.baselines.ItemKNNRecommender) ------------------------ */
+
+/* A candidate of a top-k: better = larger value, then smaller item. */
+typedef struct {
+    double v;
+    int64_t j;
+} cand_t;
+
+static inline int
+better(const cand_t *a, const cand_t *b)
+{
+    return a->v > b->v || (a->v == b->v && a->j < b->j);
+}
+
+/* Keeps the k best candidates in heap[0..*n) (heap[0] the worst of them). */
+static inline void
+offer(cand_t *heap, Py_ssize_t *n, Py_ssize_t k, double v, int64_t j)
+{
+    cand_t c = {v, j};
+    Py_ssize_t i;
+    if (*n < k) {
+        i = (*n)++;
+        while (i > 0) {
+            Py_ssize_t up = (i - 1) / 2;
+            if (!better(&heap[up], &c))
+                break;
+            heap[i] = heap[up];
+            i = up;
+        }
+        heap[i] = c;
+        return;
+    }
+    if (!better(&c, &heap[0]))
+        return;
+    i = 0;
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1, r = l + 1, w = i;
+        const cand_t *worst = &c;
+        if (l < *n && better(worst, &heap[l])) {
+            w = l;
+            worst = &heap[l];
+        }
+        if (r < *n && better(worst, &heap[r]))
+            w = r;
+        if (w == i)
+            break;
+        heap[i] = heap[w];
+        i = w;
+    }
+    heap[i] = c;
+}
+
+static int
+cand_order(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    return better(x, y) ? -1 : better(y, x) ? 1 : 0;
+}
+
+/* knn_neighbors(item_ptr, item_users, user_ptr, user_items, norm, shrink, k, i0, i1,
+ *               out_count, out_item, out_sim):
+ * for each item i of i0..i1-1, its k most similar other items j by
+ * sim = c_ij / (norm[i] * norm[j] + shrink), c_ij the users having both (counted
+ * through i's users and their items), best first (sim descending, then j
+ * ascending). Writes out_count[i - i0] and (i - i0) * k + n of out_item/out_sim.
+ * Returns 0, or 5 when out of memory. */
+static PyObject *
+knn_neighbors(PyObject *self, PyObject *args)
+{
+    PyObject *o[5], *out[3];
+    double shrink;
+    long long k, i0, i1;
+    Py_buffer b[8];
+    int nb = 0, status = OK;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOdLLLOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &shrink,
+                          &k, &i0, &i1, &out[0], &out[1], &out[2]))
+        return NULL;
+    const char *names[8] = {"item_ptr", "item_users", "user_ptr", "user_items", "norm",
+                            "out_count", "out_item", "out_sim"};
+    for (; nb < 8; nb++) {
+        PyObject *obj = nb < 5 ? o[nb] : out[nb - 5];
+        if (take(obj, &b[nb], 8, nb >= 5, names[nb]) < 0)
+            goto fail;
+    }
+    Py_ssize_t n_items = b[0].len / 8 - 1, n_users = b[2].len / 8 - 1;
+    if (k < 1 || i0 < 0 || i1 < i0 || i1 > n_items || b[4].len / 8 != n_items ||
+        b[5].len / 8 < i1 - i0 || b[6].len / 8 < (i1 - i0) * k || b[7].len / 8 < (i1 - i0) * k ||
+        n_users < 0) {
+        PyErr_SetString(PyExc_ValueError, "knn_neighbors: shapes do not match");
+        goto fail;
+    }
+    const int64_t *iptr = b[0].buf, *iusers = b[1].buf, *uptr = b[2].buf, *uitems = b[3].buf;
+    const double *norm = b[4].buf;
+    int64_t *count_out = b[5].buf, *item_out = b[6].buf;
+    double *sim_out = b[7].buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t *cnt = calloc((size_t)n_items + 1, sizeof(int64_t));
+    int64_t *touched = malloc(((size_t)n_items + 1) * sizeof(int64_t));
+    cand_t *heap = malloc((size_t)k * sizeof(cand_t));
+    if (!cnt || !touched || !heap)
+        status = NO_MEMORY;
+    for (Py_ssize_t i = i0; status == OK && i < i1; i++) {
+        Py_ssize_t nt = 0, nh = 0;
+        for (int64_t p = iptr[i]; p < iptr[i + 1]; p++) {
+            int64_t u = iusers[p];
+            for (int64_t q = uptr[u]; q < uptr[u + 1]; q++) {
+                int64_t j = uitems[q];
+                if (cnt[j]++ == 0)
+                    touched[nt++] = j;
+            }
+        }
+        for (Py_ssize_t t = 0; t < nt; t++) {
+            int64_t j = touched[t];
+            if (j != i)
+                offer(heap, &nh, k, (double)cnt[j] / (norm[i] * norm[j] + shrink), j);
+            cnt[j] = 0;
+        }
+        qsort(heap, (size_t)nh, sizeof(cand_t), cand_order);
+        Py_ssize_t at = (i - i0) * k;
+        for (Py_ssize_t h = 0; h < nh; h++) {
+            item_out[at + h] = heap[h].j;
+            sim_out[at + h] = heap[h].v;
+        }
+        count_out[i - i0] = nh;
+    }
+    free(cnt);
+    free(touched);
+    free(heap);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < nb; i++)
+        PyBuffer_Release(&b[i]);
+    return PyLong_FromLong(status);
+fail:
+    for (int i = 0; i < nb; i++)
+        PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
+/* knn_top(user_ptr, user_items, sim_ptr, sim_item, sim_value, codes, fill, fill_order,
+ *         k, exclude_seen, out_count, out_item, out_score):
+ * the top-k list of each block row r (codes[r] the user's row, -1 unknown): the
+ * items j with score s_j = sum over the user's items i, ascending, of sim(i, j)
+ * (added in that order from 0.0) and s_j > 0, best first (score descending, then
+ * j ascending), then, while the list is short, the items of fill_order (score
+ * fill[j]) not yet listed; seen items never with exclude_seen. Writes
+ * out_count[r] and r * k + n of out_item/out_score. Returns 0 or 5 (memory). */
+static PyObject *
+knn_top(PyObject *self, PyObject *args)
+{
+    PyObject *o[8], *out[3];
+    long long k;
+    int exclude;
+    Py_buffer b[11];
+    int nb = 0, status = OK;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOLpOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &k, &exclude, &out[0], &out[1], &out[2]))
+        return NULL;
+    const char *names[11] = {"user_ptr", "user_items", "sim_ptr", "sim_item",
+                             "sim_value", "codes", "fill", "fill_order",
+                             "out_count", "out_item", "out_score"};
+    for (; nb < 11; nb++) {
+        PyObject *obj = nb < 8 ? o[nb] : out[nb - 8];
+        if (take(obj, &b[nb], 8, nb >= 8, names[nb]) < 0)
+            goto fail;
+    }
+    Py_ssize_t n_users = b[0].len / 8 - 1, n_items = b[2].len / 8 - 1, rows = b[5].len / 8;
+    if (k < 1 || n_users < 0 || n_items < 0 || b[6].len / 8 != n_items ||
+        b[7].len / 8 != n_items || b[8].len / 8 < rows || b[9].len / 8 < rows * k ||
+        b[10].len / 8 < rows * k) {
+        PyErr_SetString(PyExc_ValueError, "knn_top: shapes do not match");
+        goto fail;
+    }
+    const int64_t *uptr = b[0].buf, *uitems = b[1].buf, *sptr = b[2].buf, *sitem = b[3].buf;
+    const double *sval = b[4].buf, *fillv = b[6].buf;
+    const int64_t *codes = b[5].buf, *forder = b[7].buf;
+    int64_t *count_out = b[8].buf, *item_out = b[9].buf;
+    double *score_out = b[10].buf;
+    Py_BEGIN_ALLOW_THREADS
+    double *acc = calloc((size_t)n_items + 1, sizeof(double));
+    int64_t *mark = calloc((size_t)n_items + 1, sizeof(int64_t)); /* row + 1: touched */
+    int64_t *seen = calloc((size_t)n_items + 1, sizeof(int64_t)); /* row + 1: seen */
+    int64_t *touched = malloc(((size_t)n_items + 1) * sizeof(int64_t));
+    cand_t *heap = malloc((size_t)k * sizeof(cand_t));
+    if (!acc || !mark || !seen || !touched || !heap)
+        status = NO_MEMORY;
+    for (Py_ssize_t r = 0; status == OK && r < rows; r++) {
+        int64_t u = codes[r], stamp = (int64_t)r + 1;
+        Py_ssize_t nt = 0, nh = 0;
+        if (u >= 0 && u < n_users) {
+            for (int64_t q = uptr[u]; q < uptr[u + 1]; q++) {
+                int64_t i = uitems[q];
+                if (exclude)
+                    seen[i] = stamp;
+                for (int64_t p = sptr[i]; p < sptr[i + 1]; p++) {
+                    int64_t j = sitem[p];
+                    if (mark[j] != stamp) {
+                        mark[j] = stamp;
+                        acc[j] = 0.0;
+                        touched[nt++] = j;
+                    }
+                    acc[j] += sval[p];
+                }
+            }
+            for (Py_ssize_t t = 0; t < nt; t++) {
+                int64_t j = touched[t];
+                if (acc[j] > 0 && seen[j] != stamp)
+                    offer(heap, &nh, k, acc[j], j);
+            }
+            qsort(heap, (size_t)nh, sizeof(cand_t), cand_order);
+        }
+        Py_ssize_t at = r * k, n = nh;
+        for (Py_ssize_t h = 0; h < nh; h++) {
+            item_out[at + h] = heap[h].j;
+            score_out[at + h] = heap[h].v;
+            mark[heap[h].j] = -stamp; /* listed */
+        }
+        for (Py_ssize_t f = 0; n < k && f < n_items; f++) {
+            int64_t j = forder[f];
+            if (seen[j] == stamp || mark[j] == -stamp)
+                continue;
+            item_out[at + n] = j;
+            score_out[at + n] = fillv[j];
+            n++;
+        }
+        count_out[r] = n;
+    }
+    free(acc);
+    free(mark);
+    free(seen);
+    free(touched);
+    free(heap);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < nb; i++)
+        PyBuffer_Release(&b[i]);
+    return PyLong_FromLong(status);
+fail:
+    for (int i = 0; i < nb; i++)
+        PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"cumsum", cumsum, METH_VARARGS,
      "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
@@ -770,6 +1014,14 @@ static PyMethodDef methods[] = {
     {"exact_sum", exact_sum, METH_VARARGS,
      "exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): float64 values\n"
      "added exactly into per-exponent int64 buckets (see receval.exact)."},
+    {"knn_neighbors", knn_neighbors, METH_VARARGS,
+     "knn_neighbors(item_ptr, item_users, user_ptr, user_items, norm, shrink, k, i0, i1,\n"
+     "out_count, out_item, out_sim) -> status: each item's k most similar items (cosine\n"
+     "of co-occurrence), best first."},
+    {"knn_top", knn_top, METH_VARARGS,
+     "knn_top(user_ptr, user_items, sim_ptr, sim_item, sim_value, codes, fill, fill_order,\n"
+     "k, exclude_seen, out_count, out_item, out_score) -> status: each user's top-k items\n"
+     "by summed similarity, then by the fill order."},
     {NULL, NULL, 0, NULL},
 };
 

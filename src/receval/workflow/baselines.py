@@ -35,12 +35,15 @@ recommended. Users are scored in blocks of about 2M (user, item) cells with
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from receval._accel import NATIVE
+from receval.engines.driver import THREADS
 from receval.errors import InputError, ReceValError
 from receval.io.interactions import as_frame
 
@@ -330,50 +333,105 @@ class ItemKNNRecommender(Recommender):
 
     def _fit(self) -> None:
         x = self.matrix
-        co = (x.T @ x).tocsr()
-        co.eliminate_zeros()
-        co.sort_indices()  # within a row, positions follow item ids
-        n = co.shape[0]
+        n = x.shape[1]
         norm = np.sqrt(self.pop)
-        lengths = np.diff(co.indptr)
-        block = max(1, (BLOCK_CELLS >> 3) // max(1, int(lengths.mean()) if n else 1))
-        rows_, cols_, vals_ = [], [], []
-        # Each item's `neighbors` most similar items (ties: item id ascending),
-        # from the nonzero co-occurrences of blocks of rows, side by side
-        # (−inf pads): the same cosines and order as dense rows, without them.
-        for start in range(0, n, block):
-            sub = co[start : start + block]
-            sizes = np.diff(sub.indptr)
-            if not sub.nnz:
-                continue
-            row = np.repeat(np.arange(sub.shape[0]), sizes)
-            col = sub.indices.astype(np.int64)
-            sim = sub.data / (norm[start + row] * norm[col] + self.shrink)
-            sim[col == start + row] = -np.inf  # an item is not its own neighbour
-            pos = np.arange(sub.nnz) - sub.indptr[row]
-            padded = np.full((sub.shape[0], int(sizes.max())), -np.inf)
-            padded[row, pos] = sim
-            items = np.zeros(padded.shape, dtype=np.int64)
-            items[row, pos] = col
-            r, p, v = top_k(padded, self.neighbors)
-            rows_.append(r + start)
-            cols_.append(items[r, p])
-            vals_.append(v)
-        if not rows_:  # no co-occurrence at all
-            rows_, cols_, vals_ = (
-                [np.zeros(0, dtype=np.int64)],
-                [np.zeros(0, dtype=np.int64)],
-                [np.zeros(0)],
-            )
-        self.similarity = sp.csr_matrix(
-            (np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))),
-            shape=co.shape,
-        )
+        # the item -> users and user -> items lists (ascending ids in each)
+        self._user_ptr = x.indptr.astype(np.int64)
+        self._user_items = x.indices.astype(np.int64)
+        if NATIVE is not None:
+            rows, cols, vals = self._native_neighbors(norm)
+        else:
+            rows, cols, vals = self._numpy_neighbors(norm)
+        self.similarity = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        self._sim_ptr = self.similarity.indptr.astype(np.int64)
+        self._sim_items = self.similarity.indices.astype(np.int64)
         self._fill = -1.0 + self.pop / (self.pop.max() + 1.0)
         # the fill's order: fill value descending, then item id (as top_k orders)
         self._fill_order = np.lexsort((np.arange(n), -self._fill)).astype(np.int64)
         self._fill_rank = np.empty(n, dtype=np.int64)
         self._fill_rank[self._fill_order] = np.arange(n)
+
+    def _numpy_neighbors(self, norm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each item's ``neighbors`` most similar items (ties: item id ascending),
+        from the nonzero co-occurrences of blocks of items (X_block^T X), side by
+        side (−inf pads): the dense rows' cosines and order, without them."""
+        x = self.matrix
+        xt = x.T.tocsr()
+        n = x.shape[1]
+        # co-occurrences an item's row holds at most: its users' items
+        work = np.bincount(
+            np.repeat(np.arange(n), np.diff(xt.indptr)),
+            weights=np.diff(x.indptr)[xt.indices],
+            minlength=n,
+        )
+        rows_, cols_, vals_ = [], [], []
+        start = 0
+        while start < n:
+            # about BLOCK_CELLS / 8 co-occurrences (and at least one item) at once
+            stop = int(np.searchsorted(np.cumsum(work[start:]), BLOCK_CELLS >> 3)) + start
+            stop = min(n, max(stop, start + 1))
+            sub = (xt[start:stop] @ x).tocsr()
+            sub.eliminate_zeros()
+            sub.sort_indices()  # within a row, positions follow item ids
+            sizes = np.diff(sub.indptr)
+            if sub.nnz:
+                row = np.repeat(np.arange(sub.shape[0]), sizes)
+                col = sub.indices.astype(np.int64)
+                sim = sub.data / (norm[start + row] * norm[col] + self.shrink)
+                sim[col == start + row] = -np.inf  # an item is not its own neighbour
+                pos = np.arange(sub.nnz) - sub.indptr[row]
+                padded = np.full((sub.shape[0], int(sizes.max())), -np.inf)
+                padded[row, pos] = sim
+                items = np.zeros(padded.shape, dtype=np.int64)
+                items[row, pos] = col
+                r, q, v = top_k(padded, self.neighbors)
+                rows_.append(r + start)
+                cols_.append(items[r, q])
+                vals_.append(v)
+            start = stop
+        empty = np.zeros(0, dtype=np.int64)
+        return _cat(rows_, empty), _cat(cols_, empty), _cat(vals_, np.zeros(0))
+
+    def _native_neighbors(self, norm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_numpy_neighbors`' lists from the compiled pass, items split in
+        ranges of equal work over a few threads (each item's list is its own)."""
+        x = self.matrix
+        xc = x.tocsc()
+        item_ptr = xc.indptr.astype(np.int64)
+        item_users = xc.indices.astype(np.int64)
+        n, k = x.shape[1], self.neighbors
+        work = np.cumsum(np.add.reduceat(np.diff(x.indptr)[item_users], item_ptr[:-1]))
+        work = np.where(np.diff(item_ptr) > 0, work, np.maximum.accumulate(work))
+        cuts = np.searchsorted(work, work[-1] * np.arange(1, THREADS) / THREADS) if n else []
+        bounds = np.unique(np.r_[0, cuts, n]).astype(np.int64)
+        count = np.zeros(n, dtype=np.int64)
+        item = np.zeros(n * k, dtype=np.int64)
+        sim = np.zeros(n * k)
+
+        def part(i0: int, i1: int) -> int:
+            return int(
+                NATIVE.knn_neighbors(
+                    item_ptr,
+                    item_users,
+                    self._user_ptr,
+                    self._user_items,
+                    norm,
+                    self.shrink,
+                    k,
+                    i0,
+                    i1,
+                    count[i0:i1],
+                    item[i0 * k : i1 * k],
+                    sim[i0 * k : i1 * k],
+                )
+            )
+
+        spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        with ThreadPoolExecutor(max_workers=max(1, len(spans))) as pool:
+            if any(status != 0 for status in pool.map(lambda ab: part(*ab), spans)):
+                raise MemoryError("item-kNN: not enough memory for the neighbour lists")
+        keep = (np.arange(n * k) % k) < np.repeat(count, k)
+        return np.repeat(np.arange(n), count), item[keep], sim[keep]
 
     def _block(
         self, codes: np.ndarray, k: int, exclude_seen: bool
@@ -382,6 +440,8 @@ class ItemKNNRecommender(Recommender):
         positive score (similar to one the user has), best first, then, while
         the list is short, the fill (popularity order) — the dense scores'
         top-k (:meth:`_scores`) without a dense users × items matrix."""
+        if NATIVE is not None:
+            return self._native_block(codes, k, exclude_seen)
         known = np.flatnonzero(codes >= 0)
         rows = cols = np.zeros(0, dtype=np.int64)
         vals = np.zeros(0)
@@ -419,9 +479,50 @@ class ItemKNNRecommender(Recommender):
             rows, cols, vals = rows[order], cols[order], vals[order]
         return rows, cols, vals
 
+    def _native_block(
+        self, codes: np.ndarray, k: int, exclude_seen: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_block`'s lists from the compiled pass (the same sums in the same
+        order, the same ties), users split over a few threads."""
+        b = len(codes)
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        count = np.zeros(b, dtype=np.int64)
+        item = np.zeros(b * k, dtype=np.int64)
+        score = np.zeros(b * k)
+        bounds = np.linspace(0, b, min(THREADS, b) + 1).astype(np.int64)
+
+        def part(r0: int, r1: int) -> int:
+            return int(
+                NATIVE.knn_top(
+                    self._user_ptr,
+                    self._user_items,
+                    self._sim_ptr,
+                    self._sim_items,
+                    self.similarity.data,
+                    codes[r0:r1],
+                    self._fill,
+                    self._fill_order,
+                    k,
+                    exclude_seen,
+                    count[r0:r1],
+                    item[r0 * k : r1 * k],
+                    score[r0 * k : r1 * k],
+                )
+            )
+
+        spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        with ThreadPoolExecutor(max_workers=max(1, len(spans))) as pool:
+            if any(status != 0 for status in pool.map(lambda ab: part(*ab), spans)):
+                raise MemoryError("item-kNN: not enough memory for the lists")
+        keep = (np.arange(b * k) % k) < np.repeat(count, k)
+        return np.repeat(np.arange(b), count), item[keep], score[keep]
+
     def _users_per_block(self) -> int:
         """Users scored at once: about BLOCK_CELLS candidate scores (a user's
-        candidates are at most its items × the neighbours kept, and the items)."""
+        candidates are at most its items × the neighbours kept, and the items);
+        the compiled pass keeps one list per user, so its blocks are larger."""
+        if NATIVE is not None:
+            return 1 << 16
         per_user = self.matrix.nnz / max(1, self.matrix.shape[0]) * self.neighbors
         # an eighth of BLOCK_CELLS: a block is padded to its longest row, which
         # grows with the block (measured: 128-300 users best at 200k users)
