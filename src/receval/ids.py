@@ -57,6 +57,7 @@ __all__ = [
     "canonical",
     "canonical_value",
     "combine_kinds",
+    "distinct",
     "from_text",
     "kind",
     "unify",
@@ -353,3 +354,17 @@ def distinct_sorted(a: np.ndarray) -> np.ndarray | None:
     """The distinct values of a sorted array, in order; None when it is not sorted."""
     runs = sorted_runs(a)
     return None if runs is None else runs[0]
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a numeric array, sorted: a sort and one comparison
+    pass. (``np.unique`` of a plain integer array hashes it in NumPy 2.3+, which
+    measured 10-100x slower on millions of values: 17 s for 19M keys.)
+
+    >>> distinct(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    out = np.sort(values)
+    if len(out) > 1:
+        out = out[np.r_[True, out[1:] != out[:-1]]]
+    return out

@@ -198,15 +198,6 @@ def _apply_policies(
     return out, counts
 
 
-def _seen_in_train(p: Prepared, train: pd.DataFrame) -> int:
-    """Recommended (user, item) pairs that are already in the training data."""
-    recs = pd.DataFrame({"user": p.user_ids[p.rec_user], "item": p.rec_item_ids})
-    if recs["user"].dtype != train["user"].dtype or recs["item"].dtype != train["item"].dtype:
-        recs = recs.astype(str)
-        train = train.astype(str)
-    return len(recs.merge(train, on=["user", "item"], how="inner"))
-
-
 def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
     for key, value in part.items():
         if isinstance(value, dict):
@@ -369,7 +360,9 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
         p.rec_context = items.index_of(p.rec_item_ids)
     values = numpy_engine.compute(p, specs, items)
     if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
-        p.counts["recommendations_seen_in_train"] = _seen_in_train(p, items.train_pairs)
+        p.counts["recommendations_seen_in_train"] = items.train_pairs.count(
+            p.user_ids[p.rec_user], p.rec_context
+        )
     longest_k = max((s.k for s in specs if s.k is not None), default=0)
     if longest_k:
         short = p.has_recs & (p.n < longest_k)

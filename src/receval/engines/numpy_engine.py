@@ -19,7 +19,7 @@ import pandas as pd
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, option
-from receval.ids import sorted_runs, unify
+from receval.ids import distinct, sorted_runs, unify
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.spec import MetricSpec
@@ -101,7 +101,7 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
         return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
     runs = [sorted_runs(p) for p in parts]
     candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
-    uniq = np.unique(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
+    uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
     for p, r in zip(parts, runs, strict=True):
         if r is None:

@@ -47,7 +47,7 @@ from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.columns import RECS, TRAIN, TRUTH, resolve
 from receval.io.tables import read_recs, read_truth
-from receval.metrics.context import ItemContext
+from receval.metrics.context import ItemContext, TrainPairs
 from receval.metrics.spec import MetricSpec
 from receval.records import Columns, Pair
 
@@ -321,12 +321,11 @@ def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
     rows = table.filter(pc.equal(table.column(_SIDE), 2))
     from receval.ids import canonical
 
-    pairs = pd.DataFrame(
-        {
-            "user": canonical(rows.column("user"), "user", "train"),
-            "item": canonical(rows.column("item"), "item", "train"),
-        }
-    ).drop_duplicates()
+    pairs = TrainPairs.of(
+        canonical(rows.column("user"), "user", "train"),
+        plan.items.index_of(canonical(rows.column("item"), "item", "train")),
+        plan.items.unknown + 1,
+    )
     return dataclasses.replace(plan, items=dataclasses.replace(plan.items, train_pairs=pairs))
 
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 from receval.errors import InputError, option
 from receval.ids import as_str, canonical
 from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
-from receval.metrics.context import ItemContext
+from receval.metrics.context import ItemContext, TrainPairs
 from receval.records import Columns
 
 __all__ = ["build_context", "read_items"]
@@ -234,11 +234,11 @@ def build_context(
         pop_items = None if pop_items is None else as_str(pop_items)
         f_ids = None if f_ids is None else as_str(f_ids)
     if parts and any(len(p) for p in parts):
-        both = np.concatenate(parts)
+        distinct = pd.unique(np.concatenate(parts))  # a hash pass, then sort the few
         ids = (
-            np.array(sorted(set(both.tolist())), dtype=object)
-            if both.dtype == object
-            else np.unique(both)
+            np.array(sorted(set(distinct.tolist())), dtype=object)
+            if distinct.dtype == object
+            else np.sort(distinct)
         )
     else:
         ids = np.empty(0, dtype=np.int64)
@@ -258,13 +258,12 @@ def build_context(
         ctx.pop = np.where(seen, counts, 1.0)
         ctx.n_train_users = int(popularity[2])
     if t_items is not None and t_users is not None:
-        idx = ctx.index_of(t_items)
-        pairs = pd.DataFrame({"u": t_users, "i": idx}).drop_duplicates()
-        ctx.train_pairs = pd.DataFrame({"user": t_users, "item": t_items}).drop_duplicates()
-        counts = np.bincount(pairs["i"].to_numpy(), minlength=n + 1).astype(np.float64)
+        pairs = TrainPairs.of(t_users, ctx.index_of(t_items), n + 1)
+        ctx.train_pairs = pairs
+        counts = np.bincount(pairs.keys % (n + 1), minlength=n + 1).astype(np.float64)
         seen = counts > 0
         ctx.pop = np.where(seen, counts, 1.0)
-        ctx.n_train_users = int(pd.unique(t_users).size)
+        ctx.n_train_users = len(pairs.users)
     ctx.seen = seen
     if cat is not None:
         ctx.in_catalog[ctx.index_of(cat)] = True

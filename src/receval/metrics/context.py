@@ -17,9 +17,69 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from receval.ids import as_str
+from receval.ids import as_str, distinct
 
-__all__ = ["ItemContext"]
+__all__ = ["ItemContext", "TrainPairs", "positions"]
+
+
+def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in ``ids`` (sorted, distinct), −1 when
+    absent; text and numbers compare as text.
+
+    A long array is factorized first, so that only its distinct values are looked
+    up (a hash pass instead of a binary search per value).
+
+    >>> positions(np.array([2, 5, 9]), np.array([9, 3, 2])).tolist()
+    [2, -1, 0]
+    """
+    if len(values) == 0:
+        return np.empty(0, dtype=np.int64)
+    if (ids.dtype == object) != (values.dtype == object):
+        ids, values = as_str(ids), as_str(values)
+    if len(values) > 4 * max(len(ids), 1024):
+        codes, seen = pd.factorize(values)
+        return positions(ids, np.asarray(seen, dtype=values.dtype))[codes]
+    if ids.dtype == object:
+        return np.asarray(pd.Index(ids).get_indexer(values), dtype=np.int64)
+    if not len(ids):
+        return np.full(len(values), -1, dtype=np.int64)
+    pos = np.searchsorted(ids, values)
+    pos[pos == len(ids)] = 0
+    return np.where(ids[pos] == values, pos, -1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class TrainPairs:
+    """The distinct (user, item) pairs of the training data, as sorted keys
+    ``user position × width + item index`` (users: the sorted distinct training
+    users; items: a context's indexes, ``width`` its slots).
+
+    >>> pairs = TrainPairs.of(np.array([7, 7, 3, 7]), np.array([0, 1, 1, 0]), 3)
+    >>> pairs.users.tolist(), pairs.keys.tolist()
+    ([3, 7], [1, 3, 4])
+    >>> pairs.count(np.array([7, 3, 5]), np.array([1, 0, 1]))
+    1
+    """
+
+    users: np.ndarray
+    keys: np.ndarray
+    width: int
+
+    @classmethod
+    def of(cls, users: np.ndarray, items: np.ndarray, width: int) -> TrainPairs:
+        """The pairs of ``users`` (ids) and ``items`` (context indexes < width)."""
+        codes, ids = pd.factorize(users, sort=True)
+        keys = distinct(codes.astype(np.int64) * width + items)
+        return cls(np.asarray(ids, dtype=users.dtype), keys, width)
+
+    def count(self, users: np.ndarray, items: np.ndarray) -> int:
+        """How many of the (user id, item index) pairs are training pairs."""
+        pos = positions(self.users, users)
+        keys = pos * self.width + items
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        if not len(self.keys):
+            return 0
+        return int(np.count_nonzero((pos >= 0) & (self.keys[at] == keys)))
 
 
 @dataclass
@@ -31,8 +91,9 @@ class ItemContext:
         pop: popularity per index: distinct training users with the item
             (1 for items never seen in training, and for the unknown slot).
         seen: per index, was the item seen in training.
-        train_pairs: the distinct (user, item) pairs of the training data, to
-            count recommended items a user already had (a leakage warning).
+        train_pairs: the distinct (user, item) pairs of the training data
+            (:class:`TrainPairs`), to count recommended items a user already had
+            (a leakage warning).
         n_train_users: distinct users in the training data (0 without it).
         in_catalog: per index, is the item in the catalog.
         catalog_source: "catalog", "train" or "" (none available).
@@ -49,7 +110,7 @@ class ItemContext:
     in_catalog: np.ndarray
     catalog_source: str
     seen: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
-    train_pairs: pd.DataFrame | None = None
+    train_pairs: TrainPairs | None = None
     popular_given: np.ndarray | None = None
     features: np.ndarray | None = None
     categories: np.ndarray | None = None
@@ -62,18 +123,7 @@ class ItemContext:
 
     def index_of(self, items: np.ndarray) -> np.ndarray:
         """Context index of each item (``unknown`` when absent)."""
-        ids = self.item_ids
-        if len(items) == 0:
-            return np.empty(0, dtype=np.int64)
-        if ids.dtype == object or items.dtype == object:
-            if (ids.dtype == object) != (items.dtype == object):
-                items = as_str(items)
-                ids = as_str(ids)
-            idx = np.asarray(pd.Index(ids).get_indexer(items), dtype=np.int64)
-        else:
-            pos = np.searchsorted(ids, items)
-            pos[pos == len(ids)] = 0
-            idx = np.where(ids[pos] == items, pos, -1) if len(ids) else np.full(len(items), -1)
+        idx = positions(self.item_ids, items)
         idx[idx < 0] = self.unknown
         return idx
 
