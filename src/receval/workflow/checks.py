@@ -44,7 +44,7 @@ import pandas as pd
 
 from receval.errors import InputError, ReceValError, for_cli, for_python, option, said
 from receval.evaluation.options import EvalOptions
-from receval.ids import canonical, unify
+from receval.ids import canonical, distinct, unify
 from receval.io.columns import RECS, TRAIN, resolve
 from receval.io.interactions import as_frame
 from receval.records import Columns
@@ -147,29 +147,39 @@ def _frames(train: Any, test: Any, recs: Any, cols: Columns) -> list[pd.DataFram
     """The inputs as frames whose user/item (and score/rank) columns are
     detected as :func:`receval.evaluate` detects them and renamed to their
     roles, with ids under the one id rule, matched as one kind."""
-    frames: list[pd.DataFrame | None] = []
+    columns: list[dict[str, Any] | None] = []
     inputs = ((train, "train", TRAIN), (test, "test", TRAIN), (recs, "recommendations", RECS))
     for obj, what, roles in inputs:
         if obj is None:
-            frames.append(None)
+            columns.append(None)
             continue
         frame = as_frame(obj, what).rename(columns=str)  # a new frame: the input stays as is
         found = resolve(list(frame.columns), cols, roles, what)
         frame = frame.rename(columns={name: role for role, name in found.items()})
-        frame = frame.assign(
-            **{r: canonical(frame[r].to_numpy(), r, what) for r in ("user", "item")}
-        )
-        frames.append(frame)
-    present = [f for f in frames if f is not None]
+        data: dict[str, Any] = {c: frame[c] for c in frame.columns}
+        for r in ("user", "item"):
+            data[r] = canonical(frame[r].to_numpy(), r, what)
+        columns.append(data)
+    present = [d for d in columns if d is not None]
     for role in ("user", "item"):
-        parts = unify([f[role].to_numpy() for f in present], role, [])
-        for f, part in zip(present, parts, strict=True):
-            f[role] = part
-    return frames
+        parts = unify([d[role] for d in present], role, [])
+        for d, part in zip(present, parts, strict=True):
+            d[role] = part
+    # one frame per input, built once from its columns (no copy of each new column)
+    return [None if d is None else pd.DataFrame(d, copy=False) for d in columns]
 
 
-def _pairs(frame: pd.DataFrame, user_col: str, item_col: str) -> pd.MultiIndex:
-    return pd.MultiIndex.from_arrays([frame[user_col], frame[item_col]])
+def _pair_keys(users: list[np.ndarray], items: list[np.ndarray]) -> list[np.ndarray]:
+    """Each table's (user, item) pairs as int64 keys, codes shared by the tables
+    (one hash pass per column instead of tuples of a MultiIndex)."""
+
+    def shared(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+        codes, uniq = pd.factorize(np.concatenate(parts), use_na_sentinel=False)
+        return np.split(codes.astype(np.int64), np.cumsum([len(p) for p in parts])[:-1]), len(uniq)
+
+    u, _ = shared(users)
+    i, width = shared(items)
+    return [a * width + b for a, b in zip(u, i, strict=True)]
 
 
 def _examples(values: Any, n: int = 5) -> list[Any]:
@@ -226,10 +236,24 @@ def check(
     user_col, item_col, score_col, rank_col = "user", "item", "score", "rank"
     out: list[Finding] = []
 
-    for name, frame in (("train", tr), ("test", te), ("recs", rc)):
-        if frame is None:
-            continue
-        dup = frame.duplicated([user_col, item_col], keep="first").to_numpy()
+    tables = [(name, f) for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None]
+    keys = dict(
+        zip(
+            [name for name, _ in tables],
+            _pair_keys(
+                [f[user_col].to_numpy() for _, f in tables],
+                [f[item_col].to_numpy() for _, f in tables],
+            ),
+            strict=True,
+        )
+    )
+    for name, frame in tables:
+        key = keys[name]
+        # counted by a sort; the repeated rows themselves found only when there are some
+        if len(key) == len(distinct(key)):
+            dup = np.zeros(len(key), dtype=bool)
+        else:
+            dup = pd.Series(key).duplicated(keep="first").to_numpy()
         n = int(dup.sum())
         what = {
             "train": "repeated interactions (kept; popularity counts distinct users)",
@@ -253,7 +277,7 @@ def check(
         )
 
     if rc is not None and tr is not None:
-        seen = _pairs(rc, user_col, item_col).isin(_pairs(tr, user_col, item_col))
+        seen = pd.Series(keys["recs"]).isin(keys["train"]).to_numpy()
         n = int(seen.sum())
         users = int(rc[user_col][seen].nunique())
         message = (
@@ -411,7 +435,8 @@ def remove_seen(
     assert canon is not None and train_canon is not None
     u, tu = unify([canon["user"].to_numpy(), train_canon["user"].to_numpy()], "user", [])
     i, ti = unify([canon["item"].to_numpy(), train_canon["item"].to_numpy()], "item", [])
-    seen = pd.MultiIndex.from_arrays([u, i]).isin(pd.MultiIndex.from_arrays([tu, ti]))
+    key, train_key = _pair_keys([u, tu], [i, ti])
+    seen = pd.Series(key).isin(train_key).to_numpy()
     out = rc[~seen].reset_index(drop=True)
     if "rank" in found:
         rank, user = named[found["rank"]], named[found["user"]]

@@ -267,7 +267,7 @@ def _positions(group: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Each row's 0-based position within its group ordered by ``key`` (ties:
     row order), and its group's size."""
     n = len(group)
-    order = np.lexsort((np.arange(n), key, group))
+    order = np.lexsort((key, group))  # stable: equal keys keep row order
     g = group[order]
     starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1] if n else np.zeros(0, np.int64)
     run = np.zeros(n, dtype=np.int64)
