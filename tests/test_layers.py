@@ -25,6 +25,7 @@ LAYERS = [
             "receval.errors",
             "receval._version",
             "receval._accel",
+            "receval._progress",
             "receval._malloc",
             "receval._native",
             "receval.ids",

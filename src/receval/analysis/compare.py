@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from receval._progress import Step, silent, steps_of
 from receval._version import __version__
 from receval.analysis import stats
 from receval.analysis.formatting import (
@@ -558,7 +559,10 @@ def compare(
         **evaluate_kwargs: options as keywords (``threshold``, ``empty_truth``,
             ``convention`` ..., applied on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog``, ``item_features``,
-            ``popular``).
+            ``popular``). ``progress=True`` writes each step (each run's
+            evaluation, each metric's tests and intervals) and its time on
+            stderr; a function is passed on to the evaluations (rows evaluated).
+            Default: silent.
 
     Per-user values are aligned by user id; for each metric only users with a
     value in every run are compared, and :attr:`Comparison.missing` says how
@@ -579,11 +583,15 @@ def compare(
     systems = list(runs)
     settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="compare")
+    step = silent
+    if isinstance(inputs.get("progress"), bool):  # True: the steps on stderr
+        step = steps_of(inputs["progress"], "compare")
+        inputs = {**inputs, "progress": None}
     specs = parse_metrics(metrics, opts.metric_defaults)
     names = list(dict.fromkeys(str(s) for s in specs))
     per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
     hib = {str(s): s.definition.higher_is_better for s in specs}
-    results = _evaluate_runs(runs, truth, specs, opts, inputs)
+    results = _evaluate_runs(runs, truth, specs, opts, inputs, step)
     metrics_compared = list(dict.fromkeys(per_user))
     pair_list = _pair_list(systems, settings["baseline"])
     on_spark = _on_spark(results)
@@ -592,13 +600,14 @@ def compare(
         from receval.analysis import resampling as rs
 
         layout = rs.layout_of(metrics_compared, systems, pair_list, settings)
-        if on_spark:
-            from receval.analysis.spark_compare import passes
+        with step(f"Poisson bootstrap and sign flips ({settings['n_resamples']} resamples)"):
+            if on_spark:
+                from receval.analysis.spark_compare import passes
 
-            first, second, aligned = passes(layout, results)
-        else:
-            aligned, _ = _align(results, systems, metrics_compared)
-            first, second = _local_passes(layout, results)
+                first, second, aligned = passes(layout, results)
+            else:
+                aligned, _ = _align(results, systems, metrics_compared)
+                first, second = _local_passes(layout, results)
         found = rs.finish(layout, first, second, alpha, settings["test"])
         missing = {
             s: {m: first.missing[j][i] for j, m in enumerate(metrics_compared)}
@@ -611,7 +620,7 @@ def compare(
         aligned, missing = _align(results, systems, metrics_compared)
         users = {m: len(frame) for m, frame in aligned.items()}
         units = _units(metrics_compared, systems, pair_list)
-        outputs = _run_units(units, aligned, settings, n_jobs)
+        outputs = _run_units(units, aligned, settings, n_jobs, step)
     done = list(zip(units, outputs, strict=True))
     pairs = _pairs_frame(
         [(u, out) for u, out in done if u.kind == "pair"],
@@ -695,6 +704,7 @@ def _evaluate_runs(
     specs: list[MetricSpec],
     opts: EvalOptions,
     inputs: Mapping[str, Any],
+    step: Step = silent,
 ) -> dict[str, Result]:
     """Each run's Result: the one given (evaluated under the same options), or
     :func:`receval.evaluate` of its lists."""
@@ -714,7 +724,8 @@ def _evaluate_runs(
             out[name] = run
         else:
             try:
-                out[name] = evaluate(run, truth, specs, options=opts, **inputs)
+                with step(f"evaluating {name}"):
+                    out[name] = evaluate(run, truth, specs, options=opts, **inputs)
             except InputError as exc:  # say which run: "recommendations of 'b', row 3"
                 if exc.source != "recommendations":
                     raise
@@ -840,6 +851,7 @@ def _run_units(
     aligned: Mapping[str, pd.DataFrame],
     settings: Mapping[str, Any],
     n_jobs: int,
+    step: Step = silent,
 ) -> list[dict[str, float]]:
     """Every unit's numbers. The work is done per metric: metric j draws from
     child j of ``SeedSequence(seed)`` (split in two: the bootstrap, the sign
@@ -852,7 +864,9 @@ def _run_units(
 
     def work(m: str) -> dict[tuple[str, ...], dict[str, float]]:
         mine = [u for u in units if u.metric == m]
-        return _metric_units(mine, aligned[m], settings, children[m])
+        what = f"{m}: tests and intervals ({settings['n_resamples']} resamples"
+        with step(f"{what} of {len(aligned[m])} users)"):
+            return _metric_units(mine, aligned[m], settings, children[m])
 
     if n_jobs == 1 or len(metrics) < 2:
         done = [work(m) for m in metrics]

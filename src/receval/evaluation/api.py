@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from receval._progress import rows_to_stderr
 from receval.engines import driver
 from receval.errors import ReceValError, option
 from receval.evaluation.assemble import result_of, with_columns
@@ -53,7 +54,7 @@ def evaluate(
     catalog: Iterable[Any] | None = None,
     item_features: Any = None,
     popular: Iterable[Any] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | bool | None = None,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -115,7 +116,8 @@ def evaluate(
         popular: the items serendipity treats as popular (default: the top
             10% of catalog items by training popularity).
         progress: called with the number of recommendation rows evaluated so
-            far, after each chunk of users (for progress bars).
+            far, after each chunk of users (for progress bars); True writes
+            that number on stderr at most once a second. Default: silent.
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -144,6 +146,10 @@ def evaluate(
         relevance_col=relevance_col,
     )
     specs = parse_metrics(metrics, opts.metric_defaults)
+    if progress is True:
+        progress = rows_to_stderr("evaluate")
+    elif progress is False:
+        progress = None
     given = {
         "train": train is not None,
         "catalog": catalog is not None or train is not None,

@@ -33,11 +33,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from receval._progress import Step, silent, steps_of
 from receval.analysis.compare import Comparison, compare
 from receval.analysis.formatting import spreadsheet_csv
 from receval.analysis.report import report
@@ -398,28 +397,9 @@ def run_demo(
         (4.0, ['item_knn', 'popular', 'random'])
     """
     t0 = time.perf_counter()
-    step: Step = (
-        _silent if quiet or progress is False else _stderr_steps if progress is True else progress  # type: ignore[assignment]
-    )
+    step: Step = silent if quiet else steps_of(progress, "demo")
     with OutputSet(out_dir, "demo", {"users": users, "seed": seed, "threshold": threshold}) as out:
         return _demo(out, interactions, users, seed, threshold, quiet, console, t0, step)
-
-
-#: A step of the demo: called with what it does, a context manager around it.
-Step = Callable[[str], contextlib.AbstractContextManager[Any]]
-
-
-def _silent(what: str) -> contextlib.AbstractContextManager[Any]:
-    return contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def _stderr_steps(what: str) -> Iterator[None]:
-    """``progress=True``: a line on stderr when a step starts, its time when it ends."""
-    t = time.perf_counter()
-    print(f"receval demo: {what} ...", file=sys.stderr, flush=True)
-    yield
-    print(f"receval demo: {what}: {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
 
 
 def _demo(

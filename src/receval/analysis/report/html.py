@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from receval._progress import silent, steps_of
 from receval._version import __version__
 from receval.analysis.compare import Comparison, compare
 from receval.analysis.formatting import fmt_p, fmt_value
@@ -214,6 +215,8 @@ def report(
         **evaluate_kwargs: options as keywords (``threshold``, column names,
             policies ..., on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog`` ...).
+            ``progress=True`` writes each step and its time on stderr (the
+            comparison's steps too). Default: silent.
 
     Returns:
         A :class:`Report` (``.html``, the data behind the charts, the PNG paths,
@@ -228,6 +231,11 @@ def report(
     """
     _check_runs(runs)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
+    step = silent
+    told = inputs.get("progress")
+    if isinstance(told, bool):  # True: the steps on stderr
+        step = steps_of(told, "report")
+        inputs = {**inputs, "progress": None}
     evaluate_kwargs = {"options": opts, **inputs}
     settings = {
         "baseline": baseline,
@@ -239,17 +247,24 @@ def report(
         "ci": ci,
         "n_jobs": n_jobs,
     }
-    cmp = _comparison(runs, truth, metrics, comparison, settings, evaluate_kwargs)
+    with step("comparing the systems"):
+        cmp = _comparison(
+            runs, truth, metrics, comparison, settings, {**evaluate_kwargs, "progress": told}
+        )
     specs = parse_metrics(cmp.metrics)
     max_k = _max_k(specs, max_k)
     runs = {s: runs[s] for s in cmp.systems}
     train = evaluate_kwargs.get("train")
     with_catalog = train is not None or evaluate_kwargs.get("catalog") is not None
-    bases, summaries = _curve_summaries(
-        runs, truth, specs, max_k, with_catalog, cmp, evaluate_kwargs
-    )
+    with step(f"curves: every system at k = 1..{max_k}"):
+        bases, summaries = _curve_summaries(
+            runs, truth, specs, max_k, with_catalog, cmp, evaluate_kwargs
+        )
     curves = curves_frame(summaries, bases, max_k)
-    popularity = None if train is None else _popularity(runs, max_k, opts, inputs)
+    popularity = None
+    if train is not None:
+        with step("popularity deciles"):
+            popularity = _popularity(runs, max_k, opts, inputs)
     coverage = (
         {s: float(summaries[s][f"coverage@{max_k}"]) for s in cmp.systems} if with_catalog else None
     )
