@@ -30,10 +30,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from receval.workflow.synthetic import synthetic_interactions
+
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file systems and signals")
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 ROOT = os.geteuid() == 0
+OUT_D, OUT_C = ("--out", "d", "-q"), ("--out", "c", "-q")
 
 
 def receval(
@@ -188,10 +191,10 @@ def _manifest_matches(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def _demo_holding_the_folder(folder: Path, users: int) -> subprocess.Popen[str]:
+def _demo_holding_the_folder(folder: Path, users: int, *extra: str) -> subprocess.Popen[str]:
     """A demo into ``folder / "d"``, returned once it holds the folder's lock."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "receval", "demo", "--users", str(users), "--out", "d", "-q"],
+        [sys.executable, "-m", "receval", "demo", *extra, "--users", str(users), *OUT_D],
         cwd=folder,
         env={**os.environ, "PYTHONPATH": SRC},
         stderr=subprocess.PIPE,
@@ -206,17 +209,68 @@ def _demo_holding_the_folder(folder: Path, users: int) -> subprocess.Popen[str]:
     raise AssertionError("the demo never took the lock")
 
 
+def _open_for_writing(fifo: Path, proc: subprocess.Popen[str]) -> int:
+    """The writing end of a named pipe, once its reader has opened it."""
+    for _ in range(1200):  # never hang here
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        return fd
+    raise AssertionError("the command never opened the pipe")
+
+
 def test_two_demos_into_one_folder(tmp_path: Path) -> None:
-    first = _demo_holding_the_folder(tmp_path, 20000)
+    """The first demo reads its log through a named pipe that stays silent: it
+    provably holds the folder while the second one tries."""
+    log = synthetic_interactions(300, seed=1)
+    fifo = tmp_path / "log.pipe"
+    os.mkfifo(fifo)
+    first = _demo_holding_the_folder(tmp_path, 300, "--interactions", "log.pipe")
     started = time.monotonic()
     second = receval("demo", "--users", "300", "--seed", "2", "--out", "d", cwd=tmp_path)
     assert time.monotonic() - started < 30  # at once, not after the first
     line = _one_error_line(second)
     assert "being written by another receval run" in line and "receval demo, pid" in line
+    with os.fdopen(_open_for_writing(fifo, first), "w") as pipe:
+        pipe.write(log.to_csv(index=False))
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
     manifest = _manifest_matches(tmp_path / "d")
-    assert manifest["parameters"]["users"] == 20000  # one run's files, not a mix
+    assert manifest["parameters"]["seed"] == 0  # one run's files, not a mix
+    assert pd.read_parquet(tmp_path / "d" / "split" / "train.parquet")["user"].nunique() <= 300
     _no_temporaries(tmp_path / "d")
+
+
+def test_demo_reads_its_log_from_a_pipe(tmp_path: Path) -> None:
+    """A pipe is read once (a second open would wait for a writer forever): the
+    demo of a log from stdin or a named pipe is the demo of the file."""
+    log = synthetic_interactions(300, seed=1)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    data = (tmp_path / "log.csv").read_bytes()
+    from_file = receval("demo", "--interactions", "log.csv", "--out", "a", "-q", cwd=tmp_path)
+    assert from_file.returncode == 0, from_file.stderr
+    stdin = receval("demo", "--interactions", "-", "--out", "b", "-q", cwd=tmp_path, stdin=data)
+    assert stdin.returncode == 0, stdin.stderr
+    fifo = tmp_path / "log.pipe"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "receval", "demo", "--interactions", "log.pipe", *OUT_C],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": SRC},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with os.fdopen(_open_for_writing(fifo, proc), "wb") as pipe:
+        pipe.write(data)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    want = (tmp_path / "a" / "leaderboard.csv").read_text()
+    for out in ("b", "c"):
+        assert (tmp_path / out / "leaderboard.csv").read_text() == want
+    empty = receval("demo", "--interactions", "-", "--out", "e", cwd=tmp_path, stdin=b"")
+    assert "nothing came through the pipe" in _one_error_line(empty)
 
 
 def test_sigterm_during_a_demo_leaves_no_manifest(tmp_path: Path) -> None:

@@ -53,9 +53,36 @@ def as_frame(obj: Any, what: str) -> pd.DataFrame:
     raise InputError(f"{what} must be a pandas, polars or pyarrow table; got {type(obj).__name__}")
 
 
-def _first_line(path: Path) -> str:
-    with path.open("rb") as fh:
-        raw = fh.readline(65536)
+class _Source:
+    """An interactions file, opened as many times as its reader needs: a regular
+    file by its path, a pipe (``-``, ``/dev/stdin``, ``<(...)``, a named FIFO) by
+    its bytes, read once (a second open of a pipe would wait for a writer that
+    never comes)."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path = path
+        self.data: bytes | None = None
+        if not path.is_file():
+            self.data = path.read_bytes()
+            if not self.data:
+                raise InputError("the file is empty (nothing came through the pipe)", source=name)
+
+    def __call__(self) -> Any:
+        """A fresh readable: the path, or the pipe's bytes from their start."""
+        return self.path if self.data is None else io.BytesIO(self.data)
+
+    def read_bytes(self) -> bytes:
+        return self.path.read_bytes() if self.data is None else self.data
+
+    def head(self, n: int) -> bytes:
+        if self.data is not None:
+            return self.data[:n]
+        with self.path.open("rb") as fh:
+            return fh.read(n)
+
+
+def _first_line(head: bytes) -> str:
+    raw = head.split(b"\n", 1)[0]
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
@@ -66,12 +93,14 @@ def detect_format(path: str | Path) -> str:
 
     The content decides, not the name (except for Parquet's magic bytes).
     """
-    path = Path(path)
-    with path.open("rb") as fh:
-        magic = fh.read(4)
-    if magic == b"PAR1":
+    return _detect(_Source(Path(path), str(path)))
+
+
+def _detect(source: _Source) -> str:
+    head = source.head(65536)
+    if head[:4] == b"PAR1":
         return "parquet"
-    line = _first_line(path)
+    line = _first_line(head)
     if "::" in line:
         return "movielens-dat"
     if "\t" in line:
@@ -125,11 +154,12 @@ def read_interactions(
     from receval.io.files import checked_path
 
     p, name = checked_path(path)  # exists, is a file, is not empty
-    fmt = detect_format(p) if format == "auto" else format
+    source = _Source(p, name)  # a pipe is read once, here
+    fmt = _detect(source) if format == "auto" else format
     try:
-        return _read_log(p, name, fmt, user_col, item_col, rating_col, timestamp_col)
+        return _read_log(source, name, fmt, user_col, item_col, rating_col, timestamp_col)
     except UnicodeDecodeError as exc:
-        line = p.read_bytes()[: exc.start].count(b"\n") + 1 if p.is_file() else None
+        line = source.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(
             f"not UTF-8 text (byte {exc.object[exc.start]:#04x}): is it an interactions log?",
             source=name,
@@ -144,7 +174,7 @@ def read_interactions(
 
 
 def _read_log(
-    p: Path,
+    src: _Source,
     name: str,
     fmt: str,
     user_col: str | None,
@@ -154,25 +184,25 @@ def _read_log(
 ) -> pd.DataFrame:
     text_ids = {0: str, 1: str}
     if fmt == "movielens-dat":
-        data = p.read_bytes().replace(b"::", b"\t")
+        data = src.read_bytes().replace(b"::", b"\t")
         frame = pd.read_csv(io.BytesIO(data), sep="\t", header=None, dtype=text_ids)
-        return _ids(_name_ml(frame, p, fmt), name, text=True)
+        return _ids(_name_ml(frame, name, fmt), name, text=True)
     if fmt == "movielens-udata":
-        frame = pd.read_csv(p, sep="\t", header=None, dtype=text_ids)
-        return _ids(_name_ml(frame, p, fmt), name, text=True)
+        frame = pd.read_csv(src(), sep="\t", header=None, dtype=text_ids)
+        return _ids(_name_ml(frame, name, fmt), name, text=True)
     if fmt == "movielens-csv":
-        frame = pd.read_csv(p, dtype={"userId": str, "movieId": str}).rename(columns=_ML_CSV)
+        frame = pd.read_csv(src(), dtype={"userId": str, "movieId": str}).rename(columns=_ML_CSV)
         frame = frame[[c for c in _ML_CSV.values() if c in frame.columns]]
         return _ids(frame, name, text=True)
     cols = Columns(user=user_col, item=item_col)
     if fmt == "parquet":
-        frame = pd.read_parquet(p)
+        frame = pd.read_parquet(src())
         found = resolve([str(c) for c in frame.columns], cols, TRAIN, name)
     elif fmt in ("csv", "tsv"):
         sep = "\t" if fmt == "tsv" else ","
-        header = pd.read_csv(p, sep=sep, nrows=0).columns
+        header = pd.read_csv(src(), sep=sep, nrows=0).columns
         found = resolve([str(c) for c in header], cols, TRAIN, name)
-        frame = pd.read_csv(p, sep=sep, dtype={found["user"]: str, found["item"]: str})
+        frame = pd.read_csv(src(), sep=sep, dtype={found["user"]: str, found["item"]: str})
     else:
         raise InputError(
             f"unknown interactions format {fmt!r} (choose from auto, parquet, csv, tsv, "
@@ -201,12 +231,12 @@ def _ids(frame: pd.DataFrame, source: str, text: bool) -> pd.DataFrame:
     return frame
 
 
-def _name_ml(frame: pd.DataFrame, path: Path, fmt: str) -> pd.DataFrame:
+def _name_ml(frame: pd.DataFrame, name: str, fmt: str) -> pd.DataFrame:
     if frame.shape[1] not in (3, 4):
         raise InputError(
             f"a {fmt} file has 3 or 4 fields per line (user, item, rating, timestamp); "
             f"found {frame.shape[1]}",
-            source=str(path),
+            source=name,
         )
     frame.columns = _ML_COLUMNS[: frame.shape[1]]
     return frame
