@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -165,13 +163,14 @@ def test_ordering_on_synthetic_data() -> None:
 
 
 @pytest.mark.slow
-def test_speed_20k_users() -> None:
+def test_20k_users() -> None:
+    """Every model lists k items for each of 20k users (the time is measured in
+    benchmarks/workflow.py, not asserted here)."""
     log = synthetic_interactions(20_000, 1000, seed=1)
-    t = time.perf_counter()
     for model in MODELS:
         run = recommend(model, log, k=10)
         assert run["user"].nunique() == 20_000
-    assert time.perf_counter() - t < 20
+        assert (run.groupby("user").size() == 10).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
