@@ -31,6 +31,7 @@ import pandas as pd
 import pytest
 
 from receval.workflow.synthetic import synthetic_interactions
+from tests.pipes import open_for_writing
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file systems and signals")
 
@@ -209,20 +210,6 @@ def _demo_holding_the_folder(folder: Path, users: int, *extra: str) -> subproces
     raise AssertionError("the demo never took the lock")
 
 
-def _open_for_writing(fifo: Path, proc: subprocess.Popen[str]) -> int:
-    """The writing end of a named pipe, once its reader has opened it."""
-    for _ in range(1200):  # never hang here
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-            continue
-        os.set_blocking(fd, True)
-        return fd
-    raise AssertionError("the command never opened the pipe")
-
-
 def test_two_demos_into_one_folder(tmp_path: Path) -> None:
     """The first demo reads its log through a named pipe that stays silent: it
     provably holds the folder while the second one tries."""
@@ -235,7 +222,7 @@ def test_two_demos_into_one_folder(tmp_path: Path) -> None:
     assert time.monotonic() - started < 30  # at once, not after the first
     line = _one_error_line(second)
     assert "being written by another receval run" in line and "receval demo, pid" in line
-    with os.fdopen(_open_for_writing(fifo, first), "w") as pipe:
+    with os.fdopen(open_for_writing(fifo, first), "w") as pipe:
         pipe.write(log.to_csv(index=False))
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
     manifest = _manifest_matches(tmp_path / "d")
@@ -263,7 +250,7 @@ def test_demo_reads_its_log_from_a_pipe(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    with os.fdopen(_open_for_writing(fifo, proc), "wb") as pipe:
+    with os.fdopen(open_for_writing(fifo, proc), "wb") as pipe:
         pipe.write(data)
     assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     want = (tmp_path / "a" / "leaderboard.csv").read_text()
@@ -325,17 +312,7 @@ def test_pipes_and_stdin_are_inputs(inputs: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    fd = None
-    for _ in range(1200):  # the reader opens the pipe once it has started (never hang here)
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-    assert fd is not None
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as f:
+    with os.fdopen(open_for_writing(fifo, proc), "wb") as f:
         f.write(data)
     out, err = proc.communicate(timeout=120)
     for got in (dash.stdout, out):

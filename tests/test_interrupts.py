@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.pipes import open_for_writing
+
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -41,16 +43,19 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return folder / "recs.csv", folder / "truth.csv"
 
 
-def _interrupt(argv: list[str], cwd: Path, signum: int, delay: float) -> tuple[int, str, float]:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    proc = subprocess.Popen(
+def _start(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "receval", *argv],
         cwd=cwd,
-        env=env,
+        env={**os.environ, "PYTHONPATH": SRC},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _interrupt(argv: list[str], cwd: Path, signum: int, delay: float) -> tuple[int, str, float]:
+    proc = _start(argv, cwd)
     time.sleep(delay)
     assert proc.poll() is None, "the command finished before the signal: make the input bigger"
     sent = time.monotonic()
@@ -79,27 +84,9 @@ def test_evaluate_stops_while_reading(big: tuple[Path, Path], tmp_path: Path, si
     fifo = tmp_path / "recs.pipe"
     os.mkfifo(fifo)
     argv = ["evaluate", str(fifo), str(truth), "-m", "ndcg@10", "--per-user", "pu.csv"]
-    env = {**os.environ, "PYTHONPATH": SRC}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "receval", *argv],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    fd = None
-    for _ in range(1200):  # the reader opens the pipe once it has started (never hang here)
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-    assert fd is not None
-    os.set_blocking(fd, True)
+    proc = _start(argv, work)
     data = recs.read_bytes()
-    with os.fdopen(fd, "wb") as pipe:
+    with os.fdopen(open_for_writing(fifo, proc), "wb") as pipe:
         pipe.write(data[: len(data) // 2])  # blocks until the reader has taken most of it
         pipe.flush()
         time.sleep(0.3)

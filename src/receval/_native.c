@@ -796,6 +796,16 @@ offer(cand_t *heap, Py_ssize_t *n, Py_ssize_t k, double v, int64_t j)
     heap[i] = c;
 }
 
+/* Releases the n buffers; returns the status as an int, or NULL (an error is set)
+ * when status < 0. */
+static PyObject *
+finish(Py_buffer *b, int n, int status)
+{
+    for (int i = 0; i < n; i++)
+        PyBuffer_Release(&b[i]);
+    return status < 0 ? NULL : PyLong_FromLong(status);
+}
+
 static int
 cand_order(const void *a, const void *b)
 {
@@ -874,13 +884,9 @@ knn_neighbors(PyObject *self, PyObject *args)
     free(touched);
     free(heap);
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < nb; i++)
-        PyBuffer_Release(&b[i]);
-    return PyLong_FromLong(status);
+    return finish(b, nb, status);
 fail:
-    for (int i = 0; i < nb; i++)
-        PyBuffer_Release(&b[i]);
-    return NULL;
+    return finish(b, nb, -1);
 }
 
 /* knn_top(user_ptr, user_items, sim_ptr, sim_item, sim_value, codes, fill, fill_order,
@@ -978,13 +984,9 @@ knn_top(PyObject *self, PyObject *args)
     free(touched);
     free(heap);
     Py_END_ALLOW_THREADS
-    for (int i = 0; i < nb; i++)
-        PyBuffer_Release(&b[i]);
-    return PyLong_FromLong(status);
+    return finish(b, nb, status);
 fail:
-    for (int i = 0; i < nb; i++)
-        PyBuffer_Release(&b[i]);
-    return NULL;
+    return finish(b, nb, -1);
 }
 
 static PyMethodDef methods[] = {

@@ -226,6 +226,30 @@ def _cat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else like[:0]
 
 
+def _lists_in_threads(
+    part: Any, bounds: np.ndarray, k: int, what: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lists of at most ``k`` (item, value) for rows 0..bounds[-1]-1, the rows
+    cut at ``bounds`` and filled by ``part(r0, r1, count, item, value)`` (the
+    compiled pass: its outputs are views of one array each) on a few threads;
+    then flattened to ``(row, item, value)`` in row order."""
+    n = int(bounds[-1])
+    count = np.zeros(n, dtype=np.int64)
+    item = np.zeros(n * k, dtype=np.int64)
+    value = np.zeros(n * k)
+    spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+    def run(span: tuple[int, int]) -> int:
+        r0, r1 = span
+        return int(part(r0, r1, count[r0:r1], item[r0 * k : r1 * k], value[r0 * k : r1 * k]))
+
+    with ThreadPoolExecutor(max_workers=max(1, len(spans))) as pool:
+        if any(status != 0 for status in pool.map(run, spans)):
+            raise MemoryError(f"item-kNN: not enough memory for {what}")
+    keep = (np.arange(n * k) % k) < np.repeat(count, k)
+    return np.repeat(np.arange(n), count), item[keep], value[keep]
+
+
 class RandomRecommender(Recommender):
     """Items drawn uniformly without replacement among those the user has not
     seen; each list gets ``k`` Uniform[0, 1) scores sorted descending.
@@ -407,34 +431,12 @@ class ItemKNNRecommender(Recommender):
         work = np.where(np.diff(item_ptr) > 0, work, np.maximum.accumulate(work))
         cuts = np.searchsorted(work, work[-1] * np.arange(1, THREADS) / THREADS) if n else []
         bounds = np.unique(np.r_[0, cuts, n]).astype(np.int64)
-        count = np.zeros(n, dtype=np.int64)
-        item = np.zeros(n * k, dtype=np.int64)
-        sim = np.zeros(n * k)
+        lists = (item_ptr, item_users, self._user_ptr, self._user_items, norm, self.shrink, k)
 
-        def part(i0: int, i1: int) -> int:
-            return int(
-                NATIVE.knn_neighbors(
-                    item_ptr,
-                    item_users,
-                    self._user_ptr,
-                    self._user_items,
-                    norm,
-                    self.shrink,
-                    k,
-                    i0,
-                    i1,
-                    count[i0:i1],
-                    item[i0 * k : i1 * k],
-                    sim[i0 * k : i1 * k],
-                )
-            )
+        def part(i0: int, i1: int, count: Any, item: Any, sim: Any) -> int:
+            return int(NATIVE.knn_neighbors(*lists, i0, i1, count, item, sim))
 
-        spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        with ThreadPoolExecutor(max_workers=max(1, len(spans))) as pool:
-            if any(status != 0 for status in pool.map(lambda ab: part(*ab), spans)):
-                raise MemoryError("item-kNN: not enough memory for the neighbour lists")
-        keep = (np.arange(n * k) % k) < np.repeat(count, k)
-        return np.repeat(np.arange(n), count), item[keep], sim[keep]
+        return _lists_in_threads(part, bounds, k, "the neighbour lists")
 
     def _block(
         self, codes: np.ndarray, k: int, exclude_seen: bool
@@ -489,36 +491,15 @@ class ItemKNNRecommender(Recommender):
         order, the same ties), users split over a few threads."""
         b = len(codes)
         codes = np.ascontiguousarray(codes, dtype=np.int64)
-        count = np.zeros(b, dtype=np.int64)
-        item = np.zeros(b * k, dtype=np.int64)
-        score = np.zeros(b * k)
         bounds = np.linspace(0, b, min(THREADS, b) + 1).astype(np.int64)
+        model = (self._user_ptr, self._user_items, self._sim_ptr, self._sim_items)
+        fill = (self._fill, self._fill_order, k, exclude_seen)
 
-        def part(r0: int, r1: int) -> int:
-            return int(
-                NATIVE.knn_top(
-                    self._user_ptr,
-                    self._user_items,
-                    self._sim_ptr,
-                    self._sim_items,
-                    self.similarity.data,
-                    codes[r0:r1],
-                    self._fill,
-                    self._fill_order,
-                    k,
-                    exclude_seen,
-                    count[r0:r1],
-                    item[r0 * k : r1 * k],
-                    score[r0 * k : r1 * k],
-                )
-            )
+        def part(r0: int, r1: int, count: Any, item: Any, score: Any) -> int:
+            sim = self.similarity.data
+            return int(NATIVE.knn_top(*model, sim, codes[r0:r1], *fill, count, item, score))
 
-        spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        with ThreadPoolExecutor(max_workers=max(1, len(spans))) as pool:
-            if any(status != 0 for status in pool.map(lambda ab: part(*ab), spans)):
-                raise MemoryError("item-kNN: not enough memory for the lists")
-        keep = (np.arange(b * k) % k) < np.repeat(count, k)
-        return np.repeat(np.arange(b), count), item[keep], score[keep]
+        return _lists_in_threads(part, bounds, k, "the lists")
 
     def _users_per_block(self) -> int:
         """Users scored at once: about BLOCK_CELLS candidate scores (a user's
