@@ -433,3 +433,17 @@ def test_column_by_column_running_sums_are_numpys_bit_for_bit(
     want = np.cumsum(x, axis=1, dtype=dtype)
     assert got.dtype == want.dtype
     assert np.array_equal(got, want)
+
+
+def test_positions_of_many_distinct_values() -> None:
+    """Looking up many more distinct values than ids (e.g. the recommended users
+    among few training users) is one factorize and one lookup, never a loop."""
+    from receval.metrics.context import TrainPairs, positions
+
+    ids = np.array([3, 10, 20])
+    values = np.tile(np.arange(50_000), 3)
+    got = positions(ids, values)
+    want = np.where(values == 3, 0, np.where(values == 10, 1, np.where(values == 20, 2, -1)))
+    assert np.array_equal(got, want)
+    pairs = TrainPairs.of(np.array([3, 10]), np.array([0, 1]), 5)
+    assert pairs.count(values, np.zeros(len(values), dtype=np.int64)) == 3  # user 3, item 0

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 import receval
-from receval.errors import InputError, OptionError
+from receval.errors import InputError, OptionError, ReceValError
 from tests.test_blocks import random_metrics, workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -133,6 +133,8 @@ def test_refused_before_any_work(spark: Any) -> None:
     with pytest.raises(OptionError, match="convention 'mllib' breaks ties") as info:
         receval.evaluate(sr, st, "ndcg@10", convention="mllib")
     assert "ties='item'" in str(info.value) and "--ties item" in info.value.cli_message()
+    with pytest.raises(ReceValError, match="user_groups= is not available on the Spark engine"):
+        receval.evaluate(sr, st, "ndcg@10", user_groups={1: "a"})
     res = receval.evaluate(sr, st, "ndcg@10", convention="mllib", ties="item")
     assert (
         res.summary

@@ -258,6 +258,15 @@ Train = Annotated[
         "--train", help="training interactions (novelty, arp, ...)", rich_help_panel=_ITEMS
     ),
 ]
+UserGroups = Annotated[
+    str | None,
+    typer.Option(
+        "--user-groups",
+        metavar="FILE|activity|cold_start",
+        help="also evaluate groups of users: a file with a user column and one column per "
+        "grouping, or activity / cold_start (from --train)",
+    ),
+]
 Catalog = Annotated[
     Path | None,
     typer.Option("--catalog", help="file of catalog items (coverage)", rich_help_panel=_ITEMS),
@@ -501,6 +510,18 @@ def _items(
     return extra
 
 
+def _user_groups(value: str, sep: str | None, cols: Any, quiet: bool) -> Any:
+    """--user-groups: a built-in grouping's name, or its file read as a table."""
+    from receval.evaluation.groups import BUILT_IN
+    from receval.io.files import read_file
+
+    if value in BUILT_IN and not Path(value).exists():
+        return value
+    with _status(f"reading {value}", quiet):
+        table, _ = read_file(value, role="user_groups", sep=sep, cols=cols)
+    return table
+
+
 def _remove_seen(recs: Any, train: Any, name: str, quiet: bool) -> tuple[Any, int]:
     """``recs`` without the items the user has in ``train``
     (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
@@ -567,6 +588,7 @@ def evaluate(
     item_features: ItemFeatures = None,
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
+    user_groups: UserGroups = None,
     engine: EngineOpt = Engine.numpy,
     master: Master = None,
     quiet: Quiet = False,
@@ -575,6 +597,8 @@ def evaluate(
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
+    if engine is Engine.spark and user_groups is not None:
+        raise ReceValError("--user-groups is not available with --engine spark yet")
     if engine is Engine.spark:
         _evaluate_spark(
             recs_path,
@@ -619,6 +643,8 @@ def evaluate(
         recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
         truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
     extra = _items(train, catalog, item_features, popular, sep, cols, quiet)
+    if user_groups is not None:
+        extra["user_groups"] = _user_groups(user_groups, sep, cols, quiet)
     removed = None
     if remove_seen:
         recs_table, removed = _remove_seen(recs_table, extra.get("train"), str(recs), quiet)

@@ -17,7 +17,7 @@ from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.evaluation.spark import collected, is_spark
 from receval.io.items import build_context
-from receval.io.tables import iter_recs, read_truth
+from receval.io.tables import iter_recs, read_recs, read_truth
 from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec, parse_metrics
 from receval.records import Columns, RecsData, TruthData
@@ -55,6 +55,7 @@ def evaluate(
     item_features: Any = None,
     popular: Iterable[Any] | None = None,
     progress: Callable[[int], None] | bool | None = None,
+    user_groups: Any = None,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -118,6 +119,12 @@ def evaluate(
         progress: called with the number of recommendation rows evaluated so
             far, after each chunk of users (for progress bars); True writes
             that number on stderr at most once a second. Default: silent.
+        user_groups: also evaluate groups of users (:mod:`receval.evaluation.groups`):
+            a table (user column + one column per grouping) or its file, a
+            mapping ``user -> group``, or ``"activity"`` / ``"cold_start"``
+            (from ``train``). ``Result.groups`` then holds one row per
+            (grouping, group), each equal to evaluating that group's users
+            alone. Not on the Spark engine yet.
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -176,6 +183,16 @@ def evaluate(
             cols=Columns(user=opts.user_col, item=opts.item_col),
             popularity=popularity,
         )
+    groupings = None
+    if user_groups is not None:
+        if on_spark:
+            raise ReceValError(
+                f"{option('user_groups')} is not available on the Spark engine yet: "
+                "evaluate each group's users (a filter on the user column) instead"
+            )
+        from receval.evaluation.groups import groupings_of
+
+        groupings = groupings_of(user_groups, train=collected(train), cols=cols)
     if on_spark:  # on their Spark session
         from receval.evaluation.spark import evaluate_spark
 
@@ -186,13 +203,50 @@ def evaluate(
 
         streams = sorted_tables(recommendations, truth, cols)
     if streams is not None:
-        return _streamed(*streams, specs, opts, items, progress)
-    tr = read_truth(truth, cols)
-    if not opts.graded:  # the tool reads no grades: every truth row is relevant
+        res = _streamed(*streams, specs, opts, items, progress)
+    else:
+        tr = read_truth(truth, cols)
+        if not opts.graded:  # the tool reads no grades: every truth row is relevant
+            tr.grades = np.ones(len(tr.grades))
+        chunks = _Chunks(iter_recs(recommendations, cols))
+        res = run(chunks, tr, specs, opts, items, progress=progress)
+        res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
+    if groupings is not None:
+        _add_groups(res, groupings, recommendations, truth, specs, opts, items)
+    return res
+
+
+def _add_groups(
+    res: Result,
+    groupings: Any,
+    recommendations: Any,
+    truth: Any,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    items: ItemContext | None,
+) -> None:
+    """``res.groups``: each group's rows of the inputs evaluated alone (the
+    inputs read whole once more: a file streamed by chunks is read here)."""
+    from receval.evaluation.groups import group_rows
+    from receval.io.stream import ParquetInput
+
+    cols = opts.columns()
+    inputs = []
+    for obj in (recommendations, truth):
+        if isinstance(obj, ParquetInput):  # its columns are named by their roles
+            inputs.append((obj.read_all(), Columns()))
+        else:
+            inputs.append((obj, cols))
+    recs = read_recs(*inputs[0])
+    tr = read_truth(*inputs[1])
+    if not opts.graded:
         tr.grades = np.ones(len(tr.grades))
-    chunks = _Chunks(iter_recs(recommendations, cols))
-    res = run(chunks, tr, specs, opts, items, progress=progress)
-    return with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
+
+    def alone(sub_recs: RecsData, sub_truth: TruthData) -> Result:
+        return run([(sub_recs, 0)], sub_truth, specs, opts, items)
+
+    res.groups, res.counts["user_groups"], notes = group_rows(groupings, recs, tr, alone)
+    res.notes.extend(notes)
 
 
 class _Chunks:

@@ -82,6 +82,10 @@ class Result:
         notes: what receval decided on the user's behalf (e.g. ids matched as
             strings).
         version: the receval version.
+        groups: with ``user_groups=``: one row per (grouping, group) — the
+            index — with every metric's value over that group's users and
+            ``users`` (evaluated), each row equal to evaluating that group's
+            users alone; None otherwise.
         per_user_spark: Spark engine only: the per-user values as a lazy Spark
             DataFrame (``user`` and one column per per-user metric), computed
             on the executors when an action runs. ``per_user`` of a Spark
@@ -98,6 +102,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     version: str = ""
     per_user_spark: Any = field(default=None, repr=False, compare=False)
+    groups: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, metric: str) -> float:
         """The mean of a metric, by any spelling of its name (``res["MAP@10"]``)."""
@@ -118,16 +123,23 @@ class Result:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON-ready form: metrics, counts, parameters, notes, version."""
-        return clean(
-            {
-                "metrics": dict(self.summary),
-                "counts": self.counts,
-                "parameters": self.parameters,
-                "notes": list(self.notes),
-                "version": self.version,
-            }
-        )
+        """The stable JSON-ready form: metrics, counts, parameters, notes, version;
+        with user groups, ``groups``: one record per (grouping, group)."""
+        out: dict[str, Any] = {
+            "metrics": dict(self.summary),
+            "counts": self.counts,
+            "parameters": self.parameters,
+            "notes": list(self.notes),
+            "version": self.version,
+        }
+        if self.groups is not None:
+            out["groups"] = [
+                {"grouping": g, "group": v, **row}
+                for (g, v), row in zip(
+                    self.groups.index, self.groups.to_dict(orient="records"), strict=True
+                )
+            ]
+        return clean(out)
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text (NaN written as null)."""
@@ -163,6 +175,11 @@ class Result:
         out.append("-" * (wm + wv + wn + 4))
         out += [f"{m:<{wm}}  {v:>{wv}}  {n:>{wn}}" for m, v, n in rows]
         out += ["", self._counts_line()]
+        if self.groups is not None:
+            shown = self.groups.copy()
+            for col in shown.columns.drop("users"):
+                shown[col] = [f"{v:.4f}" for v in shown[col]]
+            out += ["", "by user group (each group evaluated alone):", shown.to_string()]
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 

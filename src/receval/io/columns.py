@@ -40,6 +40,7 @@ __all__ = [
     "RECS",
     "TRAIN",
     "TRUTH",
+    "USER_GROUPS",
     "is_table",
     "normalise",
     "resolve",
@@ -83,6 +84,8 @@ TRUTH = (("user", "item", "relevance"), ("user", "item"))
 RATINGS = (("user", "item", "actual", "predicted"), ("actual", "predicted"))
 TRAIN = (("user", "item"), ("user", "item"))
 ITEMS = (("user", "item"), ("item",))
+#: a user-groups table: the user column, every other column a grouping
+USER_GROUPS = (("user",), ("user",))
 
 _OPTION = {role: f"{role}_col" for role in ALIASES}
 

@@ -30,7 +30,16 @@ import pyarrow.compute as pc
 
 from receval.errors import InputError, OptionError
 from receval.ids import canonical, from_text
-from receval.io.columns import ITEMS, RATINGS, RECS, TRAIN, TRUTH, renamed, resolve
+from receval.io.columns import (
+    ITEMS,
+    RATINGS,
+    RECS,
+    TRAIN,
+    TRUTH,
+    USER_GROUPS,
+    renamed,
+    resolve,
+)
 from receval.records import Columns
 
 __all__ = ["FileInfo", "is_number", "read_file"]
@@ -42,6 +51,7 @@ ROLES = {
     "ratings": RATINGS,
     "items": ITEMS,
     "train": TRAIN,
+    "user_groups": USER_GROUPS,
 }
 
 _FORMATS = {
@@ -385,7 +395,7 @@ def _read_csv(
     # A value holding a line break, or longer than a block, can fail a fast
     # parse: the file is read again allowing both before an error is reported.
     # Only the columns of the file's roles are read (a list of items keeps all: features).
-    keep = None if roles is ITEMS else list(dict.fromkeys(found.values()))
+    keep = None if roles in (ITEMS, USER_GROUPS) else list(dict.fromkeys(found.values()))
     for multiline, block in ((False, 1 << 22), (True, 1 << 26)):
         try:
             with source.open() as stream:
@@ -591,7 +601,7 @@ def _map_columns(
         if column != role:
             info.messages.append(f"using column {column} as {role}")
     keep = list(found.values())
-    if roles is ITEMS:
+    if roles is ITEMS or roles is USER_GROUPS:  # their other columns are data
         taken = set(found) | set(found.values())
         keep += [n for n in table.column_names if n not in taken]
     return renamed(table.select(keep), found)
@@ -599,6 +609,8 @@ def _map_columns(
 
 def _explode_lists(table: pa.Table, info: FileInfo) -> pa.Table:
     """One row per user with a list of items (best first) -> long format."""
+    if "item" not in table.column_names:
+        return table
     typ = table.schema.field("item").type
     if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
         return table

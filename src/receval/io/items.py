@@ -17,7 +17,7 @@ from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, reso
 from receval.metrics.context import ItemContext, TrainPairs
 from receval.records import Columns
 
-__all__ = ["build_context", "read_items"]
+__all__ = ["build_context", "read_items", "train_pairs"]
 
 
 def _from_path(obj: Any, role: str, cols: Columns) -> Any:
@@ -58,7 +58,9 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
     return canonical(list(obj), "item", what)
 
 
-def _train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """The (user, item) rows of ``train`` (a table, a file or a mapping user ->
+    items) as two id arrays under the id rule."""
     train = _from_path(train, "train", cols)
     if isinstance(train, Mapping):
         users: list[Any] = []
@@ -211,7 +213,7 @@ def build_context(
     parts: list[np.ndarray] = []
     t_users = t_items = None
     if train is not None:
-        t_users, t_items = _train_pairs(train, cols)
+        t_users, t_items = train_pairs(train, cols)
         parts.append(t_items)
     elif popularity is not None:
         t_items = canonical(pa.array(popularity[0]), "item", "train")

@@ -38,7 +38,12 @@ def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         ids, values = as_str(ids), as_str(values)
     if len(values) > 4 * max(len(ids), 1024):
         codes, seen = pd.factorize(values)
-        return positions(ids, np.asarray(seen, dtype=values.dtype))[codes]
+        return _lookup(ids, np.asarray(seen, dtype=values.dtype))[codes]
+    return _lookup(ids, values)
+
+
+def _lookup(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`positions` of values of the same kind as ``ids``, looked up one by one."""
     if ids.dtype == object:
         return np.asarray(pd.Index(ids).get_indexer(values), dtype=np.int64)
     if not len(ids):

@@ -1,0 +1,283 @@
+"""User groups: the evaluation of each group of users, as if evaluated alone.
+
+``receval.evaluate(..., user_groups=G)`` adds ``Result.groups``: one row per
+(grouping, group) with the value of every metric over that group's users and
+the number of users evaluated, each row equal, bit for bit, to evaluating that
+group's rows of the inputs alone (its own truth, its own largest grade, the same
+``train``/``catalog``, the ids read as for the whole input). ``G`` is
+
+- a table (pandas, polars, pyarrow, or a file) with a user column, found like
+  the other inputs' (``user_col`` names it), and one or more other columns,
+  each a *grouping* (e.g. ``region``, ``segment``): a user belongs to one
+  group of each grouping, or to none (a user absent from the table, or with a
+  null value: counted in ``counts["user_groups"]``);
+- a mapping ``user -> group`` (one grouping named ``group``);
+- ``"activity"``: users by the number of distinct items they have in
+  ``train`` (:data:`ACTIVITY_EDGES`: ``0``, ``1-4``, ``5-19``, ``20-99``,
+  ``100+``; ``0`` is the cold start);
+- ``"cold_start"``: ``cold`` (no training item) and ``warm``.
+
+Groups of a table are sorted by value; the built-in ones in their own order.
+A group whose users have recommendations but no truth (or the reverse)
+cannot be evaluated alone: its row holds NaN and 0 users, with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from receval.errors import InputError, NoSharedUser, ReceValError, option
+from receval.ids import canonical, distinct, distinct_sorted
+from receval.metrics.context import positions
+from receval.records import Columns, RecsData, TruthData
+
+__all__ = ["ACTIVITY_EDGES", "BUILT_IN", "Grouping", "group_rows", "groupings_of"]
+
+#: Lower edges of the ``activity`` buckets (distinct training items per user).
+ACTIVITY_EDGES: tuple[int, ...] = (0, 1, 5, 20, 100)
+
+#: The groupings computed from ``train``.
+BUILT_IN = ("activity", "cold_start")
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """One grouping: its name, and for each of its groups (in order) the sorted
+    distinct ids of its users; ``unassigned`` counts the table's users with no
+    group (null values)."""
+
+    name: str
+    groups: tuple[tuple[Any, np.ndarray], ...]
+    unassigned: int = 0
+
+
+def _activity_labels() -> list[str]:
+    edges = ACTIVITY_EDGES
+    labels = []
+    for lo, hi in zip(edges, [*edges[1:], None], strict=True):
+        labels.append(f"{lo}+" if hi is None else (str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}"))
+    return labels
+
+
+def groupings_of(
+    user_groups: Any, *, train: Any = None, cols: Columns = Columns()
+) -> list[Grouping]:
+    """The groupings of ``user_groups`` (see the module docstring), checked:
+    a user in two groups of one grouping is an error naming the user."""
+    if isinstance(user_groups, str) and user_groups in BUILT_IN:
+        return [_built_in(user_groups, train, cols)]
+    if isinstance(user_groups, Mapping):
+        frame = pd.DataFrame(
+            {"user": list(user_groups.keys()), "group": list(user_groups.values())}
+        )
+        return _from_frame(frame, "user_groups")
+    if isinstance(user_groups, (str, bytes)) or hasattr(user_groups, "__fspath__"):
+        from receval.io.files import read_file
+
+        table, info = read_file(user_groups, role="user_groups", cols=cols)  # type: ignore[arg-type]
+        return _from_frame(table.to_pandas(), info.path)
+    from receval.io.columns import USER_GROUPS, is_table, resolve
+
+    if not is_table(user_groups):
+        raise ReceValError(
+            "user_groups must be a table (user column + group columns), a mapping user -> "
+            f"group, a file, or one of {', '.join(map(repr, BUILT_IN))}; "
+            f"got {type(user_groups).__name__}"
+        )
+    from receval.io.interactions import as_frame
+
+    frame = as_frame(user_groups, "user_groups").rename(columns=str)
+    found = resolve(list(frame.columns), cols, USER_GROUPS, "user_groups")
+    return _from_frame(frame.rename(columns={found["user"]: "user"}), "user_groups")
+
+
+def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
+    names = [c for c in frame.columns if c != "user"]
+    if not names:
+        raise InputError(
+            "a user-groups table needs a user column and at least one group column; "
+            f"found only {', '.join(map(str, frame.columns))}",
+            source=source,
+        )
+    users = canonical(frame["user"].to_numpy(), "user", source)
+    out = []
+    for name in names:
+        values = frame[name]
+        has = values.notna().to_numpy()
+        pairs = pd.DataFrame({"user": users[has], "group": values[has].to_numpy()})
+        pairs = pairs.drop_duplicates()
+        twice = pairs["user"].duplicated(keep=False).to_numpy()
+        if twice.any():
+            user = pairs["user"][twice].iloc[0]
+            found = sorted(map(str, pairs["group"][pairs["user"] == user]))
+            raise InputError(
+                f"a user belongs to one group of each grouping; user {user!r} is in "
+                f"{len(found)} groups of {name!r}: {', '.join(found)}",
+                source=source,
+                user=user,
+            )
+        labels = pairs["group"].to_numpy()
+        try:
+            order = sorted(pd.unique(labels).tolist())
+        except TypeError:  # mixed kinds: by their text
+            order = sorted(pd.unique(labels).tolist(), key=str)
+        groups = tuple(
+            (label, distinct(pairs["user"].to_numpy()[labels == label]))
+            if pairs["user"].dtype != object
+            else (label, np.array(sorted(set(pairs["user"].to_numpy()[labels == label]))))
+            for label in order
+        )
+        unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
+        out.append(Grouping(str(name), groups, unassigned))
+    return out
+
+
+def _built_in(name: str, train: Any, cols: Columns) -> Grouping:
+    if train is None:
+        raise ReceValError(
+            f"{option('user_groups', name)} groups users by their training data: "
+            f"give {option('train')}"
+        )
+    from receval.io.items import train_pairs
+
+    users, items = train_pairs(train, cols)
+    frame = pd.DataFrame({"user": users, "item": items}).drop_duplicates()
+    n = frame.groupby("user", sort=True).size()
+    ids = np.asarray(n.index)
+    counts = n.to_numpy()
+    if name == "cold_start":
+        # every user with a training item is warm; cold ones are found per evaluation
+        return Grouping(name, (("cold", _NOT_IN), ("warm", ids)))
+    labels = _activity_labels()
+    bucket = np.searchsorted(np.asarray(ACTIVITY_EDGES), counts, side="right") - 1
+    groups: list[tuple[Any, np.ndarray]] = [("0", _NOT_IN)]
+    for b, label in enumerate(labels[1:], start=1):
+        groups.append((label, ids[bucket == b]))
+    return Grouping(name, tuple(groups))
+
+
+#: Stands for "every user of the evaluation not in train" (the cold start).
+_NOT_IN = np.empty(0, dtype=object)
+
+
+def _members(grouping: Grouping, users: np.ndarray) -> list[np.ndarray]:
+    """For each group, a mask over ``users`` (the evaluation's distinct users)."""
+    masks = []
+    others = np.ones(len(users), dtype=bool)
+    for _, ids in grouping.groups:
+        if ids is _NOT_IN:
+            masks.append(None)
+            continue
+        mask = positions(ids, users) >= 0 if len(ids) else np.zeros(len(users), dtype=bool)
+        others &= ~mask
+        masks.append(mask)
+    return [others if m is None else m for m in masks]
+
+
+def group_rows(
+    groupings: Sequence[Grouping],
+    recs: RecsData,
+    truth: TruthData,
+    evaluate_subset: Any,
+) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
+    """``Result.groups``, ``counts["user_groups"]`` and notes: each group's rows of
+    ``recs`` and ``truth`` evaluated alone by ``evaluate_subset(recs, truth)``
+    (a function returning a :class:`~receval.Result`)."""
+    all_users = _all_users(recs, truth)
+    # each row's user as a position in all_users, once (a group is then a compare)
+    where = {
+        (side, name): positions(all_users, np.asarray(getattr(data, name)))
+        for side, data in (("recs", recs), ("truth", truth))
+        for name in ("users", "empty_users")
+    }
+    rows: list[dict[str, Any]] = []
+    index: list[tuple[str, Any]] = []
+    counts: dict[str, Any] = {}
+    notes: list[str] = []
+    metrics: list[str] | None = None
+    for grouping in groupings:
+        masks = _members(grouping, all_users)
+        placed = np.zeros(len(all_users), dtype=bool)
+        group_of = np.full(len(all_users) + 1, -1, dtype=np.int64)  # last: absent (-1 index)
+        for g, mask in enumerate(masks):
+            group_of[:-1][mask] = g
+        for g, ((label, _), mask) in enumerate(zip(grouping.groups, masks, strict=True)):
+            placed |= mask
+            members = all_users[mask]
+            values: dict[str, float] = {}
+            users = 0
+            if not len(members):  # nobody to evaluate: NaN, 0 users
+                rows.append({"users": 0})
+                index.append((grouping.name, label))
+                continue
+            try:
+                res = evaluate_subset(
+                    _subset(recs, *(group_of[where["recs", n]] == g for n in _LISTS)),
+                    _subset(truth, *(group_of[where["truth", n]] == g for n in _LISTS)),
+                )
+                values = dict(res.summary)
+                users = int(res.counts.get("users_evaluated", 0))
+                metrics = metrics or list(values)
+            except NoSharedUser:
+                notes.append(
+                    f"user group {grouping.name}={label!r}: its users with recommendations "
+                    "and its users in the truth have no user in common; not evaluated"
+                )
+            rows.append({**values, "users": users})
+            index.append((grouping.name, label))
+        counts[grouping.name] = {
+            "groups": len(grouping.groups),
+            "users_without_group": int((~placed).sum()),
+        }
+        if grouping.unassigned:
+            counts[grouping.name]["users_with_a_null_group"] = grouping.unassigned
+    columns = [*(metrics or []), "users"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
+    frame["users"] = frame["users"].astype(np.int64)
+    return frame, counts, notes
+
+
+def _all_users(recs: RecsData, truth: TruthData) -> np.ndarray:
+    parts = [recs.users, recs.empty_users, truth.users, truth.empty_users]
+    parts = [np.asarray(p) for p in parts if len(p)]
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    if any(p.dtype == object for p in parts):
+        from receval.ids import as_str
+
+        both = np.concatenate([as_str(p) for p in parts])
+        return np.array(sorted(set(both.tolist())), dtype=object)
+    # each part's distinct users first (one pass when sorted, as inputs usually are)
+    return distinct(np.concatenate([_distinct_of(p) for p in parts]))
+
+
+def _distinct_of(a: np.ndarray) -> np.ndarray:
+    found = distinct_sorted(a)
+    return found if found is not None else np.asarray(pd.unique(a))
+
+
+#: The id arrays of RecsData and TruthData: the rows' users, the users with no row.
+_LISTS = ("users", "empty_users")
+
+
+def _subset(data: Any, keep: np.ndarray, keep_empty: np.ndarray) -> Any:
+    """``data`` with only the rows ``keep`` and the empty users ``keep_empty``."""
+    import dataclasses
+
+    changes: dict[str, Any] = {
+        "users": data.users[keep],
+        "items": data.items[keep],
+        "rows": int(keep.sum()),
+        "empty_users": np.asarray(data.empty_users)[keep_empty],
+    }
+    for name in ("score", "rank", "recommended", "grades"):
+        value = getattr(data, name, None)
+        if isinstance(value, np.ndarray):
+            changes[name] = value[keep]
+    return dataclasses.replace(data, **changes)

@@ -1,0 +1,238 @@
+"""User groups (issue #20 point 1): each group's row is its users evaluated alone,
+bit for bit, through every input door; built-in groupings from train; errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import receval
+from receval.errors import InputError, ReceValError
+from receval.evaluation.groups import ACTIVITY_EDGES
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+METRICS = [
+    "ndcg@5",
+    "precision@3",
+    "ap@5",
+    "err@5",
+    "hit_rate@5",
+    "coverage@5",
+    "gini@5",
+    "novelty@5",
+    "personalization@3",
+]
+
+
+def _data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    users, items = int(rng.integers(20, 80)), int(rng.integers(10, 40))
+    n = users * 6
+    recs = pd.DataFrame(
+        {
+            "user": rng.integers(0, users, n),
+            "item": rng.integers(0, items, n),
+            "score": rng.integers(0, 5, n).astype(float),  # ties: broken by item id
+        }
+    ).drop_duplicates(["user", "item"])
+    truth = pd.DataFrame(
+        {
+            "user": rng.integers(0, users + 5, users * 2),  # some users without a list
+            "item": rng.integers(0, items, users * 2),
+            "relevance": rng.integers(1, 5, users * 2),  # graded: err uses the group's max
+        }
+    ).drop_duplicates(["user", "item"])
+    everyone = np.arange(users + 5)
+    groups = pd.DataFrame(
+        {
+            "user": everyone,
+            "region": rng.choice(["north", "south", "east"], len(everyone)),
+            "tier": rng.choice([1.0, 2.0, np.nan], len(everyone)),  # nulls: no group
+        }
+    ).iloc[rng.permutation(len(everyone))[: len(everyone) - 3]]  # 3 users in no row
+    train = pd.DataFrame(
+        {"user": rng.integers(0, users, users * 4), "item": rng.integers(0, items, users * 4)}
+    )
+    return recs, truth, groups, train
+
+
+def _alone(recs, truth, users, metrics, **kw) -> receval.Result:
+    keep = list(users)
+    return receval.evaluate(
+        recs[recs["user"].isin(keep)], truth[truth["user"].isin(keep)], metrics, **kw
+    )
+
+
+def _same(a: float, b: float) -> bool:
+    return (np.isnan(a) and np.isnan(b)) or a == b
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "policy", [{}, {"empty_truth": "zero", "missing_recs": "skip"}, {"threshold": 3}]
+)
+def test_each_group_is_its_users_evaluated_alone(seed: int, policy: dict) -> None:
+    recs, truth, groups, train = _data(seed)
+    res = receval.evaluate(recs, truth, METRICS, user_groups=groups, train=train, **policy)
+    assert list(res.groups.columns) == [*res.summary, "users"]
+    seen = 0
+    for (grouping, label), row in res.groups.iterrows():
+        members = groups.loc[groups[grouping] == label, "user"]
+        alone = _alone(recs, truth, members, METRICS, train=train, **policy)
+        for m in alone.summary:
+            assert _same(alone.summary[m], row[m]), (grouping, label, m)
+        assert row["users"] == alone.counts["users_evaluated"]
+        seen += 1
+    assert seen == len(res.groups)
+    # the main evaluation is unchanged by the groups
+    plain = receval.evaluate(recs, truth, METRICS, train=train, **policy)
+    assert plain.summary == res.summary or all(
+        _same(plain.summary[m], res.summary[m]) for m in plain.summary
+    )
+    every = set(recs["user"]) | set(truth["user"])
+    for name in ("region", "tier"):
+        placed = set(groups.loc[groups[name].notna(), "user"])
+        assert res.counts["user_groups"][name]["users_without_group"] == len(every - placed)
+    assert res.counts["user_groups"]["tier"]["users_with_a_null_group"] == int(
+        groups["tier"].isna().sum()
+    )
+
+
+def test_groups_through_every_door(tmp_path: Path) -> None:
+    """Tables of any kind, mappings and files (CSV, and two Parquet files read by
+    chunks) give the same groups; so do the groups given as any kind of table, a
+    mapping or a file, and the command line."""
+    recs, truth, groups, train = _data(11)
+    groups = groups.dropna()[["user", "region"]]
+    metrics = ["ndcg@5", "precision@3", "coverage@5"]
+    want = receval.evaluate(recs, truth, metrics, user_groups=groups, train=train).groups
+    recs.to_csv(tmp_path / "recs.csv", index=False)
+    truth.to_csv(tmp_path / "truth.csv", index=False)
+    recs.to_parquet(tmp_path / "recs.parquet", index=False)
+    truth.to_parquet(tmp_path / "truth.parquet", index=False)
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    groups.to_parquet(tmp_path / "groups.parquet", index=False)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    inputs = [
+        (pl.from_pandas(recs), pl.from_pandas(truth)),
+        (pa.Table.from_pandas(recs), pa.Table.from_pandas(truth)),
+        (str(tmp_path / "recs.csv"), str(tmp_path / "truth.csv")),
+        (str(tmp_path / "recs.parquet"), str(tmp_path / "truth.parquet")),
+    ]
+    for r, t in inputs:
+        got = receval.evaluate(r, t, metrics, user_groups=groups, train=train).groups
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    given = [
+        pl.from_pandas(groups),
+        pa.Table.from_pandas(groups, preserve_index=False),
+        str(tmp_path / "groups.csv"),
+        tmp_path / "groups.parquet",
+    ]
+    for g in given:
+        got = receval.evaluate(recs, truth, metrics, user_groups=g, train=train).groups
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    mapping = dict(zip(groups["user"], groups["region"], strict=True))
+    got = receval.evaluate(recs, truth, metrics, user_groups=mapping, train=train).groups
+    assert got.index.get_level_values("grouping").unique().tolist() == ["group"]
+    assert np.array_equal(got.to_numpy(), want.to_numpy())
+    done = subprocess.run(
+        [sys.executable, "-m", "receval", "evaluate", "recs.csv", "truth.csv"]
+        + [f"--metric={m}" for m in metrics]
+        + ["--user-groups", "groups.csv", "--train", "train.csv", "-o", "json"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["groups"]
+    assert [(r["grouping"], r["group"]) for r in rows] == list(want.index)
+    for r, (_, w) in zip(rows, want.iterrows(), strict=True):
+        assert [r[m] for m in [*metrics, "users"]] == [w[m] for m in [*metrics, "users"]]
+
+
+def test_activity_and_cold_start_from_train() -> None:
+    """activity buckets by distinct training items (repeats count once); users
+    without a training row are bucket 0 and cold."""
+    sizes = {1: 1, 2: 4, 3: 5, 4: 19, 5: 20, 6: 99, 7: 100, 8: 250}
+    train = pd.DataFrame(
+        [(u, i) for u, n in sizes.items() for i in range(n)] + [(1, 0)],  # a repeat
+        columns=["user", "item"],
+    )
+    users = [*sizes, 9, 10]  # 9 and 10 have no training row
+    truth = pd.DataFrame({"user": users, "item": 999})
+    recs = pd.DataFrame({"user": users, "item": 999, "rank": 1})
+    res = receval.evaluate(recs, truth, "hit_rate@1", user_groups="activity", train=train)
+    assert ACTIVITY_EDGES == (0, 1, 5, 20, 100)
+    groups = res.groups.loc["activity"]
+    assert groups.index.tolist() == ["0", "1-4", "5-19", "20-99", "100+"]
+    assert groups["users"].tolist() == [2, 2, 2, 2, 2]
+    assert groups["hit_rate@1"].tolist() == [1.0] * 5
+    cold = receval.evaluate(recs, truth, "hit_rate@1", user_groups="cold_start", train=train)
+    assert cold.groups.loc["cold_start", "users"].tolist() == [2, 8]
+    assert cold.groups.index.get_level_values("group").tolist() == ["cold", "warm"]
+
+
+def test_a_group_that_cannot_be_evaluated_alone() -> None:
+    """A group whose users with lists and users in the truth are different users
+    (evaluated alone: "no user shared", an error): NaN, 0 users and a note; a
+    group with lists only (evaluated alone: nobody evaluated) and an empty group
+    (a bucket nobody is in): NaN and 0 users."""
+    recs = pd.DataFrame({"user": [1, 2, 3, 5], "item": [5, 5, 5, 5], "rank": 1})
+    truth = pd.DataFrame({"user": [1, 2, 4], "item": [5, 6, 5]})
+    groups = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c"}
+    res = receval.evaluate(recs, truth, "precision@1", user_groups=groups)
+    assert res.groups["users"].tolist() == [2, 0, 0]
+    assert res.groups.loc[("group", "a"), "precision@1"] == 0.5
+    assert res.groups.loc[[("group", "b"), ("group", "c")], "precision@1"].isna().all()
+    assert [n for n in res.notes if "user group" in n] == [
+        "user group group='b': its users with recommendations and its users in the truth "
+        "have no user in common; not evaluated"
+    ]
+    train = pd.DataFrame({"user": [1, 2, 3], "item": [1, 2, 3]})
+    act = receval.evaluate(recs, truth, "precision@1", user_groups="activity", train=train)
+    assert act.groups.loc[("activity", "100+"), "users"] == 0
+    assert np.isnan(act.groups.loc[("activity", "100+"), "precision@1"])
+
+
+def test_groups_in_outputs() -> None:
+    recs, truth, groups, _ = _data(3)
+    res = receval.evaluate(recs, truth, "ndcg@5", user_groups=groups[["user", "region"]])
+    data = json.loads(res.to_json())
+    assert [(g["grouping"], g["group"]) for g in data["groups"]] == list(res.groups.index)
+    assert "by user group (each group evaluated alone):" in str(res)
+    assert "groups" not in receval.evaluate(recs, truth, "ndcg@5").to_dict()
+
+
+def test_bad_user_groups() -> None:
+    recs, truth, groups, _ = _data(4)
+    twice = pd.concat([groups, groups.assign(region="west").head(1)])
+    with pytest.raises(InputError, match=r"is in 2 groups of 'region': \w+, west") as info:
+        receval.evaluate(recs, truth, "ndcg@5", user_groups=twice)
+    assert info.value.user == groups["user"].iloc[0]
+    with pytest.raises(InputError, match="at least one group column"):
+        receval.evaluate(recs, truth, "ndcg@5", user_groups=groups[["user"]])
+    with pytest.raises(ReceValError, match=r"user_groups='activity' .*give train="):
+        receval.evaluate(recs, truth, "ndcg@5", user_groups="activity")
+    with pytest.raises(ReceValError, match="user_groups must be a table"):
+        receval.evaluate(recs, truth, "ndcg@5", user_groups=42)
+
+
+def test_a_group_has_its_own_largest_grade() -> None:
+    """Evaluated alone, a group's graded metrics normalise by its own largest
+    grade (err: 2^g - 1 over 2^max): here 2 in group a, 4 in the whole truth."""
+    recs = pd.DataFrame({"user": [1, 2], "item": [7, 7], "rank": 1})
+    truth = pd.DataFrame({"user": [1, 2], "item": [7, 7], "relevance": [2, 4]})
+    res = receval.evaluate(recs, truth, "err@1", user_groups={1: "a", 2: "b"})
+    assert res.groups.loc[("group", "a"), "err@1"] == 0.75  # (2^2 - 1) / 2^2
+    assert res.groups.loc[("group", "b"), "err@1"] == 15 / 16
+    assert res.summary["err@1"] == (3 / 16 + 15 / 16) / 2  # one scale for all: 2^4
