@@ -236,3 +236,42 @@ def test_a_group_has_its_own_largest_grade() -> None:
     assert res.groups.loc[("group", "a"), "err@1"] == 0.75  # (2^2 - 1) / 2^2
     assert res.groups.loc[("group", "b"), "err@1"] == 15 / 16
     assert res.summary["err@1"] == (3 / 16 + 15 / 16) / 2  # one scale for all: 2^4
+
+
+def test_group_gap() -> None:
+    """The gap between two groups: the groups' own means (bit for bit those of
+    res.groups), Welch's test and interval as SciPy computes them, and a
+    permutation test; unpaired, on each group's own per-user values."""
+    import scipy.stats as sps
+
+    recs, truth, groups, train = _data(5)
+    res = receval.evaluate(
+        recs, truth, ["ndcg@5", "err@5", "coverage@5"], user_groups=groups, train=train
+    )
+    gap = receval.group_gap(res, "region", "north", "south")
+    assert gap.index.tolist() == ["ndcg@5", "err@5"]  # per-user metrics only
+    for m in gap.index:
+        assert gap.loc[m, "mean_a"] == res.groups.loc[("region", "north"), m]
+        assert gap.loc[m, "mean_b"] == res.groups.loc[("region", "south"), m]
+        x = res.groups_per_user[("region", "north")][m].dropna()
+        y = res.groups_per_user[("region", "south")][m].dropna()
+        ref = sps.ttest_ind(x, y, equal_var=False)
+        assert gap.loc[m, "statistic"] == pytest.approx(ref.statistic, rel=1e-12)
+        assert gap.loc[m, "p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+        lo, hi = ref.confidence_interval(0.95)
+        assert gap.loc[m, "ci_low"] == pytest.approx(lo, rel=1e-9)
+        assert gap.loc[m, "ci_high"] == pytest.approx(hi, rel=1e-9)
+        assert gap.loc[m, "users_a"] == len(x) and gap.loc[m, "users_b"] == len(y)
+    perm = receval.group_gap(res, "region", "north", "south", "ndcg@5", test="permutation")
+    assert 0 < perm.loc["ndcg@5", "p_value"] <= 1
+    assert np.isnan(perm.loc["ndcg@5", "ci_low"])
+    again = receval.group_gap(res, "region", "north", "south", "ndcg@5", test="permutation")
+    assert again.equals(perm)
+    with pytest.raises(ReceValError, match=r"no group \('region', 'west'\).*'east', 'north'"):
+        receval.group_gap(res, "region", "north", "west")
+    with pytest.raises(ReceValError, match="not a per-user metric"):
+        receval.group_gap(res, "region", "north", "south", "coverage@5")
+    with pytest.raises(ReceValError, match="needs an evaluation with user groups"):
+        receval.group_gap(receval.evaluate(recs, truth, "ndcg@5"), "region", "a", "b")
+    with pytest.raises(ReceValError, match="test="):
+        receval.group_gap(res, "region", "north", "south", test="t")

@@ -262,3 +262,54 @@ def test_corrections_are_monotone_and_never_below_raw(method: str) -> None:
     assert (adj >= p - 1e-15).all() and (adj <= 1).all()
     order = np.argsort(p)
     assert (np.diff(adj[order]) >= -1e-15).all()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_welch_t_test_matches_scipy(seed: int) -> None:
+    from receval.analysis.stats import Moments, welch_of, welch_t_test
+
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.3, rng.uniform(0.1, 2), int(rng.integers(2, 60)))
+    b = rng.normal(0.1, rng.uniform(0.1, 2), int(rng.integers(2, 60)))
+    ref = sps.ttest_ind(a, b, equal_var=False)
+    got = welch_t_test(a, b)
+    assert got.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert got.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+    _, df = welch_of(Moments.of(a), Moments.of(b))
+    assert df == pytest.approx(ref.df, rel=1e-12)
+
+
+def test_welch_conventions() -> None:
+    from receval.analysis.stats import welch_t_test
+
+    assert np.isnan(welch_t_test([1.0], [1.0, 2.0]).pvalue)
+    same, apart = welch_t_test([1.0, 1.0], [1.0, 1.0]), welch_t_test([2.0, 2.0], [1.0, 1.0])
+    assert (same.statistic, same.pvalue) == (0.0, 1.0)
+    assert (apart.statistic, apart.pvalue) == (math.inf, 0.0)
+
+
+def test_permutation_test_against_enumeration() -> None:
+    """Small samples: the Monte Carlo p-value is the exact one (every relabelling
+    enumerated) within sampling error; one seed, one p-value."""
+    from receval.analysis.stats import permutation_test
+
+    a = np.array([0.9, 0.7, 0.8, 0.4, 0.95])
+    b = np.array([0.3, 0.5, 0.1, 0.6])
+    pooled = np.concatenate([a, b])
+    observed = abs(a.mean() - b.mean())
+    hits = total = 0
+    for pick in itertools.combinations(range(len(pooled)), len(a)):
+        mask = np.zeros(len(pooled), dtype=bool)
+        mask[list(pick)] = True
+        stat = abs(pooled[mask].mean() - pooled[~mask].mean())
+        hits += stat >= observed - 1e-12
+        total += 1
+    exact = hits / total
+    got = permutation_test(a, b, n_resamples=40_000, seed=3)
+    assert got.statistic == pytest.approx(a.mean() - b.mean(), rel=1e-15)
+    assert abs(got.pvalue - exact) < 4 * math.sqrt(exact * (1 - exact) / 40_000) + 1e-4
+    assert permutation_test(a, b, n_resamples=500, seed=3) == permutation_test(
+        a, b, n_resamples=500, seed=3
+    )
+    assert permutation_test([1.0, 1.0], [1.0], n_resamples=10).pvalue == 1.0
+    assert np.isnan(permutation_test([], [1.0]).pvalue)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.compare import Comparison, compare
     from receval.analysis.curves import curve, pr_curve, roc
     from receval.analysis.explain import compare_conventions
+    from receval.analysis.groups import group_gap
     from receval.analysis.report import Report, report
     from receval.evaluation.api import evaluate, evaluate_explicit, score
     from receval.evaluation.options import EvalOptions
@@ -67,6 +68,7 @@ _LAZY = {
     "compare": "receval.analysis.compare",
     "Comparison": "receval.analysis.compare",
     "compare_conventions": "receval.analysis.explain",
+    "group_gap": "receval.analysis.groups",
     "synthetic_interactions": "receval.workflow.synthetic",
     "read_interactions": "receval.io.interactions",
 }
@@ -128,6 +130,7 @@ __all__ = [
     "evaluate",
     "evaluate_explicit",
     "evaluate_ratings",
+    "group_gap",
     "kfold",
     "metrics",
     "parse_metric",

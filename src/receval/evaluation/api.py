@@ -245,7 +245,8 @@ def _add_groups(
     def alone(sub_recs: RecsData, sub_truth: TruthData) -> Result:
         return run([(sub_recs, 0)], sub_truth, specs, opts, items)
 
-    res.groups, res.counts["user_groups"], notes = group_rows(groupings, recs, tr, alone)
+    found = group_rows(groupings, recs, tr, alone)
+    res.groups, res.counts["user_groups"], notes, res.groups_per_user = found
     res.notes.extend(notes)
 
 
