@@ -253,8 +253,8 @@ def test_group_gap() -> None:
     for m in gap.index:
         assert gap.loc[m, "mean_a"] == res.groups.loc[("region", "north"), m]
         assert gap.loc[m, "mean_b"] == res.groups.loc[("region", "south"), m]
-        x = res.groups_per_user[("region", "north")][m].dropna()
-        y = res.groups_per_user[("region", "south")][m].dropna()
+        x = res.group_results[("region", "north")].per_user[m].dropna()
+        y = res.group_results[("region", "south")].per_user[m].dropna()
         ref = sps.ttest_ind(x, y, equal_var=False)
         assert gap.loc[m, "statistic"] == pytest.approx(ref.statistic, rel=1e-12)
         assert gap.loc[m, "p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
@@ -275,3 +275,43 @@ def test_group_gap() -> None:
         receval.group_gap(receval.evaluate(recs, truth, "ndcg@5"), "region", "a", "b")
     with pytest.raises(ReceValError, match="test="):
         receval.group_gap(res, "region", "north", "south", test="t")
+
+
+@pytest.mark.parametrize("test", ["t", "randomization"])
+def test_compare_by_group(test: str) -> None:
+    """compare(..., user_groups=): within each group, the comparison of the
+    systems' evaluations of that group's users alone — the same numbers as
+    comparing the runs restricted to those users, with the same seed."""
+    recs, truth, groups, train = _data(8)
+    rng = np.random.default_rng(1)
+    runs = {
+        name: recs.assign(score=rng.permutation(recs["score"].to_numpy()))
+        for name in ("x", "y", "z")
+    }
+    metrics = ["ndcg@5", "recall@5", "coverage@5"]
+    kw = {"n_resamples": 300, "seed": 4, "test": test, "train": train}
+    cmp = receval.compare(runs, truth, metrics, user_groups=groups[["user", "region"]], **kw)
+    assert list(cmp.by_group) == [("region", "east"), ("region", "north"), ("region", "south")]
+    assert cmp.settings["evaluate"]["user_groups"] is True
+    for (_, label), within in cmp.by_group.items():
+        members = groups.loc[groups["region"] == label, "user"]
+        literal = receval.compare(
+            {k: v[v["user"].isin(members)] for k, v in runs.items()},
+            truth[truth["user"].isin(members)],
+            metrics,
+            **kw,
+        )
+        pd.testing.assert_frame_equal(within.table, literal.table, check_exact=True)
+        pd.testing.assert_frame_equal(within.pairs, literal.pairs, check_exact=True)
+    # Results evaluated with the groups compare alike; without them, a clear error
+    given = {
+        k: receval.evaluate(v, truth, metrics, user_groups=groups[["user", "region"]], train=train)
+        for k, v in runs.items()
+    }
+    again = receval.compare(given, truth, metrics, user_groups=groups[["user", "region"]], **kw)
+    for key, within in again.by_group.items():
+        pd.testing.assert_frame_equal(within.pairs, cmp.by_group[key].pairs, check_exact=True)
+    plain = {k: receval.evaluate(v, truth, metrics, train=train) for k, v in runs.items()}
+    with pytest.raises(ReceValError, match="has no user groups"):
+        receval.compare(plain, truth, metrics, user_groups=groups[["user", "region"]], **kw)
+    assert receval.compare(runs, truth, metrics, **kw).by_group is None

@@ -112,6 +112,11 @@ class Comparison:
         results: system name → the :class:`~receval.Result` of its evaluation.
         aligned: metric → DataFrame (users compared × systems) of the per-user
             values the tests used (per-user metrics only).
+        by_group: with ``user_groups=``: (grouping, group) → the comparison of
+            the systems on that group's users, each system's group evaluated
+            alone (:attr:`~receval.Result.group_results`), with the same
+            settings and seed; each group is its own family of comparisons for
+            the correction. None otherwise.
         version: the receval version.
     """
 
@@ -124,6 +129,7 @@ class Comparison:
     settings: dict[str, Any]
     results: dict[str, Result]
     aligned: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    by_group: dict[tuple[str, Any], Comparison] | None = field(default=None, repr=False)
     version: str = __version__
 
     # -- questions -------------------------------------------------------------
@@ -559,7 +565,9 @@ def compare(
         **evaluate_kwargs: options as keywords (``threshold``, ``empty_truth``,
             ``convention`` ..., applied on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog``, ``item_features``,
-            ``popular``). ``progress=True`` writes each step (each run's
+            ``popular``), and ``user_groups`` (as for :func:`receval.evaluate`:
+            then :attr:`Comparison.by_group` compares the systems within each
+            group). ``progress=True`` writes each step (each run's
             evaluation, each metric's tests and intervals) and its time on
             stderr; a function is passed on to the evaluations (rows evaluated).
             Default: silent.
@@ -582,6 +590,7 @@ def compare(
     runs = _named_runs(runs)
     systems = list(runs)
     settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
+    user_groups = evaluate_kwargs.pop("user_groups", None)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="compare")
     step = silent
     if isinstance(inputs.get("progress"), bool):  # True: the steps on stderr
@@ -591,7 +600,8 @@ def compare(
     names = list(dict.fromkeys(str(s) for s in specs))
     per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
     hib = {str(s): s.definition.higher_is_better for s in specs}
-    results = _evaluate_runs(runs, truth, specs, opts, inputs, step)
+    grouped = inputs if user_groups is None else {**inputs, "user_groups": user_groups}
+    results = _evaluate_runs(runs, truth, specs, opts, grouped, step)
     metrics_compared = list(dict.fromkeys(per_user))
     pair_list = _pair_list(systems, settings["baseline"])
     on_spark = _on_spark(results)
@@ -637,6 +647,12 @@ def compare(
         **{k: v for k, v in opts.to_dict().items() if v is not None},
         **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
     }
+    by_group = None
+    if user_groups is not None:
+        settings["evaluate"]["user_groups"] = True
+        given = {k: settings[k] for k in ("baseline", "test", "correction", "n_resamples")}
+        given |= {"alpha": alpha, "seed": seed, "ci": ci, "n_jobs": n_jobs}
+        by_group = _by_group(results, systems, truth, names, given, resampling, opts, step)
     return Comparison(
         systems=systems,
         letters=letters,
@@ -647,7 +663,45 @@ def compare(
         settings=settings,
         results=results,
         aligned=aligned,
+        by_group=by_group,
     )
+
+
+def _by_group(
+    results: Mapping[str, Result],
+    systems: Sequence[str],
+    truth: Any,
+    metrics: Sequence[str],
+    settings: Mapping[str, Any],
+    resampling: str | None,
+    opts: EvalOptions,
+    step: Step,
+) -> dict[tuple[str, Any], Comparison]:
+    """The comparison of each group that every system could evaluate alone:
+    each system's Result of that group's users, compared as any Results are."""
+    first = results[systems[0]]
+    for name in systems:
+        if results[name].group_results is None:
+            raise ReceValError(
+                f"the Result given for {name!r} has no user groups: evaluate it with "
+                "user_groups= (the same as the comparison's) or pass its recommendations"
+            )
+    out: dict[tuple[str, Any], Comparison] = {}
+    assert first.groups is not None
+    for key in first.groups.index:
+        alone = {s: (results[s].group_results or {}).get(key) for s in systems}
+        if any(r is None for r in alone.values()):
+            continue  # a group some system could not evaluate alone (see its notes)
+        with step(f"group {key[0]}={key[1]!r}"):
+            out[key] = compare(
+                alone,  # type: ignore[arg-type]
+                truth,
+                list(metrics),
+                resampling=resampling,
+                options=opts,
+                **settings,
+            )
+    return out
 
 
 def _named_runs(runs: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Two groups hold different users, so their gap is tested unpaired — a Welch
 t-test, or a permutation test of the group labels — on the per-user values of
-each group's own evaluation (``Result.groups_per_user``: each group evaluated
+each group's own evaluation (``Result.group_results``: each group evaluated
 alone, as ``Result.groups`` shows it), never with a paired test.
 """
 
@@ -73,7 +73,7 @@ def group_gap(
         >>> gap.loc["rr@2", ["mean_a", "mean_b", "difference"]].tolist()
         [1.0, 0.5, 0.5]
     """
-    if result.groups_per_user is None or result.groups is None:
+    if result.group_results is None or result.groups is None:
         raise ReceValError(
             "group_gap needs an evaluation with user groups: receval.evaluate(..., user_groups=...)"
         )
@@ -95,9 +95,9 @@ def group_gap(
                 + ", ".join(map(repr, dict.fromkeys(g for g, _ in result.groups.index)))
             )
             raise ReceValError(f"no group {key!r} in the result; its {what}")
-        if key not in result.groups_per_user:
+        if key not in result.group_results:
             raise ReceValError(f"group {label!r} of {grouping!r} was not evaluated (see the notes)")
-        values[label] = result.groups_per_user[key]
+        values[label] = result.group_results[key].per_user
     per_user = [str(m) for m in result.metrics if str(m) in values[a].columns]
     if metrics is None:
         names = per_user

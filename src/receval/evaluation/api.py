@@ -246,7 +246,7 @@ def _add_groups(
         return run([(sub_recs, 0)], sub_truth, specs, opts, items)
 
     found = group_rows(groupings, recs, tr, alone)
-    res.groups, res.counts["user_groups"], notes, res.groups_per_user = found
+    res.groups, res.counts["user_groups"], notes, res.group_results = found
     res.notes.extend(notes)
 
 

@@ -184,11 +184,10 @@ def group_rows(
     recs: RecsData,
     truth: TruthData,
     evaluate_subset: Any,
-) -> tuple[pd.DataFrame, dict[str, Any], list[str], dict[tuple[str, Any], pd.DataFrame]]:
-    """``Result.groups``, ``counts["user_groups"]``, notes and each group's
-    per-user values: each group's rows of ``recs`` and ``truth`` evaluated alone
-    by ``evaluate_subset(recs, truth)`` (a function returning a
-    :class:`~receval.Result`)."""
+) -> tuple[pd.DataFrame, dict[str, Any], list[str], dict[tuple[str, Any], Any]]:
+    """``Result.groups``, ``counts["user_groups"]``, notes and each group's own
+    :class:`~receval.Result`: each group's rows of ``recs`` and ``truth``
+    evaluated alone by ``evaluate_subset(recs, truth)``."""
     all_users = _all_users(recs, truth)
     # each row's user as a position in all_users, once (a group is then a compare)
     where = {
@@ -201,7 +200,7 @@ def group_rows(
     counts: dict[str, Any] = {}
     notes: list[str] = []
     metrics: list[str] | None = None
-    per_user: dict[tuple[str, Any], pd.DataFrame] = {}
+    alone: dict[tuple[str, Any], Any] = {}
     for grouping in groupings:
         masks = _members(grouping, all_users)
         placed = np.zeros(len(all_users), dtype=bool)
@@ -224,7 +223,7 @@ def group_rows(
                 )
                 values = dict(res.summary)
                 users = int(res.counts.get("users_evaluated", 0))
-                per_user[grouping.name, label] = res.per_user
+                alone[grouping.name, label] = res
                 metrics = metrics or list(values)
             except NoSharedUser:
                 notes.append(
@@ -243,7 +242,7 @@ def group_rows(
     frame = pd.DataFrame(rows, columns=columns)
     frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
     frame["users"] = frame["users"].astype(np.int64)
-    return frame, counts, notes, per_user
+    return frame, counts, notes, alone
 
 
 def _all_users(recs: RecsData, truth: TruthData) -> np.ndarray:

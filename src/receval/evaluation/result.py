@@ -86,9 +86,10 @@ class Result:
             index — with every metric's value over that group's users and
             ``users`` (evaluated), each row equal to evaluating that group's
             users alone; None otherwise.
-        groups_per_user: with ``user_groups=``: (grouping, group) → the
-            per-user values of that group's evaluation (what
-            :func:`receval.group_gap` tests); None otherwise.
+        group_results: with ``user_groups=``: (grouping, group) → the
+            :class:`Result` of that group's users evaluated alone (its
+            ``per_user`` is what :func:`receval.group_gap` tests and what
+            ``compare(..., user_groups=)`` compares); None otherwise.
         per_user_spark: Spark engine only: the per-user values as a lazy Spark
             DataFrame (``user`` and one column per per-user metric), computed
             on the executors when an action runs. ``per_user`` of a Spark
@@ -106,7 +107,7 @@ class Result:
     version: str = ""
     per_user_spark: Any = field(default=None, repr=False, compare=False)
     groups: pd.DataFrame | None = field(default=None, repr=False, compare=False)
-    groups_per_user: dict[tuple[str, Any], pd.DataFrame] | None = field(
+    group_results: dict[tuple[str, Any], Result] | None = field(
         default=None, repr=False, compare=False
     )
 
