@@ -315,3 +315,24 @@ def test_compare_by_group(test: str) -> None:
     with pytest.raises(ReceValError, match="has no user groups"):
         receval.compare(plain, truth, metrics, user_groups=groups[["user", "region"]], **kw)
     assert receval.compare(runs, truth, metrics, **kw).by_group is None
+
+
+def test_report_by_group_from_the_command_line(tmp_path: Path) -> None:
+    recs, truth, groups, _ = _data(9)
+    recs.to_csv(tmp_path / "recs.csv", index=False)
+    truth.to_csv(tmp_path / "truth.csv", index=False)
+    groups[["user", "region"]].to_csv(tmp_path / "groups.csv", index=False)
+    argv = ["report", "truth.csv", "recs.csv", "recs.csv", "--names", "a,b", "-m", "ndcg@5"]
+    argv += ["--user-groups", "groups.csv", "--n-resamples", "200", "--out", "r.html", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-m", "receval", *argv],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "By user group" in html and 'data-chart="group-region-ndcg@5"' in html
+    for label in ("east", "north", "south"):
+        assert f"region = {label} (" in html

@@ -16,7 +16,7 @@ import pytest
 
 import receval
 from receval.analysis.compare import compare
-from receval.analysis.formatting import fmt_p
+from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.report import Report, report
 from receval.analysis.report.data import popularity_deciles, top_k_items
 from receval.analysis.report.svg import bar_chart, box_plot, line_chart
@@ -65,6 +65,7 @@ def rep(tmp_path_factory: pytest.TempPathFactory) -> Report:
         out=out,
         n_resamples=500,
         title="Test report",
+        user_groups={u: "early" if u < N_USERS // 2 else "late" for u in range(N_USERS)},
     )
 
 
@@ -90,6 +91,9 @@ def test_report_content(rep: Report) -> None:
         "dist-recall@5",
         "popularity",
         "coverage",
+        "group-group-ndcg@10",
+        "group-group-recall@5",
+        "group-group-coverage@10",
     ]
     assert rep.max_k == 10
     html = rep.html
@@ -108,6 +112,34 @@ def test_report_content(rep: Report) -> None:
     for (metric, system), row in rep.comparison.table.iterrows():
         if row["wins"]:
             assert f'<sup class="wins">{row["wins"]}</sup>' in html, (metric, system)
+
+
+def test_groups_section(rep: Report) -> None:
+    """The section by user group draws the comparison within each group: its
+    bars are the groups' means, its tables the groups' leaderboards."""
+    cmp = rep.comparison
+    assert cmp.by_group is not None and list(cmp.by_group) == [
+        ("group", "early"),
+        ("group", "late"),
+    ]
+    section = rep.html.split("id='user-groups'")[1].split("</section>")[0]
+    assert section.count('<table class="leaderboard">') == 2
+    for (_, label), sub in cmp.by_group.items():
+        mean = sub.table.loc[("ndcg@10", "random"), "mean"]
+        assert f"random · {label}: " in section
+        assert fmt_value(mean) in section
+    truth, runs, train = _world()
+    early = [u for u in range(N_USERS) if u < N_USERS // 2]
+    alone = compare(
+        {k: {u: v[u] for u in early} for k, v in runs.items()},
+        {u: truth[u] for u in early},
+        ["ndcg@10", "recall@5", "coverage@10"],
+        train=train,
+        n_resamples=500,
+        test="t",
+        ci="bca",
+    )
+    pd.testing.assert_frame_equal(cmp.by_group[("group", "early")].table, alone.table)
 
 
 def test_curves_are_evaluate_at_each_k(rep: Report) -> None:
@@ -430,6 +462,8 @@ def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> Non
         "Metrics at every cut-off",
         "Distribution of per-user values",
         "Popularity bias and coverage",
+        "By user group",
+        "group = early (40 users)",
         "How these numbers were produced",
     ):
         assert key in text, key

@@ -1175,6 +1175,7 @@ def report(
     item_features: ItemFeatures = None,
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
+    user_groups: UserGroups = None,
     quiet: Quiet = False,
 ) -> None:
     """Write a self-contained HTML report of one or more systems."""
@@ -1211,6 +1212,8 @@ def report(
         )
     # everything is computed first; the files are written only at the end, each whole
     settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
+    if user_groups is not None:
+        extra["user_groups"] = _user_groups(user_groups, sep, _cols(options), quiet)
     with _status("computing the report", quiet):
         rep = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
     with _status("writing the report", quiet):

@@ -216,7 +216,10 @@ def report(
             policies ..., on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog`` ...).
             ``progress=True`` writes each step and its time on stderr (the
-            comparison's steps too). Default: silent.
+            comparison's steps too). Default: silent. ``user_groups=`` (as
+            for :func:`receval.evaluate`) adds a section "By user group": each
+            system's value in each group (bars) and one leaderboard per group
+            (:attr:`Comparison.by_group`).
 
     Returns:
         A :class:`Report` (``.html``, the data behind the charts, the PNG paths,
@@ -230,6 +233,7 @@ def report(
         (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
     """
     _check_runs(runs)
+    user_groups = evaluate_kwargs.pop("user_groups", None)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
     step = silent
     told = inputs.get("progress")
@@ -247,6 +251,13 @@ def report(
         "ci": ci,
         "n_jobs": n_jobs,
     }
+    if user_groups is not None:
+        if comparison is not None:
+            raise ReceValError(
+                "report: user_groups= cannot be given with comparison= (the comparison's own "
+                "groups are drawn: compare(..., user_groups=...))"
+            )
+        settings["user_groups"] = user_groups
     with step("comparing the systems"):
         cmp = _comparison(
             runs, truth, metrics, comparison, settings, {**evaluate_kwargs, "progress": told}
@@ -275,6 +286,7 @@ def report(
         ],
         "distributions": _distribution_figures(cmp),
         "bias": _bias_figures(popularity, coverage, cmp.systems, max_k),
+        "groups": _group_figures(cmp),
     }
     html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance))
     rep = Report(
@@ -546,6 +558,54 @@ def _bias_figures(
     return out
 
 
+def _group_figures(cmp: Comparison) -> list[_Figure]:
+    """Per grouping and metric: each system's value in each group (bars)."""
+    out: list[_Figure] = []
+    if not cmp.by_group:
+        return out
+    groupings = list(dict.fromkeys(g for g, _ in cmp.by_group))
+    for g in groupings:
+        keys = [key for key in cmp.by_group if key[0] == g]
+        labels = [str(v) for _, v in keys]
+        for m in cmp.metrics:
+            series = {
+                s: [float(cmp.by_group[key].table.loc[(m, s), "mean"]) for key in keys]
+                for s in cmp.systems
+            }
+            out.append(
+                _figure(
+                    f"group-{g}-{m}",
+                    svg.bar_chart(
+                        f"group-{g}-{m}",
+                        f"{m} by {g}",
+                        labels,
+                        series,
+                        xlabel=g,
+                        ylabel=m,
+                    ),
+                    f"{m} of each system over the users of each group of {g!r}, each group "
+                    "evaluated alone; intervals and significance in the tables below.",
+                )
+            )
+    return out
+
+
+def _groups(cmp: Comparison, figures: Sequence[_Figure]) -> str:
+    """The section by user group: the charts, then one leaderboard per group."""
+    assert cmp.by_group is not None
+    parts = [_grid(figures, "")]
+    for (g, v), sub in cmp.by_group.items():
+        users = sub.results[sub.systems[0]].counts.get("users_evaluated", "?")
+        parts.append(f"<h3>{escape(str(g))} = {escape(str(v))} ({users} users)</h3>")
+        parts.append(_leaderboard(sub))
+    parts.append(
+        '<p class="note">Each group is its own family of comparisons: tests and corrections '
+        "within a group, never across groups (receval.group_gap tests the gap between two "
+        "groups).</p>"
+    )
+    return "\n".join(parts)
+
+
 # -- tables -------------------------------------------------------------------------------
 
 
@@ -757,6 +817,8 @@ def _page(
         body.append(
             _section("popularity-bias", "Popularity bias and coverage", _grid(figures["bias"], ""))
         )
+    if cmp.by_group:
+        body.append(_section("user-groups", "By user group", _groups(cmp, figures["groups"])))
     body.append(_section("provenance", "How these numbers were produced", provenance))
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
