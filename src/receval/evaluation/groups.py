@@ -126,12 +126,8 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
             order = sorted(pd.unique(labels).tolist())
         except TypeError:  # mixed kinds: by their text
             order = sorted(pd.unique(labels).tolist(), key=str)
-        groups = tuple(
-            (label, distinct(pairs["user"].to_numpy()[labels == label]))
-            if pairs["user"].dtype != object
-            else (label, np.array(sorted(set(pairs["user"].to_numpy()[labels == label]))))
-            for label in order
-        )
+        members = pairs["user"].to_numpy()
+        groups = tuple((label, _sorted_ids(members[labels == label])) for label in order)
         unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
         out.append(Grouping(str(name), groups, unassigned))
     return out
@@ -250,18 +246,20 @@ def _all_users(recs: RecsData, truth: TruthData) -> np.ndarray:
     parts = [np.asarray(p) for p in parts if len(p)]
     if not parts:
         return np.empty(0, dtype=np.int64)
-    if any(p.dtype == object for p in parts):
+    if any(p.dtype == object for p in parts):  # one kind: text
         from receval.ids import as_str
 
-        both = np.concatenate([as_str(p) for p in parts])
-        return np.array(sorted(set(both.tolist())), dtype=object)
+        parts = [as_str(p) for p in parts]
     # each part's distinct users first (one pass when sorted, as inputs usually are)
-    return distinct(np.concatenate([_distinct_of(p) for p in parts]))
+    return _sorted_ids(np.concatenate([_sorted_ids(p) for p in parts]))
 
 
-def _distinct_of(a: np.ndarray) -> np.ndarray:
-    found = distinct_sorted(a)
-    return found if found is not None else np.asarray(pd.unique(a))
+def _sorted_ids(values: np.ndarray) -> np.ndarray:
+    """The distinct ids of ``values``, sorted (one pass when already sorted)."""
+    if values.dtype == object:
+        return np.array(sorted(set(values.tolist())), dtype=object)
+    found = distinct_sorted(values)
+    return found if found is not None else distinct(values)
 
 
 #: The id arrays of RecsData and TruthData: the rows' users, the users with no row.

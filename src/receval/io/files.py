@@ -122,7 +122,7 @@ class _NotUtf8(Exception):
         self.offset, self.byte = offset, byte
 
 
-class _Source:
+class Source:
     """A text file to read as a stream, plain or compressed (gzip, zstd):
     ``head`` holds its first (decompressed) bytes, :meth:`open` gives a fresh
     binary stream of the whole content. A regular file is never read whole
@@ -154,6 +154,15 @@ class _Source:
         if self.data is not None:
             return pa.BufferReader(self.data)
         return pa.input_stream(str(self.path), compression=self.compression)
+
+    def reader(self) -> Any:
+        """What a pandas or pyarrow reader opens itself: a regular file's path, or
+        a pipe's bytes as a fresh stream from their start (as often as asked)."""
+        return self.path if self.data is None else io.BytesIO(self.data)
+
+    def read_bytes(self) -> bytes:
+        """The whole content: a regular file's bytes as stored, a pipe's as held."""
+        return self.path.read_bytes() if self.data is None else self.data
 
     def lines(self) -> Iterator[str]:
         """The content as text lines (line ends kept), decoded as it streams;
@@ -308,7 +317,7 @@ def read_file(
     check_sep(sep)
     p, name = checked_path(path)
     parquet = is_parquet(p, fmt) and p.is_file()
-    source = None if parquet else _Source(p)
+    source = None if parquet else Source(p)
     if source is not None and not source.head:  # a pipe or stdin that held nothing
         raise fail(name, "the file is empty (nothing came through the pipe)")
     if fmt == "auto":
@@ -359,7 +368,7 @@ def _decode(data: bytes, name: str) -> str:
 
 
 def _read_csv(
-    source: _Source,
+    source: Source,
     name: str,
     sep: str | None,
     info: FileInfo,
@@ -432,7 +441,7 @@ def _read_csv(
     return table
 
 
-def _line_of_row(source: _Source, sep: str) -> Callable[[int], int]:
+def _line_of_row(source: Source, sep: str) -> Callable[[int], int]:
     """row (0-based, after the header) -> its first line (1-based), by one
     streaming pass over the file each time it is asked (errors only): Python's
     csv reader counts the physical lines of quoted values that span lines, and
@@ -456,7 +465,7 @@ def _line_of_row(source: _Source, sep: str) -> Callable[[int], int]:
     return line_of
 
 
-def _csv_error(source: _Source, sep: str, name: str, exc: Exception) -> InputError:
+def _csv_error(source: Source, sep: str, name: str, exc: Exception) -> InputError:
     """Locate what Arrow could not read: text that is not UTF-8, or the first
     line with the wrong number of fields (pyarrow says neither where)."""
     import csv

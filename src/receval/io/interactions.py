@@ -28,7 +28,7 @@ import pyarrow as pa
 from receval.errors import InputError
 from receval.ids import canonical, from_text
 from receval.io.columns import TRAIN, resolve
-from receval.io.files import is_number
+from receval.io.files import Source, is_number
 from receval.records import Columns
 
 __all__ = ["as_frame", "detect_format", "read_interactions"]
@@ -53,34 +53,6 @@ def as_frame(obj: Any, what: str) -> pd.DataFrame:
     raise InputError(f"{what} must be a pandas, polars or pyarrow table; got {type(obj).__name__}")
 
 
-class _Source:
-    """An interactions file, opened as many times as its reader needs: a regular
-    file by its path, a pipe (``-``, ``/dev/stdin``, ``<(...)``, a named FIFO) by
-    its bytes, read once (a second open of a pipe would wait for a writer that
-    never comes)."""
-
-    def __init__(self, path: Path, name: str) -> None:
-        self.path = path
-        self.data: bytes | None = None
-        if not path.is_file():
-            self.data = path.read_bytes()
-            if not self.data:
-                raise InputError("the file is empty (nothing came through the pipe)", source=name)
-
-    def __call__(self) -> Any:
-        """A fresh readable: the path, or the pipe's bytes from their start."""
-        return self.path if self.data is None else io.BytesIO(self.data)
-
-    def read_bytes(self) -> bytes:
-        return self.path.read_bytes() if self.data is None else self.data
-
-    def head(self, n: int) -> bytes:
-        if self.data is not None:
-            return self.data[:n]
-        with self.path.open("rb") as fh:
-            return fh.read(n)
-
-
 def _first_line(head: bytes) -> str:
     raw = head.split(b"\n", 1)[0]
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -93,11 +65,11 @@ def detect_format(path: str | Path) -> str:
 
     The content decides, not the name (except for Parquet's magic bytes).
     """
-    return _detect(_Source(Path(path), str(path)))
+    return _detect(Source(Path(path)))
 
 
-def _detect(source: _Source) -> str:
-    head = source.head(65536)
+def _detect(source: Source) -> str:
+    head = source.head
     if head[:4] == b"PAR1":
         return "parquet"
     line = _first_line(head)
@@ -154,7 +126,9 @@ def read_interactions(
     from receval.io.files import checked_path
 
     p, name = checked_path(path)  # exists, is a file, is not empty
-    source = _Source(p, name)  # a pipe is read once, here
+    source = Source(p)  # a pipe is read once, here
+    if source.data is not None and not source.head:
+        raise InputError("the file is empty (nothing came through the pipe)", source=name)
     fmt = _detect(source) if format == "auto" else format
     try:
         return _read_log(source, name, fmt, user_col, item_col, rating_col, timestamp_col)
@@ -174,7 +148,7 @@ def read_interactions(
 
 
 def _read_log(
-    src: _Source,
+    src: Source,
     name: str,
     fmt: str,
     user_col: str | None,
@@ -188,21 +162,23 @@ def _read_log(
         frame = pd.read_csv(io.BytesIO(data), sep="\t", header=None, dtype=text_ids)
         return _ids(_name_ml(frame, name, fmt), name, text=True)
     if fmt == "movielens-udata":
-        frame = pd.read_csv(src(), sep="\t", header=None, dtype=text_ids)
+        frame = pd.read_csv(src.reader(), sep="\t", header=None, dtype=text_ids)
         return _ids(_name_ml(frame, name, fmt), name, text=True)
     if fmt == "movielens-csv":
-        frame = pd.read_csv(src(), dtype={"userId": str, "movieId": str}).rename(columns=_ML_CSV)
+        frame = pd.read_csv(src.reader(), dtype={"userId": str, "movieId": str}).rename(
+            columns=_ML_CSV
+        )
         frame = frame[[c for c in _ML_CSV.values() if c in frame.columns]]
         return _ids(frame, name, text=True)
     cols = Columns(user=user_col, item=item_col)
     if fmt == "parquet":
-        frame = pd.read_parquet(src())
+        frame = pd.read_parquet(src.reader())
         found = resolve([str(c) for c in frame.columns], cols, TRAIN, name)
     elif fmt in ("csv", "tsv"):
         sep = "\t" if fmt == "tsv" else ","
-        header = pd.read_csv(src(), sep=sep, nrows=0).columns
+        header = pd.read_csv(src.reader(), sep=sep, nrows=0).columns
         found = resolve([str(c) for c in header], cols, TRAIN, name)
-        frame = pd.read_csv(src(), sep=sep, dtype={found["user"]: str, found["item"]: str})
+        frame = pd.read_csv(src.reader(), sep=sep, dtype={found["user"]: str, found["item"]: str})
     else:
         raise InputError(
             f"unknown interactions format {fmt!r} (choose from auto, parquet, csv, tsv, "
