@@ -42,6 +42,9 @@ _NUMBERS: dict[type, list[Any]] = {
     bool: [False, True],
 }
 
+#: The item groups of the random tests' ``item_groups`` (``exposure``'s ``group=``).
+GROUP_NAMES = ("g0", "g1", "g2")
+
 #: Requirements the random tests can meet (registry.REQUIREMENTS): engine data
 #: only; ratings input and the extra item inputs are tested elsewhere.
 AVAILABLE = {"positive_grades"}
@@ -53,6 +56,8 @@ def param_values(p: Any) -> list[Any]:
     the tests do not give; bounded by the data (``at_least``) where declared."""
     if p.choices is not None:
         values = list(p.choices)
+    elif p.type is str:  # free text: a name from the data (an item group)
+        values = list(GROUP_NAMES)
     else:
         values = [v for v in _NUMBERS[p.type] if p.check is None or p.check(v)]
     if p.at_least == "max_grade":

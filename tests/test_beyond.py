@@ -74,6 +74,20 @@ CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     ),
     "outside_catalog": ({1: [1, 2, 3, 4], 2: [3, 9]}, {1: [1], 2: [3]}, {"catalog": [1, 2, 3]}),
     "user_coverage": ({1: [1, 2, 3], 2: [1]}, {1: [1], 2: [1], 3: [1]}, {}),
+    # item groups: pop = {10, 11, 12}, tail = {12, 13, 14} (12 in both)
+    "groups": (
+        {1: [10, 11, 12], 2: [12, 13, 10], 3: [14, 10]},
+        {1: [10, 13], 2: [13], 3: [11, 14]},
+        {
+            "train": {1: [11, 14], 2: [10, 14], 3: [12]},
+            "item_groups": {10: "pop", 11: "pop", 12: ["pop", "tail"], 13: "tail", 14: "tail"},
+        },
+    ),
+    "groups_no_history": (
+        {1: [10, 13], 2: [13]},
+        {1: [10], 2: [13]},
+        {"train": {1: [99]}, "item_groups": {10: "pop", 13: "tail"}},
+    ),
 }
 
 
@@ -218,7 +232,7 @@ def test_novelty_of_an_item_every_training_user_has_is_plus_zero() -> None:
 
 
 #: The metrics the slow reference below computes.
-REFERENCE_NAMES = {
+BASE_NAMES = {
     "user_coverage",
     "novelty",
     "arp",
@@ -231,6 +245,9 @@ REFERENCE_NAMES = {
     "entropy",
     "personalization",
 }
+#: The item-group metrics the slow reference of item groups computes.
+GROUP_NAMES = {"rsp", "reo", "exposure", "awrf", "miscalibration"}
+REFERENCE_NAMES = BASE_NAMES | GROUP_NAMES
 
 
 def _ref(
@@ -344,7 +361,7 @@ def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None
     catalog = sorted({int(i) for i in rng.choice(n_items + 5, n_items)})
     feats = {i: rng.integers(0, 3, 3).astype(float) for i in range(n_items) if rng.random() < 0.8}
     expected = _ref(lists, truth, train, catalog, feats, k)
-    assert set(expected) == REFERENCE_NAMES
+    assert set(expected) == BASE_NAMES
     names = [f"{m}@{k}" for m in expected]
     frame = pd.DataFrame.from_dict(feats, orient="index")
     res = receval.evaluate(
@@ -361,3 +378,143 @@ def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None
             assert math.isnan(got), name
         else:
             assert got == pytest.approx(value, abs=1e-9), name
+
+
+# --- item groups: a slow reference -------------------------------------------
+
+
+def _ref_groups(
+    lists: dict[int, list[int]],
+    truth: dict[int, set[int]],
+    train: list[tuple[int, int]],
+    catalog: list[int],
+    groups: dict[int, set[str]],
+    k: int,
+) -> dict[str, float]:
+    """rsp, reo, exposure, awrf and miscalibration written from their papers'
+    formulas, one user and one group at a time (see docs/groups.md)."""
+    labels = sorted({g for gs in groups.values() for g in gs})
+    evaluated = [u for u in sorted(set(lists) | set(truth)) if truth.get(u)]
+    tops = {u: lists.get(u, [])[:k] for u in evaluated}
+    history: dict[int, set[int]] = {}
+    for u, i in train:
+        history.setdefault(u, set()).add(i)
+    members = {g: {i for i, gs in groups.items() if g in gs} for g in labels}
+    out: dict[str, float] = {}
+
+    def spread(p: list[float]) -> float:
+        p = [x for x in p if not math.isnan(x)]
+        if not p or sum(p) == 0:
+            return math.nan
+        mu = sum(p) / len(p)
+        return math.sqrt(sum((x - mu) ** 2 for x in p) / len(p)) / mu
+
+    p_rsp, p_reo = [], []
+    for g in labels:
+        slots = sum(1 for t in tops.values() for i in t if i in members[g])
+        den = sum(len(members[g] - history.get(u, set())) for u in evaluated)
+        p_rsp.append(slots / den if den else math.nan)
+        hits = sum(1 for u, t in tops.items() for i in t if i in members[g] and i in truth[u])
+        rel = sum(len(members[g] & truth[u]) for u in evaluated)
+        p_reo.append(hits / rel if rel else math.nan)
+    out["rsp"], out["reo"] = spread(p_rsp), spread(p_reo)
+
+    def a(rank: int) -> float:
+        return 1 / math.log2(rank + 1)
+
+    total = sum(a(r) for t in tops.values() for r in range(1, len(t) + 1))
+    got = sum(a(r) for t in tops.values() for r, i in enumerate(t, 1) if i in members[labels[0]])
+    out["exposure"] = got / total if total else math.nan
+
+    fair = []
+    for t in tops.values():
+        eps = [0.0] * len(labels)
+        for r, i in enumerate(t, 1):
+            for g in groups.get(i, set()):
+                eps[labels.index(g)] += a(r) / len(groups[i])
+        if sum(eps) == 0:
+            fair.append(math.nan)
+            continue
+        eps = [x / sum(eps) for x in eps]
+        # x log(x / z) with x = 0 adds nothing
+        div = sum(
+            (0.5 * x * math.log2(x / ((x + y) / 2)) if x else 0.0)
+            + (0.5 * y * math.log2(y / ((x + y) / 2)) if y else 0.0)
+            for x, y in zip(eps, [1 / len(labels)] * len(labels), strict=True)
+        )
+        fair.append(1 - div)
+    out["awrf"] = _mean(fair)
+
+    cal = []
+    for u, t in tops.items():
+        hist = [i for i in sorted(history.get(u, set())) if groups.get(i)]
+        if not hist:
+            cal.append(math.nan)
+            continue
+        shown = [i for i in t if groups.get(i)]
+        c = 0.0
+        for g in labels:
+            p = sum(1 / len(groups[i]) for i in hist if g in groups[i]) / len(hist)
+            q = (
+                sum(1 / len(groups[i]) for i in shown if g in groups[i]) / len(shown)
+                if shown
+                else 0
+            )
+            if p > 0:
+                c += p * math.log(p / (0.99 * q + 0.01 * p))
+        cal.append(c)
+    out["miscalibration"] = _mean(cal)
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_item_group_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None:
+    seed = data.draw(st.integers(0, 10**6))
+    rng = np.random.default_rng(seed)
+    n_items = int(rng.integers(4, 25))
+    k = int(data.draw(st.sampled_from([1, 2, 3, 5, 10])))
+    lists = {
+        u: [int(i) for i in rng.choice(n_items, int(rng.integers(0, min(n_items, 12))), False)]
+        for u in range(int(rng.integers(2, 12)))
+    }
+    truth = {
+        u: {int(i) for i in rng.choice(n_items, int(rng.integers(0, 4)))}
+        for u in range(int(rng.integers(1, 14)))
+    }
+    train = [
+        (int(u), int(i))
+        for u, i in zip(rng.integers(0, 8, 40), rng.integers(0, n_items + 3, 40), strict=True)
+    ]
+    names = ["a", "b", "c"][: int(rng.integers(1, 4))]
+    groups: dict[int, set[str]] = {}
+    for i in range(n_items + 3):
+        chosen = {str(g) for g in names if rng.random() < 0.4}
+        if chosen:
+            groups[i] = chosen
+    if not groups:
+        groups[0] = {"a"}
+    first = sorted({g for gs in groups.values() for g in gs})[0]
+    expected = _ref_groups(lists, truth, train, list(range(n_items)), groups, k)
+    assert set(expected) == GROUP_NAMES
+    metrics = [f"{m}@{k}" for m in expected if m != "exposure"] + [f"exposure@{k}[group={first}]"]
+    res = receval.evaluate(
+        lists,
+        {u: sorted(t) for u, t in truth.items()},
+        metrics,
+        train=pd.DataFrame(train, columns=["user", "item"]),
+        item_groups={i: sorted(gs) for i, gs in groups.items()},
+    )
+    for name, metric in zip(
+        [*[m for m in expected if m != "exposure"], "exposure"], metrics, strict=True
+    ):
+        got, value = res.summary[metric], expected[name]
+        if math.isnan(value):
+            assert math.isnan(got), name
+        else:
+            assert got == pytest.approx(value, abs=1e-9), (name, got, value)

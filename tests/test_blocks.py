@@ -17,7 +17,7 @@ import pytest
 import receval
 from receval.engines import driver, numpy_engine
 from receval.io import tables
-from tests.reference import MAX_GRADE, param_values
+from tests.reference import GROUP_NAMES, MAX_GRADE, param_values
 
 #: (BLOCK_CELLS, SPARSE_BLOCK_USERS, CHUNK_ROWS, THREADS): tiny to large
 SETTINGS = [(1, 1, 10**9, 1), (8, 3, 10**9, 1), (64, 7, 5, 2), (1 << 10, 1 << 16, 1, 3)]
@@ -34,7 +34,8 @@ def random_metrics(rng: np.random.Generator) -> list[str]:
         params = dict(fixed)
         for p in d.params:
             values = param_values(p)
-            if p.name not in params and values and rng.random() < 0.5:
+            required = p.default is None and p.type is str  # exposure's group
+            if p.name not in params and values and (required or rng.random() < 0.5):
                 params[p.name] = values[rng.integers(len(values))]
         text = d.name if k is None else f"{d.name}@{k}"
         return text + (
@@ -71,7 +72,16 @@ def workload(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     feats: Any = pd.DataFrame(rng.random((45, 4)), index=range(45))
     if seed % 2:  # categories: ild by Jaccard
         feats = {i: set(rng.choice(6, int(rng.integers(1, 4)), replace=False)) for i in range(45)}
-    extra = {"train": train.drop_duplicates(), "item_features": feats, "catalog": range(50)}
+    # item groups g0..g2: some items in two groups, some in none
+    groups = pd.DataFrame(
+        {"item": rng.integers(0, 45, 50), "group": rng.choice(list(GROUP_NAMES), 50)}
+    ).drop_duplicates()
+    extra = {
+        "train": train.drop_duplicates(),
+        "item_features": feats,
+        "catalog": range(50),
+        "item_groups": groups,
+    }
     return recs, truth, extra
 
 
@@ -98,3 +108,4 @@ def test_blocks_and_chunks_change_no_bit(seed: int, monkeypatch: pytest.MonkeyPa
         for name, value in whole.summary.items():
             assert value == cut.summary[name] or (np.isnan(value) and np.isnan(cut.summary[name]))
         assert whole.counts == cut.counts
+        pd.testing.assert_frame_equal(whole.item_groups, cut.item_groups, check_exact=True)

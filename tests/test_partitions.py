@@ -64,7 +64,10 @@ def partitioned(
     opts = EvalOptions(**{k: v for k, v in kw.items() if k in EvalOptions.__dataclass_fields__})
     specs = parse_metrics(metrics, opts.metric_defaults)
     items = build_context(
-        train=kw.get("train"), catalog=kw.get("catalog"), item_features=kw.get("item_features")
+        train=kw.get("train"),
+        catalog=kw.get("catalog"),
+        item_features=kw.get("item_features"),
+        item_groups=kw.get("item_groups"),
     )
     (r, _), *_ = list(iter_recs(recs))
     t = read_truth(truth)
@@ -105,6 +108,7 @@ def test_partitions_change_no_bit(seed: int, parts: int) -> None:
     wrong = [m for m, v in whole.summary.items() if not _same(v, cut.summary[m])]
     assert not wrong, [(m, whole.summary[m], cut.summary[m]) for m in wrong[:5]]
     assert whole.counts == cut.counts
+    pd.testing.assert_frame_equal(whole.item_groups, cut.item_groups, check_exact=True)
 
 
 def test_means_are_exact_sums_rounded_once() -> None:

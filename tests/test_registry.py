@@ -101,8 +101,13 @@ def test_list_only_metrics_are_those_that_read_no_truth() -> None:
     recs = {1: [1, 2, 3], 2: [2, 4]}
     train = {1: [1, 2], 2: [2], 3: [4]}
     feats = {1: [1.0, 0.0], 2: [0.0, 1.0], 3: [1.0, 1.0], 4: [0.5, 0.2]}
-    kw = {"train": train, "item_features": feats, "catalog": range(1, 6)}
-    names = [f"{d.name}@3" for d in DEFS if d.kind != "rating"]
+    groups = {1: "a", 2: ["a", "b"], 3: "b", 5: "b"}
+    kw = {"train": train, "item_features": feats, "catalog": range(1, 6), "item_groups": groups}
+    names = [
+        f"{d.name}@3" + ("[group=b]" if "group" in d.param_map else "")
+        for d in DEFS
+        if d.kind != "rating"
+    ]
     a = receval.evaluate(recs, {1: [1], 2: [4]}, names, empty_truth="zero", **kw)
     b = receval.evaluate(recs, {1: [3, 5], 2: [1]}, names, empty_truth="zero", **kw)
     for name in names:

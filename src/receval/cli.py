@@ -267,6 +267,15 @@ UserGroups = Annotated[
         "grouping, or activity / cold_start (from --train)",
     ),
 ]
+ItemGroups = Annotated[
+    Path | None,
+    typer.Option(
+        "--item-groups",
+        help="groups of items (rsp, reo, exposure, awrf, miscalibration): an item column "
+        "and a group column, one row per (item, group)",
+        rich_help_panel=_ITEMS,
+    ),
+]
 Catalog = Annotated[
     Path | None,
     typer.Option("--catalog", help="file of catalog items (coverage)", rich_help_panel=_ITEMS),
@@ -589,6 +598,7 @@ def evaluate(
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
     user_groups: UserGroups = None,
+    item_groups: ItemGroups = None,
     engine: EngineOpt = Engine.numpy,
     master: Master = None,
     quiet: Quiet = False,
@@ -599,6 +609,8 @@ def evaluate(
     metrics = _metrics(metric, k)
     if engine is Engine.spark and user_groups is not None:
         raise ReceValError("--user-groups is not available with --engine spark yet")
+    if engine is Engine.spark and item_groups is not None:
+        raise ReceValError("--item-groups is not available with --engine spark yet")
     if engine is Engine.spark:
         _evaluate_spark(
             recs_path,
@@ -634,6 +646,7 @@ def evaluate(
             catalog=catalog,
             item_features=item_features,
             popular=popular,
+            item_groups=item_groups,
         )
     cols = _cols(options)
     streams = None if remove_seen else _open_streams(recs, truth, fmt, cols, quiet)
@@ -645,6 +658,8 @@ def evaluate(
     extra = _items(train, catalog, item_features, popular, sep, cols, quiet)
     if user_groups is not None:
         extra["user_groups"] = _user_groups(user_groups, sep, cols, quiet)
+    if item_groups is not None:
+        extra["item_groups"] = _read(item_groups, "items", Format.auto, sep, cols, quiet)[0]
     removed = None
     if remove_seen:
         recs_table, removed = _remove_seen(recs_table, extra.get("train"), str(recs), quiet)
@@ -670,6 +685,7 @@ def evaluate(
                 "catalog": catalog,
                 "item_features": item_features,
                 "popular": popular,
+                "item_groups": item_groups,
             }.get(str(exc.source))
             raise exc.located(source=str(path)) if path is not None else exc from None
         info = recs_info if exc.source == "recommendations" else truth_info

@@ -26,9 +26,10 @@ from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.exact import ExactSum
-from receval.ids import as_str, kind, runs
-from receval.metrics.context import ItemContext
+from receval.ids import as_str, distinct, kind, runs
+from receval.metrics.context import ItemContext, positions
 from receval.metrics.kernels.beyond import Exposure
+from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
 from receval.records import Pair, RecsData, TruthData, as_strings
 
@@ -53,6 +54,7 @@ class Outcome:
     aggregates: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sums: list[ExactSum] = field(default_factory=list)
+    item_groups: pd.DataFrame | None = None
 
 
 class _ExposureCounter:
@@ -79,7 +81,7 @@ class _ExposureCounter:
         else:
             in_catalog = items.in_catalog[items.index_of(ids)]
             n_catalog = int(items.in_catalog.sum())
-        return Exposure(counts, in_catalog, n_catalog, self.users, k)
+        return Exposure(counts, in_catalog, n_catalog, self.users, k, ids)
 
 
 class _TruthIndex:
@@ -325,6 +327,18 @@ class Plan:
     def aggregate(self) -> list[MetricSpec]:
         return [s for s in self.specs if s.definition.kind == "aggregate"]
 
+    @property
+    def group_ks(self) -> list[int]:
+        """The cut-offs at which item groups are tallied: those of item-group
+        metrics and the largest cut-off asked (the exposure of ``item_groups``)."""
+        if self.items is None or self.items.groups is None:
+            return []
+        ks = {s.k for s in self.specs if s.definition.of_item_groups and s.k is not None}
+        cut = [s.k for s in self.specs if s.k is not None]
+        if cut:
+            ks.add(max(cut))
+        return sorted(ks)
+
 
 def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     """Evaluate one pair (recommendations, truth) holding every row of its
@@ -377,6 +391,7 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     )
     aggregate = plan.aggregate
     seen = _count_items(p, evaluated, {s.k for s in aggregate}) if aggregate else {}
+    tallies = _tally_groups(plan, p, sub, evaluated) if plan.group_ks else {}
     only = (
         p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
         p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
@@ -386,7 +401,56 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     for c in (p.counts, policy_counts):
         _add_counts(counts, c)
     kept = (p.user_ids, values, evaluated) if keep_values else None
-    return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only)
+    return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)
+
+
+def _tally_groups(
+    plan: Plan, p: Prepared, truth: TruthData, evaluated: np.ndarray
+) -> dict[int, GroupTally]:
+    """Item-group tallies of the users evaluated, per cut-off (see :class:`GroupTally`)."""
+    items = plan.items
+    assert items is not None and items.groups is not None
+    groups = items.groups
+    n_groups = groups.n_groups
+    # (user, relevant item of g) pairs, from the truth (distinct pairs)
+    t_pos = positions(p.user_ids, truth.users)
+    t_idx = items.index_of(truth.items)
+    keep = (truth.grades >= plan.threshold) & (truth.grades > 0) & (t_pos >= 0)
+    keep[keep] = evaluated[t_pos[keep]] & (groups.count[t_idx[keep]] > 0)
+    slots = items.unknown + 1
+    pairs = distinct(t_pos[keep] * slots + t_idx[keep])
+    _, g = groups.expand(pairs % slots)
+    relevant = np.bincount(g, minlength=n_groups)
+    # (user, training item of g) pairs
+    seen = np.zeros(n_groups, dtype=np.int64)
+    if items.train_pairs is not None:
+        _, history = items.history(p.user_ids[evaluated])
+        _, g = groups.expand(history)
+        seen = np.bincount(g, minlength=n_groups)
+    out: dict[int, GroupTally] = {}
+    users = int(evaluated.sum())
+    if p.rec_context is None:
+        for k in plan.group_ks:
+            t = GroupTally.zeros(n_groups, k)
+            out[k] = GroupTally(t.slots, t.hits, t.all_slots, relevant, seen, users)
+        return out
+    rank = numpy_engine._positions(p)
+    counted = evaluated[p.rec_user]
+    for k in plan.group_ks:
+        rows = np.flatnonzero(counted & (rank < k))
+        r = rank[rows]
+        at, g = groups.expand(p.rec_context[rows])
+        key = g * k + r[at]
+        hit = p.rec_gain[rows][at] > 0
+        out[k] = GroupTally(
+            np.bincount(key, minlength=n_groups * k).reshape(n_groups, k),
+            np.bincount(key[hit], minlength=n_groups * k).reshape(n_groups, k),
+            np.bincount(r, minlength=k),
+            relevant,
+            seen,
+            users,
+        )
+    return out
 
 
 def _count_items(
@@ -419,6 +483,7 @@ class Part:
     notes: list[str]
     exposure: dict[int | None, pd.Series]
     only: tuple[list[Any], list[Any]] = ([], [])
+    groups: dict[int, GroupTally] = field(default_factory=dict)
 
 
 class Combiner:
@@ -434,6 +499,7 @@ class Combiner:
         self.notes: list[str] = []
         self.sums = [ExactSum() for _ in plan.per_user]
         self.exposure = _ExposureCounter({s.k for s in plan.aggregate})
+        self.groups: dict[int, GroupTally] = {}
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.only: tuple[list[Any], list[Any]] = ([], [])
         self.added = 0
@@ -445,6 +511,8 @@ class Combiner:
                 self.notes.append(note)
         _add_counts(self.counts, part.counts)
         self.exposure.add(part.exposure, part.evaluated)
+        for k, tally in part.groups.items():
+            self.groups[k] = self.groups[k] + tally if k in self.groups else tally
         if part.values is not None:
             self.parts.append(part.values)
         self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
@@ -472,13 +540,65 @@ class Combiner:
         items = self.plan.items
         aggregate = self.plan.aggregate
         for s in aggregate:
-            e = self.exposure.exposure(s.k, items)
-            aggregates[str(s)] = float(s.definition.kernel(e, **dict(s.params)))
+            if s.definition.of_item_groups:
+                stats: Any = self.group_counts(s.k)
+            else:
+                stats = self.exposure.exposure(s.k, items)
+            aggregates[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
         if aggregate and items is not None and items.catalog_source:
             largest = max(aggregate, key=lambda s: np.inf if s.k is None else s.k).k
             e = self.exposure.exposure(largest, items)
             counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
-        return Outcome(user_ids, values, evaluated, counts, aggregates, found, self.sums)
+        table = self.item_group_table() if self.plan.group_ks else None
+        return Outcome(user_ids, values, evaluated, counts, aggregates, found, self.sums, table)
+
+    def group_counts(self, k: int | None) -> GroupCounts:
+        """The combined tallies of item groups at cut-off k."""
+        items = self.plan.items
+        assert items is not None and items.groups is not None and k is not None
+        groups = items.groups
+        tally = self.groups.get(k) or GroupTally.zeros(groups.n_groups, k)
+        if not self.groups:  # no part: nobody evaluated
+            tally.users = self.exposure.users
+        catalog = np.bincount(
+            groups.expand(np.flatnonzero(items.in_catalog))[1], minlength=groups.n_groups
+        )
+        return GroupCounts(
+            tally, groups.labels, groups.sizes, catalog, int(items.in_catalog.sum()), k
+        )
+
+    def item_group_table(self) -> pd.DataFrame:
+        """``Result.item_groups``: per item group, its items, its share of the
+        catalog, its exposure at the largest cut-off, and the value within the
+        group of each aggregate metric that has one (``per_item_group``)."""
+        items = self.plan.items
+        assert items is not None and items.groups is not None
+        groups = items.groups
+        k = self.plan.group_ks[-1]
+        c = self.group_counts(k)
+        cols: dict[str, Any] = {"items": c.sizes}
+        share = np.full(groups.n_groups, np.nan)
+        if c.n_catalog:
+            share = c.catalog / c.n_catalog
+        cols["catalog_share"] = share
+        cols[f"exposure@{k}"] = exposure_shares(c)
+        for s in self.plan.aggregate:
+            if not s.definition.per_item_group:
+                continue
+            e = self.exposure.exposure(s.k, items)
+            at, g = groups.expand(items.index_of(np.asarray(e.ids)))
+            values = []
+            for j in range(groups.n_groups):
+                mine = at[g == j]
+                sub = Exposure(
+                    e.counts[mine], e.in_catalog[mine], int(c.catalog[j]), e.n_users, e.k
+                )
+                values.append(float(s.definition.kernel(sub, **dict(s.params))))
+            cols[str(s)] = values
+        index = pd.MultiIndex.from_arrays(
+            [[groups.name] * groups.n_groups, list(groups.labels)], names=["grouping", "group"]
+        )
+        return pd.DataFrame(cols, index=index)
 
 
 def run_pairs(

@@ -691,6 +691,9 @@ def compute(
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
     dense_input = ties or p.rec_recommended is not None or p.rec_context is not None
+    history = None
+    if items is not None and any(s.definition.reads_history for s in specs):
+        history = items.history(p.user_ids)
     u0 = 0
     while u0 < n_users:
         u1 = min(n_users, u0 + step)
@@ -713,6 +716,12 @@ def compute(
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
             slots=None if slots is None else slots.block(u0, u1),
+            history=None
+            if history is None
+            else (
+                history[0][u0 : u1 + 1] - history[0][u0],
+                history[1][history[0][u0] : history[0][u1]],
+            ),
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

@@ -19,7 +19,7 @@ from receval.evaluation.spark import collected, is_spark
 from receval.io.items import build_context
 from receval.io.tables import iter_recs, read_recs, read_truth
 from receval.metrics.context import ItemContext
-from receval.metrics.spec import MetricSpec, parse_metrics
+from receval.metrics.spec import MetricSpec, parse_metrics, suggest
 from receval.records import Columns, RecsData, TruthData
 
 __all__ = ["evaluate", "score"]
@@ -56,6 +56,7 @@ def evaluate(
     popular: Iterable[Any] | None = None,
     progress: Callable[[int], None] | bool | None = None,
     user_groups: Any = None,
+    item_groups: Any = None,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -125,6 +126,11 @@ def evaluate(
             (from ``train``). ``Result.groups`` then holds one row per
             (grouping, group), each equal to evaluating that group's users
             alone. Not on the Spark engine yet.
+        item_groups: groups of items, for the item-group metrics (rsp, reo,
+            exposure, awrf, miscalibration) and ``Result.item_groups``: a
+            table (item column + group column; an item in several groups has
+            several rows) or its file, or a mapping ``item -> group(s)``. Not
+            on the Spark engine yet.
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -162,6 +168,7 @@ def evaluate(
         "catalog": catalog is not None or train is not None,
         "item_features": item_features is not None,
         "popular": popular is not None or train is not None,
+        "item_groups": item_groups is not None,
     }
     check_inputs(specs, given)
     cols = opts.columns()
@@ -169,7 +176,14 @@ def evaluate(
     on_spark = is_spark(recommendations) or is_spark(truth)
     # a Spark train= stays where it is: its item counts are computed there
     train_df = train if on_spark and is_spark(train) else None
-    if any(s.definition.needs or s.definition.kind == "aggregate" for s in specs):
+    if on_spark and item_groups is not None:
+        raise ReceValError(
+            f"{option('item_groups')} is not available on the Spark engine yet: evaluate "
+            "in-process (collect the recommendations and truth) for item-group metrics"
+        )
+    if item_groups is not None or any(
+        s.definition.needs or s.definition.kind == "aggregate" for s in specs
+    ):
         popularity = None
         if train_df is not None:
             from receval.evaluation.spark import popularity_of
@@ -180,9 +194,11 @@ def evaluate(
             catalog=collected(catalog),
             item_features=collected(item_features),
             popular=collected(popular),
+            item_groups=item_groups,
             cols=Columns(user=opts.user_col, item=opts.item_col),
             popularity=popularity,
         )
+        check_groups(specs, items)
     groupings = None
     if user_groups is not None:
         if on_spark:
@@ -213,6 +229,11 @@ def evaluate(
         res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
     if groupings is not None:
         _add_groups(res, groupings, recommendations, truth, specs, opts, items)
+    if item_groups is not None and res.item_groups is None:
+        res.notes.append(
+            "Result.item_groups (each item group's exposure) is computed at a cut-off: no "
+            "metric asked has one (e.g. ndcg@10)"
+        )
     return res
 
 
@@ -334,6 +355,7 @@ _PROVIDERS = {
     "train": option("train") + ", which was not given",
     "catalog": option("catalog") + " or " + option("train") + ", which was not given",
     "item_features": option("item_features") + ", which was not given",
+    "item_groups": option("item_groups") + ", which was not given",
     "popular": option("popular") + " or " + option("train") + ", which was not given",
     "ratings": "predicted ratings: use receval.evaluate_explicit (explicit feedback)",
     "cutoff": "a cut-off, e.g. {name}@10",
@@ -352,6 +374,28 @@ def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None
             if need in _PROVIDERS and not given.get(need, False):
                 provider = _PROVIDERS[need].format(name=s.name)
                 raise ReceValError(f"{s} needs {provider}")
+
+
+def check_groups(specs: Sequence[MetricSpec], items: ItemContext | None) -> None:
+    """Fail before any work when a metric names an item group that does not
+    exist (``exposure@10[group=...]``), or none."""
+    groups = None if items is None else items.groups
+    for s in specs:
+        if "group" not in s.definition.param_map or groups is None:
+            continue
+        name = s.param_dict["group"]
+        labels = [str(g) for g in groups.labels]
+        shown = ", ".join(labels[:20]) + (", ..." if len(labels) > 20 else "")
+        if name is None:
+            raise ReceValError(
+                f"{s} needs a group: {s.name}@{s.k or 10}[group=NAME] (groups of "
+                f"{groups.name!r}: {shown})"
+            )
+        if name not in labels:
+            raise ReceValError(
+                f"{s}: no item group {name!r} in {option('item_groups')} (groups of "
+                f"{groups.name!r}: {shown}){suggest(name, labels)}"
+            )
 
 
 def score(

@@ -69,6 +69,7 @@ def result_of(
         metrics=list(specs),
         notes=notes,
         version=__version__,
+        item_groups=out.item_groups,
     )
 
 

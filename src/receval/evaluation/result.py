@@ -90,6 +90,13 @@ class Result:
             :class:`Result` of that group's users evaluated alone (its
             ``per_user`` is what :func:`receval.group_gap` tests and what
             ``compare(..., user_groups=)`` compares); None otherwise.
+        item_groups: with ``item_groups=`` and a cut-off: one row per item
+            group — the index (grouping, group) — with ``items`` (the group's
+            items), ``catalog_share`` (its catalog items / the catalog's size),
+            ``exposure@k`` (its share of the log-discounted attention of the
+            top-k slots, k the largest cut-off asked) and the value within the
+            group of each aggregate metric asked that has one (coverage,
+            prediction_coverage, gini, entropy); None otherwise.
         per_user_spark: Spark engine only: the per-user values as a lazy Spark
             DataFrame (``user`` and one column per per-user metric), computed
             on the executors when an action runs. ``per_user`` of a Spark
@@ -110,6 +117,7 @@ class Result:
     group_results: dict[tuple[str, Any], Result] | None = field(
         default=None, repr=False, compare=False
     )
+    item_groups: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, metric: str) -> float:
         """The mean of a metric, by any spelling of its name (``res["MAP@10"]``)."""
@@ -131,7 +139,8 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON-ready form: metrics, counts, parameters, notes, version;
-        with user groups, ``groups``: one record per (grouping, group)."""
+        with user groups, ``groups``: one record per (grouping, group); with
+        item groups, ``item_groups``: one record per item group."""
         out: dict[str, Any] = {
             "metrics": dict(self.summary),
             "counts": self.counts,
@@ -140,12 +149,9 @@ class Result:
             "version": self.version,
         }
         if self.groups is not None:
-            out["groups"] = [
-                {"grouping": g, "group": v, **row}
-                for (g, v), row in zip(
-                    self.groups.index, self.groups.to_dict(orient="records"), strict=True
-                )
-            ]
+            out["groups"] = _records(self.groups)
+        if self.item_groups is not None:
+            out["item_groups"] = _records(self.item_groups)
         return clean(out)
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -187,6 +193,11 @@ class Result:
             for col in shown.columns.drop("users"):
                 shown[col] = [f"{v:.4f}" for v in shown[col]]
             out += ["", "by user group (each group evaluated alone):", shown.to_string()]
+        if self.item_groups is not None:
+            shown = self.item_groups.copy()
+            for col in shown.columns.drop("items"):
+                shown[col] = [f"{v:.4f}" for v in shown[col]]
+            out += ["", "by item group:", shown.to_string()]
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
 
@@ -209,6 +220,14 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result({self.summary!r})"
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """One record per row of a table indexed by (grouping, group)."""
+    return [
+        {"grouping": g, "group": v, **row}
+        for (g, v), row in zip(frame.index, frame.to_dict(orient="records"), strict=True)
+    ]
 
 
 def _per_user(self: Result) -> pd.DataFrame:

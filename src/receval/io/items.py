@@ -1,8 +1,9 @@
 """Reading the item-side inputs (``train=``, ``catalog=``, ``item_features=``,
-``popular=``) into an :class:`~receval.metrics.context.ItemContext`."""
+``popular=``, ``item_groups=``) into an :class:`~receval.metrics.context.ItemContext`."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,10 +15,10 @@ import pyarrow as pa
 from receval.errors import InputError, option
 from receval.ids import as_str, canonical
 from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
-from receval.metrics.context import ItemContext, TrainPairs
+from receval.metrics.context import ItemContext, ItemGroups, TrainPairs
 from receval.records import Columns
 
-__all__ = ["build_context", "read_items", "train_pairs"]
+__all__ = ["build_context", "read_item_groups", "read_items", "train_pairs"]
 
 
 def _from_path(obj: Any, role: str, cols: Columns) -> Any:
@@ -87,6 +88,70 @@ def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
         canonical(table.column("user"), "user", "train"),
         canonical(table.column("item"), "item", "train"),
     )
+
+
+def read_item_groups(obj: Any, cols: Columns = Columns()) -> tuple[str, np.ndarray, np.ndarray]:
+    """The (item, group) pairs of ``item_groups=``: the grouping's name, the item
+    ids (under the id rule) and their groups, one pair per row (long format: an
+    item in several groups has several rows).
+
+    Takes a table with an item column (detected, or ``cols.item``) and one
+    group column (with more, the one named ``group``), its file, or a mapping
+    ``item -> group`` / ``item -> iterable of groups``. Rows with a null group
+    are left out. Groups are compared as given (``"Comedy"`` is not ``"comedy"``).
+
+    Example:
+        >>> name, items, groups = read_item_groups({1: "a", 2: ["a", "b"]})
+        >>> name, items.tolist(), groups.tolist()
+        ('group', [1, 2, 2], ['a', 'a', 'b'])
+    """
+    what = "item_groups"
+    obj = _from_path(obj, "items", cols)
+    if isinstance(obj, Mapping):
+        items: list[Any] = []
+        groups: list[Any] = []
+        for item, found in obj.items():
+            many = not isinstance(found, (str, bytes)) and isinstance(found, Iterable)
+            for g in list(found) if many else [found]:
+                items.append(item)
+                groups.append(g)
+        name = "group"
+    elif is_table(obj):
+        table = to_arrow(obj, what)
+        column = _item_column(table, cols)
+        if column is None:
+            raise InputError(
+                f"{option(what)} needs an item column (item, item_id, itemId, movieId, ...; "
+                f"{option('item_col')} names it); found {', '.join(table.column_names)}",
+                source=what,
+            )
+        rest = [c for c in table.column_names if c != column and c != "user"]
+        if len(rest) > 1 and "group" in rest:
+            rest = ["group"]
+        if len(rest) != 1:
+            found_text = ", ".join(rest) if rest else "no other column"
+            raise InputError(
+                f"{option(what)} needs the item column and one group column (long format: an "
+                f"item in several groups has several rows); found {found_text}",
+                source=what,
+            )
+        name = rest[0]
+        items = table.column(column).to_pylist()
+        groups = table.column(name).to_pylist()
+    else:
+        raise InputError(
+            f"{option(what)} must be a table with an item column and a group column, its "
+            f"file, or a mapping item -> group(s); got {type(obj).__name__}",
+            source=what,
+        )
+    keep = [g is not None and not (isinstance(g, float) and math.isnan(g)) for g in groups]
+    ids = canonical([i for i, k in zip(items, keep, strict=True) if k], "item", what)
+    labels = [g for g, k in zip(groups, keep, strict=True) if k]
+    if labels and len({type(g) for g in labels}) > 1:
+        labels = [str(g) for g in labels]
+    out = np.empty(len(labels), dtype=object)
+    out[:] = labels
+    return str(name), ids, out
 
 
 def _is_categories(value: Any) -> bool:
@@ -201,6 +266,7 @@ def build_context(
     catalog: Any = None,
     item_features: Any = None,
     popular: Any = None,
+    item_groups: Any = None,
     cols: Columns = Columns(),
     popularity: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> ItemContext:
@@ -224,6 +290,11 @@ def build_context(
     pop_items = read_items(popular, "popular", cols) if popular is not None else None
     if pop_items is not None:
         parts.append(pop_items)
+    g_name, g_ids, g_labels = (
+        read_item_groups(item_groups, cols) if item_groups is not None else ("", None, None)
+    )
+    if g_ids is not None:
+        parts.append(g_ids)
     f_ids = f_unit = f_cats = None
     if item_features is not None:
         f_ids, f_unit, f_cats = _features(item_features, cols)
@@ -235,6 +306,7 @@ def build_context(
         cat = None if cat is None else as_str(cat)
         pop_items = None if pop_items is None else as_str(pop_items)
         f_ids = None if f_ids is None else as_str(f_ids)
+        g_ids = None if g_ids is None else as_str(g_ids)
     if parts and any(len(p) for p in parts):
         distinct = pd.unique(np.concatenate(parts))  # a hash pass, then sort the few
         ids = (
@@ -288,4 +360,6 @@ def build_context(
             ctx.features = matrix
         else:
             ctx.categories = matrix
+    if g_ids is not None and g_labels is not None:
+        ctx.groups = ItemGroups.of(g_name, ctx.index_of(g_ids), g_labels, n + 1)
     return ctx

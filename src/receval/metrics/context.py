@@ -19,7 +19,7 @@ import pandas as pd
 
 from receval.ids import as_str, distinct
 
-__all__ = ["ItemContext", "TrainPairs", "positions"]
+__all__ = ["ItemContext", "ItemGroups", "TrainPairs", "positions"]
 
 
 def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -87,6 +87,68 @@ class TrainPairs:
         return int(np.count_nonzero((pos >= 0) & (self.keys[at] == keys)))
 
 
+@dataclass(frozen=True)
+class ItemGroups:
+    """Which groups each item belongs to (``item_groups=``; an item may be in
+    several), indexed like the context's arrays.
+
+    Attributes:
+        name: the grouping's name (the group column of the table).
+        labels: the groups, sorted (the table's values).
+        offsets: ``(n + 2,)``: the groups of context index ``i`` are
+            ``members[offsets[i]:offsets[i + 1]]`` (the unknown slot has none).
+        members: group positions (into ``labels``), ascending within an item.
+
+    >>> g = ItemGroups.of("genre", np.array([0, 0, 2]), np.array(["a", "b", "a"]), 3)
+    >>> g.labels.tolist(), g.sizes.tolist(), g.count.tolist()
+    (['a', 'b'], [2, 1], [2, 0, 1])
+    """
+
+    name: str
+    labels: np.ndarray
+    offsets: np.ndarray
+    members: np.ndarray
+
+    @classmethod
+    def of(cls, name: str, index: np.ndarray, groups: np.ndarray, slots: int) -> ItemGroups:
+        """From (context index, group label) pairs; ``slots``: the context's
+        number of indexes, the unknown one included."""
+        codes, labels = pd.factorize(groups, sort=True)
+        keys = distinct(index.astype(np.int64) * max(len(labels), 1) + codes)
+        width = max(len(labels), 1)
+        item, member = keys // width, keys % width
+        offsets = np.zeros(slots + 1, dtype=np.int64)
+        np.cumsum(np.bincount(item, minlength=slots), out=offsets[1:])
+        return cls(str(name), np.asarray(labels), offsets, member.astype(np.int64))
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.labels)
+
+    @property
+    def count(self) -> np.ndarray:
+        """Per context index, its number of groups."""
+        return np.diff(self.offsets)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Per group, its number of items."""
+        return np.bincount(self.members, minlength=self.n_groups)
+
+    def expand(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For context indexes, one entry per (position in ``index``, group of
+        that item): the positions and the groups, in the order of ``index``."""
+        starts, ends = self.offsets[index], self.offsets[index + 1]
+        lengths = ends - starts
+        at = np.repeat(np.arange(len(index), dtype=np.int64), lengths)
+        total = int(lengths.sum())
+        shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        return at, self.members[shift + np.arange(total, dtype=np.int64)]
+
+    def label(self, g: int) -> str:
+        return str(self.labels[g])
+
+
 @dataclass
 class ItemContext:
     """Item-side arrays indexed by a context index (the last slot = unknown item).
@@ -107,6 +169,7 @@ class ItemContext:
         features: ``(n + 1, d)`` float64 unit vectors (zero row = no features),
             or None.
         categories: ``(n + 1, c)`` float64 0/1 matrix of item categories, or None.
+        groups: the item groups (``item_groups=``), or None.
     """
 
     item_ids: np.ndarray
@@ -119,6 +182,7 @@ class ItemContext:
     popular_given: np.ndarray | None = None
     features: np.ndarray | None = None
     categories: np.ndarray | None = None
+    groups: ItemGroups | None = None
     _cache: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -131,6 +195,24 @@ class ItemContext:
         idx = positions(self.item_ids, items)
         idx[idx < 0] = self.unknown
         return idx
+
+    def history(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The training items of each of ``users`` (ids): ``(offsets, items)``,
+        user ``j``'s context indexes ``items[offsets[j]:offsets[j + 1]]``,
+        ascending; no items for a user not in the training data."""
+        pairs = self.train_pairs
+        if pairs is None:  # pragma: no cover - metrics needing it require train=
+            raise ValueError("no training pairs")
+        pos = positions(pairs.users, users)
+        lo = np.searchsorted(pairs.keys, pos * pairs.width)
+        hi = np.searchsorted(pairs.keys, (pos + 1) * pairs.width)
+        hi[pos < 0] = lo[pos < 0]
+        lengths = hi - lo
+        offsets = np.zeros(len(users) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        shift = np.repeat(lo - offsets[:-1], lengths)
+        keys = pairs.keys[shift + np.arange(offsets[-1], dtype=np.int64)]
+        return offsets, keys % pairs.width
 
     def short_head(self, share: float) -> np.ndarray:
         """Per index: is the item among the most popular training items that

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from receval.metrics.kernels import beyond as B
+from receval.metrics.kernels import groups as G
 from receval.metrics.kernels import ranking as K
 from receval.metrics.kernels import rating as RK
 from receval.metrics.kernels.batch import Batch
@@ -41,6 +42,8 @@ class ParamDef:
     #: the name of a statistic of the data that a given value may not be below
     #: (``"max_grade"``: the largest grade of the truth); None: no such bound.
     at_least: str | None = None
+    #: text kept as given (a group name), not lower-cased
+    keep_case: bool = False
 
     def convert(self, raw: Any) -> Any:
         """Turn a raw value (a string from a metric name, or a Python value) into
@@ -67,7 +70,7 @@ class ParamDef:
             except ValueError:
                 raise ValueError("expected an integer") from None
         else:
-            value = str(raw).strip().lower()
+            value = str(raw).strip() if self.keep_case else str(raw).strip().lower()
         if self.choices is not None and value not in self.choices:
             raise ValueError("expected one of " + ", ".join(self.choices))
         if self.check is not None and not self.check(value):
@@ -90,6 +93,7 @@ REQUIREMENTS: Mapping[str, str] = MappingProxyType(
         "catalog": "the item catalog (catalog=, or train=)",
         "item_features": "item features (item_features=)",
         "popular": "a popular-item set (popular=, or train=)",
+        "item_groups": "item groups (item_groups=)",
         "ratings": "predicted ratings (explicit-feedback input)",
         "cutoff": "a cut-off @k",
         "positive_grades": "every grade > 0 whatever the threshold (engine data)",
@@ -124,6 +128,13 @@ class MetricDef:
       (``precision[denominator=recommended]`` needs ratings input; ERR's
       ``max_grade`` may not be below the largest grade of the truth).
     * ``by_user``: the per-user kernel of a rating metric.
+    * ``reads_history``: the kernel reads each user's training items
+      (``Batch.history``).
+    * ``of_item_groups``: an aggregate whose kernel takes the item-group
+      tallies (:class:`~receval.metrics.kernels.groups.GroupCounts`), not the
+      item counts.
+    * ``per_item_group``: an aggregate that also has a value within each item
+      group (a column of ``Result.item_groups``).
     """
 
     name: str
@@ -143,6 +154,9 @@ class MetricDef:
     needs_truth: bool = True
     needs_cutoff: bool = False
     by_user: Callable[..., np.ndarray] | None = None
+    reads_history: bool = False
+    of_item_groups: bool = False
+    per_item_group: bool = False
     param_map: Mapping[str, ParamDef] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -530,6 +544,7 @@ _DEFS += (
         kind="aggregate",
         needs=("catalog",),
         undefined=_AGGREGATE,
+        per_item_group=True,
     ),
     MetricDef(
         name="prediction_coverage",
@@ -540,6 +555,7 @@ _DEFS += (
         kind="aggregate",
         needs=("catalog",),
         undefined=_AGGREGATE,
+        per_item_group=True,
     ),
     MetricDef(
         name="gini",
@@ -553,6 +569,7 @@ _DEFS += (
         higher_is_better=False,
         needs=("catalog",),
         undefined=_AGGREGATE,
+        per_item_group=True,
     ),
     MetricDef(
         name="entropy",
@@ -564,6 +581,7 @@ _DEFS += (
         kind="aggregate",
         bounds=(0.0, math.inf),
         undefined=_AGGREGATE,
+        per_item_group=True,
     ),
     MetricDef(
         name="personalization",
@@ -575,6 +593,166 @@ _DEFS += (
         kind="aggregate",
         needs_cutoff=True,
         undefined=_AGGREGATE + "; NaN with fewer than 2 users; needs a cut-off @k",
+    ),
+)
+
+# Item groups (item_groups=): exposure, parity, calibration (docs/groups.md).
+_GROUP_AGGREGATE = (
+    "one value over the top-k lists of the users evaluated; no per-user value; groups "
+    "whose P has a zero denominator are left out"
+)
+_ATTENTION = (
+    ParamDef(
+        "discount",
+        str,
+        "log",
+        "attention a user gives rank r: 1 / log2(r + 1) (log, DCG's), 1 / log2(max(r, 2)) "
+        "(trec, TREC Fair Ranking's), patience^(r − 1) (geometric, RBP's) or 1 (none)",
+        choices=("log", "trec", "geometric", "none"),
+    ),
+    ParamDef(
+        "patience",
+        float,
+        0.5,
+        "the geometric discount's probability of looking at the next rank",
+        check=lambda x: 0 < x < 1,
+        check_text="a number in (0, 1)",
+    ),
+)
+
+_DEFS += (
+    MetricDef(
+        name="rsp",
+        needs_truth=False,
+        aliases=("ranking_statistical_parity",),
+        description="ranking-based statistical parity across item groups (0: parity)",
+        formula="std / mean over groups g of P(g) = top-k slots holding an item of g / "
+        "Σ_u |items of g not in u's train| (Zhu, Wang & Caverlee 2020)",
+        kernel=G.rsp,
+        kind="aggregate",
+        of_item_groups=True,
+        higher_is_better=False,
+        bounds=(0.0, math.inf),
+        needs=("item_groups",),
+        needs_cutoff=True,
+        params=(
+            ParamDef(
+                "exclude_train",
+                bool,
+                True,
+                "leave each user's training items out of the denominator (the paper's "
+                "definition; needs train=)",
+                needs=((True, "train"),),
+            ),
+        ),
+        undefined=_GROUP_AGGREGATE,
+        notes="Population standard deviation. An item in several groups counts in each.",
+    ),
+    MetricDef(
+        name="reo",
+        aliases=("ranking_equal_opportunity",),
+        description="ranking-based equal opportunity across item groups (0: parity)",
+        formula="std / mean over groups g of P(g) = top-k slots holding a relevant item of g "
+        "/ (user, relevant item of g) pairs (Zhu, Wang & Caverlee 2020)",
+        kernel=G.reo,
+        kind="aggregate",
+        of_item_groups=True,
+        higher_is_better=False,
+        bounds=(0.0, math.inf),
+        needs=("item_groups",),
+        needs_cutoff=True,
+        undefined=_GROUP_AGGREGATE,
+        notes="Population standard deviation. Relevant pairs come from the truth of the "
+        "users evaluated, whatever relevant_from says.",
+    ),
+    MetricDef(
+        name="exposure",
+        needs_truth=False,
+        aliases=("exposure_share",),
+        description="share of position-discounted attention that one item group gets",
+        formula="Σ_{top-k slots holding an item of g} a(r) / Σ_{all top-k slots} a(r), "
+        "a(r) = 1/log2(r + 1) by default (Singh & Joachims 2018)",
+        kernel=G.exposure,
+        kind="aggregate",
+        of_item_groups=True,
+        needs=("item_groups",),
+        needs_cutoff=True,
+        params=(
+            ParamDef(
+                "group",
+                str,
+                None,
+                "the item group (its name as in item_groups; required)",
+                keep_case=True,
+            ),
+            *_ATTENTION,
+        ),
+        undefined=_AGGREGATE + "; NaN when no slot is filled",
+        notes="Every group's share is in Result.item_groups. An item in several groups "
+        "gives its slot's attention to each.",
+    ),
+    MetricDef(
+        name="awrf",
+        needs_truth=False,
+        aliases=("attention_weighted_rank_fairness",),
+        description="attention-weighted rank fairness: how close a list's spread of "
+        "attention over the item groups is to a target (1: equal)",
+        formula="1 − JSD(ε, t): ε_g ∝ Σ_r a(r) m(i_r, g) over the top-k, m = 1 / (groups "
+        "of the item); t uniform or the catalog's; JSD in bits (Sapiezynski et al. 2019; "
+        "TREC Fair Ranking 2021-22)",
+        kernel=G.awrf,
+        needs=("item_groups",),
+        params=(
+            *_ATTENTION,
+            ParamDef(
+                "target",
+                str,
+                "uniform",
+                "the fair distribution: every group alike (uniform) or the groups' share of "
+                "the catalog's items (catalog)",
+                choices=("uniform", "catalog"),
+                needs=(("catalog", "catalog"),),
+            ),
+            ParamDef(
+                "base",
+                str,
+                "2",
+                "logarithm of the divergence: 2 (bits; AWRF in [0, 1]) or e (nats; TREC Fair "
+                "Ranking's numbers, in [1 − ln 2, 1])",
+                choices=("2", "e"),
+            ),
+        ),
+        undefined="lists without an item in a group (NaN); users the user policies leave out "
+        "are left out here too (a user they score 0 keeps the value of its list)",
+        notes="Items in no group are left out of ε. TREC Fair Ranking 2022: "
+        "awrf[discount=trec,base=e] with its own per-topic target.",
+    ),
+    MetricDef(
+        name="miscalibration",
+        aliases=("calibration", "c_kl"),
+        needs_truth=False,
+        description="how far the item groups of a list are from those of the user's history",
+        formula="Σ_g p(g|u) ln(p(g|u) / ((1 − α) q(g|u) + α p(g|u))); p: history, q: top-k "
+        "(Steck 2018)",
+        kernel=G.miscalibration,
+        reads_history=True,
+        higher_is_better=False,
+        bounds=(0.0, math.inf),
+        needs=("train", "item_groups"),
+        params=(
+            ParamDef(
+                "alpha",
+                float,
+                0.01,
+                "weight of p in the smoothed q, so that a group of the history missing from "
+                "the list costs a finite amount",
+                check=lambda x: 0 < x <= 1,
+                check_text="a number in (0, 1]",
+            ),
+        ),
+        undefined="users without a grouped item in their training history (NaN, counted)",
+        notes="p(g|i) = 1 / (number of groups of i). Items in no group are left out of both "
+        "means; a list without a grouped item gives q = 0.",
     ),
 )
 

@@ -207,6 +207,9 @@ class Batch:
         slots: :class:`Cells` of the positions that hold an item (value 1),
             only when ranks are positions (``rank="position"``), whose gaps
             are empty positions; None: positions 1..n all hold an item.
+        history: ``(offsets, items)`` or None: each user's training items as
+            context indexes, user ``u``'s ``items[offsets[u]:offsets[u + 1]]``;
+            only built for metrics that read the history (miscalibration).
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -229,6 +232,7 @@ class Batch:
     positive_hits: Cells | None = None
     positive_ideal_cells: Cells | None = None
     slots: Cells | None = None
+    history: tuple[np.ndarray, np.ndarray] | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property

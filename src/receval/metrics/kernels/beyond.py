@@ -29,11 +29,12 @@ __all__ = [
     "personalization",
     "prediction_coverage",
     "serendipity",
+    "top_of",
     "user_coverage",
 ]
 
 
-def _top(b: Batch, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def top_of(b: Batch, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Context index matrix cut at k, the mask of the positions holding an
     item, their count."""
     assert b.item_index is not None and b.items is not None
@@ -58,7 +59,7 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
 
     pop(i) is the number of distinct training users with item i (1 if never seen).
     """
-    idx, valid, c = _top(b, k)
+    idx, valid, c = top_of(b, k)
     ctx = b.items
     assert ctx is not None
     # + 0.0 turns the -0.0 of an item every training user has into 0.0 (same other bits)
@@ -68,7 +69,7 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
 
 def arp(b: Batch, k: int | None) -> np.ndarray:
     """Average recommendation popularity: mean pop(i) over the top-k items; NaN if empty."""
-    idx, valid, c = _top(b, k)
+    idx, valid, c = top_of(b, k)
     assert b.items is not None
     return _mean_over_list(b.items.pop[idx], valid, c)
 
@@ -76,7 +77,7 @@ def arp(b: Batch, k: int | None) -> np.ndarray:
 def long_tail(b: Batch, k: int | None, *, head: float = 0.8) -> np.ndarray:
     """Share of the top-k items outside the short head: the most popular training
     items that together hold ``head`` (80%) of the training interactions."""
-    idx, valid, c = _top(b, k)
+    idx, valid, c = top_of(b, k)
     assert b.items is not None
     tail = ~b.items.short_head(head)
     return _mean_over_list(tail[idx].astype(np.float64), valid, c)
@@ -85,7 +86,7 @@ def long_tail(b: Batch, k: int | None, *, head: float = 0.8) -> np.ndarray:
 def serendipity(b: Batch, k: int | None, *, top: float = 0.1) -> np.ndarray:
     """|top-k ∩ (relevant \\ popular)| / k; popular = the given set, or the ``top``
     share of catalog items by popularity. Without k, divides by the list length."""
-    idx, valid, _ = _top(b, k)
+    idx, valid, _ = top_of(b, k)
     assert b.items is not None
     unexpected = ~b.items.popular(top)[idx]
     hits = np.cumsum(valid & unexpected & b.relevant()[:, : idx.shape[1]], axis=1)[:, -1]
@@ -103,7 +104,7 @@ def ild(b: Batch, k: int | None) -> np.ndarray:
     Cosine uses Σ_{i≠j} v_i·v_j = |Σ v_i|² − Σ |v_i|² for unit vectors, so it
     costs O(k·d) per user, not O(k²·d).
     """
-    idx, valid, _ = _top(b, k)
+    idx, valid, _ = top_of(b, k)
     ctx = b.items
     assert ctx is not None
     out = np.full(b.size, np.nan)
@@ -164,6 +165,7 @@ class Exposure:
         n_catalog: the catalog's size.
         n_users: users whose lists were counted.
         k: the cut-off (None: whole lists).
+        ids: the items of ``counts``, or None.
     """
 
     counts: np.ndarray
@@ -171,6 +173,7 @@ class Exposure:
     n_catalog: int
     n_users: int
     k: int | None
+    ids: np.ndarray | None = None
 
 
 def coverage(e: Exposure) -> float:
