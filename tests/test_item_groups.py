@@ -289,3 +289,83 @@ def test_every_door_gives_the_same_item_group_numbers(door: Any, tmp_path: Path)
         assert ((a == b) | (np.isnan(a) & np.isnan(b))).all(), m
     np.testing.assert_array_equal(table.to_numpy(float), want_table.to_numpy(float))
     assert list(table.index) == list(want_table.index)
+
+
+def test_compare_and_report_take_item_and_user_groups_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """`receval compare` and `receval report` with --item-groups and
+    --user-groups: the numbers are those of the Python calls."""
+    pd.DataFrame(
+        [(u, i, r) for u, items in RECS.items() for r, i in enumerate(items, 1)],
+        columns=["user", "item", "rank"],
+    ).to_csv(tmp_path / "a.csv", index=False)
+    other = {1: [13, 14], 2: [10, 11], 3: [11, 12]}
+    pd.DataFrame(
+        [(u, i, r) for u, items in other.items() for r, i in enumerate(items, 1)],
+        columns=["user", "item", "rank"],
+    ).to_csv(tmp_path / "b.csv", index=False)
+    pd.DataFrame(
+        [(u, i) for u, its in TRUTH.items() for i in its], columns=["user", "item"]
+    ).to_csv(tmp_path / "truth.csv", index=False)
+    pd.DataFrame(
+        [(u, i) for u, its in TRAIN.items() for i in its], columns=["user", "item"]
+    ).to_csv(tmp_path / "train.csv", index=False)
+    pd.DataFrame(
+        [(i, g) for i, gs in GROUPS.items() for g in ([gs] if isinstance(gs, str) else gs)],
+        columns=["item", "genre"],
+    ).to_csv(tmp_path / "groups.csv", index=False)
+    pd.DataFrame({"user": [1, 2, 3], "seg": ["x", "x", "y"]}).to_csv(
+        tmp_path / "segments.csv", index=False
+    )
+    common = ["-m", "awrf@2", "-m", "rsp@2", "--train", "train.csv", "--item-groups", "groups.csv"]
+    common += ["--user-groups", "segments.csv", "--n-resamples", "200"]
+    base = [sys.executable, "-m", "receval"]
+    done = subprocess.run(
+        [*base, "compare", "truth.csv", "a.csv", "b.csv", *common, "-o", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    want = receval.compare(
+        {"a": RECS, "b": other},
+        TRUTH,
+        ["awrf@2", "rsp@2"],
+        train=TRAIN,
+        item_groups=GROUPS,
+        user_groups={1: "x", 2: "x", 3: "y"},
+        n_resamples=200,
+    )
+    for s in ("a", "b"):
+        for m in ("awrf@2", "rsp@2"):
+            assert found["metrics"][m]["systems"][s]["mean"] == want.table.loc[(m, s), "mean"]
+        table = found["evaluations"][s]["item_groups"]
+        assert [r["group"] for r in table] == ["pop", "tail"]
+        assert [r["exposure@2"] for r in table] == want.results[s].item_groups[
+            "exposure@2"
+        ].tolist()
+    assert [(g["grouping"], g["group"]) for g in found["by_group"]] == [("seg", "x"), ("seg", "y")]
+    text = subprocess.run(
+        [*base, "compare", "truth.csv", "a.csv", "b.csv", *common],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert text.returncode == 0 and "seg = x (2 users):" in text.stdout, text.stderr
+    rep = subprocess.run(
+        [*base, "report", "truth.csv", "a.csv", "b.csv", *common, "-q", "--out", "r.html"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "id='item-groups'" in html and "id='user-groups'" in html

@@ -17,7 +17,7 @@ import pytest
 import receval
 from receval.analysis.compare import compare
 from receval.analysis.formatting import fmt_p, fmt_value
-from receval.analysis.report import Report, report
+from receval.analysis.report import Report, report, svg
 from receval.analysis.report.data import popularity_deciles, top_k_items
 from receval.analysis.report.svg import bar_chart, box_plot, line_chart
 from receval.errors import ReceValError
@@ -66,7 +66,16 @@ def rep(tmp_path_factory: pytest.TempPathFactory) -> Report:
         n_resamples=500,
         title="Test report",
         user_groups={u: "early" if u < N_USERS // 2 else "late" for u in range(N_USERS)},
+        item_groups=ITEM_GROUPS,
     )
+
+
+#: item groups by popularity rank of the id (the world's popularity falls with the id);
+#: multiples of 7 are also in "seven"
+ITEM_GROUPS = {
+    i: ["head" if i < 10 else "torso" if i < 30 else "tail"] + (["seven"] if i % 7 == 0 else [])
+    for i in range(N_ITEMS)
+}
 
 
 def test_report_is_self_contained(rep: Report) -> None:
@@ -94,6 +103,7 @@ def test_report_content(rep: Report) -> None:
         "group-group-ndcg@10",
         "group-group-recall@5",
         "group-group-coverage@10",
+        "item-exposure",
     ]
     assert rep.max_k == 10
     html = rep.html
@@ -140,6 +150,27 @@ def test_groups_section(rep: Report) -> None:
         ci="bca",
     )
     pd.testing.assert_frame_equal(cmp.by_group[("group", "early")].table, alone.table)
+
+
+def test_item_groups_section(rep: Report) -> None:
+    """The section by item group draws each system's Result.item_groups: its
+    bars are the groups' exposure and catalog shares, its table every column."""
+    section = rep.html.split("id='item-groups'")[1].split("</section>")[0]
+    for s in rep.comparison.systems:
+        table = rep.comparison.results[s].item_groups
+        assert table is not None and list(table.index.get_level_values(1)) == [
+            "head",
+            "seven",
+            "tail",
+            "torso",
+        ]
+        for (_, label), value in table["exposure@10"].items():
+            assert f"{htmllib.escape(s)} · {label}: {svg._label(value)}</title>" in section
+    first = rep.comparison.results["random"].item_groups
+    for (_, label), value in first["catalog_share"].items():
+        assert f"catalog share · {label}: {svg._label(value)}</title>" in section
+    assert section.count("<tr><td class='name'>") == 4
+    assert "exposure@10 · a" in section and "coverage@10 · c" in section
 
 
 def test_curves_are_evaluate_at_each_k(rep: Report) -> None:
@@ -464,6 +495,7 @@ def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> Non
         "Popularity bias and coverage",
         "By user group",
         "group = early (40 users)",
+        "By item group",
         "How these numbers were produced",
     ):
         assert key in text, key

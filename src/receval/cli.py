@@ -519,6 +519,21 @@ def _items(
     return extra
 
 
+def _groups_of(
+    extra: dict[str, Any],
+    user_groups: str | None,
+    item_groups: Path | None,
+    sep: str | None,
+    cols: Any,
+    quiet: bool,
+) -> None:
+    """--user-groups and --item-groups into the evaluation's keywords."""
+    if user_groups is not None:
+        extra["user_groups"] = _user_groups(user_groups, sep, cols, quiet)
+    if item_groups is not None:
+        extra["item_groups"] = _read(item_groups, "items", Format.auto, sep, cols, quiet)[0]
+
+
 def _user_groups(value: str, sep: str | None, cols: Any, quiet: bool) -> Any:
     """--user-groups: a built-in grouping's name, or its file read as a table."""
     from receval.evaluation.groups import BUILT_IN
@@ -656,10 +671,7 @@ def evaluate(
         recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
         truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
     extra = _items(train, catalog, item_features, popular, sep, cols, quiet)
-    if user_groups is not None:
-        extra["user_groups"] = _user_groups(user_groups, sep, cols, quiet)
-    if item_groups is not None:
-        extra["item_groups"] = _read(item_groups, "items", Format.auto, sep, cols, quiet)[0]
+    _groups_of(extra, user_groups, item_groups, sep, cols, quiet)
     removed = None
     if remove_seen:
         recs_table, removed = _remove_seen(recs_table, extra.get("train"), str(recs), quiet)
@@ -1134,6 +1146,8 @@ def compare(
     item_features: ItemFeatures = None,
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
+    user_groups: UserGroups = None,
+    item_groups: ItemGroups = None,
     quiet: Quiet = False,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
@@ -1152,6 +1166,7 @@ def compare(
         quiet,
     )
     settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
+    _groups_of(extra, user_groups, item_groups, sep, _cols(options), quiet)
     with _status("comparing", quiet):
         result = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
@@ -1192,6 +1207,7 @@ def report(
     popular: Popular = None,
     remove_seen: RemoveSeen = False,
     user_groups: UserGroups = None,
+    item_groups: ItemGroups = None,
     quiet: Quiet = False,
 ) -> None:
     """Write a self-contained HTML report of one or more systems."""
@@ -1207,6 +1223,7 @@ def report(
         catalog=catalog,
         item_features=item_features,
         popular=popular,
+        item_groups=item_groups,
     )
     truth_table, tables, extra, locate = _runs_and_items(
         truth,
@@ -1228,8 +1245,7 @@ def report(
         )
     # everything is computed first; the files are written only at the end, each whole
     settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
-    if user_groups is not None:
-        extra["user_groups"] = _user_groups(user_groups, sep, _cols(options), quiet)
+    _groups_of(extra, user_groups, item_groups, sep, _cols(options), quiet)
     with _status("computing the report", quiet):
         rep = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
     with _status("writing the report", quiet):

@@ -281,6 +281,20 @@ class Comparison:
                     for s, row in self.missing.to_dict(orient="index").items()
                 },
                 "evaluations": {s: r.to_dict() for s, r in self.results.items()},
+                **(
+                    {
+                        "by_group": [
+                            {
+                                "grouping": g,
+                                "group": v,
+                                "metrics": {m: sub._metric_dict(m) for m in sub.metrics},
+                            }
+                            for (g, v), sub in self.by_group.items()
+                        ]
+                    }
+                    if self.by_group
+                    else {}
+                ),
                 "version": self.version,
             }
         )
@@ -474,6 +488,17 @@ class Comparison:
         return lines
 
     def __str__(self) -> str:
+        out = self._table_lines()
+        out += ["", self.footnote()]
+        out += [line for line in self._missing_lines() if line.startswith("- ")]
+        for (g, v), sub in (self.by_group or {}).items():
+            users = sub.results[sub.systems[0]].counts.get("users_evaluated", "?")
+            out += ["", f"{g} = {v} ({users} users):", *sub._table_lines()]
+        if self.by_group:
+            out += ["", "Each group is compared alone: its own tests and correction."]
+        return "\n".join(out)
+
+    def _table_lines(self) -> list[str]:
         rows = [["", "system", *self.metrics]]
         for name in self.systems:
             cells = self._cells(name, 4, superscript, None)
@@ -489,9 +514,7 @@ class Comparison:
             )
             if j == 0:
                 out.append("-" * len(out[0]))
-        out += ["", self.footnote()]
-        out += [line for line in self._missing_lines() if line.startswith("- ")]
-        return "\n".join(out)
+        return out
 
     def __repr__(self) -> str:
         return f"Comparison(systems={self.systems!r}, metrics={self.metrics!r})"

@@ -60,7 +60,7 @@ _DEFAULTS: Mapping[str, Any] = {
 }
 
 #: The keyword arguments of ``evaluate`` that are inputs, not options.
-INPUTS = ("train", "catalog", "item_features", "popular", "progress")
+INPUTS = ("train", "catalog", "item_features", "popular", "item_groups", "progress")
 
 _COLUMNS = (
     "user_col",

@@ -26,7 +26,7 @@ from receval.errors import ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.write import atomic_write_text, make_folder
-from receval.metrics.spec import MetricSpec, parse_metrics
+from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
 
 __all__ = ["Report", "report"]
 
@@ -219,7 +219,10 @@ def report(
             comparison's steps too). Default: silent. ``user_groups=`` (as
             for :func:`receval.evaluate`) adds a section "By user group": each
             system's value in each group (bars) and one leaderboard per group
-            (:attr:`Comparison.by_group`).
+            (:attr:`Comparison.by_group`). ``item_groups=`` adds a section "By
+            item group": each group's share of the top-k attention per system
+            against its share of the catalog, and each group's numbers
+            (``Result.item_groups``).
 
     Returns:
         A :class:`Report` (``.html``, the data behind the charts, the PNG paths,
@@ -287,6 +290,7 @@ def report(
         "distributions": _distribution_figures(cmp),
         "bias": _bias_figures(popularity, coverage, cmp.systems, max_k),
         "groups": _group_figures(cmp),
+        "item_groups": _item_group_figures(cmp),
     }
     html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance))
     rep = Report(
@@ -590,6 +594,80 @@ def _group_figures(cmp: Comparison) -> list[_Figure]:
     return out
 
 
+def _item_group_tables(cmp: Comparison) -> dict[str, pd.DataFrame] | None:
+    """Each system's ``Result.item_groups``, when every system has one."""
+    tables = {s: cmp.results[s].item_groups for s in cmp.systems}
+    if any(t is None for t in tables.values()):
+        return None
+    return tables  # type: ignore[return-value]
+
+
+def _item_group_figures(cmp: Comparison) -> list[_Figure]:
+    """Each item group's share of the top-k attention of each system, next to
+    its share of the catalog (bars)."""
+    tables = _item_group_tables(cmp)
+    if tables is None:
+        return []
+    first = tables[cmp.systems[0]]
+    column = next(c for c in first.columns if c.startswith("exposure@"))
+    grouping = str(first.index[0][0]) if len(first) else "group"
+    labels = [str(v) for _, v in first.index]
+    series: dict[str, list[float]] = {}
+    if first["catalog_share"].notna().any():
+        series["catalog share"] = first["catalog_share"].tolist()
+    for s in cmp.systems:
+        series[s] = tables[s][column].tolist()
+    return [
+        _figure(
+            "item-exposure",
+            svg.bar_chart(
+                "item-exposure",
+                f"Exposure by {grouping} ({column})",
+                labels,
+                series,
+                xlabel=grouping,
+                ylabel="share",
+            ),
+            f"{column}: each item group's share of the attention of all top-k slots (rank r "
+            "weighs 1 / log2(r + 1); an item in several groups counts in each), next to the "
+            "group's share of the catalog's items.",
+        )
+    ]
+
+
+def _item_groups(cmp: Comparison, figures: Sequence[_Figure]) -> str:
+    """The section by item group: the chart, then each group's numbers per system."""
+    tables = _item_group_tables(cmp)
+    assert tables is not None
+    first = tables[cmp.systems[0]]
+    columns = [c for c in first.columns if c not in ("items", "catalog_share")]
+    head = "<th class='name'>group</th><th>items</th><th>catalog share</th>" + "".join(
+        f"<th>{escape(c)} · {escape(cmp.letters[s])}</th>" for c in columns for s in cmp.systems
+    )
+    rows = []
+    for key in first.index:
+        cells = "".join(
+            f"<td>{fmt_value(tables[s].loc[key, c])}</td>" for c in columns for s in cmp.systems
+        )
+        rows.append(
+            f"<tr><td class='name'>{escape(str(key[1]))}</td><td>{int(first.loc[key, 'items'])}"
+            f"</td><td>{fmt_value(first.loc[key, 'catalog_share'])}</td>{cells}</tr>"
+        )
+    calibration = [m for m in cmp.metrics if parse_metric(m).name == "miscalibration"]
+    note = (
+        "Columns: each system's value (by letter). The per-user distribution of "
+        + ", ".join(calibration)
+        + " is under 'Distribution of per-user values'."
+        if calibration
+        else "Columns: each system's value (by letter)."
+    )
+    return (
+        _grid(figures, "")
+        + f"<table class='item-groups'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}"
+        + f"</tbody></table><p class='note'>{escape(note)}</p>"
+    )
+
+
 def _groups(cmp: Comparison, figures: Sequence[_Figure]) -> str:
     """The section by user group: the charts, then one leaderboard per group."""
     assert cmp.by_group is not None
@@ -819,6 +897,10 @@ def _page(
         )
     if cmp.by_group:
         body.append(_section("user-groups", "By user group", _groups(cmp, figures["groups"])))
+    if figures.get("item_groups"):
+        body.append(
+            _section("item-groups", "By item group", _item_groups(cmp, figures["item_groups"]))
+        )
     body.append(_section("provenance", "How these numbers were produced", provenance))
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
