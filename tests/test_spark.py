@@ -92,6 +92,8 @@ def test_every_metric_bit_identical_whatever_the_partitions(spark: Any, seed: in
         assert res.parameters["partitions"] == parts
         _assert_identical(whole, res)
         assert res.parameters["engine"] == "spark"
+        # item groups (rsp, reo, exposure ... and Result.item_groups): integer tallies
+        pd.testing.assert_frame_equal(res.item_groups, whole.item_groups, check_exact=True)
 
 
 @pytest.mark.parametrize("convention", ["trec_eval", "rectools", "recbole"])
@@ -397,3 +399,46 @@ def test_rating_errors_do_not_depend_on_partitions(spark: Any) -> None:
         assert remote.value.reason == local.value.reason
     assert len(messages) == 1
     assert "row " not in messages.pop().split(":")[0]  # no partition row number
+
+
+def test_item_groups_on_spark(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item-group metrics and Result.item_groups on Spark (DataFrames, a Spark
+    item_groups= and the command line) are the in-process numbers, bit for bit."""
+    from receval.cli import main
+    from tests.test_every_door import _data, _write
+    from tests.test_item_groups import METRICS, _door_pandas, _groups
+
+    want_summary, want_users, want_table = _door_pandas(_data(), tmp_path)
+    d = _data()
+    res = receval.evaluate(
+        spark.createDataFrame(d["recs"]),
+        spark.createDataFrame(d["truth"]),
+        METRICS,
+        train=spark.createDataFrame(d["train"]),
+        catalog=d["catalog"],
+        item_groups=spark.createDataFrame(_groups()),
+    )
+    assert res.parameters["engine"] == "spark"
+    for m, v in want_summary.items():
+        assert res.summary[m] == v or (math.isnan(v) and math.isnan(res.summary[m])), m
+    pd.testing.assert_frame_equal(res.item_groups, want_table, check_exact=True)
+    got = res.per_user.sort_index()
+    for m in want_users:
+        a, b = want_users[m].to_numpy(), got[m].to_numpy()
+        assert ((a == b) | (np.isnan(a) & np.isnan(b))).all(), m
+    p = _write({**d, "groups": _groups()}, tmp_path, "csv")
+    args = ["evaluate", "--engine", "spark", str(p["recs"]), str(p["truth"])]
+    for m in METRICS:
+        args += ["-m", m]
+    args += ["--train", str(p["train"]), "--catalog", str(p["catalog"])]
+    args += ["--item-groups", str(p["groups"]), "--json", "-q"]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = json.loads(captured.out)
+    for m, v in want_summary.items():
+        got_v = out["metrics"][m]
+        assert (got_v is None and math.isnan(v)) or got_v == v, m
+    assert [r["exposure@5"] for r in out["item_groups"]] == want_table["exposure@5"].tolist()

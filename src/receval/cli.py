@@ -624,8 +624,6 @@ def evaluate(
     metrics = _metrics(metric, k)
     if engine is Engine.spark and user_groups is not None:
         raise ReceValError("--user-groups is not available with --engine spark yet")
-    if engine is Engine.spark and item_groups is not None:
-        raise ReceValError("--item-groups is not available with --engine spark yet")
     if engine is Engine.spark:
         _evaluate_spark(
             recs_path,
@@ -642,6 +640,7 @@ def evaluate(
                 "catalog": catalog,
                 "item_features": item_features,
                 "popular": popular,
+                "item_groups": item_groups,
             },
             remove_seen=remove_seen,
             quiet=quiet,
@@ -781,6 +780,10 @@ def _evaluate_spark(
             extra["item_features"] = frame.drop(
                 columns=[c for c in ("user", "relevance") if c in frame]
             )
+        if "item_groups" in paths:  # O(items): read here, as in-process
+            extra["item_groups"] = _read(
+                Path(paths["item_groups"]), "items", Format.auto, sep, cols, True
+            )[0]
     try:
         with _status("evaluating on Spark", quiet):
             result = run(recs_df, truth_df, metrics, options=options, **extra)

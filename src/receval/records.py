@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from receval.ids import as_str
 
-__all__ = ["Columns", "Pair", "RecsData", "TruthData", "as_strings"]
+__all__ = ["Columns", "Pair", "RecsData", "TruthData", "as_strings", "subset"]
 
 
 @dataclass(frozen=True)
@@ -117,3 +118,23 @@ def as_strings(data: RecsData | TruthData, users: bool, items: bool) -> None:
         data.users, data.empty_users = as_str(data.users), as_str(data.empty_users)
     if items:
         data.items = as_str(data.items)
+
+
+def subset(data: Any, keep: np.ndarray, keep_empty: np.ndarray) -> Any:
+    """``data`` (:class:`RecsData` or :class:`TruthData`) with only the rows
+    ``keep`` (a mask or row numbers, in order) and the users without rows
+    ``keep_empty``."""
+    import dataclasses
+
+    users = data.users[keep]
+    changes: dict[str, Any] = {
+        "users": users,
+        "items": data.items[keep],
+        "rows": len(users),
+        "empty_users": np.asarray(data.empty_users)[keep_empty],
+    }
+    for name in ("score", "rank", "recommended", "grades"):
+        value = getattr(data, name, None)
+        if isinstance(value, np.ndarray):
+            changes[name] = value[keep]
+    return dataclasses.replace(data, **changes)

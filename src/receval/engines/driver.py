@@ -22,16 +22,17 @@ import numpy as np
 import pandas as pd
 
 from receval import _malloc
+from receval._accel import NATIVE as _native
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.exact import ExactSum
-from receval.ids import as_str, distinct, kind, runs
-from receval.metrics.context import ItemContext, positions
+from receval.ids import as_str, distinct, kind, runs, sorted_runs
+from receval.metrics.context import ItemContext, TrainPairs, positions
 from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
-from receval.records import Pair, RecsData, TruthData, as_strings
+from receval.records import Pair, RecsData, TruthData, as_strings, subset
 
 __all__ = ["Combiner", "Outcome", "Part", "Plan", "evaluate_pair", "run", "run_pairs"]
 
@@ -55,6 +56,127 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     sums: list[ExactSum] = field(default_factory=list)
     item_groups: pd.DataFrame | None = None
+    #: with user groups (:class:`UserCells`): (grouping, group) -> the
+    #: :class:`Combiner` of that group's parts (its :meth:`Combiner.summary`
+    #: and :meth:`Combiner.outcome`), None when nobody of the group was evaluated
+    groups: dict[tuple[int, int], Any] | None = None
+    group_notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UserCells:
+    """The groups of users of one evaluation (``user_groups=``), as cells: the
+    users in the same group of every grouping share a cell, whose code holds
+    one digit per grouping (the group's position, or ``sizes[j]`` for none).
+
+    Each chunk of users is cut into its cells and each cell evaluated alone;
+    a group's outcome is its cells' parts combined, the whole one all parts
+    combined. Users of different cells are disjoint, so both are, bit for bit,
+    the evaluation of those users alone (the parts combine exactly).
+
+    Attributes:
+        ids: per grouping, the sorted distinct ids of the users it places.
+        groups: per grouping, the group of each of ``ids``.
+        default: per grouping, the group of users not in ``ids`` (a group
+            defined as "everybody else", e.g. the cold start), or -1: none.
+        sizes: per grouping, its number of groups.
+    """
+
+    ids: tuple[np.ndarray, ...]
+    groups: tuple[np.ndarray, ...]
+    default: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+    def codes(self, users: np.ndarray) -> np.ndarray:
+        """The cell code of each user."""
+        code = np.zeros(len(users), dtype=np.int64)
+        for ids, groups, default, size in zip(
+            self.ids, self.groups, self.default, self.sizes, strict=True
+        ):
+            pos = positions(ids, users) if len(ids) else np.full(len(users), -1, np.int64)
+            g = np.where(pos >= 0, groups[np.maximum(pos, 0)] if len(ids) else 0, default)
+            g[g < 0] = size
+            code = code * (size + 1) + g
+        return code
+
+    def group_of(self, code: int, j: int) -> int:
+        """The group of grouping ``j`` of a cell (-1: none)."""
+        for size in self.sizes[j + 1 :][::-1]:
+            code //= size + 1
+        g = int(code % (self.sizes[j] + 1))
+        return -1 if g == self.sizes[j] else g
+
+
+def _cell_rows(users: np.ndarray, cells: UserCells) -> dict[int, np.ndarray]:
+    """The rows of each cell among rows of ``users``, in row order.
+
+    Rows grouped by user (as chunks of sorted inputs are) are cut by runs: the
+    codes of the distinct users only, then each cell's row ranges; other rows
+    by a code per row."""
+    if not len(users):
+        return {}
+    found = sorted_runs(users) if users.dtype != object else None
+    if found is None:
+        codes, uniq = pd.factorize(users)
+        row_code = cells.codes(np.asarray(uniq, dtype=users.dtype))[codes]
+        return {int(c): np.flatnonzero(row_code == c) for c in distinct(row_code)}
+    uniq, lengths = found
+    if lengths is None:  # the compiled pass: each row's run, then the run lengths
+        at = np.empty(len(users), dtype=np.int64)
+        _native.codes(np.ascontiguousarray(users), uniq, at)
+        lengths = np.bincount(at, minlength=len(uniq))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    user_code = cells.codes(uniq)
+    out = {}
+    for c in distinct(user_code):
+        pick = np.flatnonzero(user_code == c)
+        n = lengths[pick]
+        shift = np.repeat(starts[pick] - (np.cumsum(n) - n), n)
+        out[int(c)] = shift + np.arange(int(n.sum()), dtype=np.int64)
+    return out
+
+
+def _cells_of(pair: Pair, cells: UserCells) -> list[tuple[int, Pair]]:
+    """A pair cut into the pairs of its cells (rows in their order)."""
+    recs, truth = pair.loaded()
+    parts = [
+        _cell_rows(np.asarray(x), cells)
+        for x in (recs.users, recs.empty_users, truth.users, truth.empty_users)
+    ]
+    found = sorted(set().union(*parts))
+    if len(found) == 1:
+        return [(found[0], pair)]
+    none = np.empty(0, dtype=np.int64)
+    out = []
+    for code in found:
+        r, re_, t, te = (p.get(code, none) for p in parts)
+        out.append(
+            (
+                code,
+                Pair(
+                    subset(recs, r, re_),
+                    subset(truth, t, te),
+                    lambda i, at=r: pair.recs_row(int(at[i])),
+                    lambda i, at=t: pair.truth_row(int(at[i])),
+                    len(r),
+                ),
+            )
+        )
+    return out
+
+
+def _evaluate_cells(
+    plan: Plan, pair: Pair, cells: UserCells
+) -> tuple[Part, list[tuple[int, Part]]]:
+    """The part of a pair, and the part of each of its cells: cut from the
+    pair's one evaluation (each user's values do not depend on the other
+    users), or — when a count cannot be cut by user (duplicates dropped) or a
+    note was made — each cell's rows evaluated alone."""
+    done = _evaluate(plan, pair)
+    whole = done.part(plan, None)
+    if not done.splittable():
+        return whole, [(code, evaluate_pair(plan, sub)) for code, sub in _cells_of(pair, cells)]
+    return whole, done.parts(plan, cells.codes(done.p.user_ids))
 
 
 class _ExposureCounter:
@@ -138,8 +260,9 @@ def _apply_policies(
     missing_recs: str,
     no_truth: str,
     needs_truth: np.ndarray,
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Set values of users without relevant items / without lists by policy; count them.
+) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, str]]]:
+    """Set values of users without relevant items / without lists by policy;
+    return who is evaluated and, per reason, its users and their policy.
 
     Groups: ``no_truth`` (a list, not in the truth: ``no_truth`` policy),
     ``no_relevant_items`` (in the truth, nothing relevant: ``empty_truth``),
@@ -165,8 +288,6 @@ def _apply_policies(
         "no_relevant_items": (no_rel & p.in_truth & ~lost, empty_truth),
         "no_recommendations": ((~no_rel & no_list) | lost, missing_recs),
     }
-    skipped = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
-    zero = {"no_truth": 0, "no_relevant_items": 0, "no_recommendations": 0}
     out = np.ones(len(p.user_ids), dtype=bool)
     what = {
         "no_truth": ("has recommendations but no truth", "no_truth"),
@@ -184,20 +305,10 @@ def _apply_policies(
         if policy == "skip":
             values[:, mask] = np.nan
             out &= ~mask
-            skipped[why] = int(mask.sum())
-        else:  # users without a list keep the values of an empty list (auc: NaN)
-            if why != "no_recommendations" and mask.any():
-                values[np.ix_(needs_truth, mask)] = 0.0
-            zero[why] = int(mask.sum())
-    counts = {
-        "users": len(p.user_ids),
-        "users_in_truth": int(p.in_truth.sum()),
-        "users_with_recommendations": int(p.has_recs.sum()),
-        "users_evaluated": int(out.sum()),
-        "users_skipped": skipped,
-        "users_scored_zero": zero,
-    }
-    return out, counts
+        elif why != "no_recommendations" and mask.any():
+            # users without a list keep the values of an empty list (auc: NaN)
+            values[np.ix_(needs_truth, mask)] = 0.0
+    return out, groups
 
 
 def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
@@ -239,11 +350,12 @@ def run(
     rank: str = "order",
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
+    cells: UserCells | None = None,
 ) -> Outcome:
     """Evaluate every chunk (a :class:`RecsData` and the table row of its first
     row) with the truth of its users, then the users of the truth no chunk
     held; merge in user order. ``progress`` is called with the recommendation
-    rows done after each chunk."""
+    rows done after each chunk; ``cells``: also each group's outcome."""
     notes: list[str] = []
     iterator: Iterator[tuple[RecsData, int]] = iter(chunks)
     first = next(iterator, None)
@@ -291,6 +403,7 @@ def run(
         rank=rank,
         items=items,
         progress=progress,
+        cells=cells,
     )
 
 
@@ -346,6 +459,213 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     counts, the item counts of aggregate metrics. Users of different pairs
     are disjoint, so parts :meth:`Combiner.add` up to the same outcome
     whatever the cut."""
+    return _evaluate(plan, pair).part(plan, None, keep_values)
+
+
+@dataclass
+class _Evaluated:
+    """One pair evaluated: what its :class:`Part` — or the part of any subset
+    of its users — is made of."""
+
+    p: Prepared
+    truth: TruthData
+    values: np.ndarray
+    evaluated: np.ndarray
+    policies: dict[str, tuple[np.ndarray, str]]
+    short: np.ndarray | None
+    train_pairs: TrainPairs | None = None
+    _per_user: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def part(self, plan: Plan, users: np.ndarray | None, keep_values: bool = True) -> Part:
+        """The part of the users of the mask ``users`` (None: every user), as
+        the evaluation of those users alone gives it (see :meth:`splittable`)."""
+        p, values = self.p, self.values
+        evaluated = self.evaluated if users is None else self.evaluated & users
+        aggregate = plan.aggregate
+        seen = _count_items(p, evaluated, {s.k for s in aggregate}) if aggregate else {}
+        tallies = _tally_groups(plan, p, self.truth, evaluated) if plan.group_ks else {}
+        mine = np.ones(len(p.user_ids), dtype=bool) if users is None else users
+        only = (
+            p.user_ids[mine & p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
+            p.user_ids[mine & p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
+        )
+        sums = [ExactSum.of(row[evaluated]) for row in values]
+        counts: dict[str, Any] = {}
+        for c in (self._row_counts(users), self._policy_counts(users)):
+            _add_counts(counts, c)
+        kept = None
+        if keep_values:
+            kept = (
+                (p.user_ids, values, self.evaluated)
+                if users is None
+                else (p.user_ids[users], values[:, users], self.evaluated[users])
+            )
+        return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)
+
+    def splittable(self) -> bool:
+        """Whether parts of subsets of users can be cut from this evaluation:
+        every count is one of users, and no note was made (a note may not hold
+        for a subset). Rows dropped as duplicates are not counted per user."""
+        p = self.p
+        if p.notes:
+            return False
+        return (
+            not p.counts.get("recommendation_rows_duplicate_dropped")
+            and not p.counts.get("truth_rows_duplicate_dropped")
+            and p.counts.get("recommendation_rows") == int(p.n.sum())
+            and p.counts.get("truth_rows") == len(self.truth.users)
+        )
+
+    def _row_counts(self, users: np.ndarray | None) -> dict[str, Any]:
+        p = self.p
+        if users is None:
+            return dict(p.counts)
+        per_user = self._per_user
+        if not per_user:  # once per pair, whatever the number of subsets
+            per_user.update(numpy_engine.per_user_counts(p))
+            per_user["truth_rows"] = self._truth_rows()
+            per_user["recommendations_seen_in_train"] = self._seen_in_train()
+            per_user["recommendation_rows"] = p.n
+        out: dict[str, Any] = {}
+        for key, value in p.counts.items():
+            if key == "lists_shorter_than_largest_k":
+                assert self.short is not None
+                out[key] = int((self.short & users).sum())
+            elif key in per_user:
+                out[key] = int(per_user[key][users].sum())
+            elif value:  # pragma: no cover - every count above is per user
+                raise AssertionError(f"{key} is not counted per user")
+            else:
+                out[key] = value
+        return out
+
+    def _truth_rows(self) -> np.ndarray:
+        p = self.p
+        if p.truth_user is not None:
+            return np.bincount(p.truth_user, minlength=len(p.user_ids))
+        at = positions(p.user_ids, np.asarray(self.truth.users))  # pragma: no cover
+        return np.bincount(at[at >= 0], minlength=len(p.user_ids))
+
+    def parts(self, plan: Plan, codes: np.ndarray) -> list[tuple[int, Part]]:
+        """The part of each cell (``codes``: each user's cell), as
+        :meth:`part` of each cell's mask gives it, computed for all cells at
+        once: users ordered by cell, counts by one bincount per count."""
+        p, values = self.p, self.values
+        found = distinct(codes)
+        cell = np.searchsorted(found, codes)
+        n = len(found)
+
+        def per_cell(x: np.ndarray) -> np.ndarray:
+            if x.dtype == bool:
+                return np.bincount(cell[x], minlength=n)
+            return np.bincount(cell, weights=x, minlength=n).astype(np.int64)
+
+        order = np.argsort(cell, kind="stable")
+        bounds = np.searchsorted(cell[order], np.arange(n + 1))
+        ids, vals, ev = p.user_ids[order], values[:, order], self.evaluated[order]
+        row_counts = self._row_counts_per_cell(per_cell)
+        mine = {
+            "users": np.bincount(cell, minlength=n),
+            "users_in_truth": per_cell(p.in_truth),
+            "users_with_recommendations": per_cell(p.has_recs),
+            "users_evaluated": per_cell(self.evaluated),
+        }
+        policies = {why: (per_cell(mask), policy) for why, (mask, policy) in self.policies.items()}
+        recs_only = (p.has_recs & ~p.in_truth)[order]
+        truth_only = (p.in_truth & ~p.has_recs)[order]
+        aggregate = plan.aggregate
+        out = []
+        for j, code in enumerate(found):
+            s = slice(bounds[j], bounds[j + 1])
+            evaluated = ev[s]
+            counts: dict[str, Any] = {key: int(c[j]) for key, c in row_counts.items()}
+            counts.update({key: int(c[j]) for key, c in mine.items()})
+            skipped = {why: int(c[j]) if pol == "skip" else 0 for why, (c, pol) in policies.items()}
+            zero = {why: 0 if pol == "skip" else int(c[j]) for why, (c, pol) in policies.items()}
+            counts["users_skipped"], counts["users_scored_zero"] = skipped, zero
+            counts = {  # the order of the counts of one part
+                **{k: counts[k] for k in p.counts},
+                **{k: counts[k] for k in counts if k not in p.counts},
+            }
+            users = cell == j if (aggregate or plan.group_ks) else None
+            everyone = self.evaluated & users if users is not None else None
+            seen = (
+                _count_items(p, everyone, {s.k for s in aggregate})
+                if aggregate and everyone is not None
+                else {}
+            )
+            tallies = (
+                _tally_groups(plan, p, self.truth, everyone)
+                if plan.group_ks and everyone is not None
+                else {}
+            )
+            block = vals[:, s]
+            sums = [ExactSum.of(row[evaluated]) for row in block]
+            only = (
+                ids[s][recs_only[s]][:_EXAMPLES].tolist(),
+                ids[s][truth_only[s]][:_EXAMPLES].tolist(),
+            )
+            part = Part(
+                (ids[s], block, evaluated),
+                int(evaluated.sum()),
+                sums,
+                counts,
+                list(p.notes),
+                seen,
+                only,
+                tallies,
+            )
+            out.append((int(code), part))
+        return out
+
+    def _row_counts_per_cell(self, per_cell: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+        p = self.p
+        per_user = self._per_user
+        if not per_user:
+            per_user.update(numpy_engine.per_user_counts(p))
+            per_user["truth_rows"] = self._truth_rows()
+            per_user["recommendations_seen_in_train"] = self._seen_in_train()
+            per_user["recommendation_rows"] = p.n
+            if self.short is not None:
+                per_user["lists_shorter_than_largest_k"] = self.short
+        out = {}
+        for key, value in p.counts.items():
+            if key in per_user:
+                out[key] = per_cell(per_user[key])
+            elif value:  # pragma: no cover - every count above is per user
+                raise AssertionError(f"{key} is not counted per user")
+            else:
+                out[key] = per_cell(np.zeros(len(p.user_ids), dtype=bool))
+        return out
+
+    def _seen_in_train(self) -> np.ndarray:
+        p = self.p
+        pairs = None if p.rec_context is None else self.train_pairs
+        if pairs is None:
+            return np.zeros(len(p.user_ids), dtype=np.int64)
+        found = pairs.found(p.user_ids[p.rec_user], p.rec_context)
+        return np.bincount(p.rec_user[found], minlength=len(p.user_ids))
+
+    def _policy_counts(self, users: np.ndarray | None) -> dict[str, Any]:
+        p = self.p
+        mine = np.ones(len(p.user_ids), dtype=bool) if users is None else users
+        skipped = {why: 0 for why in self.policies}
+        zero = {why: 0 for why in self.policies}
+        for why, (mask, policy) in self.policies.items():
+            (skipped if policy == "skip" else zero)[why] = int((mask & mine).sum())
+        return {
+            "users": int(mine.sum()),
+            "users_in_truth": int((p.in_truth & mine).sum()),
+            "users_with_recommendations": int((p.has_recs & mine).sum()),
+            "users_evaluated": int((self.evaluated & mine).sum()),
+            "users_skipped": skipped,
+            "users_scored_zero": zero,
+        }
+
+
+def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
+    """Prepare and compute one pair: per-user values, who is evaluated, the
+    users each policy concerns."""
     specs = plan.per_user
     recs, sub = pair.loaded()
     try:
@@ -373,15 +693,18 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     if items is not None and p.rec_item_ids is not None:
         p.rec_context = items.index_of(p.rec_item_ids)
     values = numpy_engine.compute(p, specs, items)
+    pairs = None
     if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
-        p.counts["recommendations_seen_in_train"] = items.train_pairs.count(
+        pairs = items.train_pairs
+        p.counts["recommendations_seen_in_train"] = pairs.count(
             p.user_ids[p.rec_user], p.rec_context
         )
     longest_k = max((s.k for s in specs if s.k is not None), default=0)
+    short = None
     if longest_k:
         short = p.has_recs & (p.n < longest_k)
         p.counts["lists_shorter_than_largest_k"] = int(short.sum())
-    evaluated, policy_counts = _apply_policies(
+    evaluated, policies = _apply_policies(
         p,
         values,
         plan.empty_truth,
@@ -389,19 +712,7 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
         plan.empty_truth if plan.no_truth is None else plan.no_truth,
         np.array([s.definition.needs_truth for s in specs], dtype=bool),
     )
-    aggregate = plan.aggregate
-    seen = _count_items(p, evaluated, {s.k for s in aggregate}) if aggregate else {}
-    tallies = _tally_groups(plan, p, sub, evaluated) if plan.group_ks else {}
-    only = (
-        p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
-        p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
-    )
-    sums = [ExactSum.of(row[evaluated]) for row in values]
-    counts: dict[str, Any] = {}
-    for c in (p.counts, policy_counts):
-        _add_counts(counts, c)
-    kept = (p.user_ids, values, evaluated) if keep_values else None
-    return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)
+    return _Evaluated(p, sub, values, evaluated, policies, short, pairs)
 
 
 def _tally_groups(
@@ -552,6 +863,26 @@ class Combiner:
         table = self.item_group_table() if self.plan.group_ks else None
         return Outcome(user_ids, values, evaluated, counts, aggregates, found, self.sums, table)
 
+    def summary(self) -> tuple[dict[str, float], int]:
+        """Each metric's value and the users evaluated, without putting the
+        per-user values in order (what :meth:`outcome` and
+        :func:`~receval.evaluation.assemble.result_of` give, bit for bit);
+        :class:`NoSharedUser` when no user has both a list and a truth."""
+        counts = {k: v for k, v in self.counts.items()}
+        _some_user_shared(counts, self.only)
+        values: dict[str, float] = {}
+        for s, total in zip(self.plan.per_user, self.sums, strict=True):
+            values[str(s)] = total.mean()
+        items = self.plan.items
+        for s in self.plan.aggregate:
+            if s.definition.of_item_groups:
+                stats: Any = self.group_counts(s.k)
+            else:
+                stats = self.exposure.exposure(s.k, items)
+            values[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
+        ordered = {str(s): values[str(s)] for s in self.plan.specs}
+        return ordered, int(counts.get("users_evaluated", 0))
+
     def group_counts(self, k: int | None) -> GroupCounts:
         """The combined tallies of item groups at cut-off k."""
         items = self.plan.items
@@ -617,9 +948,13 @@ def run_pairs(
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
+    cells: UserCells | None = None,
 ) -> Outcome:
     """Evaluate pairs (recommendations, truth) of disjoint sets of users — each
     user's rows all in one pair — and merge their values in user order.
+
+    ``cells``: also the outcome of each group of users (:class:`UserCells`),
+    in :attr:`Outcome.groups`.
 
     ``max_grade`` is the largest grade of the whole truth (graded metrics
     normalise by it). ``rank``: what a rank column means
@@ -641,9 +976,23 @@ def run_pairs(
         items,
     )
     combiner = Combiner(plan)
+    by_group: dict[tuple[int, int], Combiner] = {}
+    if cells is not None:
+        by_group = {
+            (j, g): Combiner(plan) for j, size in enumerate(cells.sizes) for g in range(size)
+        }
 
-    def merge(part: Part) -> None:
-        combiner.add(part)
+    def merge(done: Any) -> None:
+        if cells is None:
+            combiner.add(done)
+        else:
+            whole, by_cell = done
+            combiner.add(whole)
+            for code, part in by_cell:
+                for j in range(len(cells.sizes)):
+                    g = cells.group_of(code, j)
+                    if g >= 0:
+                        by_group[j, g].add(part)
         if progress is not None:
             progress(int(combiner.counts.get("recommendation_rows", 0)))
 
@@ -656,11 +1005,14 @@ def run_pairs(
     tuned = False
     try:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
-            pending: deque[Future[Part]] = deque()
+            pending: deque[Future[Any]] = deque()
             for pair in pairs:
                 if not combiner.added and not pending:  # large input: keep freed memory
                     tuned = _malloc.tune(pair.rows)
-                pending.append(pool.submit(evaluate_pair, plan, pair))
+                if cells is None:
+                    pending.append(pool.submit(evaluate_pair, plan, pair))
+                else:
+                    pending.append(pool.submit(_evaluate_cells, plan, pair, cells))
                 while len(pending) > THREADS:
                     merge(pending.popleft().result())
             while pending:
@@ -668,7 +1020,11 @@ def run_pairs(
     finally:
         if tuned:
             _malloc.release()
-    return combiner.outcome(notes)
+    out = combiner.outcome(notes)
+    if cells is not None:
+        out.groups = {key: group if group.added else None for key, group in by_group.items()}
+        out.group_notes = list(notes or [])
+    return out
 
 
 _EXAMPLES = 5

@@ -79,6 +79,31 @@ class Prepared:
     positive_ideal_offsets: np.ndarray | None = None
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    rec_score: np.ndarray | None = None  # the list rows' scores, in list order
+    rec_rank: np.ndarray | None = None  # the list rows' ranks, in list order
+    truth_user: np.ndarray | None = None  # the user code of each truth row
+
+
+def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
+    """The row counts of :attr:`Prepared.counts` that belong to users, per
+    user: the rows tied with the row above (``recommendation_rows_tied``)
+    and the lists whose ranks leave gaps (``lists_with_rank_gaps``), counted
+    as :func:`prepare` counts them. (Rows dropped as duplicates are not.)"""
+    n_users = len(p.user_ids)
+    out: dict[str, np.ndarray] = {}
+    ru, score = p.rec_user, p.rec_score
+    if score is not None and len(score) > 1:
+        tie = (ru[1:] == ru[:-1]) & (score[1:] == score[:-1])
+        out["recommendation_rows_tied"] = np.bincount(ru[1:][tie], minlength=n_users)
+    if p.rec_rank is not None:
+        n = np.diff(p.rec_offsets)
+        has = n > 0
+        first = p.rec_rank[p.rec_offsets[:-1][has]].astype(np.int64)
+        last = p.rec_rank[p.rec_offsets[1:][has] - 1].astype(np.int64)
+        gaps = np.zeros(n_users, dtype=np.int64)
+        gaps[has] = (last - first + 1 != n[has]) | (first != 1)
+        out["lists_with_rank_gaps"] = gaps
+    return out
 
 
 def _positions(p: Prepared) -> np.ndarray:
@@ -338,6 +363,9 @@ def prepare(
         tie_end=tie_end,
         counts=counts,
         notes=notes,
+        rec_score=rows.score,
+        rec_rank=rows.rank,
+        truth_user=tu,
     )
 
 

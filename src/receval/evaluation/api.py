@@ -129,8 +129,9 @@ def evaluate(
         item_groups: groups of items, for the item-group metrics (rsp, reo,
             exposure, awrf, miscalibration) and ``Result.item_groups``: a
             table (item column + group column; an item in several groups has
-            several rows) or its file, or a mapping ``item -> group(s)``. Not
-            on the Spark engine yet.
+            several rows) or its file, or a mapping ``item -> group(s)``; on
+            the Spark engine it may be a Spark DataFrame (collected: one row per
+            (item, group)).
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -176,11 +177,6 @@ def evaluate(
     on_spark = is_spark(recommendations) or is_spark(truth)
     # a Spark train= stays where it is: its item counts are computed there
     train_df = train if on_spark and is_spark(train) else None
-    if on_spark and item_groups is not None:
-        raise ReceValError(
-            f"{option('item_groups')} is not available on the Spark engine yet: evaluate "
-            "in-process (collect the recommendations and truth) for item-group metrics"
-        )
     if item_groups is not None or any(
         s.definition.needs or s.definition.kind == "aggregate" for s in specs
     ):
@@ -194,7 +190,7 @@ def evaluate(
             catalog=collected(catalog),
             item_features=collected(item_features),
             popular=collected(popular),
-            item_groups=item_groups,
+            item_groups=collected(item_groups),
             cols=Columns(user=opts.user_col, item=opts.item_col),
             popularity=popularity,
         )
@@ -213,21 +209,38 @@ def evaluate(
         from receval.evaluation.spark import evaluate_spark
 
         return evaluate_spark(recommendations, truth, specs, opts, items, train=train_df)
+    cells = None
+    if groupings is not None and not _groups_alone(specs, opts):
+        from receval.evaluation.groups import cells_of
+
+        cells = cells_of(groupings)
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
         from receval.io.stream import sorted_tables
 
         streams = sorted_tables(recommendations, truth, cols)
     if streams is not None:
-        res = _streamed(*streams, specs, opts, items, progress)
+        res, found = _streamed(*streams, specs, opts, items, progress, cells)
     else:
         tr = read_truth(truth, cols)
         if not opts.graded:  # the tool reads no grades: every truth row is relevant
             tr.grades = np.ones(len(tr.grades))
         chunks = _Chunks(iter_recs(recommendations, cols))
-        res = run(chunks, tr, specs, opts, items, progress=progress)
+        out = driver.run(
+            chunks, tr, specs, items=items, progress=progress, cells=cells, **opts.engine()
+        )
+        res = result_of(out, specs, opts, items)
         res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
-    if groupings is not None:
+        found = out
+    if groupings is not None and cells is not None:
+        from receval.evaluation.groups import group_table
+
+        assert found.groups is not None
+        results = _GroupResults(found.groups, found.group_notes, specs, opts, items)
+        grouped = group_table(groupings, results, int(res.counts["users"]))
+        res.groups, res.counts["user_groups"], notes, res.group_results = grouped
+        res.notes.extend(notes)
+    elif groupings is not None:
         _add_groups(res, groupings, recommendations, truth, specs, opts, items)
     if item_groups is not None and res.item_groups is None:
         res.notes.append(
@@ -235,6 +248,60 @@ def evaluate(
             "metric asked has one (e.g. ndcg@10)"
         )
     return res
+
+
+class _GroupResults(Mapping[tuple[int, int], Any]):
+    """Each user group's :class:`Result`, made from its parts when first asked
+    for (``Result.group_results``); :meth:`summary` gives its values without it."""
+
+    def __init__(
+        self,
+        combiners: Mapping[tuple[int, int], Any],
+        notes: list[str],
+        specs: Sequence[MetricSpec],
+        opts: EvalOptions,
+        items: ItemContext | None,
+    ) -> None:
+        self._combiners = dict(combiners)
+        self._notes, self._specs, self._opts, self._items = notes, specs, opts, items
+        self._made: dict[tuple[int, int], Result] = {}
+
+    def __getitem__(self, key: tuple[int, int]) -> Result:
+        if key not in self._made:
+            combiner = self._combiners[key]
+            if combiner is None:
+                raise KeyError(key)
+            out = combiner.outcome(self._notes)
+            self._made[key] = result_of(out, self._specs, self._opts, self._items)
+        return self._made[key]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return (k for k, c in self._combiners.items() if c is not None)
+
+    def __len__(self) -> int:
+        return sum(c is not None for c in self._combiners.values())
+
+    def summary(self, key: tuple[int, int]) -> tuple[dict[str, float], int] | None:
+        """The group's values and users evaluated (None: nobody); raises
+        NoSharedUser as its evaluation alone would."""
+        combiner = self._combiners[key]
+        return None if combiner is None else combiner.summary()
+
+    def users(self, key: tuple[int, int]) -> int:
+        """The group's users (in the recommendations or the truth)."""
+        combiner = self._combiners[key]
+        return 0 if combiner is None else int(combiner.counts.get("users", 0))
+
+
+def _groups_alone(specs: Sequence[MetricSpec], opts: EvalOptions) -> bool:
+    """Whether each user group must be read and evaluated alone, not cut out
+    of the one pass: a metric normalises by the largest grade of the truth
+    (ERR without ``max_grade=``), which a group's own truth may not reach."""
+    return opts.graded and any(
+        p.at_least == "max_grade" and s.param_dict.get(p.name) is None
+        for s in specs
+        for p in s.definition.params
+    )
 
 
 def _add_groups(
@@ -315,7 +382,8 @@ def _streamed(
     opts: EvalOptions,
     items: ItemContext | None,
     progress: Callable[[int], None] | None,
-) -> Result:
+    cells: driver.UserCells | None = None,
+) -> tuple[Result, driver.Outcome]:
     """Evaluate two Parquet files chunk by chunk of users (:mod:`receval.io.stream`)."""
     from receval.io import stream
 
@@ -327,13 +395,14 @@ def _streamed(
             notes=notes,
             items=items,
             progress=progress,
+            cells=cells,
             **opts.engine(),
         )
 
     out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
     res = result_of(out, specs, opts, items)
     max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
-    return with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts)
+    return with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts), out
 
 
 def run(

@@ -31,12 +31,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from receval.engines.driver import UserCells
 from receval.errors import InputError, NoSharedUser, ReceValError, option
 from receval.ids import canonical, distinct, distinct_sorted
 from receval.metrics.context import positions
-from receval.records import Columns, RecsData, TruthData
+from receval.records import Columns, RecsData, TruthData, subset
 
-__all__ = ["ACTIVITY_EDGES", "BUILT_IN", "Grouping", "group_rows", "groupings_of"]
+__all__ = [
+    "ACTIVITY_EDGES",
+    "BUILT_IN",
+    "Grouping",
+    "cells_of",
+    "group_rows",
+    "group_table",
+    "groupings_of",
+]
 
 #: Lower edges of the ``activity`` buckets (distinct training items per user).
 ACTIVITY_EDGES: tuple[int, ...] = (0, 1, 5, 20, 100)
@@ -109,6 +118,10 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
     for name in names:
         values = frame[name]
         has = values.notna().to_numpy()
+        fast = _sorted_grouping(str(name), users, values, has)
+        if fast is not None:
+            out.append(fast)
+            continue
         pairs = pd.DataFrame({"user": users[has], "group": values[has].to_numpy()})
         pairs = pairs.drop_duplicates()
         twice = pairs["user"].duplicated(keep=False).to_numpy()
@@ -131,6 +144,29 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
         unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
         out.append(Grouping(str(name), groups, unassigned))
     return out
+
+
+def _sorted_grouping(
+    name: str, users: np.ndarray, values: pd.Series, has: np.ndarray
+) -> Grouping | None:
+    """A grouping of number ids already sorted (tables usually are), in one
+    pass: the same as the general path, or None when it does not apply (text
+    ids, unsorted ids, a user in two groups: the general path says which)."""
+    u = users[has]
+    if u.dtype == object or not bool(np.all(u[1:] >= u[:-1])):
+        return None
+    try:
+        codes, labels = pd.factorize(values[has].to_numpy(), sort=True)
+    except TypeError:  # mixed kinds: the general path orders them by text
+        return None
+    repeat = np.zeros(len(u), dtype=bool)
+    repeat[1:] = u[1:] == u[:-1]
+    if (repeat[1:] & (codes[1:] != codes[:-1])).any():
+        return None  # a user in two groups: the general path names it
+    u, codes = u[~repeat], codes[~repeat]
+    groups = tuple((label, u[codes == g]) for g, label in enumerate(labels.tolist()))
+    unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
+    return Grouping(name, groups, unassigned)
 
 
 def _built_in(name: str, train: Any, cols: Columns) -> Grouping:
@@ -175,6 +211,108 @@ def _members(grouping: Grouping, users: np.ndarray) -> list[np.ndarray]:
     return [others if m is None else m for m in masks]
 
 
+def cells_of(groupings: Sequence[Grouping]) -> UserCells:
+    """The cells of these groupings (:class:`~receval.engines.driver.UserCells`):
+    each chunk of users is cut into them during the one evaluation pass."""
+    ids, groups, default, sizes = [], [], [], []
+    for grouping in groupings:
+        listed = [(g, members) for g, (_, members) in enumerate(grouping.groups)]
+        explicit = [(g, m) for g, m in listed if m is not _NOT_IN]
+        everyone_else = [g for g, m in listed if m is _NOT_IN]
+        members = [m for _, m in explicit if len(m)]
+        if members:
+            found = np.concatenate(members)
+            if found.dtype == object:
+                from receval.ids import as_str
+
+                found = as_str(found)
+            labels = np.concatenate([np.full(len(m), g) for g, m in explicit if len(m)])
+            order = (
+                np.array(sorted(range(len(found)), key=found.__getitem__))
+                if found.dtype == object
+                else np.argsort(found, kind="stable")
+            )
+            found, labels = found[order], labels[order].astype(np.int64)
+        else:
+            found, labels = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        ids.append(found)
+        groups.append(labels)
+        default.append(everyone_else[0] if everyone_else else -1)
+        sizes.append(len(grouping.groups))
+    return UserCells(tuple(ids), tuple(groups), tuple(default), tuple(sizes))
+
+
+class _Renamed(Mapping[tuple[str, Any], Any]):
+    """A mapping keyed by (grouping, group) over one keyed by positions."""
+
+    def __init__(self, results: Any, keys: dict[tuple[str, Any], tuple[int, int]]) -> None:
+        self._results, self._keys = results, keys
+
+    def __getitem__(self, key: tuple[str, Any]) -> Any:
+        return self._results[self._keys[key]]
+
+    def __iter__(self) -> Any:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def group_table(
+    groupings: Sequence[Grouping], results: Any, n_users: int
+) -> tuple[pd.DataFrame, dict[str, Any], list[str], Mapping[tuple[str, Any], Any]]:
+    """:func:`group_rows`' outputs from the groups of one pass: ``results``
+    maps (grouping position, group position) to that group's Result, made
+    when first read, and has ``summary(key)`` (its values and users evaluated;
+    None: nobody; NoSharedUser when it cannot be evaluated alone) and
+    ``users(key)`` (its users); ``n_users``: the evaluation's users."""
+    rows: list[dict[str, Any]] = []
+    index: list[tuple[str, Any]] = []
+    counts: dict[str, Any] = {}
+    notes: list[str] = []
+    metrics: list[str] | None = None
+    keys: dict[tuple[str, Any], tuple[int, int]] = {}
+    for j, grouping in enumerate(groupings):
+        for g, (label, _) in enumerate(grouping.groups):
+            values: dict[str, float] = {}
+            users = 0
+            try:
+                found = results.summary((j, g))
+            except NoSharedUser:
+                notes.append(_not_shared(grouping.name, label))
+            else:
+                if found is not None:
+                    values, users = found
+                    keys[grouping.name, label] = (j, g)
+                    metrics = metrics or list(values)
+            rows.append({**values, "users": users})
+            index.append((grouping.name, label))
+        placed = sum(results.users((j, g)) for g in range(len(grouping.groups)))
+        counts[grouping.name] = {
+            "groups": len(grouping.groups),
+            "users_without_group": n_users - placed,
+        }
+        if grouping.unassigned:
+            counts[grouping.name]["users_with_a_null_group"] = grouping.unassigned
+    return _frame(rows, index, metrics), counts, notes, _Renamed(results, keys)
+
+
+def _not_shared(name: str, label: Any) -> str:
+    return (
+        f"user group {name}={label!r}: its users with recommendations and its users in the "
+        "truth have no user in common; not evaluated"
+    )
+
+
+def _frame(
+    rows: list[dict[str, Any]], index: list[tuple[str, Any]], metrics: list[str] | None
+) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=[*(metrics or []), "users"])
+    frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
+    frame["users"] = frame["users"].astype(np.int64)
+    return frame
+
+
 def group_rows(
     groupings: Sequence[Grouping],
     recs: RecsData,
@@ -214,18 +352,15 @@ def group_rows(
                 continue
             try:
                 res = evaluate_subset(
-                    _subset(recs, *(group_of[where["recs", n]] == g for n in _LISTS)),
-                    _subset(truth, *(group_of[where["truth", n]] == g for n in _LISTS)),
+                    subset(recs, *(group_of[where["recs", n]] == g for n in _LISTS)),
+                    subset(truth, *(group_of[where["truth", n]] == g for n in _LISTS)),
                 )
                 values = dict(res.summary)
                 users = int(res.counts.get("users_evaluated", 0))
                 alone[grouping.name, label] = res
                 metrics = metrics or list(values)
             except NoSharedUser:
-                notes.append(
-                    f"user group {grouping.name}={label!r}: its users with recommendations "
-                    "and its users in the truth have no user in common; not evaluated"
-                )
+                notes.append(_not_shared(grouping.name, label))
             rows.append({**values, "users": users})
             index.append((grouping.name, label))
         counts[grouping.name] = {
@@ -234,11 +369,7 @@ def group_rows(
         }
         if grouping.unassigned:
             counts[grouping.name]["users_with_a_null_group"] = grouping.unassigned
-    columns = [*(metrics or []), "users"]
-    frame = pd.DataFrame(rows, columns=columns)
-    frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
-    frame["users"] = frame["users"].astype(np.int64)
-    return frame, counts, notes, alone
+    return _frame(rows, index, metrics), counts, notes, alone
 
 
 def _all_users(recs: RecsData, truth: TruthData) -> np.ndarray:
@@ -264,20 +395,3 @@ def _sorted_ids(values: np.ndarray) -> np.ndarray:
 
 #: The id arrays of RecsData and TruthData: the rows' users, the users with no row.
 _LISTS = ("users", "empty_users")
-
-
-def _subset(data: Any, keep: np.ndarray, keep_empty: np.ndarray) -> Any:
-    """``data`` with only the rows ``keep`` and the empty users ``keep_empty``."""
-    import dataclasses
-
-    changes: dict[str, Any] = {
-        "users": data.users[keep],
-        "items": data.items[keep],
-        "rows": int(keep.sum()),
-        "empty_users": np.asarray(data.empty_users)[keep_empty],
-    }
-    for name in ("score", "rank", "recommended", "grades"):
-        value = getattr(data, name, None)
-        if isinstance(value, np.ndarray):
-            changes[name] = value[keep]
-    return dataclasses.replace(data, **changes)

@@ -79,12 +79,16 @@ class TrainPairs:
 
     def count(self, users: np.ndarray, items: np.ndarray) -> int:
         """How many of the (user id, item index) pairs are training pairs."""
+        return int(np.count_nonzero(self.found(users, items)))
+
+    def found(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Which of the (user id, item index) pairs are training pairs."""
+        if not len(self.keys):
+            return np.zeros(len(users), dtype=bool)
         pos = positions(self.users, users)
         keys = pos * self.width + items
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        if not len(self.keys):
-            return 0
-        return int(np.count_nonzero((pos >= 0) & (self.keys[at] == keys)))
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return (pos >= 0) & (self.keys[at] == keys)
 
 
 @dataclass(frozen=True)
