@@ -347,3 +347,22 @@ def test_report_by_group_from_the_command_line(tmp_path: Path) -> None:
     assert "By user group" in html and 'data-chart="group-region-ndcg@5"' in html
     for label in ("east", "north", "south"):
         assert f"region = {label} (" in html
+
+
+def test_groups_with_rows_dropped_as_duplicates() -> None:
+    """Rows dropped as duplicates are counted by row, not by user: such chunks
+    are cut into the cells' rows, each evaluated alone — the same numbers."""
+    recs, truth, groups, train = _data(4)
+    recs = pd.concat([recs, recs.iloc[::7]])  # repeated (user, item) rows
+    truth = pd.concat([truth, truth.iloc[::5]])
+    kw = {"duplicates": "keep", "train": train}
+    res = receval.evaluate(recs, truth, ONE_PASS, user_groups=groups, **kw)
+    plain = receval.evaluate(recs, truth, ONE_PASS, **kw)
+    assert plain.counts == {k: v for k, v in res.counts.items() if k != "user_groups"}
+    assert plain.counts["recommendation_rows_duplicate_dropped"] > 0
+    for (grouping, label), row in res.groups.iterrows():
+        members = groups.loc[groups[grouping] == label, "user"]
+        alone = _alone(recs, truth, members, ONE_PASS, **kw)
+        for m in alone.summary:
+            assert _same(alone.summary[m], row[m]), (grouping, label, m)
+        assert res.group_results[grouping, label].counts == alone.counts

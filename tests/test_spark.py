@@ -135,8 +135,8 @@ def test_refused_before_any_work(spark: Any) -> None:
     with pytest.raises(OptionError, match="convention 'mllib' breaks ties") as info:
         receval.evaluate(sr, st, "ndcg@10", convention="mllib")
     assert "ties='item'" in str(info.value) and "--ties item" in info.value.cli_message()
-    with pytest.raises(ReceValError, match="user_groups= is not available on the Spark engine"):
-        receval.evaluate(sr, st, "ndcg@10", user_groups={1: "a"})
+    with pytest.raises(ReceValError, match=r"user_groups= on the Spark engine.*max_grade"):
+        receval.evaluate(sr, st, "err@10", user_groups={1: "a"})
     res = receval.evaluate(sr, st, "ndcg@10", convention="mllib", ties="item")
     assert (
         res.summary
@@ -442,3 +442,44 @@ def test_item_groups_on_spark(
         got_v = out["metrics"][m]
         assert (got_v is None and math.isnan(v)) or got_v == v, m
     assert [r["exposure@5"] for r in out["item_groups"]] == want_table["exposure@5"].tolist()
+
+
+def test_user_groups_on_spark(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """user_groups= on Spark: every group's row and counts are the in-process
+    ones (each group's users evaluated alone), whatever the partitions; built-in
+    groupings are counted by Spark from a Spark train; the command line too."""
+    from receval.cli import main
+    from tests.test_groups import ONE_PASS, _data
+
+    recs, truth, groups, train = _data(3)
+    kw = {"empty_truth": "zero", "missing_recs": "skip"}
+    want = receval.evaluate(recs, truth, ONE_PASS, user_groups=groups, train=train, **kw)
+    sr, st, strain = (spark.createDataFrame(x) for x in (recs, truth, train))
+    for parts in (1, 4):
+        with _partitions(spark, parts):
+            res = receval.evaluate(sr, st, ONE_PASS, user_groups=groups, train=strain, **kw)
+        pd.testing.assert_frame_equal(res.groups, want.groups, check_exact=True)
+        assert res.counts["user_groups"] == want.counts["user_groups"]
+        for key, alone in want.group_results.items():
+            got = res.group_results[key]
+            assert got.counts == alone.counts and got.parameters["engine"] == "spark"
+    for name in ("activity", "cold_start"):
+        a = receval.evaluate(recs, truth, ONE_PASS, user_groups=name, train=train)
+        b = receval.evaluate(sr, st, ONE_PASS, user_groups=name, train=strain)
+        pd.testing.assert_frame_equal(b.groups, a.groups, check_exact=True)
+    with pytest.raises(receval.ReceValError, match="Spark evaluation keeps on the cluster"):
+        receval.group_gap(res, "region", "north", "south", "ndcg@5")
+    with pytest.raises(receval.ReceValError, match=r"err@10\[max_grade=4\]"):
+        receval.evaluate(sr, st, "err@5", user_groups=groups)
+    for name, frame in (("recs", recs), ("truth", truth), ("groups", groups)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    args = ["evaluate", "--engine", "spark", str(tmp_path / "recs.csv")]
+    args += [str(tmp_path / "truth.csv"), "-m", "ndcg@5", "--user-groups"]
+    code = main([*args, str(tmp_path / "groups.csv"), "--json", "-q"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    rows = json.loads(out.out)["groups"]
+    plain = receval.evaluate(recs, truth, "ndcg@5", user_groups=groups).groups
+    assert [r["ndcg@5"] for r in rows] == [
+        None if math.isnan(v) else v for v in plain["ndcg@5"].tolist()
+    ]

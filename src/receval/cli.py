@@ -622,8 +622,6 @@ def evaluate(
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
-    if engine is Engine.spark and user_groups is not None:
-        raise ReceValError("--user-groups is not available with --engine spark yet")
     if engine is Engine.spark:
         _evaluate_spark(
             recs_path,
@@ -642,6 +640,7 @@ def evaluate(
                 "popular": popular,
                 "item_groups": item_groups,
             },
+            user_groups=user_groups,
             remove_seen=remove_seen,
             quiet=quiet,
         )
@@ -738,6 +737,7 @@ def _evaluate_spark(
     items: Mapping[str, Path | None],
     remove_seen: bool,
     quiet: bool,
+    user_groups: str | None = None,
 ) -> None:
     """``evaluate --engine spark``: the files read by Spark, evaluated on its
     session (:mod:`receval.evaluation.spark`); errors name the file and the
@@ -784,6 +784,8 @@ def _evaluate_spark(
             extra["item_groups"] = _read(
                 Path(paths["item_groups"]), "items", Format.auto, sep, cols, True
             )[0]
+        if user_groups is not None:  # a file read here, or a grouping counted by Spark
+            extra["user_groups"] = _user_groups(user_groups, sep, cols, True)
     try:
         with _status("evaluating on Spark", quiet):
             result = run(recs_df, truth_df, metrics, options=options, **extra)

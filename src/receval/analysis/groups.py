@@ -77,6 +77,12 @@ def group_gap(
         raise ReceValError(
             "group_gap needs an evaluation with user groups: receval.evaluate(..., user_groups=...)"
         )
+    if result.parameters.get("engine") == "spark":
+        raise ReceValError(
+            "group_gap tests per-user values, which a Spark evaluation keeps on the cluster "
+            "(Result.per_user_spark); evaluate in-process for the test, or compare the groups' "
+            "means in Result.groups"
+        )
     test = str(test).lower()
     if test not in _TESTS:
         raise OptionError("test", test, allowed=_TESTS)

@@ -69,10 +69,11 @@ class UserCells:
     users in the same group of every grouping share a cell, whose code holds
     one digit per grouping (the group's position, or ``sizes[j]`` for none).
 
-    Each chunk of users is cut into its cells and each cell evaluated alone;
-    a group's outcome is its cells' parts combined, the whole one all parts
-    combined. Users of different cells are disjoint, so both are, bit for bit,
-    the evaluation of those users alone (the parts combine exactly).
+    Each chunk's evaluation is cut into the parts of its cells
+    (:func:`evaluate_cells`); a group's outcome is its cells' parts combined.
+    Users of different cells are disjoint and a user's values do not depend
+    on the other users, so a group's outcome is, bit for bit, the evaluation
+    of its users alone (the parts combine exactly).
 
     Attributes:
         ids: per grouping, the sorted distinct ids of the users it places.
@@ -165,18 +166,48 @@ def _cells_of(pair: Pair, cells: UserCells) -> list[tuple[int, Pair]]:
     return out
 
 
-def _evaluate_cells(
-    plan: Plan, pair: Pair, cells: UserCells
+def evaluate_cells(
+    plan: Plan, pair: Pair, cells: UserCells, keep_values: bool = True
 ) -> tuple[Part, list[tuple[int, Part]]]:
     """The part of a pair, and the part of each of its cells: cut from the
     pair's one evaluation (each user's values do not depend on the other
     users), or — when a count cannot be cut by user (duplicates dropped) or a
     note was made — each cell's rows evaluated alone."""
     done = _evaluate(plan, pair)
-    whole = done.part(plan, None)
+    whole = done.part(plan, None, keep_values)
     if not done.splittable():
-        return whole, [(code, evaluate_pair(plan, sub)) for code, sub in _cells_of(pair, cells)]
-    return whole, done.parts(plan, cells.codes(done.p.user_ids))
+        by_cell = _cells_of(pair, cells)
+        return whole, [(code, evaluate_pair(plan, sub, keep_values)) for code, sub in by_cell]
+    return whole, done.parts(plan, cells.codes(done.p.user_ids), keep_values)
+
+
+class GroupCombiners:
+    """The :class:`Combiner` of the whole evaluation and one per group of
+    users: each pair's whole part goes to the first, each cell's part to the
+    combiner of every group the cell is in (:func:`evaluate_cells`)."""
+
+    def __init__(self, plan: Plan, cells: UserCells) -> None:
+        self.cells = cells
+        self.whole = Combiner(plan)
+        self.by_group = {
+            (j, g): Combiner(plan) for j, size in enumerate(cells.sizes) for g in range(size)
+        }
+
+    def add(self, done: tuple[Part, list[tuple[int, Part]]]) -> None:
+        whole, by_cell = done
+        self.whole.add(whole)
+        for code, part in by_cell:
+            for j in range(len(self.cells.sizes)):
+                g = self.cells.group_of(code, j)
+                if g >= 0:
+                    self.by_group[j, g].add(part)
+
+    def outcome(self, notes: list[str] | None = None) -> Outcome:
+        """The whole outcome, with each group's combiner (None: nobody)."""
+        out = self.whole.outcome(notes)
+        out.groups = {key: c if c.added else None for key, c in self.by_group.items()}
+        out.group_notes = list(notes or [])
+        return out
 
 
 class _ExposureCounter:
@@ -546,7 +577,9 @@ class _Evaluated:
         at = positions(p.user_ids, np.asarray(self.truth.users))  # pragma: no cover
         return np.bincount(at[at >= 0], minlength=len(p.user_ids))
 
-    def parts(self, plan: Plan, codes: np.ndarray) -> list[tuple[int, Part]]:
+    def parts(
+        self, plan: Plan, codes: np.ndarray, keep_values: bool = True
+    ) -> list[tuple[int, Part]]:
         """The part of each cell (``codes``: each user's cell), as
         :meth:`part` of each cell's mask gives it, computed for all cells at
         once: users ordered by cell, counts by one bincount per count."""
@@ -606,7 +639,7 @@ class _Evaluated:
                 ids[s][truth_only[s]][:_EXAMPLES].tolist(),
             )
             part = Part(
-                (ids[s], block, evaluated),
+                (ids[s], block, evaluated) if keep_values else None,
                 int(evaluated.sum()),
                 sums,
                 counts,
@@ -975,24 +1008,14 @@ def run_pairs(
         rank,
         items,
     )
-    combiner = Combiner(plan)
-    by_group: dict[tuple[int, int], Combiner] = {}
-    if cells is not None:
-        by_group = {
-            (j, g): Combiner(plan) for j, size in enumerate(cells.sizes) for g in range(size)
-        }
+    groups = None if cells is None else GroupCombiners(plan, cells)
+    combiner = Combiner(plan) if groups is None else groups.whole
 
     def merge(done: Any) -> None:
-        if cells is None:
+        if groups is None:
             combiner.add(done)
         else:
-            whole, by_cell = done
-            combiner.add(whole)
-            for code, part in by_cell:
-                for j in range(len(cells.sizes)):
-                    g = cells.group_of(code, j)
-                    if g >= 0:
-                        by_group[j, g].add(part)
+            groups.add(done)
         if progress is not None:
             progress(int(combiner.counts.get("recommendation_rows", 0)))
 
@@ -1012,7 +1035,7 @@ def run_pairs(
                 if cells is None:
                     pending.append(pool.submit(evaluate_pair, plan, pair))
                 else:
-                    pending.append(pool.submit(_evaluate_cells, plan, pair, cells))
+                    pending.append(pool.submit(evaluate_cells, plan, pair, cells))
                 while len(pending) > THREADS:
                     merge(pending.popleft().result())
             while pending:
@@ -1020,11 +1043,7 @@ def run_pairs(
     finally:
         if tuned:
             _malloc.release()
-    out = combiner.outcome(notes)
-    if cells is not None:
-        out.groups = {key: group if group.added else None for key, group in by_group.items()}
-        out.group_notes = list(notes or [])
-    return out
+    return combiner.outcome(notes) if groups is None else groups.outcome(notes)
 
 
 _EXAMPLES = 5

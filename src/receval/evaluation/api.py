@@ -125,7 +125,9 @@ def evaluate(
             mapping ``user -> group``, or ``"activity"`` / ``"cold_start"``
             (from ``train``). ``Result.groups`` then holds one row per
             (grouping, group), each equal to evaluating that group's users
-            alone. Not on the Spark engine yet.
+            alone. On the Spark engine: a table, file or mapping (or a Spark
+            DataFrame, collected: O(users) on the driver), or a built-in
+            grouping counted by Spark from a Spark ``train``.
         item_groups: groups of items, for the item-group metrics (rsp, reo,
             exposure, awrf, miscalibration) and ``Result.item_groups``: a
             table (item column + group column; an item in several groups has
@@ -197,23 +199,34 @@ def evaluate(
         check_groups(specs, items)
     groupings = None
     if user_groups is not None:
-        if on_spark:
-            raise ReceValError(
-                f"{option('user_groups')} is not available on the Spark engine yet: "
-                "evaluate each group's users (a filter on the user column) instead"
-            )
         from receval.evaluation.groups import groupings_of
 
-        groupings = groupings_of(user_groups, train=collected(train), cols=cols)
-    if on_spark:  # on their Spark session
-        from receval.evaluation.spark import evaluate_spark
-
-        return evaluate_spark(recommendations, truth, specs, opts, items, train=train_df)
+        groupings = groupings_of(
+            collected(user_groups),
+            train=train_df if train_df is not None else collected(train),
+            cols=cols,
+        )
+    if groupings is not None and on_spark and _groups_alone(specs, opts):
+        raise ReceValError(
+            f"{option('user_groups')} on the Spark engine: a user group's ERR normalises by "
+            "the largest grade of that group's truth, which the one pass over the "
+            "partitions does not know; give the normaliser, e.g. err@10[max_grade=4], or "
+            "evaluate in-process"
+        )
     cells = None
-    if groupings is not None and not _groups_alone(specs, opts):
+    if groupings is not None and (on_spark or not _groups_alone(specs, opts)):
         from receval.evaluation.groups import cells_of
 
         cells = cells_of(groupings)
+    if on_spark:  # on their Spark session
+        from receval.evaluation.spark import evaluate_spark
+
+        res, found = evaluate_spark(
+            recommendations, truth, specs, opts, items, train=train_df, cells=cells
+        )
+        if groupings is not None and cells is not None:
+            _groups_of_pass(res, found, groupings, cells, specs, opts, items)
+        return res
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
         from receval.io.stream import sorted_tables
@@ -233,13 +246,7 @@ def evaluate(
         res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
         found = out
     if groupings is not None and cells is not None:
-        from receval.evaluation.groups import group_table
-
-        assert found.groups is not None
-        results = _GroupResults(found.groups, found.group_notes, specs, opts, items)
-        grouped = group_table(groupings, results, int(res.counts["users"]))
-        res.groups, res.counts["user_groups"], notes, res.group_results = grouped
-        res.notes.extend(notes)
+        _groups_of_pass(res, found, groupings, cells, specs, opts, items)
     elif groupings is not None:
         _add_groups(res, groupings, recommendations, truth, specs, opts, items)
     if item_groups is not None and res.item_groups is None:
@@ -248,6 +255,26 @@ def evaluate(
             "metric asked has one (e.g. ndcg@10)"
         )
     return res
+
+
+def _groups_of_pass(
+    res: Result,
+    found: driver.Outcome,
+    groupings: Any,
+    cells: driver.UserCells,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    items: ItemContext | None,
+) -> None:
+    """``res.groups`` and the rest from the groups combined in the one pass."""
+    from receval.evaluation.groups import group_table
+
+    assert found.groups is not None
+    results = _GroupResults(found.groups, found.group_notes, specs, opts, items)
+    results.engine = str(res.parameters.get("engine", "numpy"))
+    grouped = group_table(groupings, results, int(res.counts["users"]))
+    res.groups, res.counts["user_groups"], notes, res.group_results = grouped
+    res.notes.extend(notes)
 
 
 class _GroupResults(Mapping[tuple[int, int], Any]):
@@ -265,6 +292,7 @@ class _GroupResults(Mapping[tuple[int, int], Any]):
         self._combiners = dict(combiners)
         self._notes, self._specs, self._opts, self._items = notes, specs, opts, items
         self._made: dict[tuple[int, int], Result] = {}
+        self.engine = "numpy"
 
     def __getitem__(self, key: tuple[int, int]) -> Result:
         if key not in self._made:
@@ -272,7 +300,9 @@ class _GroupResults(Mapping[tuple[int, int], Any]):
             if combiner is None:
                 raise KeyError(key)
             out = combiner.outcome(self._notes)
-            self._made[key] = result_of(out, self._specs, self._opts, self._items)
+            res = result_of(out, self._specs, self._opts, self._items)
+            res.parameters["engine"] = self.engine  # Spark: no per-user values kept
+            self._made[key] = res
         return self._made[key]
 
     def __iter__(self) -> Iterator[tuple[int, int]]:

@@ -175,13 +175,20 @@ def _built_in(name: str, train: Any, cols: Columns) -> Grouping:
             f"{option('user_groups', name)} groups users by their training data: "
             f"give {option('train')}"
         )
-    from receval.io.items import train_pairs
+    from receval.evaluation.spark import is_spark
 
-    users, items = train_pairs(train, cols)
-    frame = pd.DataFrame({"user": users, "item": items}).drop_duplicates()
-    n = frame.groupby("user", sort=True).size()
-    ids = np.asarray(n.index)
-    counts = n.to_numpy()
+    if is_spark(train):  # counted by Spark where the data lies
+        from receval.evaluation.spark import activity_of
+
+        ids, counts = activity_of(train, cols)
+    else:
+        from receval.io.items import train_pairs
+
+        users, items = train_pairs(train, cols)
+        frame = pd.DataFrame({"user": users, "item": items}).drop_duplicates()
+        n = frame.groupby("user", sort=True).size()
+        ids = np.asarray(n.index)
+        counts = n.to_numpy()
     if name == "cold_start":
         # every user with a training item is warm; cold ones are found per evaluation
         return Grouping(name, (("cold", _NOT_IN), ("warm", ids)))

@@ -116,11 +116,15 @@ def evaluate_spark(
     items: ItemContext | None,
     partitions: int | None = None,
     train: Any = None,
-) -> Result:
-    """Evaluate Spark DataFrames on their session (see the module's docstring).
-    ``train`` (a Spark DataFrame) joins each partition with its users' training
-    pairs (for the count of recommendations already seen in training); its
-    item counts are already in ``items`` (:func:`popularity_of`)."""
+    cells: driver.UserCells | None = None,
+) -> tuple[Result, driver.Outcome]:
+    """Evaluate Spark DataFrames on their session (see the module's docstring);
+    the result and the engine's outcome. ``train`` (a Spark DataFrame) joins
+    each partition with its users' training pairs (for the count of
+    recommendations already seen in training); its item counts are already in
+    ``items`` (:func:`popularity_of`). ``cells``: each partition also returns
+    the part of each cell of users (:func:`~receval.engines.driver.evaluate_cells`),
+    combined per group on the driver (``Outcome.groups``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
@@ -194,19 +198,24 @@ def evaluate_spark(
     # no faster at 1M users, 2.5x the memory; benchmarks/README.md.)
     grouped = both.repartition(partitions, "user") if partitions else both.repartition("user")
     parts_df = grouped.mapInArrow(
-        _partition_function(plan, recs_columns, truth_columns, kinds, graded), "part binary"
+        _partition_function(plan, recs_columns, truth_columns, kinds, graded, cells),
+        "part binary",
     )
-    combiner = driver.Combiner(plan)
+    groups = None if cells is None else driver.GroupCombiners(plan, cells)
+    combiner = driver.Combiner(plan) if groups is None else groups.whole
     errors: list[tuple[Any, ReceValError]] = []
     rows = parts_of(parts_df)
     for kind, payload in rows:
         if kind == "error":
             errors.append(payload)
+        elif groups is not None:
+            groups.add(payload)
         else:
             combiner.add(payload)
     if errors:  # the error of the smallest user, whatever the partitioning
         raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
-    res = result_of(combiner.outcome(notes), specs, opts, items)
+    out = combiner.outcome(notes) if groups is None else groups.outcome(notes)
+    res = result_of(out, specs, opts, items)
     names = [str(x) for x in plan.per_user]
     schema = StructType(
         [StructField("user", r.schema["user"].dataType)]
@@ -218,7 +227,7 @@ def evaluate_spark(
     )
     res.parameters["engine"] = "spark"
     res.parameters["partitions"] = len(rows)  # partitions holding users
-    return with_columns(res, rfound, tfound, max_grade, opts)
+    return with_columns(res, rfound, tfound, max_grade, opts), out
 
 
 def table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -335,11 +344,15 @@ def _partition_function(
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     graded: bool,
+    cells: driver.UserCells | None = None,
 ) -> Any:
-    """What each partition runs: its rows → one pickled Part (or the error it met)."""
+    """What each partition runs: its rows → one pickled Part (or the error it
+    met); with ``cells``, the Part and the Part of each of its cells."""
 
-    def evaluate(table: pa.Table) -> driver.Part:
+    def evaluate(table: pa.Table) -> Any:
         pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
+        if cells is not None:
+            return driver.evaluate_cells(_with_train(plan, table), pair, cells, False)
         return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -564,6 +577,19 @@ def write_per_user(df: Any, path: str) -> None:
                 reason = "it already exists (choose another path, or remove it first)"
             raise OutputError(f"cannot write {path} with Spark: {reason}", path=path) from None
         raise
+
+
+def activity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """Each training user and its number of distinct training items, counted
+    by Spark where the data lies (``user_groups="activity"``; O(users) on the
+    driver)."""
+    from receval.ids import canonical
+
+    df, _ = _roles(train, cols, TRAIN, "train")
+    counts = df.select("user", "item").distinct().groupBy("user").count().toPandas()
+    counts = counts.sort_values("user", kind="stable")
+    users = canonical(counts["user"].to_numpy(), "user", "train")
+    return users, counts["count"].to_numpy(dtype=np.int64)
 
 
 def popularity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray, int]:

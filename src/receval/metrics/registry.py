@@ -749,6 +749,14 @@ _DEFS += (
                 check=lambda x: 0 < x <= 1,
                 check_text="a number in (0, 1]",
             ),
+            ParamDef(
+                "base",
+                str,
+                "e",
+                "logarithm of the divergence: e (nats, Steck's KL) or 2 (bits, as the "
+                "widely copied implementations and LibRec)",
+                choices=("e", "2"),
+            ),
         ),
         undefined="users without a grouped item in their training history (NaN, counted)",
         notes="p(g|i) = 1 / (number of groups of i). Items in no group are left out of both "

@@ -275,14 +275,15 @@ def _segment_sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.
     return k[starts], np.add.reduceat(values[order], starts)
 
 
-def miscalibration(b: Batch, k: int | None, *, alpha: float = 0.01) -> np.ndarray:
+def miscalibration(b: Batch, k: int | None, *, alpha: float = 0.01, base: str = "e") -> np.ndarray:
     """Steck's (2018) miscalibration C_KL of the top-k list against the user's history.
 
     p(g|u) = mean over the user's training items i of p(g|i); q(g|u) = mean
     over the top-k items of p(g|i); p(g|i) = 1 / (number of groups of i), 0
     for other groups. C = Σ_g p(g|u) ln(p(g|u) / ((1 − α) q(g|u) + α p(g|u))).
     Items in no group are left out of both means; a list with none gives q = 0.
-    NaN for a user whose history has no item in a group.
+    NaN for a user whose history has no item in a group. ``base``: the
+    logarithm's, e (nats) or 2 (bits).
     """
     ctx = b.items
     assert ctx is not None and ctx.groups is not None and b.history is not None
@@ -312,7 +313,8 @@ def miscalibration(b: Batch, k: int | None, *, alpha: float = 0.01) -> np.ndarra
         pos = np.minimum(np.searchsorted(q_keys, p_keys), len(q_keys) - 1)
         found = q_keys[pos] == p_keys
         q[found] = q_sum[pos[found]] / n_list[owner[found]]
-    terms = p * np.log(p / ((1.0 - alpha) * q + alpha * p))
+    log = np.log2 if base == "2" else np.log
+    terms = p * log(p / ((1.0 - alpha) * q + alpha * p))
     out = np.full(b.size, np.nan)
     if len(terms):
         starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
