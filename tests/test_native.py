@@ -272,3 +272,81 @@ def test_cells_bad_arrays() -> None:
         native.cells(np.array([0, 2, 9], np.int64), values, 2, *out)
     with pytest.raises(ValueError, match="8-byte"):
         native.cells(off, values.astype(np.float32), 2, *out)
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(4))
+def test_item_group_tallies_equal_the_numpy_path(seed: int) -> None:
+    """rsp, reo, exposure and Result.item_groups count the same integers with
+    the compiled tally and without it (items in 0, 1 or several groups)."""
+    from tests.test_blocks import workload
+
+    recs, truth, extra = workload(seed)
+    metrics = ["rsp@5", "reo@10", "exposure@3[group=g1]", "awrf@5", "ndcg@20", "coverage@10"]
+    on = receval.evaluate(recs, truth, metrics, **extra)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("receval.engines.driver._native", None)
+        off = receval.evaluate(recs, truth, metrics, **extra)
+    assert on.summary == off.summary or all(
+        _same(on.summary[k], off.summary[k]) for k in on.summary
+    )
+    pd.testing.assert_frame_equal(on.item_groups, off.item_groups, check_exact=True)
+
+
+@needs_native
+def test_group_tally_bad_arrays() -> None:
+    z = np.zeros(3, dtype=np.int64)
+    one = np.ones(1, np.uint8)
+    with pytest.raises(ValueError, match="lengths do not match"):
+        native.group_tally(
+            z, np.array([0, 3]), one, z[:2], None, np.zeros(2, np.int32), 1, 2, 1, z, None, z
+        )
+
+    def tally(idx: int, table: list[int]) -> int:
+        return native.group_tally(
+            np.array([idx]),
+            np.array([0, 1]),
+            one,
+            None,
+            None,
+            np.array(table, np.int32),
+            1,
+            1,
+            1,
+            np.zeros(2, np.int64),
+            None,
+            np.zeros(1, np.int64),
+        )
+
+    assert tally(5, [0]) == 4  # an item index past the table
+    assert tally(0, [3]) == 4  # a group number past n_groups (+ the padding row)
+    assert tally(0, [-1]) == 4
+    assert tally(0, [0]) == 0
+
+
+@needs_native
+def test_item_group_tallies_with_rank_positions() -> None:
+    """rank="position": the compiled tally reads each row's rank, gaps included."""
+    rng = np.random.default_rng(3)
+    rows = [
+        (u, int(i), int(r))
+        for u in range(40)
+        for r, i in zip(
+            np.sort(rng.choice(30, 8, replace=False)) + 1,
+            rng.choice(25, 8, replace=False),
+            strict=True,
+        )
+    ]
+    recs = pd.DataFrame(rows, columns=["user", "item", "rank"])
+    truth = pd.DataFrame({"user": rng.integers(0, 40, 120), "item": rng.integers(0, 25, 120)})
+    truth = truth.drop_duplicates()
+    groups = {i: ["a", "b", "c"][: 1 + i % 3] for i in range(0, 25, 2)}
+    metrics = ["rsp@10[exclude_train=false]", "reo@10", "exposure@10[group=b]", "ndcg@10"]
+    kw = {"rank": "position", "item_groups": groups}
+    on = receval.evaluate(recs, truth, metrics, **kw)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("receval.engines.driver._native", None)
+        off = receval.evaluate(recs, truth, metrics, **kw)
+    assert on.summary == off.summary
+    pd.testing.assert_frame_equal(on.item_groups, off.item_groups, check_exact=True)
+    assert on.counts["lists_with_rank_gaps"] > 0

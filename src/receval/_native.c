@@ -3,8 +3,9 @@
  * passes — encoding sorted user ids, checking list order, joining ordered
  * lists with the truth, sorting each user's ideal grades, collecting the
  * relevant cells and filling the (users x positions) blocks the kernels read;
- * the per-exponent buckets of receval.exact's exact sums; and item-kNN's
- * neighbour lists and top-k lists (receval.workflow.baselines).
+ * the per-exponent buckets of receval.exact's exact sums; item-kNN's
+ * neighbour lists and top-k lists (receval.workflow.baselines); and the
+ * item-group tallies of list rows (receval.engines.driver).
  *
  * An optional accelerator: it does no metric arithmetic (every metric is
  * defined once, in receval.kernels). The NumPy path computes the same arrays
@@ -989,6 +990,103 @@ fail:
     return finish(b, nb, -1);
 }
 
+/* group_tally(idx, user_off, user_keep, rank, gain, table, width, k, n_groups,
+ * out_slots, out_hits, out_all) -> status: the item-group tallies of list rows
+ * (receval.engines.driver._tally_groups). The rows of user u are
+ * user_off[u]:user_off[u + 1], in list order; for every user with
+ * user_keep[u], each row at a rank r < k (its position in the list, or
+ * rank[i] when rank is given) counts one slot in out_all[r] and in
+ * out_slots[g * k + r] for each group g of its item, and in out_hits too when
+ * gain[i] > 0. The groups of item i are table[i * width ...], padded with
+ * n_groups: a row of out_slots / out_hits past the groups (both hold
+ * (n_groups + 1) * k counts) that takes the padding, so that every row does
+ * the same work and no branch depends on the data. rank, gain and out_hits may
+ * be None. Integer counts: the same numbers as the NumPy path. Status: 0
+ * done, 4 an index out of range. */
+static PyObject *
+group_tally(PyObject *self, PyObject *args)
+{
+    PyObject *o[10];
+    Py_buffer b[10];
+    Py_buffer *at[10];
+    int nb = 0, status = OK;
+    long long k_arg, groups_arg, width_arg;
+    static const Py_ssize_t size[10] = {8, 8, 1, 8, 8, 4, 8, 8, 8};
+    static const int writable[10] = {0, 0, 0, 0, 0, 0, 1, 1, 1};
+    static const int optional[10] = {0, 0, 0, 1, 1, 0, 0, 1, 0};
+    static const char *names[10] = {"idx", "user_off", "user_keep", "rank", "gain", "table",
+                                    "out_slots", "out_hits", "out_all"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOLLLOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &width_arg, &k_arg, &groups_arg, &o[6], &o[7], &o[8]))
+        return NULL;
+    for (int i = 0; i < 9; i++) {
+        at[i] = NULL;
+        if (o[i] == Py_None) {
+            if (!optional[i]) {
+                PyErr_Format(PyExc_ValueError, "group_tally: %s is required", names[i]);
+                return finish(b, nb, -1);
+            }
+            continue;
+        }
+        if (take(o[i], &b[nb], size[i], writable[i], names[i]) < 0)
+            return finish(b, nb, -1);
+        at[i] = &b[nb++];
+    }
+    Py_ssize_t n = at[0]->len / 8, n_users = at[1]->len / 8 - 1;
+    int64_t k = (int64_t)k_arg, g_count = (int64_t)groups_arg, width = (int64_t)width_arg;
+    Py_ssize_t cells = (Py_ssize_t)((g_count + 1) * k);
+    if (n_users < 0 || at[2]->len != n_users || (at[3] && at[3]->len / 8 != n) ||
+        (at[4] && at[4]->len / 8 != n) || at[6]->len / 8 != cells ||
+        (at[7] && at[7]->len / 8 != cells) || at[8]->len / 8 != k || k < 0 || width < 1 ||
+        g_count < 0 || (at[5]->len / 4) % width != 0) {
+        PyErr_SetString(PyExc_ValueError, "group_tally: array lengths do not match");
+        return finish(b, nb, -1);
+    }
+    Py_ssize_t n_items = at[5]->len / 4 / width;
+    const int64_t *idx = at[0]->buf, *uoff = at[1]->buf;
+    const uint8_t *keep = at[2]->buf;
+    const int64_t *rank = at[3] ? at[3]->buf : NULL;
+    const double *gain = at[4] ? at[4]->buf : NULL;
+    const int32_t *table = at[5]->buf;
+    int64_t *slots = at[6]->buf, *hits = at[7] ? at[7]->buf : NULL, *all = at[8]->buf;
+    for (Py_ssize_t c = 0; c < n_items * width; c++) /* every group in range, once */
+        if (table[c] < 0 || table[c] > g_count) {
+            status = OUT_OF_RANGE;
+            break;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t u = 0; u < n_users && status == OK; u++) {
+        if (!keep[u])
+            continue;
+        int64_t lo = uoff[u], hi = uoff[u + 1];
+        if (lo < 0 || hi < lo || hi > n) {
+            status = OUT_OF_RANGE;
+            break;
+        }
+        if (rank == NULL && hi - lo > k)
+            hi = lo + k; /* list order: the rows past k count nowhere */
+        for (int64_t i = lo; i < hi; i++) {
+            int64_t r = rank ? rank[i] : i - lo, item = idx[i];
+            if (r < 0 || r >= k)
+                continue;
+            if (item < 0 || item >= n_items) {
+                status = OUT_OF_RANGE;
+                break;
+            }
+            all[r]++;
+            const int32_t *gs = &table[item * width];
+            for (int64_t m = 0; m < width; m++)
+                slots[gs[m] * k + r]++;
+            if (hits != NULL && gain != NULL && gain[i] > 0)
+                for (int64_t m = 0; m < width; m++)
+                    hits[gs[m] * k + r]++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    return finish(b, nb, status);
+}
+
 static PyMethodDef methods[] = {
     {"cumsum", cumsum, METH_VARARGS,
      "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
@@ -1024,6 +1122,10 @@ static PyMethodDef methods[] = {
      "knn_top(user_ptr, user_items, sim_ptr, sim_item, sim_value, codes, fill, fill_order,\n"
      "k, exclude_seen, out_count, out_item, out_score) -> status: each user's top-k items\n"
      "by summed similarity, then by the fill order."},
+    {"group_tally", group_tally, METH_VARARGS,
+     "group_tally(idx, user_off, user_keep, rank, gain, table, width, k, n_groups,\n"
+     "out_slots, out_hits, out_all) -> status: item-group slots (and hits) per (group,\n"
+     "rank) of the list rows of the users kept; rank, gain and out_hits may be None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,7 +28,7 @@ from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.exact import ExactSum
 from receval.ids import as_str, distinct, kind, runs, sorted_runs
-from receval.metrics.context import ItemContext, TrainPairs, positions
+from receval.metrics.context import ItemContext, ItemGroups, TrainPairs, positions
 from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
@@ -472,6 +472,11 @@ class Plan:
         return [s for s in self.specs if s.definition.kind == "aggregate"]
 
     @property
+    def group_tallies(self) -> set[str]:
+        """The item-group tallies the metrics read, besides the slots."""
+        return {t for s in self.specs for t in s.definition.tallies}
+
+    @property
     def group_ks(self) -> list[int]:
         """The cut-offs at which item groups are tallied: those of item-group
         metrics and the largest cut-off asked (the exposure of ``item_groups``)."""
@@ -751,26 +756,27 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
 def _tally_groups(
     plan: Plan, p: Prepared, truth: TruthData, evaluated: np.ndarray
 ) -> dict[int, GroupTally]:
-    """Item-group tallies of the users evaluated, per cut-off (see :class:`GroupTally`)."""
+    """Item-group tallies of the users evaluated, per cut-off (see
+    :class:`GroupTally`); the relevant and training pairs, and the hits, only
+    when a metric reads them (``MetricDef.tallies``)."""
     items = plan.items
     assert items is not None and items.groups is not None
     groups = items.groups
     n_groups = groups.n_groups
-    # (user, relevant item of g) pairs, from the truth (distinct pairs)
-    t_pos = positions(p.user_ids, truth.users)
-    t_idx = items.index_of(truth.items)
-    keep = (truth.grades >= plan.threshold) & (truth.grades > 0) & (t_pos >= 0)
-    keep[keep] = evaluated[t_pos[keep]] & (groups.count[t_idx[keep]] > 0)
-    slots = items.unknown + 1
-    pairs = distinct(t_pos[keep] * slots + t_idx[keep])
-    _, g = groups.expand(pairs % slots)
-    relevant = np.bincount(g, minlength=n_groups)
-    # (user, training item of g) pairs
+    wanted = plan.group_tallies
+    relevant = np.zeros(n_groups, dtype=np.int64)
+    if "relevant" in wanted:  # (user, relevant item of g) pairs, from the truth (distinct)
+        t_pos = positions(p.user_ids, truth.users)
+        t_idx = items.index_of(truth.items)
+        keep = (truth.grades >= plan.threshold) & (truth.grades > 0) & (t_pos >= 0)
+        keep[keep] = evaluated[t_pos[keep]] & (groups.count[t_idx[keep]] > 0)
+        slots = items.unknown + 1
+        pairs = distinct(t_pos[keep] * slots + t_idx[keep])
+        relevant = np.bincount(groups.expand(pairs % slots)[1], minlength=n_groups)
     seen = np.zeros(n_groups, dtype=np.int64)
-    if items.train_pairs is not None:
+    if "seen" in wanted and items.train_pairs is not None:  # (user, training item of g)
         _, history = items.history(p.user_ids[evaluated])
-        _, g = groups.expand(history)
-        seen = np.bincount(g, minlength=n_groups)
+        seen = np.bincount(groups.expand(history)[1], minlength=n_groups)
     out: dict[int, GroupTally] = {}
     users = int(evaluated.sum())
     if p.rec_context is None:
@@ -778,23 +784,96 @@ def _tally_groups(
             t = GroupTally.zeros(n_groups, k)
             out[k] = GroupTally(t.slots, t.hits, t.all_slots, relevant, seen, users)
         return out
+    fast = [(k, _native_tally(groups, p, evaluated, k, "hits" in wanted)) for k in plan.group_ks]
+    for k, found in fast:
+        if found is not None:
+            out[k] = GroupTally(*found, relevant, seen, users)
+    if len(out) == len(plan.group_ks):
+        return out
     rank = numpy_engine._positions(p)
     counted = evaluated[p.rec_user]
     for k in plan.group_ks:
-        rows = np.flatnonzero(counted & (rank < k))
-        r = rank[rows]
-        at, g = groups.expand(p.rec_context[rows])
-        key = g * k + r[at]
-        hit = p.rec_gain[rows][at] > 0
+        sel = counted & (rank < k)
+        if sel.all():  # every row: no copy
+            rows, r, idx = slice(None), rank, p.rec_context
+        else:
+            rows = np.flatnonzero(sel)
+            r, idx = rank[rows], p.rec_context[rows]
+        size = n_groups * k
+        slots_at = np.bincount(_group_keys(groups, idx, r, k), minlength=size)
+        hits_at = np.zeros(size, dtype=np.int64)
+        if "hits" in wanted:
+            hit = p.rec_gain[rows] > 0
+            hits_at = np.bincount(_group_keys(groups, idx[hit], r[hit], k), minlength=size)
         out[k] = GroupTally(
-            np.bincount(key, minlength=n_groups * k).reshape(n_groups, k),
-            np.bincount(key[hit], minlength=n_groups * k).reshape(n_groups, k),
+            slots_at.reshape(n_groups, k),
+            hits_at.reshape(n_groups, k),
             np.bincount(r, minlength=k),
             relevant,
             seen,
             users,
         )
     return out
+
+
+def _native_tally(
+    groups: ItemGroups, p: Prepared, evaluated: np.ndarray, k: int, hits: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The slots, hits and all slots of :func:`_tally_groups` in one compiled
+    pass over the rows; None when the module is not built (the NumPy path
+    then counts the same integers)."""
+    if _native is None or p.rec_context is None or groups.count.max(initial=0) > _TALLY_WIDTH:
+        return None
+    n_groups = groups.n_groups
+    slots = np.zeros((n_groups + 1) * k, dtype=np.int64)  # the last row: padding
+    hit = np.zeros((n_groups + 1) * k, dtype=np.int64)
+    every = np.zeros(k, dtype=np.int64)
+    rank = p.rec_pos if p.positioned else None  # else: the position in the list
+    table = groups.table
+    status = _native.group_tally(
+        np.ascontiguousarray(p.rec_context, dtype=np.int64),
+        np.ascontiguousarray(p.rec_offsets, dtype=np.int64),
+        np.ascontiguousarray(evaluated).view(np.uint8),
+        None if rank is None else np.ascontiguousarray(rank, dtype=np.int64),
+        np.ascontiguousarray(p.rec_gain, dtype=np.float64) if hits else None,
+        table.reshape(-1),
+        table.shape[1],
+        k,
+        n_groups,
+        slots,
+        hit if hits else None,
+        every,
+    )
+    if status != 0:  # pragma: no cover - indexes come from the context
+        raise AssertionError(f"group_tally: status {status}")
+    cut = n_groups * k
+    return slots[:cut].reshape(n_groups, k), hit[:cut].reshape(n_groups, k), every
+
+
+#: Items in more groups than this are tallied by the NumPy path (the compiled
+#: one's table holds this many groups per item).
+_TALLY_WIDTH = 16
+
+
+def _group_keys(groups: ItemGroups, idx: np.ndarray, r: np.ndarray, k: int) -> np.ndarray:
+    """``g × k + r`` for every (row, group of the row's item): the j-th group
+    of every row whose item has more than j, one gather per j (items are in
+    few groups)."""
+    count = groups.count[idx]
+    start = groups.offsets[idx]
+    one = count > 0
+    if one.all():
+        keys = [groups.members[start] * k + r]
+    else:
+        keys = [groups.members[start[one]] * k + r[one]]
+    j = 1
+    while True:
+        more = np.flatnonzero(count > j)
+        if not len(more):
+            break
+        keys.append(groups.members[start[more] + j] * k + r[more])
+        j += 1
+    return keys[0] if len(keys) == 1 else np.concatenate(keys)
 
 
 def _count_items(

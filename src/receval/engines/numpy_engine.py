@@ -718,7 +718,9 @@ def compute(
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
-    dense_input = ties or p.rec_recommended is not None or p.rec_context is not None
+    # the item index matrix only for the metrics that read item-side arrays
+    context = p.rec_context if any(s.definition.needs for s in specs) else None
+    dense_input = ties or p.rec_recommended is not None or context is not None
     history = None
     if items is not None and any(s.definition.reads_history for s in specs):
         history = items.history(p.user_ids)
@@ -738,8 +740,8 @@ def compute(
             else _fill(values=p.rec_recommended, dtype=bool, pad=False, **fill),
             max_grade=p.max_grade,
             item_index=None
-            if p.rec_context is None or items is None
-            else _fill(values=p.rec_context, dtype=np.int64, pad=items.unknown, **fill),
+            if context is None or items is None
+            else _fill(values=context, dtype=np.int64, pad=items.unknown, **fill),
             items=items,
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,41 @@ def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     if (ids.dtype == object) != (values.dtype == object):
         ids, values = as_str(ids), as_str(values)
+    if ids.dtype.kind == "i" and values.dtype.kind == "i" and len(ids):
+        found = _dense(ids, values)
+        if found is not None:
+            return found
     if len(values) > 4 * max(len(ids), 1024):
         codes, seen = pd.factorize(values)
         return _lookup(ids, np.asarray(seen, dtype=values.dtype))[codes]
     return _lookup(ids, values)
+
+
+#: The largest span of integer ids looked up through a table (8 bytes each).
+_DENSE_SPAN = 1 << 24
+
+
+def _dense(ids: np.ndarray, values: np.ndarray) -> np.ndarray | None:
+    """:func:`positions` of integers through a table indexed by the id (one
+    gather per value) when the ids span a small range and the values are
+    many enough to pay for building it; None otherwise."""
+    lo, hi = int(ids[0]), int(ids[-1])
+    span = hi - lo + 1
+    if span > max(8 * len(ids), 1 << 16) or span > _DENSE_SPAN or 4 * len(values) < span:
+        return None  # a sparse range, or too few values to pay for the table
+    if 0 <= lo <= span:  # a table from 0: the values index it as they are
+        span, lo = hi + 1, 0
+    table = np.full(span, -1, dtype=np.int64)
+    table[ids.astype(np.int64) - lo] = np.arange(len(ids), dtype=np.int64)
+    v = values.astype(np.int64, copy=False)
+    if lo:
+        v = v - lo
+    if int(v.min()) >= 0 and int(v.max()) < span:
+        return table[v]
+    inside = (v >= 0) & (v < span)
+    out = np.full(len(values), -1, dtype=np.int64)
+    out[inside] = table[v[inside]]
+    return out
 
 
 def _lookup(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -148,6 +180,23 @@ class ItemGroups:
         total = int(lengths.sum())
         shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
         return at, self.members[shift + np.arange(total, dtype=np.int64)]
+
+    @cached_property
+    def table(self) -> np.ndarray:
+        """The groups of each index as a ``(slots, width)`` int32 table, width
+        the most groups of an item, padded with ``n_groups`` (for the compiled
+        tally: every row does the same work).
+
+        >>> ItemGroups.of("x", np.array([0, 1, 1]), np.array(["a", "a", "b"]), 3).table.tolist()
+        [[0, 2], [0, 1], [2, 2]]
+        """
+        count = self.count
+        width = max(int(count.max(initial=0)), 1)
+        out = np.full((len(count), width), self.n_groups, dtype=np.int32)
+        at, g = self.expand(np.arange(len(count), dtype=np.int64))
+        pos = np.arange(len(at)) - self.offsets[:-1][at]
+        out[at, pos] = g
+        return out
 
     def label(self, g: int) -> str:
         return str(self.labels[g])

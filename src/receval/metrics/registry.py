@@ -133,6 +133,9 @@ class MetricDef:
     * ``of_item_groups``: an aggregate whose kernel takes the item-group
       tallies (:class:`~receval.metrics.kernels.groups.GroupCounts`), not the
       item counts.
+    * ``tallies``: the item-group tallies its kernel reads besides the slots
+      (``hits``, ``relevant``, ``seen``: see
+      :class:`~receval.metrics.kernels.groups.GroupTally`).
     * ``per_item_group``: an aggregate that also has a value within each item
       group (a column of ``Result.item_groups``).
     """
@@ -156,6 +159,7 @@ class MetricDef:
     by_user: Callable[..., np.ndarray] | None = None
     reads_history: bool = False
     of_item_groups: bool = False
+    tallies: tuple[str, ...] = ()
     per_item_group: bool = False
     param_map: Mapping[str, ParamDef] = field(init=False, repr=False, compare=False)
 
@@ -631,6 +635,7 @@ _DEFS += (
         kernel=G.rsp,
         kind="aggregate",
         of_item_groups=True,
+        tallies=("seen",),
         higher_is_better=False,
         bounds=(0.0, math.inf),
         needs=("item_groups",),
@@ -657,6 +662,7 @@ _DEFS += (
         kernel=G.reo,
         kind="aggregate",
         of_item_groups=True,
+        tallies=("hits", "relevant"),
         higher_is_better=False,
         bounds=(0.0, math.inf),
         needs=("item_groups",),
