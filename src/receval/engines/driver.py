@@ -638,7 +638,9 @@ class _Evaluated:
                 else {}
             )
             block = vals[:, s]
-            sums = [ExactSum.of(row[evaluated]) for row in block]
+            # with the values kept, the combiner sums each group's values once
+            # (Combiner.totals), not each cell of each chunk
+            sums = None if keep_values else [ExactSum.of(row[evaluated]) for row in block]
             only = (
                 ids[s][recs_only[s]][:_EXAMPLES].tolist(),
                 ids[s][truth_only[s]][:_EXAMPLES].tolist(),
@@ -901,7 +903,7 @@ class Part:
 
     values: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # user ids, values, evaluated
     evaluated: int
-    sums: list[ExactSum]
+    sums: list[ExactSum] | None  # None: to be summed from the values (kept)
     counts: dict[str, Any]
     notes: list[str]
     exposure: dict[int | None, pd.Series]
@@ -921,6 +923,7 @@ class Combiner:
         self.counts: dict[str, Any] = {}
         self.notes: list[str] = []
         self.sums = [ExactSum() for _ in plan.per_user]
+        self.unsummed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.exposure = _ExposureCounter({s.k for s in plan.aggregate})
         self.groups: dict[int, GroupTally] = {}
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -938,7 +941,11 @@ class Combiner:
             self.groups[k] = self.groups[k] + tally if k in self.groups else tally
         if part.values is not None:
             self.parts.append(part.values)
-        self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
+        if part.sums is None:
+            assert part.values is not None
+            self.unsummed.append(part.values)
+        else:
+            self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
         # the smallest users of each side, whatever the order of the parts
         self.only = (
             sorted(self.only[0] + list(part.only[0]))[:_EXAMPLES],
@@ -973,7 +980,19 @@ class Combiner:
             e = self.exposure.exposure(largest, items)
             counts["recommended_items_outside_catalog"] = int((~e.in_catalog).sum())
         table = self.item_group_table() if self.plan.group_ks else None
-        return Outcome(user_ids, values, evaluated, counts, aggregates, found, self.sums, table)
+        sums = self.totals()
+        return Outcome(user_ids, values, evaluated, counts, aggregates, found, sums, table)
+
+    def totals(self) -> list[ExactSum]:
+        """The exact sum of each per-user metric over the users evaluated: the
+        parts' sums, and the values of the parts that came without them
+        summed here, all at once (exact: the same whatever the grouping)."""
+        if not self.unsummed:
+            return self.sums
+        values = np.concatenate([v[:, e] for _, v, e in self.unsummed], axis=1)
+        self.sums = [a + ExactSum.of(row) for a, row in zip(self.sums, values, strict=True)]
+        self.unsummed = []
+        return self.sums
 
     def summary(self) -> tuple[dict[str, float], int]:
         """Each metric's value and the users evaluated, without putting the
@@ -983,7 +1002,7 @@ class Combiner:
         counts = {k: v for k, v in self.counts.items()}
         _some_user_shared(counts, self.only)
         values: dict[str, float] = {}
-        for s, total in zip(self.plan.per_user, self.sums, strict=True):
+        for s, total in zip(self.plan.per_user, self.totals(), strict=True):
             values[str(s)] = total.mean()
         items = self.plan.items
         for s in self.plan.aggregate:
