@@ -336,12 +336,13 @@ def _ref(
     return out
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.data())
-def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None:
+def _random_world(
+    data: st.DataObject, smallest: int
+) -> tuple[np.random.Generator, int, int, dict, dict, list]:
+    """A random generator, item count, cut-off, lists, truth and training pairs."""
     seed = data.draw(st.integers(0, 10**6))
     rng = np.random.default_rng(seed)
-    n_items = int(rng.integers(5, 30))
+    n_items = int(rng.integers(smallest, smallest + 25))
     k = int(data.draw(st.sampled_from([1, 2, 3, 5, 10])))
     lists = {
         u: [
@@ -358,6 +359,13 @@ def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None
         (int(u), int(i))
         for u, i in zip(rng.integers(0, 8, 40), rng.integers(0, n_items + 3, 40), strict=True)
     ]
+    return rng, n_items, k, lists, truth, train
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_beyond_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None:
+    rng, n_items, k, lists, truth, train = _random_world(data, 5)
     catalog = sorted({int(i) for i in rng.choice(n_items + 5, n_items)})
     feats = {i: rng.integers(0, 3, 3).astype(float) for i in range(n_items) if rng.random() < 0.8}
     expected = _ref(lists, truth, train, catalog, feats, k)
@@ -475,22 +483,7 @@ def _mean(values: list[float]) -> float:
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_item_group_metrics_agree_with_a_slow_reference(data: st.DataObject) -> None:
-    seed = data.draw(st.integers(0, 10**6))
-    rng = np.random.default_rng(seed)
-    n_items = int(rng.integers(4, 25))
-    k = int(data.draw(st.sampled_from([1, 2, 3, 5, 10])))
-    lists = {
-        u: [int(i) for i in rng.choice(n_items, int(rng.integers(0, min(n_items, 12))), False)]
-        for u in range(int(rng.integers(2, 12)))
-    }
-    truth = {
-        u: {int(i) for i in rng.choice(n_items, int(rng.integers(0, 4)))}
-        for u in range(int(rng.integers(1, 14)))
-    }
-    train = [
-        (int(u), int(i))
-        for u, i in zip(rng.integers(0, 8, 40), rng.integers(0, n_items + 3, 40), strict=True)
-    ]
+    rng, n_items, k, lists, truth, train = _random_world(data, 4)
     names = ["a", "b", "c"][: int(rng.integers(1, 4))]
     groups: dict[int, set[str]] = {}
     for i in range(n_items + 3):

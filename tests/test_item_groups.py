@@ -320,15 +320,18 @@ def test_compare_and_report_take_item_and_user_groups_on_the_command_line(
     )
     common = ["-m", "awrf@2", "-m", "rsp@2", "--train", "train.csv", "--item-groups", "groups.csv"]
     common += ["--user-groups", "segments.csv", "--n-resamples", "200"]
-    base = [sys.executable, "-m", "receval"]
-    done = subprocess.run(
-        [*base, "compare", "truth.csv", "a.csv", "b.csv", *common, "-o", "json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def receval_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "receval", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    done = receval_cli("compare", "truth.csv", "a.csv", "b.csv", *common, "-o", "json")
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     want = receval.compare(
@@ -349,23 +352,9 @@ def test_compare_and_report_take_item_and_user_groups_on_the_command_line(
             "exposure@2"
         ].tolist()
     assert [(g["grouping"], g["group"]) for g in found["by_group"]] == [("seg", "x"), ("seg", "y")]
-    text = subprocess.run(
-        [*base, "compare", "truth.csv", "a.csv", "b.csv", *common],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    text = receval_cli("compare", "truth.csv", "a.csv", "b.csv", *common)
     assert text.returncode == 0 and "seg = x (2 users):" in text.stdout, text.stderr
-    rep = subprocess.run(
-        [*base, "report", "truth.csv", "a.csv", "b.csv", *common, "-q", "--out", "r.html"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    rep = receval_cli("report", "truth.csv", "a.csv", "b.csv", *common, "-q", "--out", "r.html")
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "id='item-groups'" in html and "id='user-groups'" in html
