@@ -135,9 +135,16 @@ def test_groups_section(rep: Report) -> None:
     section = rep.html.split("id='user-groups'")[1].split("</section>")[0]
     assert section.count('<table class="leaderboard">') == 2
     for (_, label), sub in cmp.by_group.items():
-        mean = sub.table.loc[("ndcg@10", "random"), "mean"]
+        row = sub.table.loc[("ndcg@10", "random")]
         assert f"random · {label}: " in section
-        assert fmt_value(mean) in section
+        assert fmt_value(row["mean"]) in section
+        # each bar's interval: a whisker, and its bounds in the bar's title
+        bounds = f"[{svg._label(row['ci_low'])}, {svg._label(row['ci_high'])}]</title>"
+        assert f"random · {label}: {svg._label(row['mean'])} {bounds}" in section
+    # a whisker per bar of a per-user metric: 2 metrics x 2 groups x 3 systems
+    # (coverage@10 is one value per system: no interval)
+    assert section.count('class="interval"') == 12
+    assert "Intervals (whiskers): 95% bootstrap over users" in section
     truth, runs, train = _world()
     early = [u for u in range(N_USERS) if u < N_USERS // 2]
     alone = compare(

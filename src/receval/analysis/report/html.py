@@ -8,6 +8,7 @@ its leaderboard, marks and p-values are those of that comparison, exactly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -572,10 +573,12 @@ def _group_figures(cmp: Comparison) -> list[_Figure]:
         keys = [key for key in cmp.by_group if key[0] == g]
         labels = [str(v) for _, v in keys]
         for m in cmp.metrics:
-            series = {
-                s: [float(cmp.by_group[key].table.loc[(m, s), "mean"]) for key in keys]
-                for s in cmp.systems
+            rows = {s: [cmp.by_group[key].table.loc[(m, s)] for key in keys] for s in cmp.systems}
+            series = {s: [float(r["mean"]) for r in rs] for s, rs in rows.items()}
+            intervals = {
+                s: [(float(r["ci_low"]), float(r["ci_high"])) for r in rs] for s, rs in rows.items()
             }
+            drawn = any(math.isfinite(lo) for v in intervals.values() for lo, _ in v)
             out.append(
                 _figure(
                     f"group-{g}-{m}",
@@ -586,9 +589,12 @@ def _group_figures(cmp: Comparison) -> list[_Figure]:
                         series,
                         xlabel=g,
                         ylabel=m,
+                        intervals=intervals if drawn else None,
                     ),
                     f"{m} of each system over the users of each group of {g!r}, each group "
-                    "evaluated alone; intervals and significance in the tables below.",
+                    "evaluated alone. "
+                    + (cmp.interval_note("(whiskers)") + " " if drawn else "")
+                    + "Significance in the tables below.",
                 )
             )
     return out

@@ -235,15 +235,24 @@ def bar_chart(
     *,
     xlabel: str,
     ylabel: str,
+    intervals: Mapping[str, Sequence[tuple[float, float]]] | None = None,
 ) -> str:
-    """Grouped bars: one group per label of ``groups``, one bar per series.
+    """Grouped bars: one group per label of ``groups``, one bar per series;
+    ``intervals`` (per series, per group: (low, high)) draws each bar's
+    interval as a whisker.
 
     Example:
         >>> svg = bar_chart("b", "t", ["x", "y"], {"a": [1, 2], "b": [2, 1]}, xlabel="", ylabel="")
         >>> svg.count('class="bar"')
         4
+        >>> ci = {"a": [(0.5, 1.5), (1.5, 2.5)]}
+        >>> bar_chart("b", "t", ["x", "y"], {"a": [1, 2]}, xlabel="", ylabel="",
+        ...           intervals=ci).count('class="interval"')
+        2
     """
+    intervals = intervals or {}
     vals = [float(v) for s in series.values() for v in s if math.isfinite(float(v))]
+    vals += [float(h) for s in intervals.values() for _, h in s if math.isfinite(float(h))]
     hi = max([*vals, 0.0]) or 1.0
     yt = nice_ticks(0.0, hi)
     n_groups = max(len(groups), 1)
@@ -260,11 +269,23 @@ def bar_chart(
                 continue
             px = LEFT + i * slot + slot * 0.1 + j * bw
             top = f.y(max(v, 0.0))
+            lo, hi = (intervals.get(name) or [(math.nan, math.nan)] * len(values))[i]
+            shown = math.isfinite(float(lo)) and math.isfinite(float(hi))
+            ci = f" [{_label(float(lo))}, {_label(float(hi))}]" if shown else ""
             out.append(
                 f'<rect class="bar" x="{px:.1f}" y="{top:.1f}" width="{max(bw - 1, 1):.1f}" '
                 f'height="{max(f.y(0.0) - top, 0):.1f}" fill="{color(j)}">'
-                f"<title>{escape(name)} · {escape(str(groups[i]))}: {_label(v)}</title></rect>"
+                f"<title>{escape(name)} · {escape(str(groups[i]))}: {_label(v)}{ci}</title></rect>"
             )
+            if shown:
+                cx = px + max(bw - 1, 1) / 2
+                y0, y1 = f.y(max(float(lo), 0.0)), f.y(max(float(hi), 0.0))
+                cap = min(max(bw / 4, 2.0), 6.0)
+                out.append(
+                    f'<path class="interval" d="M{cx:.1f},{y0:.1f}V{y1:.1f}'
+                    f"M{cx - cap:.1f},{y0:.1f}H{cx + cap:.1f}M{cx - cap:.1f},{y1:.1f}"
+                    f'H{cx + cap:.1f}" stroke="#222" stroke-width="1.2" fill="none"/>'
+                )
     out += _legend(list(series), marker="box")
     out.append("</svg>")
     return "\n".join(out)
