@@ -6,6 +6,7 @@ import io
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -355,3 +356,56 @@ def test_markdown_marks_and_p_values_are_the_comparison(cmp: Comparison) -> None
         cells = [c.strip() for c in line.split("|")]
         assert cells[5] == fmt_p(row["p_value"])
         assert cells[6] == fmt_p(row["p_adjusted"]) + (" *" if row["significant"] else "")
+
+
+def test_randomised_tukey_hsd(world: tuple[dict, dict]) -> None:
+    """compare(test="tukey"): each metric's pairs get the randomised Tukey HSD
+    p-values of stats.tukey_hsd on the aligned values, drawn from the metric's
+    sign-flip seed; no further correction (they are family-wise already)."""
+    truth, runs = world
+    metrics = ["recall@10", "ndcg@10", "coverage@10"]
+    train = {0: list(range(N_ITEMS))}
+    c = compare(runs, truth, metrics, test="tukey", n_resamples=600, seed=5, train=train)
+    assert c.settings["test"] == "tukey" and c.settings["correction"] == "none"
+    for j, m in enumerate(["recall@10", "ndcg@10"]):
+        flip = np.random.SeedSequence(5).spawn(3)[j].spawn(2)[1]
+        frame = c.aligned[m]
+        p = stats.tukey_hsd(frame[list(runs)].to_numpy(), n_resamples=600, seed=flip)
+        names = list(runs)
+        for (metric, a, b), row in c.pairs.loc[[m]].iterrows():
+            assert row["p_value"] == p[names.index(a), names.index(b)], (metric, a, b)
+            assert row["p_adjusted"] == row["p_value"]
+            assert row["diff"] == pytest.approx(frame[a].mean() - frame[b].mean(), abs=1e-15)
+    assert "randomised Tukey HSD test" in c.footnote() and "family-wise" in c.footnote()
+    # the good system beats the others on every metric with users
+    assert c.pairs.loc[("ndcg@10", "random", "good"), "winner"] == "good"
+    with pytest.raises(OptionError, match="already control the family-wise"):
+        compare(runs, truth, "ndcg@10", test="tukey", correction="holm")
+    same = compare(runs, truth, "ndcg@10", test="tukey", correction="none", n_resamples=600)
+    assert same.settings["correction"] == "none"
+    default = compare(runs, truth, "ndcg@10", n_resamples=300)
+    assert default.settings["correction"] == "holm"
+
+
+def test_tukey_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from receval.cli import main
+
+    truth, runs = _world(40)
+    rows = [(u, i) for u, items in truth.items() for i in items]
+    pd.DataFrame(rows, columns=["user", "item"]).to_csv(tmp_path / "truth.csv", index=False)
+    paths = []
+    for name, lists in runs.items():
+        ranked = [(u, i, r) for u, items in lists.items() for r, i in enumerate(items, 1)]
+        pd.DataFrame(ranked, columns=["user", "item", "rank"]).to_csv(
+            tmp_path / f"{name}.csv", index=False
+        )
+        paths.append(str(tmp_path / f"{name}.csv"))
+    args = ["compare", str(tmp_path / "truth.csv"), *paths, "-m", "ndcg@10", "--test", "tukey"]
+    assert main([*args, "--n-resamples", "300", "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["test"] == "tukey" and out["settings"]["correction"] == "none"
+    want = compare(runs, truth, "ndcg@10", test="tukey", n_resamples=300)
+    got = out["metrics"]["ndcg@10"]["comparisons"]
+    assert [c["p_value"] for c in got] == want.pairs["p_value"].tolist()
+    assert main([*args, "--correction", "bh"]) == 2
+    assert "--correction bh is not allowed" in capsys.readouterr().err

@@ -313,3 +313,79 @@ def test_permutation_test_against_enumeration() -> None:
     )
     assert permutation_test([1.0, 1.0], [1.0], n_resamples=10).pvalue == 1.0
     assert np.isnan(permutation_test([], [1.0]).pvalue)
+
+
+# --- the randomised Tukey HSD test (#21: many systems) ------------------------
+
+
+def _tukey_literal(x: np.ndarray) -> np.ndarray:
+    """Every assignment of a permutation of the systems to every user, one at a
+    time: p = #{range of the column sums >= |S_i - S_j|} / (m!)^n."""
+    import itertools
+
+    n, m = x.shape
+    sums = x.sum(axis=0)
+    count = np.zeros((m, m))
+    total = 0
+    for choice in itertools.product(itertools.permutations(range(m)), repeat=n):
+        s = [sum(x[j][choice[j][i]] for j in range(n)) for i in range(m)]
+        r = max(s) - min(s)
+        total += 1
+        for i in range(m):
+            for k in range(m):
+                if r >= abs(sums[i] - sums[k]) - 1e-9:
+                    count[i, k] += 1
+    p = count / total
+    np.fill_diagonal(p, 1.0)
+    return p
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tukey_hsd_exact_is_the_literal_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 4)), int(rng.integers(2, 4))
+    x = rng.integers(0, 4, (n, m)).astype(float) / 3
+    got = stats.tukey_hsd(x, n_resamples=10**6)  # (m!)^n <= 10^6: exact
+    np.testing.assert_allclose(got, _tukey_literal(x), rtol=0, atol=1e-12)
+    assert np.allclose(got, got.T)
+
+
+def test_tukey_hsd_monte_carlo_agrees_with_the_exact_test() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.random((5, 3)) + np.array([0.0, 0.3, 0.6])
+    exact = stats.tukey_hsd(x, exact=True)
+    b = 40_000
+    mc = stats.tukey_hsd(x, n_resamples=b, seed=3, exact=False)
+    se = np.sqrt(exact * (1 - exact) / b) + 1 / b
+    assert (np.abs(mc - exact) <= 5 * se).all(), (mc, exact)
+    # seeded: one seed, one answer
+    again = stats.tukey_hsd(x, n_resamples=b, seed=3, exact=False)
+    np.testing.assert_array_equal(mc, again)
+
+
+def test_tukey_hsd_edge_cases_and_its_two_system_case() -> None:
+    assert np.isnan(stats.tukey_hsd(np.empty((0, 3)))).all()
+    same = np.tile(np.array([[0.5, 0.5, 0.5]]), (30, 1))
+    assert (stats.tukey_hsd(same, n_resamples=999) == 1.0).all()
+    # two systems: the range of the permuted sums is |Σ ± d|: the randomization test
+    rng = np.random.default_rng(1)
+    x = rng.random((8, 2))
+    p = stats.tukey_hsd(x, exact=True)[0, 1]
+    assert p == stats.randomization_test(x[:, 0], x[:, 1], exact=True).pvalue
+    # more systems than enumerable permutations: argsort of random keys
+    wide = rng.random((6, 8))
+    p = stats.tukey_hsd(wide, n_resamples=200, seed=0)
+    assert p.shape == (8, 8) and ((p > 0) & (p <= 1)).all()
+
+
+def test_tukey_hsd_controls_the_family_wise_error() -> None:
+    """Under the null (exchangeable systems), the chance that any pair is
+    called significant at 0.05 stays near 0.05 (pairwise tests would not)."""
+    rng = np.random.default_rng(11)
+    false = 0
+    trials = 200
+    for _ in range(trials):
+        x = rng.random((12, 5))
+        p = stats.tukey_hsd(x, n_resamples=199, seed=rng)
+        false += bool((p[np.triu_indices(5, 1)] < 0.05).any())
+    assert false / trials < 0.1

@@ -333,16 +333,20 @@ Baseline = Annotated[
 Test = Annotated[
     str,
     typer.Option(
-        "--test", metavar="t|wilcoxon|randomization", help="paired test", rich_help_panel=_TESTS
+        "--test",
+        metavar="t|wilcoxon|randomization|tukey",
+        help="paired test, or tukey: the randomised Tukey HSD test of all pairs",
+        rich_help_panel=_TESTS,
     ),
 ]
 Correction = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--correction",
         metavar="holm|bonferroni|bh|none",
-        help="multiple-comparison correction",
+        help="multiple-comparison correction (default holm; none with --test tukey)",
         rich_help_panel=_TESTS,
+        show_default=False,
     ),
 ]
 Alpha = Annotated[float, typer.Option("--alpha", help="significance level", rich_help_panel=_TESTS)]
@@ -1100,7 +1104,7 @@ def _runs_and_items(
 def _tests(
     baseline: str | None,
     test: str,
-    correction: str,
+    correction: str | None,
     alpha: float,
     n_resamples: int,
     seed: int,
@@ -1139,7 +1143,7 @@ def compare(
     names: Names = None,
     baseline: Baseline = None,
     test: Test = "t",
-    correction: Correction = "holm",
+    correction: Correction = None,
     alpha: Alpha = 0.05,
     n_resamples: Resamples = 10_000,
     seed: Seed = 0,
@@ -1200,7 +1204,7 @@ def report(
     ] = None,
     baseline: Baseline = None,
     test: Test = "t",
-    correction: Correction = "holm",
+    correction: Correction = None,
     alpha: Alpha = 0.05,
     n_resamples: Resamples = 10_000,
     seed: Seed = 0,

@@ -40,6 +40,7 @@ _TEST_LABEL = {
     "t": "paired t-test",
     "wilcoxon": "Wilcoxon signed-rank test",
     "randomization": "paired randomization test",
+    "tukey": "randomised Tukey HSD test",
 }
 _CORRECTION_LABEL = {
     "holm": "Holm",
@@ -178,6 +179,12 @@ class Comparison:
         scope = (
             f"against the baseline {s['baseline']}" if s["baseline"] is not None else "all pairs"
         )
+        if s["test"] == "tukey":  # family-wise over each metric's pairs by construction
+            return (
+                f"Superscript letters name the systems a system beats significantly "
+                f"({_TEST_LABEL['tukey']}, {scope}: p-values family-wise over all pairs of "
+                f"systems of each metric, {s['comparisons']} comparisons, α = {s['alpha']})."
+            )
         return (
             f"Superscript letters name the systems a system beats significantly "
             f"({_TEST_LABEL[s['test']]}, {scope}, {corr} correction over "
@@ -543,7 +550,7 @@ def compare(
     *,
     baseline: str | None = None,
     test: str = "t",
-    correction: str = "holm",
+    correction: str | None = None,
     alpha: float = 0.05,
     n_resamples: int = 10_000,
     seed: int = 0,
@@ -564,10 +571,15 @@ def compare(
         truth: the truth, as for :func:`receval.evaluate`.
         metrics: metric strings, as for :func:`receval.evaluate`.
         baseline: compare every system with this one; None: all pairs.
-        test: ``t`` (paired t-test), ``wilcoxon`` (signed-rank) or
-            ``randomization`` (alias ``permutation``; sign flips).
-        correction: ``holm``, ``bonferroni``, ``bh`` (Benjamini–Hochberg) or
-            ``none``, applied across all comparisons of all metrics.
+        test: ``t`` (paired t-test), ``wilcoxon`` (signed-rank),
+            ``randomization`` (alias ``permutation``; sign flips), or ``tukey``:
+            the randomised Tukey HSD test (:func:`~receval.analysis.stats.tukey_hsd`),
+            whose p-values control the family-wise error over all pairs of
+            systems of each metric (for 3 or more systems).
+        correction: ``holm`` (the default), ``bonferroni``, ``bh``
+            (Benjamini–Hochberg) or ``none``, applied across all comparisons
+            of all metrics. With ``test="tukey"``: ``none`` (the default
+            there; the p-values are already family-wise).
         alpha: significance level; intervals have confidence ``1 - alpha``.
         n_resamples: resamples of the randomization test and the bootstrap.
         seed: the root seed. ``SeedSequence(seed).spawn`` gives one child per
@@ -737,11 +749,15 @@ def _named_runs(runs: Mapping[str, Any]) -> dict[str, Any]:
     return named
 
 
+#: Names of the randomised Tukey HSD test.
+_TUKEY = ("tukey", "tukey_hsd", "hsd", "randomized_tukey", "randomised_tukey")
+
+
 def _settings(
     systems: Sequence[str],
     baseline: str | None,
     test: str,
-    correction: str,
+    correction: str | None,
     alpha: float,
     n_resamples: int,
     seed: int,
@@ -763,9 +779,21 @@ def _settings(
         raise OptionError("ci", ci, allowed=(*stats.CI_METHODS, "none"))
     if n_jobs < 1:
         raise OptionError("n_jobs", n_jobs, expected="a whole number >= 1")
+    name = str(test).strip().lower()
+    name = "tukey" if name in _TUKEY else stats.normalize_test(test)
+    if name == "tukey":
+        if correction is not None and stats.normalize_correction(correction) != "none":
+            raise OptionError(
+                "correction",
+                correction,
+                allowed=("none",),
+                reason="the randomised Tukey HSD p-values already control the family-wise "
+                "error over all pairs of systems of each metric",
+            )
+        correction = "none"
     return {
-        "test": stats.normalize_test(test),
-        "correction": stats.normalize_correction(correction),
+        "test": name,
+        "correction": stats.normalize_correction("holm" if correction is None else correction),
         "alpha": alpha,
         "confidence": 1 - alpha,
         "ci": ci,
@@ -872,6 +900,14 @@ def _resampling(resampling: str | None, on_spark: bool, test: str) -> str:
             resampling,
             allowed=("poisson",),
             reason="on Spark, resamples are drawn per user (the Poisson bootstrap)",
+        )
+    if chosen == "poisson" and test == "tukey":
+        raise OptionError(
+            "test",
+            "tukey",
+            allowed=("t", "randomization"),
+            reason="the randomised Tukey HSD test permutes every user's systems at once; "
+            "with per-user resampling (Spark) use the t-test or the randomization test",
         )
     if chosen == "poisson" and test == "wilcoxon":
         raise OptionError(
@@ -980,7 +1016,24 @@ def _metric_units(
             for i in range(len(units))
         ]
     pairs = [i for i, u in enumerate(units) if u.kind == "pair"]
-    tests = {i: _test(settings, columns[i]) for i in pairs}
+    if settings["test"] == "tukey" and pairs:  # one draw serves every pair of the metric
+        names = list(dict.fromkeys(s for i in pairs for s in units[i].systems))
+        names = [c for c in frame.columns if c in names]
+        p = stats.tukey_hsd(
+            frame[names].to_numpy(dtype=np.float64),
+            n_resamples=settings["n_resamples"],
+            seed=stats.rng_from(flip_seed),
+        )
+        at = {name: j for j, name in enumerate(names)}
+        tests: dict[int, stats.StatResult | None] = {
+            i: stats.StatResult(
+                float(columns[i].mean()) if len(columns[i]) else math.nan,
+                float(p[at[units[i].systems[0]], at[units[i].systems[1]]]),
+            )
+            for i in pairs
+        }
+    else:
+        tests = {i: _test(settings, columns[i]) for i in pairs}
     # Monte Carlo sign flips: one draw serves every pair of the metric
     flip = [i for i in pairs if tests[i] is None]
     if flip:

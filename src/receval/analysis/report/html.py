@@ -37,7 +37,7 @@ _MAX_K = 1000
 _COMPARE_DEFAULTS: dict[str, Any] = {
     "baseline": None,
     "test": "t",
-    "correction": "holm",
+    "correction": None,
     "alpha": 0.05,
     "n_resamples": 10_000,
     "seed": 0,
