@@ -385,6 +385,8 @@ def test_randomised_tukey_hsd(world: tuple[dict, dict]) -> None:
     assert same.settings["correction"] == "none"
     default = compare(runs, truth, "ndcg@10", n_resamples=300)
     assert default.settings["correction"] == "holm"
+    with pytest.raises(OptionError, match="permutes every user's systems at once"):
+        compare(runs, truth, "ndcg@10", test="tukey", resampling="poisson")
 
 
 def test_tukey_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -901,21 +901,17 @@ def _resampling(resampling: str | None, on_spark: bool, test: str) -> str:
             allowed=("poisson",),
             reason="on Spark, resamples are drawn per user (the Poisson bootstrap)",
         )
-    if chosen == "poisson" and test == "tukey":
+    whole = {
+        "wilcoxon": "the Wilcoxon test ranks every difference at once",
+        "tukey": "the randomised Tukey HSD test permutes every user's systems at once",
+    }
+    if chosen == "poisson" and test in whole:
         raise OptionError(
             "test",
-            "tukey",
+            test,
             allowed=("t", "randomization"),
-            reason="the randomised Tukey HSD test permutes every user's systems at once; "
-            "with per-user resampling (Spark) use the t-test or the randomization test",
-        )
-    if chosen == "poisson" and test == "wilcoxon":
-        raise OptionError(
-            "test",
-            "wilcoxon",
-            allowed=("t", "randomization"),
-            reason="the Wilcoxon test ranks every difference at once; with per-user "
-            "resampling (Spark) use the t-test or the randomization test",
+            reason=f"{whole[test]}; with per-user resampling (Spark) use the t-test or the "
+            "randomization test",
         )
     return chosen
 
