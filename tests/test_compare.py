@@ -411,3 +411,21 @@ def test_tukey_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert [c["p_value"] for c in got] == want.pairs["p_value"].tolist()
     assert main([*args, "--correction", "bh"]) == 2
     assert "--correction bh is not allowed" in capsys.readouterr().err
+
+
+def test_omnibus_tests_of_three_systems_or_more(world: tuple[dict, dict]) -> None:
+    truth, runs = world
+    c = compare(runs, truth, ["ndcg@10", "rr@10"], n_resamples=300)
+    assert c.omnibus is not None and list(c.omnibus.index) == ["ndcg@10", "rr@10"]
+    for m in ("ndcg@10", "rr@10"):
+        x = c.aligned[m][list(runs)].to_numpy()
+        f, df1, df2, p = stats.repeated_measures_anova(x)
+        row = c.omnibus.loc[m]
+        assert (row["anova_f"], row["anova_p"]) == (f, p)
+        assert (row["anova_df1"], row["anova_df2"]) == (df1, df2)
+        assert row["friedman_p"] == stats.friedman_test(x).pvalue
+        assert row["users"] == len(x)
+        assert row["anova_p"] < 1e-6  # a good, a weak and a random system
+    assert c.to_dict()["omnibus"][0]["metric"] == "ndcg@10"
+    two = compare({k: runs[k] for k in ("good", "weak")}, truth, "ndcg@10", n_resamples=300)
+    assert two.omnibus is None

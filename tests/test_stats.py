@@ -389,3 +389,49 @@ def test_tukey_hsd_controls_the_family_wise_error() -> None:
         p = stats.tukey_hsd(x, n_resamples=199, seed=rng)
         false += bool((p[np.triu_indices(5, 1)] < 0.05).any())
     assert false / trials < 0.1
+
+
+# --- omnibus tests of three systems or more (#21) ----------------------------
+
+
+def _anova_literal(x: list[list[float]]) -> tuple[float, float]:
+    """Repeated-measures one-way ANOVA written out: sums of squares in loops."""
+    n, m = len(x), len(x[0])
+    grand = sum(sum(row) for row in x) / (n * m)
+    col = [sum(x[j][i] for j in range(n)) / n for i in range(m)]
+    row = [sum(r) / m for r in x]
+    ss_total = sum((x[j][i] - grand) ** 2 for j in range(n) for i in range(m))
+    ss_sys = n * sum((c - grand) ** 2 for c in col)
+    ss_users = m * sum((r - grand) ** 2 for r in row)
+    ss_err = ss_total - ss_sys - ss_users
+    f = (ss_sys / (m - 1)) / (ss_err / ((m - 1) * (n - 1)))
+    return f, float(sps.f.sf(f, m - 1, (m - 1) * (n - 1)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_repeated_measures_anova(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.random((int(rng.integers(3, 30)), int(rng.integers(2, 6))))
+    f, df1, df2, p = stats.repeated_measures_anova(x)
+    want_f, want_p = _anova_literal(x.tolist())
+    assert f == pytest.approx(want_f, rel=1e-10) and p == pytest.approx(want_p, rel=1e-8)
+    assert (df1, df2) == (x.shape[1] - 1, (x.shape[1] - 1) * (x.shape[0] - 1))
+    # two systems: F is the paired t statistic squared, with the same p-value
+    t = sps.ttest_rel(x[:, 0], x[:, 1])
+    f2, _, _, p2 = stats.repeated_measures_anova(x[:, :2])
+    assert f2 == pytest.approx(t.statistic**2, rel=1e-9) and p2 == pytest.approx(t.pvalue, 1e-8)
+
+
+def test_omnibus_edge_cases_and_friedman_is_scipys() -> None:
+    assert math.isnan(stats.repeated_measures_anova(np.ones((1, 3)))[0])
+    f, _, _, p = stats.repeated_measures_anova(np.ones((5, 3)))
+    assert math.isnan(f) and p == 1.0
+    f, _, _, p = stats.repeated_measures_anova(np.tile([0.0, 1.0, 2.0], (5, 1)))
+    assert f == math.inf and p == 0.0
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 3, (20, 4)).astype(float)  # ties
+    want = sps.friedmanchisquare(*x.T)
+    got = stats.friedman_test(x)
+    assert (got.statistic, got.pvalue) == (want.statistic, want.pvalue)
+    assert math.isnan(stats.friedman_test(x[:, :2]).pvalue)
+    assert stats.friedman_test(np.ones((4, 3))).pvalue == 1.0

@@ -113,6 +113,12 @@ class Comparison:
         results: system name → the :class:`~receval.Result` of its evaluation.
         aligned: metric → DataFrame (users compared × systems) of the per-user
             values the tests used (per-user metrics only).
+        omnibus: with 3 systems or more (in process): one row per per-user
+            metric — do the systems differ at all? — the one-way
+            repeated-measures ANOVA (``anova_f``, ``anova_df1``, ``anova_df2``,
+            ``anova_p``) and Friedman's rank test (``friedman_chi2``,
+            ``friedman_p``) over the users compared, and ``users``. Not
+            corrected; read before the pairs. None otherwise.
         by_group: with ``user_groups=``: (grouping, group) → the comparison of
             the systems on that group's users, each system's group evaluated
             alone (:attr:`~receval.Result.group_results`), with the same
@@ -131,6 +137,7 @@ class Comparison:
     results: dict[str, Result]
     aligned: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     by_group: dict[tuple[str, Any], Comparison] | None = field(default=None, repr=False)
+    omnibus: pd.DataFrame | None = field(default=None, repr=False)
     version: str = __version__
 
     # -- questions -------------------------------------------------------------
@@ -288,6 +295,11 @@ class Comparison:
                     for s, row in self.missing.to_dict(orient="index").items()
                 },
                 "evaluations": {s: r.to_dict() for s, r in self.results.items()},
+                **(
+                    {"omnibus": self.omnibus.reset_index().to_dict(orient="records")}
+                    if self.omnibus is not None
+                    else {}
+                ),
                 **(
                     {
                         "by_group": [
@@ -677,7 +689,12 @@ def compare(
     letters = dict(zip(systems, letters_for(len(systems)), strict=True))
     table = _table_frame(names, systems, letters, results, users, means, pairs, hib)
     settings["comparisons"] = int(pairs["p_value"].notna().sum())
-    settings["family"] = "all comparisons of all metrics"
+    settings["family"] = (
+        "all pairs of systems of each metric"
+        if settings["test"] == "tukey"
+        else "all comparisons of all metrics"
+    )
+    omnibus = None if on_spark or len(systems) < 3 else _omnibus(aligned, systems)
     settings["evaluate"] = {
         **{k: v for k, v in opts.to_dict().items() if v is not None},
         **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
@@ -698,6 +715,7 @@ def compare(
         settings=settings,
         results=results,
         aligned=aligned,
+        omnibus=omnibus,
         by_group=by_group,
     )
 
@@ -936,6 +954,29 @@ def _local_passes(layout: Any, results: Mapping[str, Result]) -> tuple[Any, Any]
     first = rs.first_pass(layout, values)
     second = rs.second_pass(layout, rs.Totals.of(first), users, values)
     return first, second
+
+
+def _omnibus(aligned: Mapping[str, pd.DataFrame], systems: Sequence[str]) -> pd.DataFrame:
+    """:attr:`Comparison.omnibus`: the repeated-measures ANOVA and Friedman's
+    test of every per-user metric over the users compared."""
+    rows = {}
+    for m, frame in aligned.items():
+        x = frame[list(systems)].to_numpy(dtype=np.float64)
+        f, df1, df2, p = stats.repeated_measures_anova(x)
+        fr = stats.friedman_test(x)
+        rows[m] = {
+            "anova_f": f,
+            "anova_df1": df1,
+            "anova_df2": df2,
+            "anova_p": p,
+            "friedman_chi2": fr.statistic,
+            "friedman_p": fr.pvalue,
+            "users": len(frame),
+        }
+    columns = ["anova_f", "anova_df1", "anova_df2", "anova_p", "friedman_chi2", "friedman_p"]
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=[*columns, "users"])
+    out.index.name = "metric"
+    return out
 
 
 def _pair_list(systems: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:

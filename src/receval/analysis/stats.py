@@ -44,12 +44,14 @@ __all__ = [
     "cohens_d",
     "effect_size_of",
     "flip_counts",
+    "friedman_test",
     "interval_of",
     "normalize_correction",
     "normalize_test",
     "paired_t_test",
     "quantile_interval",
     "randomization_test",
+    "repeated_measures_anova",
     "rng_from",
     "run_test",
     "t_test_of",
@@ -733,6 +735,61 @@ def tukey_hsd(
         p = (1 + count) / (1 + n_resamples)
     np.fill_diagonal(p, 1.0)
     return np.minimum(p, 1.0)
+
+
+def repeated_measures_anova(x: Any) -> tuple[float, float, float, float]:
+    """One-way repeated-measures ANOVA of the systems (columns) over the users
+    (rows, the subjects): ``(F, df_systems, df_error, p)``.
+
+    With G the grand mean, ``SS_systems = n Σ_i (x̄_i − G)²``, ``SS_users =
+    m Σ_j (x̄_j − G)²``, ``SS_error = Σ (x_ji − G)² − SS_systems − SS_users``,
+    ``F = (SS_systems / (m − 1)) / (SS_error / ((m − 1)(n − 1)))`` and ``p`` the
+    upper tail of F(m − 1, (m − 1)(n − 1)). With two systems, F is the square of
+    the paired t statistic (tested). No error variance: F = inf and p = 0 when
+    the systems differ, NaN and p = 1 when nothing differs; fewer than 2 users
+    or systems: NaN.
+
+    Example:
+        >>> f, df1, df2, p = repeated_measures_anova([[1.0, 2.0, 4.0], [2.0, 2.5, 5.0],
+        ...                                           [0.5, 2.0, 3.5], [1.0, 3.0, 4.5]])
+        >>> round(f, 3), df1, df2, round(p, 5)
+        (83.824, 2.0, 6.0, 4e-05)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n, m = x.shape if x.ndim == 2 else (0, 0)
+    if n < 2 or m < 2:
+        return math.nan, math.nan, math.nan, math.nan
+    grand = x.mean()
+    ss_systems = n * float(((x.mean(axis=0) - grand) ** 2).sum())
+    ss_users = m * float(((x.mean(axis=1) - grand) ** 2).sum())
+    ss_error = max(float(((x - grand) ** 2).sum()) - ss_systems - ss_users, 0.0)
+    df1, df2 = float(m - 1), float((m - 1) * (n - 1))
+    scale = float(((x - grand) ** 2).sum())
+    if ss_error <= 1e-12 * scale:  # no error variance (up to rounding)
+        if ss_systems <= 1e-12 * scale:
+            return math.nan, df1, df2, 1.0
+        return math.inf, df1, df2, 0.0
+    f = (ss_systems / df1) / (ss_error / df2)
+    return f, df1, df2, float(_sps.f.sf(f, df1, df2))
+
+
+def friedman_test(x: Any) -> StatResult:
+    """Friedman's rank test of the systems (columns) over the users (rows):
+    ``scipy.stats.friedmanchisquare`` (ties corrected), for 3 systems or more;
+    NaN with fewer than 2 users or 3 systems.
+
+    Example:
+        >>> r = friedman_test([[1.0, 2.0, 3.0]] * 4)
+        >>> r.statistic, round(r.pvalue, 4)
+        (8.0, 0.0183)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 3:
+        return StatResult(math.nan, math.nan)
+    if not np.any(x != x[:, :1]):  # every user gives every system the same value
+        return StatResult(0.0, 1.0)
+    res = _sps.friedmanchisquare(*x.T)
+    return StatResult(float(res.statistic), float(res.pvalue))
 
 
 def _permuted_ranges(x: np.ndarray, chosen: np.ndarray) -> np.ndarray:
