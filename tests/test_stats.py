@@ -7,9 +7,11 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
+import receval
 from receval.analysis import stats
 from receval.errors import ReceValError
 
@@ -435,3 +437,47 @@ def test_omnibus_edge_cases_and_friedman_is_scipys() -> None:
     assert (got.statistic, got.pvalue) == (want.statistic, want.pvalue)
     assert math.isnan(stats.friedman_test(x[:, :2]).pvalue)
     assert stats.friedman_test(np.ones((4, 3))).pvalue == 1.0
+
+
+# --- power: users needed (#21) -------------------------------------------------
+
+
+@pytest.mark.parametrize(("d", "users"), [(0.2, 199), (0.5, 34), (0.8, 15)])
+def test_power_gives_g_power_sample_sizes(d: float, users: int) -> None:
+    """G*Power 3 (Faul et al. 2007), t tests, matched pairs, two tails,
+    α = 0.05, power 0.80: effect size dz 0.2, 0.5, 0.8 need 199, 34, 15 pairs."""
+    x = np.random.default_rng(0).standard_normal(5000)
+    x = (x - x.mean()) / x.std(ddof=1) + d  # a pilot with dz = d exactly
+    got = stats.power(x)
+    assert got.d == pytest.approx(d, rel=1e-9)
+    assert got.users == users
+    assert got.power >= 0.8 > stats.t_test_power(d, users - 1)
+
+
+def test_t_test_power_agrees_with_simulation() -> None:
+    rng = np.random.default_rng(3)
+    n, d, trials = 20, 0.5, 4000
+    x = rng.standard_normal((trials, n)) + d
+    t = x.mean(axis=1) / (x.std(axis=1, ddof=1) / np.sqrt(n))
+    rejected = (np.abs(t) > sps.t.ppf(0.975, n - 1)).mean()
+    want = stats.t_test_power(d, n)
+    assert abs(rejected - want) < 4 * math.sqrt(want * (1 - want) / trials)
+
+
+def test_power_inputs_and_errors() -> None:
+    a = pd.Series([0.5, 0.7, 0.2, 0.9, 0.4], index=[1, 2, 3, 4, 5])
+    b = pd.Series([0.3, 0.6, 0.1, 0.5, 0.4, 0.8], index=[5, 4, 3, 2, 1, 9])
+    joined = stats.power(a, b)  # aligned by user; user 9 left out
+    diff = a - b.reindex(a.index)
+    assert joined == stats.power(diff.to_numpy())
+    assert stats.power(diff.to_numpy(), effect=0.1).users > joined.users
+    assert stats.power(np.full(4, 0.2)).users == 2  # no variance
+    assert receval.power is stats.power
+    with pytest.raises(receval.ReceValError, match="2 users or more"):
+        stats.power([0.3])
+    with pytest.raises(receval.OptionError, match="effect"):
+        stats.power([0.1, -0.1])
+    with pytest.raises(receval.OptionError, match="power"):
+        stats.power([0.1, 0.3], power=1.0)
+    tiny = stats.power([0.001, -0.001, 0.0015], max_users=20)  # needs 57
+    assert tiny.users is None and tiny.power < 0.8

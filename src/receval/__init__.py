@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.explain import compare_conventions
     from receval.analysis.groups import group_gap
     from receval.analysis.report import Report, report
+    from receval.analysis.stats import power
     from receval.evaluation.api import evaluate, evaluate_explicit, score
     from receval.evaluation.options import EvalOptions
     from receval.evaluation.ratings import evaluate_ratings, score_ratings
@@ -69,6 +70,7 @@ _LAZY = {
     "Comparison": "receval.analysis.compare",
     "compare_conventions": "receval.analysis.explain",
     "group_gap": "receval.analysis.groups",
+    "power": "receval.analysis.stats",
     "synthetic_interactions": "receval.workflow.synthetic",
     "read_interactions": "receval.io.interactions",
 }
@@ -135,6 +137,7 @@ __all__ = [
     "metrics",
     "parse_metric",
     "parse_metrics",
+    "power",
     "pr_curve",
     "read_interactions",
     "report",

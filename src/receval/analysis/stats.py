@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from scipy import special
 from scipy import stats as _sps
 
-from receval.errors import ReceValError
+from receval.errors import OptionError, ReceValError
 from receval.exact import ExactSum
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "CORRECTIONS",
     "TESTS",
     "Moments",
+    "Power",
     "StatResult",
     "adjust_pvalues",
     "bootstrap_ci",
@@ -49,12 +51,14 @@ __all__ = [
     "normalize_correction",
     "normalize_test",
     "paired_t_test",
+    "power",
     "quantile_interval",
     "randomization_test",
     "repeated_measures_anova",
     "rng_from",
     "run_test",
     "t_test_of",
+    "t_test_power",
     "tukey_hsd",
     "wilcoxon_test",
 ]
@@ -771,6 +775,121 @@ def repeated_measures_anova(x: Any) -> tuple[float, float, float, float]:
         return math.inf, df1, df2, 0.0
     f = (ss_systems / df1) / (ss_error / df2)
     return f, df1, df2, float(_sps.f.sf(f, df1, df2))
+
+
+@dataclass(frozen=True)
+class Power:
+    """What :func:`power` found: the users needed, and what it assumed.
+
+    Attributes:
+        users: the fewest users for which the paired t-test reaches the power
+            asked (None: not within ``max_users``).
+        effect: the mean difference to detect.
+        sd: the standard deviation of the per-user differences (from the pilot).
+        d: the standardized effect ``effect / sd`` (Cohen's d_z).
+        power: the power reached with ``users`` users.
+        alpha: the two-sided level.
+        pilot_users: the users of the pilot.
+    """
+
+    users: int | None
+    effect: float
+    sd: float
+    d: float
+    power: float
+    alpha: float
+    pilot_users: int
+
+
+def t_test_power(d: float, users: int, alpha: float = 0.05) -> float:
+    """The power of the two-sided paired t-test at level ``alpha`` for a true
+    standardized effect ``d`` (mean / sd of the differences) with ``users``
+    users: ``P(|T| > t_{1−α/2, n−1})`` for T noncentral t with n − 1 degrees of
+    freedom and noncentrality ``d √n``.
+
+    Example:
+        >>> round(t_test_power(0.5, 34), 3)  # G*Power's table: 34 users for 80%
+        0.808
+    """
+    if users < 2:
+        return math.nan
+    df = users - 1
+    crit = float(_sps.t.ppf(1 - alpha / 2, df))
+    ncp = d * math.sqrt(users)
+    return float(_sps.nct.sf(crit, df, ncp) + _sps.nct.cdf(-crit, df, ncp))
+
+
+def power(
+    a: Any,
+    b: Any | None = None,
+    *,
+    effect: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    max_users: int = 10_000_000,
+) -> Power:
+    """How many users a paired t-test needs to detect a difference, from pilot
+    per-user values (Cohen 1988; the noncentral t, as G*Power computes it).
+
+    Args:
+        a, b: the pilot's per-user values of two systems (aligned: pandas
+            Series are aligned by user, users missing on either side left
+            out), or ``a`` alone: the per-user differences.
+        effect: the mean difference to detect; default the pilot's.
+        alpha: the two-sided level of the test.
+        power: the probability of detecting it, 1 − β.
+        max_users: the largest answer searched.
+
+    The standard deviation of the differences comes from the pilot (ddof 1);
+    the answer is the smallest n ≥ 2 with :func:`t_test_power` ``(effect / sd,
+    n, alpha) >= power`` (a doubling search, then bisection: power grows with n).
+
+    Example:
+        >>> d = np.array([0.3, -0.2, 0.9, 0.1, 0.4, 0.6, -0.1, 0.5])  # mean 0.3125
+        >>> p = power(d)
+        >>> p.users, round(p.d, 3), round(p.power, 3)
+        (13, 0.849, 0.802)
+    """
+    if not 0 < alpha < 1:
+        raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
+    if not 0 < power < 1:
+        raise OptionError("power", power, expected="a number between 0 and 1 (exclusive)")
+    if b is not None:
+        if hasattr(a, "index") and hasattr(b, "index"):
+            both = pd.concat([pd.Series(a), pd.Series(b)], axis=1, join="inner").dropna()
+            diff = (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy(dtype=np.float64)
+        else:
+            x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+            if x.shape != y.shape:
+                raise ReceValError(
+                    f"power: a and b must hold the same users; got {x.size} and {y.size} values"
+                )
+            diff = x - y
+    else:
+        diff = np.asarray(a, dtype=np.float64).ravel()
+    diff = diff[np.isfinite(diff)]
+    if len(diff) < 2:
+        raise ReceValError(f"power: the pilot needs 2 users or more; it has {len(diff)}")
+    moments = Moments.of(diff)
+    sd = math.sqrt(moments.variance())
+    shift = moments.mean() if effect is None else float(effect)
+    if shift == 0 or not math.isfinite(shift):
+        raise OptionError("effect", shift, expected="a nonzero difference to detect")
+    if sd == 0:  # every difference equal: two users detect it
+        return Power(2, shift, 0.0, math.inf, 1.0, alpha, len(diff))
+    d = abs(shift) / sd
+    lo, hi = 2, 2
+    while t_test_power(d, hi, alpha) < power:
+        if hi >= max_users:
+            return Power(None, shift, sd, d, t_test_power(d, max_users, alpha), alpha, len(diff))
+        lo, hi = hi, min(2 * hi, max_users)
+    while lo < hi:  # the smallest n with enough power, in [lo, hi]
+        mid = (lo + hi) // 2
+        if t_test_power(d, mid, alpha) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return Power(hi, shift, sd, d, t_test_power(d, hi, alpha), alpha, len(diff))
 
 
 def friedman_test(x: Any) -> StatResult:
