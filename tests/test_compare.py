@@ -429,3 +429,33 @@ def test_omnibus_tests_of_three_systems_or_more(world: tuple[dict, dict]) -> Non
     assert c.to_dict()["omnibus"][0]["metric"] == "ndcg@10"
     two = compare({k: runs[k] for k in ("good", "weak")}, truth, "ndcg@10", n_resamples=300)
     assert two.omnibus is None
+
+
+def test_effect_size_intervals_from_the_same_resamples(world: tuple[dict, dict]) -> None:
+    """Each pair's Cohen's d gets the percentile interval of d* over the
+    bootstrap resamples of its metric (the same users drawn as for the
+    difference's interval), computed here from the literal index stream."""
+    truth, runs = world
+    c = compare(runs, truth, ["recall@10", "ndcg@10"], n_resamples=400, seed=5)
+    boot = np.random.SeedSequence(5).spawn(2)[1].spawn(2)[0]  # ndcg@10: child 1
+    frame = c.aligned["ndcg@10"]
+    d = (frame["random"] - frame["good"]).to_numpy()
+    n = len(d)
+    rng = np.random.default_rng(boot)
+    rows = stats._block_rows(n, 400)
+    star = []
+    for start in range(0, 400, rows):
+        idx = rng.integers(0, n, size=(min(rows, 400 - start), n), dtype=np.int64)
+        for row in idx:
+            sample = d[row]
+            star.append(sample.mean() / sample.std(ddof=1))
+    lo, hi = np.quantile(np.array(star), [0.025, 0.975])
+    row = c.pairs.loc[("ndcg@10", "random", "good")]
+    assert row["effect_ci_low"] == pytest.approx(lo, rel=1e-9)
+    assert row["effect_ci_high"] == pytest.approx(hi, rel=1e-9)
+    assert row["effect_ci_low"] <= row["effect_size"] <= row["effect_ci_high"]
+    assert "effect_ci_low" in c.to_long().columns
+    got = c.to_dict()["metrics"]["ndcg@10"]["comparisons"][0]["effect_ci"]
+    assert len(got) == 2
+    none = compare(runs, truth, "ndcg@10", n_resamples=200, ci="none")
+    assert none.pairs["effect_ci_low"].isna().all()

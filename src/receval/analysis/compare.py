@@ -56,6 +56,8 @@ _PAIR_COLUMNS = [
     "p_value",
     "p_adjusted",
     "effect_size",
+    "effect_ci_low",
+    "effect_ci_high",
     "significant",
     "winner",
 ]
@@ -77,6 +79,8 @@ LONG_COLUMNS = [
     "p_value",
     "p_adjusted",
     "effect_size",
+    "effect_ci_low",
+    "effect_ci_high",
     "significant",
     "winner",
 ]
@@ -344,6 +348,7 @@ class Comparison:
                     "p_value": float(r["p_value"]),
                     "p_adjusted": float(r["p_adjusted"]),
                     "effect_size": float(r["effect_size"]),
+                    "effect_ci": [float(r["effect_ci_low"]), float(r["effect_ci_high"])],
                     "significant": bool(r["significant"]),
                     "winner": r["winner"],
                 }
@@ -1046,13 +1051,20 @@ def _metric_units(
     n = len(frame)
     x = np.column_stack(columns) if columns else np.empty((n, 0))
     intervals = [(math.nan, math.nan)] * len(units)
+    pairs = [i for i, u in enumerate(units) if u.kind == "pair"]
+    effects = {i: (math.nan, math.nan) for i in pairs}
     if settings["ci"] != "none" and n:
         means = stats.bootstrap_means(x, settings["n_resamples"], stats.rng_from(boot_seed))
         intervals = [
             stats.interval_of(x[:, i], means[:, i], settings["alpha"], settings["ci"])
             for i in range(len(units))
         ]
-    pairs = [i for i, u in enumerate(units) if u.kind == "pair"]
+        if pairs:  # Cohen's d: the same resamples (the same seed) of the squares
+            sq = stats.bootstrap_means(
+                x[:, pairs] ** 2, settings["n_resamples"], stats.rng_from(boot_seed)
+            )
+            for j, i in enumerate(pairs):
+                effects[i] = stats.effect_size_interval(means[:, i], sq[:, j], n, settings["alpha"])
     if settings["test"] == "tukey" and pairs:  # one draw serves every pair of the metric
         names = list(dict.fromkeys(s for i in pairs for s in units[i].systems))
         names = [c for c in frame.columns if c in names]
@@ -1094,6 +1106,8 @@ def _metric_units(
             "statistic": res.statistic,
             "p_value": res.pvalue,
             "effect_size": stats.effect_size_of(moments),
+            "effect_ci_low": effects[i][0],
+            "effect_ci_high": effects[i][1],
         }
     return out
 
@@ -1136,7 +1150,7 @@ def _pairs_frame(
         else:
             winners.append(a if (diff > 0) == hib[m] else b)
     pairs["winner"] = pd.Series(winners, index=pairs.index, dtype=object)
-    return pairs[_PAIR_COLUMNS]
+    return pairs.reindex(columns=_PAIR_COLUMNS)  # Poisson resampling: no effect interval
 
 
 def _table_frame(

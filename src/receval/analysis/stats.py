@@ -44,6 +44,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_means",
     "cohens_d",
+    "effect_size_interval",
     "effect_size_of",
     "flip_counts",
     "friedman_test",
@@ -228,6 +229,30 @@ def effect_size_of(m: Moments) -> float:
     if sd == 0.0:
         return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
     return mean / sd
+
+
+def effect_size_interval(
+    means: np.ndarray, squares: np.ndarray, n: int, alpha: float
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the paired Cohen's d from the
+    resamples' means of the differences (``means``) and of their squares
+    (``squares``), drawn with the same resamples: per resample
+    ``d* = m / sd``, ``sd² = (m₂ − m²) · n / (n − 1)``; resamples without
+    variance are left out (NaN when none is left, or n < 2).
+
+    Example:
+        >>> m = np.array([0.1, 0.2, 0.3]); m2 = m**2 + 0.04 * 2 / 3  # sd 0.2 (n = 3)
+        >>> [round(v, 3) for v in effect_size_interval(m, m2, 3, 0.5)]
+        [0.75, 1.25]
+    """
+    if n < 2 or not len(means):
+        return (math.nan, math.nan)
+    var = (squares - means**2) * (n / (n - 1))
+    ok = var > 1e-12 * np.maximum(squares, 1e-300)
+    if not ok.any():
+        return (math.nan, math.nan)
+    d = means[ok] / np.sqrt(var[ok])
+    return quantile_interval(d, alpha)
 
 
 def welch_of(a: Moments, b: Moments) -> tuple[StatResult, float]:
