@@ -27,8 +27,8 @@ from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, encode, user_offsets
 from receval.errors import InputError, NoSharedUser, PolicyError, plain
 from receval.exact import ExactSum
-from receval.ids import as_str, distinct, kind, runs, sorted_runs
-from receval.metrics.context import ItemContext, ItemGroups, TrainPairs, positions
+from receval.ids import as_str, distinct, kind, runs
+from receval.metrics.context import ItemContext, ItemGroups, positions
 from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
@@ -109,32 +109,13 @@ class UserCells:
 
 
 def _cell_rows(users: np.ndarray, cells: UserCells) -> dict[int, np.ndarray]:
-    """The rows of each cell among rows of ``users``, in row order.
-
-    Rows grouped by user (as chunks of sorted inputs are) are cut by runs: the
-    codes of the distinct users only, then each cell's row ranges; other rows
-    by a code per row."""
+    """The rows of each cell among rows of ``users``, in row order (the codes
+    of the distinct users, then one per row)."""
     if not len(users):
         return {}
-    found = sorted_runs(users) if users.dtype != object else None
-    if found is None:
-        codes, uniq = pd.factorize(users)
-        row_code = cells.codes(np.asarray(uniq, dtype=users.dtype))[codes]
-        return {int(c): np.flatnonzero(row_code == c) for c in distinct(row_code)}
-    uniq, lengths = found
-    if lengths is None:  # the compiled pass: each row's run, then the run lengths
-        at = np.empty(len(users), dtype=np.int64)
-        _native.codes(np.ascontiguousarray(users), uniq, at)
-        lengths = np.bincount(at, minlength=len(uniq))
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    user_code = cells.codes(uniq)
-    out = {}
-    for c in distinct(user_code):
-        pick = np.flatnonzero(user_code == c)
-        n = lengths[pick]
-        shift = np.repeat(starts[pick] - (np.cumsum(n) - n), n)
-        out[int(c)] = shift + np.arange(int(n.sum()), dtype=np.int64)
-    return out
+    codes, uniq = pd.factorize(users)
+    row_code = cells.codes(np.asarray(uniq, dtype=users.dtype))[codes]
+    return {int(c): np.flatnonzero(row_code == c) for c in distinct(row_code)}
 
 
 def _cells_of(pair: Pair, cells: UserCells) -> list[tuple[int, Pair]]:
@@ -174,7 +155,7 @@ def evaluate_cells(
     users), or — when a count cannot be cut by user (duplicates dropped) or a
     note was made — each cell's rows evaluated alone."""
     done = _evaluate(plan, pair)
-    whole = done.part(plan, None, keep_values)
+    whole = done.part(plan, keep_values)
     if not done.splittable():
         by_cell = _cells_of(pair, cells)
         return whole, [(code, evaluate_pair(plan, sub, keep_values)) for code, sub in by_cell]
@@ -495,12 +476,12 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     counts, the item counts of aggregate metrics. Users of different pairs
     are disjoint, so parts :meth:`Combiner.add` up to the same outcome
     whatever the cut."""
-    return _evaluate(plan, pair).part(plan, None, keep_values)
+    return _evaluate(plan, pair).part(plan, keep_values)
 
 
 @dataclass
 class _Evaluated:
-    """One pair evaluated: what its :class:`Part` — or the part of any subset
+    """One pair evaluated: what its :class:`Part` — and the part of each cell
     of its users — is made of."""
 
     p: Prepared
@@ -508,40 +489,29 @@ class _Evaluated:
     values: np.ndarray
     evaluated: np.ndarray
     policies: dict[str, tuple[np.ndarray, str]]
-    short: np.ndarray | None
-    train_pairs: TrainPairs | None = None
-    _per_user: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    short: np.ndarray | None  # lists shorter than the largest cut-off (None: no cut-off)
+    seen_rows: np.ndarray | None  # list rows already in the user's train (None: no train)
 
-    def part(self, plan: Plan, users: np.ndarray | None, keep_values: bool = True) -> Part:
-        """The part of the users of the mask ``users`` (None: every user), as
-        the evaluation of those users alone gives it (see :meth:`splittable`)."""
-        p, values = self.p, self.values
-        evaluated = self.evaluated if users is None else self.evaluated & users
+    def part(self, plan: Plan, keep_values: bool = True) -> Part:
+        """The pair's part."""
+        p, values, evaluated = self.p, self.values, self.evaluated
         aggregate = plan.aggregate
         seen = _count_items(p, evaluated, {s.k for s in aggregate}) if aggregate else {}
         tallies = _tally_groups(plan, p, self.truth, evaluated) if plan.group_ks else {}
-        mine = np.ones(len(p.user_ids), dtype=bool) if users is None else users
         only = (
-            p.user_ids[mine & p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
-            p.user_ids[mine & p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
+            p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
+            p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
         )
         sums = [ExactSum.of(row[evaluated]) for row in values]
-        counts: dict[str, Any] = {}
-        for c in (self._row_counts(users), self._policy_counts(users)):
-            _add_counts(counts, c)
-        kept = None
-        if keep_values:
-            kept = (
-                (p.user_ids, values, self.evaluated)
-                if users is None
-                else (p.user_ids[users], values[:, users], self.evaluated[users])
-            )
+        counts = {**p.counts, **self._policy_counts(lambda m: int(np.count_nonzero(m)))}
+        kept = (p.user_ids, values, evaluated) if keep_values else None
         return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)
 
     def splittable(self) -> bool:
-        """Whether parts of subsets of users can be cut from this evaluation:
-        every count is one of users, and no note was made (a note may not hold
-        for a subset). Rows dropped as duplicates are not counted per user."""
+        """Whether the parts of subsets of users can be cut from this
+        evaluation: every count is one of users, and no note was made (a note
+        may not hold for a subset). Rows dropped as duplicates are not counted
+        per user."""
         p = self.p
         if p.notes:
             return False
@@ -552,42 +522,13 @@ class _Evaluated:
             and p.counts.get("truth_rows") == len(self.truth.users)
         )
 
-    def _row_counts(self, users: np.ndarray | None) -> dict[str, Any]:
-        p = self.p
-        if users is None:
-            return dict(p.counts)
-        per_user = self._per_user
-        if not per_user:  # once per pair, whatever the number of subsets
-            per_user.update(numpy_engine.per_user_counts(p))
-            per_user["truth_rows"] = self._truth_rows()
-            per_user["recommendations_seen_in_train"] = self._seen_in_train()
-            per_user["recommendation_rows"] = p.n
-        out: dict[str, Any] = {}
-        for key, value in p.counts.items():
-            if key == "lists_shorter_than_largest_k":
-                assert self.short is not None
-                out[key] = int((self.short & users).sum())
-            elif key in per_user:
-                out[key] = int(per_user[key][users].sum())
-            elif value:  # pragma: no cover - every count above is per user
-                raise AssertionError(f"{key} is not counted per user")
-            else:
-                out[key] = value
-        return out
-
-    def _truth_rows(self) -> np.ndarray:
-        p = self.p
-        if p.truth_user is not None:
-            return np.bincount(p.truth_user, minlength=len(p.user_ids))
-        at = positions(p.user_ids, np.asarray(self.truth.users))  # pragma: no cover
-        return np.bincount(at[at >= 0], minlength=len(p.user_ids))
-
     def parts(
         self, plan: Plan, codes: np.ndarray, keep_values: bool = True
     ) -> list[tuple[int, Part]]:
-        """The part of each cell (``codes``: each user's cell), as
-        :meth:`part` of each cell's mask gives it, computed for all cells at
-        once: users ordered by cell, counts by one bincount per count."""
+        """The part of each cell (``codes``: each user's cell), as the
+        evaluation of that cell's users alone gives it (see :meth:`splittable`),
+        computed for all cells at once: users ordered by cell, each count by
+        one bincount over the users."""
         p, values = self.p, self.values
         found = distinct(codes)
         cell = np.searchsorted(found, codes)
@@ -601,14 +542,7 @@ class _Evaluated:
         order = np.argsort(cell, kind="stable")
         bounds = np.searchsorted(cell[order], np.arange(n + 1))
         ids, vals, ev = p.user_ids[order], values[:, order], self.evaluated[order]
-        row_counts = self._row_counts_per_cell(per_cell)
-        mine = {
-            "users": np.bincount(cell, minlength=n),
-            "users_in_truth": per_cell(p.in_truth),
-            "users_with_recommendations": per_cell(p.has_recs),
-            "users_evaluated": per_cell(self.evaluated),
-        }
-        policies = {why: (per_cell(mask), policy) for why, (mask, policy) in self.policies.items()}
+        counted = {**self._row_counts(per_cell), **self._policy_counts(per_cell)}
         recs_only = (p.has_recs & ~p.in_truth)[order]
         truth_only = (p.in_truth & ~p.has_recs)[order]
         aggregate = plan.aggregate
@@ -616,27 +550,14 @@ class _Evaluated:
         for j, code in enumerate(found):
             s = slice(bounds[j], bounds[j + 1])
             evaluated = ev[s]
-            counts: dict[str, Any] = {key: int(c[j]) for key, c in row_counts.items()}
-            counts.update({key: int(c[j]) for key, c in mine.items()})
-            skipped = {why: int(c[j]) if pol == "skip" else 0 for why, (c, pol) in policies.items()}
-            zero = {why: 0 if pol == "skip" else int(c[j]) for why, (c, pol) in policies.items()}
-            counts["users_skipped"], counts["users_scored_zero"] = skipped, zero
-            counts = {  # the order of the counts of one part
-                **{k: counts[k] for k in p.counts},
-                **{k: counts[k] for k in counts if k not in p.counts},
-            }
-            users = cell == j if (aggregate or plan.group_ks) else None
-            everyone = self.evaluated & users if users is not None else None
-            seen = (
-                _count_items(p, everyone, {s.k for s in aggregate})
-                if aggregate and everyone is not None
-                else {}
-            )
-            tallies = (
-                _tally_groups(plan, p, self.truth, everyone)
-                if plan.group_ks and everyone is not None
-                else {}
-            )
+            seen: dict[int | None, pd.Series] = {}
+            tallies: dict[int, GroupTally] = {}
+            if aggregate or plan.group_ks:  # counts of items: over the cell's rows
+                everyone = self.evaluated & (cell == j)
+                if aggregate:
+                    seen = _count_items(p, everyone, {s.k for s in aggregate})
+                if plan.group_ks:
+                    tallies = _tally_groups(plan, p, self.truth, everyone)
             block = vals[:, s]
             # with the values kept, the combiner sums each group's values once
             # (Combiner.totals), not each cell of each chunk
@@ -649,7 +570,7 @@ class _Evaluated:
                 (ids[s], block, evaluated) if keep_values else None,
                 int(evaluated.sum()),
                 sums,
-                counts,
+                _at(counted, j),
                 list(p.notes),
                 seen,
                 only,
@@ -658,16 +579,20 @@ class _Evaluated:
             out.append((int(code), part))
         return out
 
-    def _row_counts_per_cell(self, per_cell: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+    def _row_counts(self, per_cell: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+        """Each count of :attr:`Prepared.counts`, per cell: every one is a sum
+        over users (:meth:`splittable`)."""
         p = self.p
-        per_user = self._per_user
-        if not per_user:
-            per_user.update(numpy_engine.per_user_counts(p))
-            per_user["truth_rows"] = self._truth_rows()
-            per_user["recommendations_seen_in_train"] = self._seen_in_train()
-            per_user["recommendation_rows"] = p.n
-            if self.short is not None:
-                per_user["lists_shorter_than_largest_k"] = self.short
+        n_users = len(p.user_ids)
+        per_user = numpy_engine.per_user_counts(p)
+        per_user["recommendation_rows"] = p.n
+        if p.truth_user is not None:
+            per_user["truth_rows"] = np.bincount(p.truth_user, minlength=n_users)
+        if self.short is not None:
+            per_user["lists_shorter_than_largest_k"] = self.short
+        if self.seen_rows is not None:
+            seen = p.rec_user[self.seen_rows]
+            per_user["recommendations_seen_in_train"] = np.bincount(seen, minlength=n_users)
         out = {}
         for key, value in p.counts.items():
             if key in per_user:
@@ -675,32 +600,30 @@ class _Evaluated:
             elif value:  # pragma: no cover - every count above is per user
                 raise AssertionError(f"{key} is not counted per user")
             else:
-                out[key] = per_cell(np.zeros(len(p.user_ids), dtype=bool))
+                out[key] = per_cell(np.zeros(n_users, dtype=bool))
         return out
 
-    def _seen_in_train(self) -> np.ndarray:
+    def _policy_counts(self, count: Callable[[np.ndarray], Any]) -> dict[str, Any]:
+        """Who was evaluated, skipped or scored 0 and why, each ``count(mask)``
+        of a mask over the users (an int, or one count per cell)."""
         p = self.p
-        pairs = None if p.rec_context is None else self.train_pairs
-        if pairs is None:
-            return np.zeros(len(p.user_ids), dtype=np.int64)
-        found = pairs.found(p.user_ids[p.rec_user], p.rec_context)
-        return np.bincount(p.rec_user[found], minlength=len(p.user_ids))
-
-    def _policy_counts(self, users: np.ndarray | None) -> dict[str, Any]:
-        p = self.p
-        mine = np.ones(len(p.user_ids), dtype=bool) if users is None else users
-        skipped = {why: 0 for why in self.policies}
-        zero = {why: 0 for why in self.policies}
-        for why, (mask, policy) in self.policies.items():
-            (skipped if policy == "skip" else zero)[why] = int((mask & mine).sum())
+        none = np.zeros(len(p.user_ids), dtype=bool)
+        policies = self.policies.items()
         return {
-            "users": int(mine.sum()),
-            "users_in_truth": int((p.in_truth & mine).sum()),
-            "users_with_recommendations": int((p.has_recs & mine).sum()),
-            "users_evaluated": int((self.evaluated & mine).sum()),
-            "users_skipped": skipped,
-            "users_scored_zero": zero,
+            "users": count(~none),
+            "users_in_truth": count(p.in_truth),
+            "users_with_recommendations": count(p.has_recs),
+            "users_evaluated": count(self.evaluated),
+            "users_skipped": {w: count(m if pol == "skip" else none) for w, (m, pol) in policies},
+            "users_scored_zero": {
+                w: count(none if pol == "skip" else m) for w, (m, pol) in policies
+            },
         }
+
+
+def _at(counts: dict[str, Any], j: int) -> dict[str, Any]:
+    """Cell ``j``'s counts of per-cell counts (nested as the counts are)."""
+    return {k: _at(v, j) if isinstance(v, dict) else int(v[j]) for k, v in counts.items()}
 
 
 def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
@@ -733,12 +656,10 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     if items is not None and p.rec_item_ids is not None:
         p.rec_context = items.index_of(p.rec_item_ids)
     values = numpy_engine.compute(p, specs, items)
-    pairs = None
+    seen_rows = None
     if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
-        pairs = items.train_pairs
-        p.counts["recommendations_seen_in_train"] = pairs.count(
-            p.user_ids[p.rec_user], p.rec_context
-        )
+        seen_rows = items.train_pairs.found(p.user_ids[p.rec_user], p.rec_context)
+        p.counts["recommendations_seen_in_train"] = int(np.count_nonzero(seen_rows))
     longest_k = max((s.k for s in specs if s.k is not None), default=0)
     short = None
     if longest_k:
@@ -752,7 +673,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
         plan.empty_truth if plan.no_truth is None else plan.no_truth,
         np.array([s.definition.needs_truth for s in specs], dtype=bool),
     )
-    return _Evaluated(p, sub, values, evaluated, policies, short, pairs)
+    return _Evaluated(p, sub, values, evaluated, policies, short, seen_rows)
 
 
 def _tally_groups(
@@ -966,15 +887,9 @@ class Combiner:
             user_ids = np.empty(0, dtype=object)
             values = np.empty((len(self.sums), 0))
             evaluated = np.empty(0, dtype=bool)
-        aggregates: dict[str, float] = {}
+        aggregates = self.aggregates()
         items = self.plan.items
         aggregate = self.plan.aggregate
-        for s in aggregate:
-            if s.definition.of_item_groups:
-                stats: Any = self.group_counts(s.k)
-            else:
-                stats = self.exposure.exposure(s.k, items)
-            aggregates[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
         if aggregate and items is not None and items.catalog_source:
             largest = max(aggregate, key=lambda s: np.inf if s.k is None else s.k).k
             e = self.exposure.exposure(largest, items)
@@ -999,20 +914,23 @@ class Combiner:
         per-user values in order (what :meth:`outcome` and
         :func:`~receval.evaluation.assemble.result_of` give, bit for bit);
         :class:`NoSharedUser` when no user has both a list and a truth."""
-        counts = {k: v for k, v in self.counts.items()}
-        _some_user_shared(counts, self.only)
-        values: dict[str, float] = {}
-        for s, total in zip(self.plan.per_user, self.totals(), strict=True):
-            values[str(s)] = total.mean()
-        items = self.plan.items
+        _some_user_shared(self.counts, self.only)
+        values = {str(s): t.mean() for s, t in zip(self.plan.per_user, self.totals(), strict=True)}
+        values.update(self.aggregates())
+        ordered = {str(s): values[str(s)] for s in self.plan.specs}
+        return ordered, int(self.counts.get("users_evaluated", 0))
+
+    def aggregates(self) -> dict[str, float]:
+        """The value of each aggregate metric, from the item counts or, for
+        item-group metrics, the group tallies."""
+        out = {}
         for s in self.plan.aggregate:
             if s.definition.of_item_groups:
                 stats: Any = self.group_counts(s.k)
             else:
-                stats = self.exposure.exposure(s.k, items)
-            values[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
-        ordered = {str(s): values[str(s)] for s in self.plan.specs}
-        return ordered, int(counts.get("users_evaluated", 0))
+                stats = self.exposure.exposure(s.k, self.plan.items)
+            out[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
+        return out
 
     def group_counts(self, k: int | None) -> GroupCounts:
         """The combined tallies of item groups at cut-off k."""

@@ -221,11 +221,11 @@ def evaluate(
     if on_spark:  # on their Spark session
         from receval.evaluation.spark import evaluate_spark
 
-        res, found = evaluate_spark(
+        res, out = evaluate_spark(
             recommendations, truth, specs, opts, items, train=train_df, cells=cells
         )
-        if groupings is not None and cells is not None:
-            _groups_of_pass(res, found, groupings, cells, specs, opts, items)
+        if groupings is not None:
+            _groups_of_pass(res, out, groupings, specs, opts, items)
         return res
     recommendations, truth, streams = _files(recommendations, truth, cols)
     if streams is None:  # tables sorted by user merge like sorted files
@@ -233,7 +233,7 @@ def evaluate(
 
         streams = sorted_tables(recommendations, truth, cols)
     if streams is not None:
-        res, found = _streamed(*streams, specs, opts, items, progress, cells)
+        res, out = _streamed(*streams, specs, opts, items, progress, cells)
     else:
         tr = read_truth(truth, cols)
         if not opts.graded:  # the tool reads no grades: every truth row is relevant
@@ -244,9 +244,8 @@ def evaluate(
         )
         res = result_of(out, specs, opts, items)
         res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
-        found = out
     if groupings is not None and cells is not None:
-        _groups_of_pass(res, found, groupings, cells, specs, opts, items)
+        _groups_of_pass(res, out, groupings, specs, opts, items)
     elif groupings is not None:
         _add_groups(res, groupings, recommendations, truth, specs, opts, items)
     if item_groups is not None and res.item_groups is None:
@@ -259,9 +258,8 @@ def evaluate(
 
 def _groups_of_pass(
     res: Result,
-    found: driver.Outcome,
+    out: driver.Outcome,
     groupings: Any,
-    cells: driver.UserCells,
     specs: Sequence[MetricSpec],
     opts: EvalOptions,
     items: ItemContext | None,
@@ -269,9 +267,9 @@ def _groups_of_pass(
     """``res.groups`` and the rest from the groups combined in the one pass."""
     from receval.evaluation.groups import group_table
 
-    assert found.groups is not None
-    results = _GroupResults(found.groups, found.group_notes, specs, opts, items)
-    results.engine = str(res.parameters.get("engine", "numpy"))
+    assert out.groups is not None
+    engine = str(res.parameters.get("engine", "numpy"))
+    results = _GroupResults(out.groups, out.group_notes, specs, opts, items, engine)
     grouped = group_table(groupings, results, int(res.counts["users"]))
     res.groups, res.counts["user_groups"], notes, res.group_results = grouped
     res.notes.extend(notes)
@@ -288,11 +286,12 @@ class _GroupResults(Mapping[tuple[int, int], Any]):
         specs: Sequence[MetricSpec],
         opts: EvalOptions,
         items: ItemContext | None,
+        engine: str,
     ) -> None:
         self._combiners = dict(combiners)
         self._notes, self._specs, self._opts, self._items = notes, specs, opts, items
         self._made: dict[tuple[int, int], Result] = {}
-        self.engine = "numpy"
+        self.engine = engine  # on Spark each group's Result has no per-user values
 
     def __getitem__(self, key: tuple[int, int]) -> Result:
         if key not in self._made:
@@ -301,7 +300,7 @@ class _GroupResults(Mapping[tuple[int, int], Any]):
                 raise KeyError(key)
             out = combiner.outcome(self._notes)
             res = result_of(out, self._specs, self._opts, self._items)
-            res.parameters["engine"] = self.engine  # Spark: no per-user values kept
+            res.parameters["engine"] = self.engine
             self._made[key] = res
         return self._made[key]
 

@@ -198,9 +198,6 @@ class ItemGroups:
         out[at, pos] = g
         return out
 
-    def label(self, g: int) -> str:
-        return str(self.labels[g])
-
 
 @dataclass
 class ItemContext:

@@ -219,18 +219,14 @@ def awrf(
     log = np.log2 if base == "2" else np.log
     half_log2 = 0.5 * float(log(2.0))
 
-    idx, valid, _ = top_of(b, k)
-    users = np.repeat(np.arange(b.size, dtype=np.int64), idx.shape[1]).reshape(idx.shape)
-    cols = np.broadcast_to(np.arange(idx.shape[1], dtype=np.int64), idx.shape)
-    a = attention(idx.shape[1], discount, patience)
-    r_user, r_item, r_col = users[valid], idx[valid], cols[valid]
-    at, g = groups.expand(r_item)
-    keys, got = _segment_sums(r_user[at] * width + g, a[r_col[at]] * share[r_item[at]])
+    r_user, r_item, r_col = _list_rows(b, k)
+    a = attention(b.col(k) + 1, discount, patience)
+    keys, got = _group_mass(groups, r_user, r_item, share, a[r_col])
     out = np.full(b.size, np.nan)
     if not len(keys):
         return out
     owner = keys // width
-    starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    starts = _starts(owner)
     total = np.add.reduceat(got, starts)
     eps = got / np.repeat(total, np.diff(np.append(starts, len(keys))))
     t = want[keys % width]
@@ -243,6 +239,35 @@ def awrf(
     jsd = np.add.reduceat(terms, starts) + half_log2 * np.maximum(1.0 - covered, 0.0)
     out[owner[starts]] = 1.0 - np.maximum(jsd, 0.0)
     return out
+
+
+def _list_rows(b: Batch, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (user, context index, 0-based position) of every top-k position
+    holding an item, user by user in list order."""
+    idx, valid, _ = top_of(b, k)
+    users = np.repeat(np.arange(b.size, dtype=np.int64), idx.shape[1]).reshape(idx.shape)
+    cols = np.broadcast_to(np.arange(idx.shape[1], dtype=np.int64), idx.shape)
+    return users[valid], idx[valid], cols[valid]
+
+
+def _group_mass(
+    groups: Any,
+    user: np.ndarray,
+    item: np.ndarray,
+    share: np.ndarray,
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σ over rows (user, item) of ``weight × share[item]`` per (user, group of
+    the item): the keys ``user × G + group`` (sorted) and the sums, each added
+    in row order (the same bits whatever the block)."""
+    at, g = groups.expand(item)
+    mass = share[item[at]] if weight is None else weight[at] * share[item[at]]
+    return _segment_sums(user[at] * max(groups.n_groups, 1) + g, mass)
+
+
+def _starts(owner: np.ndarray) -> np.ndarray:
+    """Where each user's run of (sorted) keys starts."""
+    return np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
 
 
 def _membership(count: np.ndarray) -> np.ndarray:
@@ -289,22 +314,17 @@ def miscalibration(b: Batch, k: int | None, *, alpha: float = 0.01, base: str = 
     assert ctx is not None and ctx.groups is not None and b.history is not None
     groups = ctx.groups
     width = max(groups.n_groups, 1)
-    weight = np.zeros(len(groups.count))
+    share = _membership(groups.count)
     has = groups.count > 0
-    weight[has] = 1.0 / groups.count[has]
 
     h_off, h_items = b.history
     h_user = np.repeat(np.arange(b.size, dtype=np.int64), np.diff(h_off))
-    at, g = groups.expand(h_items)
     n_hist = np.bincount(h_user[has[h_items]], minlength=b.size).astype(np.float64)
-    p_keys, p_sum = _segment_sums(h_user[at] * width + g, weight[h_items][at])
+    p_keys, p_sum = _group_mass(groups, h_user, h_items, share)
 
-    idx, valid, _ = top_of(b, k)
-    users = np.repeat(np.arange(b.size, dtype=np.int64), idx.shape[1]).reshape(idx.shape)
-    r_user, r_item = users[valid], idx[valid]
-    at, g = groups.expand(r_item)
+    r_user, r_item, _ = _list_rows(b, k)
     n_list = np.bincount(r_user[has[r_item]], minlength=b.size).astype(np.float64)
-    q_keys, q_sum = _segment_sums(r_user[at] * width + g, weight[r_item][at])
+    q_keys, q_sum = _group_mass(groups, r_user, r_item, share)
 
     owner = p_keys // width
     p = p_sum / n_hist[owner]
@@ -317,6 +337,6 @@ def miscalibration(b: Batch, k: int | None, *, alpha: float = 0.01, base: str = 
     terms = p * log(p / ((1.0 - alpha) * q + alpha * p))
     out = np.full(b.size, np.nan)
     if len(terms):
-        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        starts = _starts(owner)
         out[owner[starts]] = np.add.reduceat(terms, starts)
     return out
