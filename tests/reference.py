@@ -243,11 +243,17 @@ def ref_rr(
 
 
 def ref_r_precision(
-    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    mult: float = 1.0,
+    **_: Any,
 ) -> float:
-    """hits@R / R; with k: hits@s / s, s = min(k, R); 0 when R = 0."""
+    """hits@s / s, s = floor(mult·R + 0.9); with k: s = min(k, s); 0 when s = 0."""
     big_r = len(_relevant_items(grades, threshold))
-    s = big_r if k is None else min(k, big_r)
+    s = math.floor(float(mult) * big_r + 0.9)
+    s = s if k is None else min(k, s)
     return _hits(ranked, grades, threshold, s) / s if s > 0 else 0.0
 
 
@@ -327,16 +333,19 @@ def ref_rbp(
     threshold: float,
     k: int | None,
     p: float = 0.8,
+    grades_from: str = "relevant",
     **_: Any,
 ) -> float:
-    """(1 - p) Σ (g_i / g_max,u) p^(i - 1), g_max,u the user's largest relevant grade."""
-    gmax = max((float(g) for g in grades.values() if is_relevant(g, threshold)), default=0.0)
+    """(1 - p) Σ (g_i / g_max,u) p^(i - 1), g_max,u the user's largest relevant grade
+    (``grades=positive``: every grade > 0 gains, whatever the threshold)."""
+    level = threshold if grades_from == "relevant" else 0.0
+    gmax = max((float(g) for g in grades.values() if is_relevant(g, level)), default=0.0)
     if gmax <= 0:
         return 0.0
     p = float(p)
     total = 0.0
     for i, item in enumerate(_cut(ranked, k), start=1):
-        total += (_gain_of(item, grades, threshold) / gmax) * p ** (i - 1)
+        total += (_gain_of(item, grades, level) / gmax) * p ** (i - 1)
     return (1 - p) * total
 
 
@@ -404,9 +413,234 @@ def ref_user_coverage(
     return 1.0 if len(ranked) >= need else 0.0
 
 
+# --- trec_eval's measures: judgments and sets (m_<name>.c) ------------------
+
+
+def _judged(item: Item, grades: Grades) -> bool:
+    """Judged: in the user's truth with a grade >= 0 (relevant or not)."""
+    return item in grades and float(grades[item]) >= 0
+
+
+def _n_nonrel(grades: Grades, threshold: float) -> int:
+    """N: the user's judged items that are not relevant."""
+    return sum(1 for g in grades.values() if g >= 0 and not is_relevant(g, threshold))
+
+
+def ref_n_retrieved(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """min(k, n)."""
+    return float(len(_cut(ranked, k)))
+
+
+def ref_n_relevant(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """R."""
+    return float(len(_relevant_items(grades, threshold)))
+
+
+def ref_judged_nonrelevant(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """Judged non-relevant items among the first k."""
+    return float(
+        sum(
+            1
+            for it in _cut(ranked, k)
+            if _judged(it, grades) and not is_relevant(grades[it], threshold)
+        )
+    )
+
+
+def ref_judged(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """Judged items among the first k / k (n without k); 0 for an empty list."""
+    den = len(ranked) if k is None else k
+    return sum(1 for it in _cut(ranked, k) if _judged(it, grades)) / den if den else 0.0
+
+
+def ref_unjudged(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """Unjudged items among the first k / k (n without k)."""
+    den = len(ranked) if k is None else k
+    return sum(1 for it in _cut(ranked, k) if not _judged(it, grades)) / den if den else 0.0
+
+
+def ref_bpref(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """(1/R) Σ_{relevant r} (1 − min(nr_r, R)/min(N, R)), 1 when nr_r = 0."""
+    big_r = len(_relevant_items(grades, threshold))
+    big_n = _n_nonrel(grades, threshold)
+    total, nonrel = 0.0, 0
+    for it in _cut(ranked, k):
+        if not _judged(it, grades):
+            continue
+        if is_relevant(grades[it], threshold):
+            total += 1.0 if nonrel == 0 else 1.0 - min(nonrel, big_r) / min(big_n, big_r)
+        else:
+            nonrel += 1
+    return total / big_r if big_r else 0.0
+
+
+def ref_gm_bpref(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """ln(max(bpref, 1e-5))."""
+    return math.log(max(ref_bpref(ranked, grades, threshold, k), 1e-5))
+
+
+def ref_gm_ap(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    denominator: str = "relevant",
+    **_: Any,
+) -> float:
+    """ln(max(ap, 1e-5))."""
+    return math.log(max(ref_ap(ranked, grades, threshold, k, denominator=denominator), 1e-5))
+
+
+def ref_infap(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """Yilmaz & Aslam's inferred AP, as trec_eval's m_infap.c computes it."""
+    big_r = len(_relevant_items(grades, threshold))
+    total, rel, nonrel, pooled = 0.0, 0, 0, 0
+    eps = 1e-5
+    for j, it in enumerate(_cut(ranked, k)):
+        if it not in grades:
+            continue
+        if float(grades[it]) < 0:
+            pooled += 1
+        elif not is_relevant(grades[it], threshold):
+            nonrel += 1
+        else:
+            if j == 0:
+                total += 1.0
+            else:
+                total += 1 / (j + 1) + (j / (j + 1)) * ((rel + nonrel + pooled) / j) * (
+                    (rel + eps) / (rel + nonrel + 2 * eps)
+                )
+            rel += 1
+    return total / big_r if big_r else 0.0
+
+
+def ref_relative_precision(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """hits@k / min(k, R) (min(n, R) without k)."""
+    big_r = len(_relevant_items(grades, threshold))
+    den = min(len(ranked) if k is None else k, big_r)
+    return _hits(ranked, grades, threshold, k) / den if den else 0.0
+
+
+def ref_set_ap(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """hits² / (min(k, n)·R)."""
+    big_r = len(_relevant_items(grades, threshold))
+    n = len(_cut(ranked, k))
+    h = _hits(ranked, grades, threshold, k)
+    return h * h / (n * big_r) if n and big_r else 0.0
+
+
+def ref_utility(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    rel_ret: float = 1.0,
+    nonrel_ret: float = -1.0,
+    rel_nonret: float = 0.0,
+    **_: Any,
+) -> float:
+    """rel_ret·hits + nonrel_ret·(retrieved − hits) + rel_nonret·(R − hits)."""
+    h = _hits(ranked, grades, threshold, k)
+    n = len(_cut(ranked, k))
+    big_r = len(_relevant_items(grades, threshold))
+    return float(rel_ret) * h + float(nonrel_ret) * (n - h) + float(rel_nonret) * (big_r - h)
+
+
+def ref_bin_g(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """(1/R) Σ_{relevant r} 1/log2(2 + non-relevant items above r)."""
+    big_r = len(_relevant_items(grades, threshold))
+    total, nonrel = 0.0, 0
+    for it in _cut(ranked, k):
+        if is_relevant(grades.get(it), threshold):
+            total += 1 / math.log2(2 + nonrel)
+        else:
+            nonrel += 1
+    return total / big_r if big_r else 0.0
+
+
+def ref_rbp_residual(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    p: float = 0.8,
+    **_: Any,
+) -> float:
+    """p^n + (1 − p) Σ_{unjudged i} p^(i−1) when an item is unjudged, else 0."""
+    p = float(p)
+    items = _cut(ranked, k)
+    unj = [i for i, it in enumerate(items) if not _judged(it, grades)]
+    if not unj:
+        return 0.0
+    return p ** len(items) + (1 - p) * sum(p**i for i in unj)
+
+
+def _iprec(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, level: float
+) -> float:
+    items = _cut(ranked, k)
+    big_r = len(_relevant_items(grades, threshold))
+    c = math.floor(level * big_r + 0.5)
+    rel_positions = [i for i, it in enumerate(items, 1) if is_relevant(grades.get(it), threshold)]
+    if c > len(rel_positions) or not rel_positions:
+        return 0.0
+    start = rel_positions[max(c, 1) - 1]
+    best, hits = 0.0, 0
+    for i, it in enumerate(items, 1):
+        hits += is_relevant(grades.get(it), threshold)
+        if i >= start:
+            best = max(best, hits / i)
+    return best
+
+
+def ref_iprec(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    recall: float = 0.0,
+    **_: Any,
+) -> float:
+    """Interpolated precision at the c-th relevant item, c = round(recall·R)."""
+    return _iprec(ranked, grades, threshold, k, float(recall))
+
+
+def ref_iprec_avg(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+) -> float:
+    """Mean iprec at recall 0, 0.1, ..., 1."""
+    return sum(_iprec(ranked, grades, threshold, k, i / 10) for i in range(11)) / 11
+
+
+#: Metrics whose summary is the geometric mean: exp of the mean of the per-user logs.
+GEOMETRIC = {"gm_ap", "gm_bpref", "gm_map"}
+
+
 #: Metrics that describe the list alone: a user policy that scores a user 0
 #: leaves them the value of the user's list (SPEC §2.4 as receval reads it).
-LIST_ONLY = {"user_coverage"}
+LIST_ONLY = {"user_coverage", "n_retrieved"}
 
 _FUNCS: dict[str, Callable[..., float]] = {
     "precision": ref_precision,
@@ -423,11 +657,28 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "err": ref_err,
     "auc": ref_auc,
     "user_coverage": ref_user_coverage,
+    "n_retrieved": ref_n_retrieved,
+    "n_relevant": ref_n_relevant,
+    "judged_nonrelevant": ref_judged_nonrelevant,
+    "judged": ref_judged,
+    "unjudged": ref_unjudged,
+    "bpref": ref_bpref,
+    "gm_bpref": ref_gm_bpref,
+    "gm_ap": ref_gm_ap,
+    "infap": ref_infap,
+    "relative_precision": ref_relative_precision,
+    "set_ap": ref_set_ap,
+    "utility": ref_utility,
+    "bin_g": ref_bin_g,
+    "rbp_residual": ref_rbp_residual,
+    "iprec": ref_iprec,
+    "iprec_avg": ref_iprec_avg,
 }
 
 _ALIASES = {"map": "ap", "mrr": "rr", "hr": "hit_rate", "success": "hit_rate", "p": "precision"}
 _ALIASES |= {"hit_count": "hits"}
 _ALIASES |= {"r": "recall"}
+_ALIASES |= {"gm_map": "gm_ap", "num_ret": "n_retrieved", "num_rel": "n_relevant"}
 
 
 def ref_metric(
@@ -572,7 +823,11 @@ def ref_means(per_user: Mapping[Any, Mapping[str, float]]) -> dict[str, float]:
             bucket = sums.setdefault(column, [])
             if not math.isnan(value):
                 bucket.append(value)
-    return {c: (sum(v) / len(v) if v else math.nan) for c, v in sums.items()}
+    out = {c: (sum(v) / len(v) if v else math.nan) for c, v in sums.items()}
+    for c, v in out.items():  # the geometric means: exp of the mean of the logs
+        if c.split("@")[0].split("[")[0] in GEOMETRIC and not math.isnan(v):
+            out[c] = math.exp(v)
+    return out
 
 
 def ref_parse(metric: str) -> tuple[str, int | None, dict[str, Any]]:

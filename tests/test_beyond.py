@@ -117,7 +117,7 @@ def test_known_cases_report_what_they_used() -> None:
     lists, truth, kw = CASES["spec_coverage"]
     res = receval.evaluate(lists, truth, ["coverage", "prediction_coverage"], **kw)
     assert "coverage" not in res.per_user.columns
-    assert res.parameters["catalog"] == "catalog" and res.parameters["catalog_size"] == 20
+    assert res.parameters["catalog"] == "catalog" and res.parameters["catalog_items"] == 20
     lists, truth, kw = CASES["unseen"]
     assert receval.evaluate(lists, truth, "arp", **kw).parameters["training_users"] == 4
     lists, truth, kw = CASES["dense"]

@@ -203,12 +203,20 @@ def test_trec_files_of_trec_eval(capsys: pytest.CaptureFixture[str]) -> None:
     assert m["precision@10"] == pytest.approx(0.3, abs=5e-5)
     assert m["rr"] == pytest.approx(0.4064, abs=5e-5)
     assert m["r_precision"] == pytest.approx(0.2174, abs=5e-5)
-    for recs, qrels in (
-        ("results.comment.test", "qrels.comment.test"),
-        ("results.trunc", "qrels.rel_level"),
+    for recs, qrels, flags in (
+        ("results.comment.test", "qrels.comment.test", []),
+        ("results.trunc", "qrels.rel_level", ["--negative-grades", "unjudged"]),
     ):
-        code, _, err = run(capsys, "evaluate", TREC / recs, TREC / qrels, "-m", "ndcg@10", "-q")
+        code, _, err = run(
+            capsys, "evaluate", TREC / recs, TREC / qrels, "-m", "ndcg@10", "-q", *flags
+        )
         assert code == 0, err
+    # a negative grade without --negative-grades: the line, and the way out
+    code, _, err = run(
+        capsys, "evaluate", TREC / "results.trunc", TREC / "qrels.rel_level", "-m", "bpref"
+    )
+    assert code == 2
+    assert "qrels.rel_level, line " in err and "--negative-grades unjudged" in err
 
 
 def _corrupt_parquet(p: Path) -> Path:

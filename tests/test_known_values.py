@@ -56,6 +56,13 @@ CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     "strings": (STRINGS, {"x": ["10"], "y": ["a"]}, {}),
     "threshold0": ({1: [1, 2]}, {1: {1: 0, 2: 1}}, {"threshold": 0}),
     "ranks": (RANKS, {1: [2]}, {}),
+    # trec_eval's judgments: item 3 judged non-relevant, 4 pooled but unjudged (a
+    # negative grade), 2 and 7 never judged
+    "judged": (
+        {1: [1, 2, 3, 4, 5], 2: [6, 7]},
+        {1: {1: 1, 3: 0, 4: -1, 5: 2, 9: 1}, 2: {6: 0, 8: 1}},
+        {"negative_grades": "unjudged"},
+    ),
 }
 
 

@@ -92,7 +92,7 @@ def test_plain_data_that_pickles_and_round_trips() -> None:
     d = o.to_dict()
     assert all(isinstance(v, (str, float, bool, type(None))) for v in d.values())
     assert EvalOptions.from_dict(d) == o
-    assert EvalOptions.from_dict({**d, "engine": "numpy", "catalog_size": 3}) == o
+    assert EvalOptions.from_dict({**d, "engine": "numpy", "catalog_items": 3}) == o
 
 
 @pytest.mark.parametrize(

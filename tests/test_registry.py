@@ -109,7 +109,10 @@ def test_list_only_metrics_are_those_that_read_no_truth() -> None:
         if d.kind != "rating"
     ]
     a = receval.evaluate(recs, {1: [1], 2: [4]}, names, empty_truth="zero", **kw)
-    b = receval.evaluate(recs, {1: [3, 5], 2: [1]}, names, empty_truth="zero", **kw)
+    # item 2 judged non-relevant for user 1 (in the list: judged_nonrelevant sees it)
+    b = receval.evaluate(
+        recs, {1: {3: 1, 5: 1, 2: 0}, 2: {1: 1, 4: 0}}, names, empty_truth="zero", **kw
+    )
     for name in names:
         d = receval.parse_metric(name).definition
         same = a.summary[name] == b.summary[name]

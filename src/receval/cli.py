@@ -163,6 +163,32 @@ POLICY_FLAGS: Mapping[str, Any] = {
         "duplicates", "an item twice in a list, a (user, item) pair twice in the truth"
     ),
     "rank": _choice("rank", "what a rank column means: an order (gaps close up) or positions"),
+    "depth": Annotated[
+        int | None,
+        typer.Option(
+            "--depth",
+            metavar="M",
+            help="read only the first M items of each list (trec_eval's -M; "
+            "receval's default: whole lists)",
+            rich_help_panel=_POLICIES,
+        ),
+    ],
+    "unjudged": _choice(
+        "unjudged", "items not in the user's truth: keep them, or condense the lists (-J)"
+    ),
+    "negative_grades": _choice(
+        "negative_grades", "a negative grade: an error, or a pooled but unjudged item (trec_eval)"
+    ),
+    "catalog_size": Annotated[
+        int | None,
+        typer.Option(
+            "--catalog-size",
+            metavar="N",
+            help="the lists rank sampled candidates; N items a full ranking would rank "
+            "(for metrics with correction=, docs/sampled.md)",
+            rich_help_panel=_POLICIES,
+        ),
+    ],
 }
 
 #: the column flags of recommendation and truth files

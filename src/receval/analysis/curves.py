@@ -304,7 +304,7 @@ def roc(
             )
     recs = read_recs(recommendations, cols)
     assert recs.score is not None
-    tr = read_truth(truth, cols)
+    tr = read_truth(truth, cols, negative_grades=opts.negative_grades)
     if len(recs.users) == 0:
         raise InputError("no scored pairs: the recommendations are empty", source="recommendations")
     ru, ri, tu, ti = recs.users, recs.items, tr.users, tr.items

@@ -360,6 +360,10 @@ def run(
     ties: str = "item",
     relevant_from: str = "truth",
     rank: str = "order",
+    depth: int | None = None,
+    unjudged: str = "keep",
+    negative_grades: str = "error",
+    catalog_size: int | None = None,
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     cells: UserCells | None = None,
@@ -413,6 +417,10 @@ def run(
         ties=ties,
         relevant_from=relevant_from,
         rank=rank,
+        depth=depth,
+        unjudged=unjudged,
+        negative_grades=negative_grades,
+        catalog_size=catalog_size,
         items=items,
         progress=progress,
         cells=cells,
@@ -443,6 +451,10 @@ class Plan:
     rank: str = "order"
     items: ItemContext | None = None
     spark_train: bool = False  # the training pairs come with each partition's rows
+    depth: int | None = None
+    unjudged: str = "keep"
+    negative_grades: str = "error"
+    catalog_size: int | None = None
 
     @property
     def per_user(self) -> list[MetricSpec]:
@@ -645,6 +657,9 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
             ),
             relevant_from=plan.relevant_from,
             rank=plan.rank,
+            depth=plan.depth,
+            judged=any(s.definition.reads_judged for s in specs) or plan.unjudged == "condense",
+            condense=plan.unjudged == "condense",
         )
     except InputError as exc:
         if exc.row is None:
@@ -655,7 +670,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     items = plan.items
     if items is not None and p.rec_item_ids is not None:
         p.rec_context = items.index_of(p.rec_item_ids)
-    values = numpy_engine.compute(p, specs, items)
+    values = numpy_engine.compute(p, specs, items, plan.catalog_size)
     seen_rows = None
     if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
         seen_rows = items.train_pairs.found(p.user_ids[p.rec_user], p.rec_context)
@@ -915,7 +930,10 @@ class Combiner:
         :func:`~receval.evaluation.assemble.result_of` give, bit for bit);
         :class:`NoSharedUser` when no user has both a list and a truth."""
         _some_user_shared(self.counts, self.only)
-        values = {str(s): t.mean() for s, t in zip(self.plan.per_user, self.totals(), strict=True)}
+        values = {
+            str(s): s.definition.summarise(t.mean())
+            for s, t in zip(self.plan.per_user, self.totals(), strict=True)
+        }
         values.update(self.aggregates())
         ordered = {str(s): values[str(s)] for s in self.plan.specs}
         return ordered, int(self.counts.get("users_evaluated", 0))
@@ -994,6 +1012,10 @@ def run_pairs(
     ties: str = "item",
     relevant_from: str = "truth",
     rank: str = "order",
+    depth: int | None = None,
+    unjudged: str = "keep",
+    negative_grades: str = "error",
+    catalog_size: int | None = None,
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
@@ -1023,6 +1045,10 @@ def run_pairs(
         relevant_from,
         rank,
         items,
+        depth=depth,
+        unjudged=unjudged,
+        negative_grades=negative_grades,
+        catalog_size=catalog_size,
     )
     groups = None if cells is None else GroupCombiners(plan, cells)
     combiner = Combiner(plan) if groups is None else groups.whole

@@ -82,6 +82,15 @@ class Prepared:
     rec_score: np.ndarray | None = None  # the list rows' scores, in list order
     rec_rank: np.ndarray | None = None  # the list rows' ranks, in list order
     truth_user: np.ndarray | None = None  # the user code of each truth row
+    #: judgments (only when a metric reads them, or lists are condensed): per
+    #: list row, 1.0 when its item is judged (in the user's truth with a
+    #: grade >= 0), and 1.0 when it is pooled but unjudged (a negative grade);
+    #: per user, the items judged
+    rec_judged: np.ndarray | None = None
+    rec_pooled: np.ndarray | None = None
+    n_judged: np.ndarray | None = None
+    #: counts of rows dropped per user (key of :attr:`counts` -> (U,) int64)
+    dropped: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
@@ -90,7 +99,7 @@ def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
     and the lists whose ranks leave gaps (``lists_with_rank_gaps``), counted
     as :func:`prepare` counts them. (Rows dropped as duplicates are not.)"""
     n_users = len(p.user_ids)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = dict(p.dropped)
     ru, score = p.rec_user, p.rec_score
     if score is not None and len(score) > 1:
         tie = (ru[1:] == ru[:-1]) & (score[1:] == score[:-1])
@@ -271,6 +280,9 @@ def prepare(
     positive_grades: bool = False,
     relevant_from: str = "truth",
     rank: str = "order",
+    depth: int | None = None,
+    judged: bool = False,
+    condense: bool = False,
 ) -> Prepared:
     """Encode, order, de-duplicate and join recommendations and truth.
 
@@ -280,6 +292,10 @@ def prepare(
     ``relevant_from="list"``: only the recommended items of the truth exist
     (R and the ideal come from the list; torchmetrics' view).
     ``rank``: what a rank column means (a key of :data:`RANKS`).
+    ``depth``: only the first ``depth`` positions of each list are read
+    (trec_eval's ``-M``). ``judged``: also find which listed items are judged
+    (:attr:`Prepared.rec_judged`); ``condense``: drop the unjudged ones and
+    close up the lists (Sakai 2007; trec_eval's ``-J``). Dropped rows are counted.
 
     ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
     the part of a larger truth that belongs to one chunk of users).
@@ -292,6 +308,25 @@ def prepare(
     (ri, ti), n_items = _encode_items(items)
     n_users = len(user_ids)
     rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
+    dropped: dict[str, np.ndarray] = {}
+    if depth is not None:
+        _cut(rows, _beyond(rows, n_users, depth, rank), n_users, dropped, counts, "beyond_depth")
+    rec_judged = rec_pooled = n_judged = None
+    if judged or condense:
+        code = _judgments(rows, tu, ti, truth.grades, n_users)
+        if condense:
+            _cut(rows, code != 1.0, n_users, dropped, counts, "unjudged_dropped")
+            code = code[code == 1.0]
+        rec_judged = (code == 1.0).astype(np.float64)
+        rec_pooled = (code == 2.0).astype(np.float64)
+        if relevant_from == "list":  # the truth is what the lists hold
+            n_judged = np.bincount(rows.ru[code == 1.0], minlength=n_users)
+        else:
+            n_judged = np.bincount(tu[truth.grades >= 0], minlength=n_users)
+    unjudged_rows = truth.grades < 0
+    if unjudged_rows.any():
+        counts["truth_rows_unjudged"] = int(unjudged_rows.sum())
+        dropped["truth_rows_unjudged"] = np.bincount(tu[unjudged_rows], minlength=n_users)
 
     # --- join: the grade of every listed item in the user's truth -----------
     # One pass per user (the compiled module) when it is built and finds no
@@ -366,7 +401,75 @@ def prepare(
         rec_score=rows.score,
         rec_rank=rows.rank,
         truth_user=tu,
+        rec_judged=rec_judged,
+        rec_pooled=rec_pooled,
+        n_judged=n_judged
+        if n_judged is None
+        or relevant_from == "list"
+        or "truth_rows_duplicate_dropped" not in counts
+        else _distinct_judged(tu, ti, truth.grades, n_users),
+        dropped=dropped,
     )
+
+
+def _beyond(rows: _Rows, n_users: int, depth: int, rank: str) -> np.ndarray:
+    """The rows past the first ``depth`` positions of their list."""
+    if rank == "position" and rows.rank is not None:
+        return rows.rank > depth
+    offsets = user_offsets(rows.ru, n_users)
+    return np.arange(len(rows.ru)) - offsets[rows.ru] >= depth
+
+
+def _cut(
+    rows: _Rows,
+    drop: np.ndarray,
+    n_users: int,
+    dropped: dict[str, np.ndarray],
+    counts: dict[str, Any],
+    why: str,
+) -> None:
+    """Drop list rows, counted as ``recommendation_rows_<why>`` (also per user)."""
+    if not drop.any():
+        return
+    key = "recommendation_rows_" + why
+    counts[key] = int(drop.sum())
+    dropped[key] = np.bincount(rows.ru[drop], minlength=n_users)
+    rows.keep(~drop)
+
+
+def _judgments(
+    rows: _Rows, tu: np.ndarray, ti: np.ndarray, grades: np.ndarray, n_users: int
+) -> np.ndarray:
+    """Per list row: 1.0 when the item is judged (in the user's truth with a
+    grade >= 0), 2.0 when pooled but unjudged (a negative grade), 0.0 when it
+    is not in the user's truth (a pair twice in the truth: its largest grade)."""
+    code = np.where(grades >= 0, 1.0, 2.0)
+    joined = _native_join(rows.ru, rows.ri, tu, ti, code, n_users, 0.5, False)
+    if joined is not None:
+        return joined[1]
+    (ri, ti), n_items = _encode_items([rows.ri, ti], raw=False)
+    n_items = max(int(n_items or 1), 1)
+    tkey = tu * n_items + ti
+    order = np.lexsort((grades, tkey))  # per pair, its largest grade last
+    tkey, code = tkey[order], code[order]
+    last = np.append(tkey[1:] != tkey[:-1], True)
+    tkey, code = tkey[last], code[last]
+    rkey = rows.ru * n_items + ri
+    at = np.minimum(np.searchsorted(tkey, rkey), max(len(tkey) - 1, 0))
+    out = np.zeros(len(rkey))
+    if len(tkey):
+        found = tkey[at] == rkey
+        out[found] = code[at[found]]
+    return out
+
+
+def _distinct_judged(
+    tu: np.ndarray, ti: np.ndarray, grades: np.ndarray, n_users: int
+) -> np.ndarray:
+    """Per user, the distinct items judged (a pair twice: its largest grade)."""
+    frame = pd.DataFrame({"u": tu, "i": ti, "g": grades}).groupby(["u", "i"])["g"].max()
+    users = frame.index.get_level_values(0).to_numpy()
+    return np.bincount(users[frame.to_numpy() >= 0], minlength=n_users)
 
 
 def _order_lists(
@@ -692,7 +795,10 @@ class _CellSource:
 
 
 def compute(
-    p: Prepared, specs: Sequence[MetricSpec], items: ItemContext | None = None
+    p: Prepared,
+    specs: Sequence[MetricSpec],
+    items: ItemContext | None = None,
+    catalog_size: int | None = None,
 ) -> np.ndarray:
     """Every metric for every user: a ``(len(specs), U)`` float64 array.
 
@@ -718,6 +824,11 @@ def compute(
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
+    judged = pooled = None
+    if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
+        assert p.rec_pooled is not None
+        judged = _CellSource(p.rec_offsets, p.rec_judged, w, at)
+        pooled = _CellSource(p.rec_offsets, p.rec_pooled, w, at)
     # the item index matrix only for the metrics that read item-side arrays
     context = p.rec_context if any(s.definition.needs for s in specs) else None
     dense_input = ties or p.rec_recommended is not None or context is not None
@@ -752,6 +863,10 @@ def compute(
                 history[0][u0 : u1 + 1] - history[0][u0],
                 history[1][history[0][u0] : history[0][u1]],
             ),
+            judged=None if judged is None else judged.block(u0, u1),
+            pooled=None if pooled is None else pooled.block(u0, u1),
+            n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
+            catalog_size=catalog_size,
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

@@ -45,6 +45,10 @@ def evaluate(
     relevant_from: Literal["truth", "list"] | None = None,
     duplicates: Duplicates | None = None,
     rank: Literal["order", "position"] | None = None,
+    depth: int | None = None,
+    unjudged: Literal["keep", "condense"] | None = None,
+    negative_grades: Literal["error", "unjudged"] | None = None,
+    catalog_size: int | None = None,
     user_col: str | None = None,
     item_col: str | None = None,
     score_col: str | None = None,
@@ -103,6 +107,14 @@ def evaluate(
             a list, the largest grade of a (user, item) pair in the truth.
         rank: what a rank column means: ``order`` or ``position`` (see
             :class:`~receval.EvalOptions`).
+        depth: read only the first ``depth`` items of each list (trec_eval's
+            ``-M``); rows past it are counted.
+        unjudged: ``keep`` the items of a list not in the user's truth, or
+            ``condense`` the lists without them (Sakai 2007; trec_eval ``-J``).
+        negative_grades: a negative grade is an ``error``, or marks an item
+            pooled but ``unjudged`` (trec_eval's reading; infAP tells it apart).
+        catalog_size: the lists rank sampled candidates; how many items a
+            full ranking would rank (the metrics' ``correction=``; docs/sampled.md).
         user_col, item_col, score_col, rank_col, relevance_col: column
             names; None (the default) detects each by its usual spellings
             (``user``, ``user_id``, ``userId``, ...; README "Columns"). A
@@ -155,6 +167,10 @@ def evaluate(
         relevant_from=relevant_from,
         duplicates=duplicates,
         rank=rank,
+        depth=depth,
+        unjudged=unjudged,
+        negative_grades=negative_grades,
+        catalog_size=catalog_size,
         user_col=user_col,
         item_col=item_col,
         score_col=score_col,
@@ -235,7 +251,7 @@ def evaluate(
     if streams is not None:
         res, out = _streamed(*streams, specs, opts, items, progress, cells)
     else:
-        tr = read_truth(truth, cols)
+        tr = read_truth(truth, cols, negative_grades=opts.negative_grades)
         if not opts.graded:  # the tool reads no grades: every truth row is relevant
             tr.grades = np.ones(len(tr.grades))
         chunks = _Chunks(iter_recs(recommendations, cols))
@@ -355,7 +371,7 @@ def _add_groups(
         else:
             inputs.append((obj, cols))
     recs = read_recs(*inputs[0])
-    tr = read_truth(*inputs[1])
+    tr = read_truth(*inputs[1], negative_grades=opts.negative_grades)
     if not opts.graded:
         tr.grades = np.ones(len(tr.grades))
 
@@ -428,7 +444,9 @@ def _streamed(
             **opts.engine(),
         )
 
-    out = stream.evaluate(recs, truth, run_pairs, graded=opts.graded)
+    out = stream.evaluate(
+        recs, truth, run_pairs, graded=opts.graded, negative_grades=opts.negative_grades
+    )
     res = result_of(out, specs, opts, items)
     max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
     return with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts), out

@@ -34,9 +34,10 @@ def result_of(
     names = [str(s) for s in specs if s.definition.kind != "aggregate"]
     means: dict[str, float] = {}
     undefined: dict[str, int] = {}
-    for name, total in zip(names, out.sums, strict=True):
+    per_user_specs = [s for s in specs if s.definition.kind != "aggregate"]
+    for spec, name, total in zip(per_user_specs, names, out.sums, strict=True):
         # exact sums, rounded once: no mean depends on chunks, threads or engine
-        means[name] = total.mean()
+        means[name] = spec.definition.summarise(total.mean())
         if total.nan:
             undefined[name] = total.nan
     counts["undefined"] = undefined
@@ -59,7 +60,7 @@ def result_of(
     }
     if items is not None:
         parameters["catalog"] = items.catalog_source or None
-        parameters["catalog_size"] = int(items.in_catalog.sum())
+        parameters["catalog_items"] = int(items.in_catalog.sum())
         parameters["training_users"] = items.n_train_users
     return Result(
         summary=summary,

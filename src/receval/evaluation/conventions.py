@@ -61,6 +61,10 @@ class Convention:
             close up) or ``position`` (rank r is position r; a gap is an empty
             position). Tools that read scores only (or build ranks
             themselves) are ``order``.
+        unjudged: ``condense`` when the tool drops unjudged items from the
+            lists (none does by default).
+        negative_grades: ``unjudged`` when a negative grade marks a pooled but
+            unjudged item (trec_eval), else ``error``.
         params: metric name → parameter → value, the defaults of metric strings.
         metrics: receval metric names the tool has (others are left out of
             :func:`compare_conventions`).
@@ -80,6 +84,8 @@ class Convention:
     threshold: float = 1.0
     relevant_from: str = "truth"
     rank: str = "order"
+    unjudged: str = "keep"
+    negative_grades: str = "error"
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     names: Mapping[str, str] = field(default_factory=dict)
@@ -109,10 +115,13 @@ TREC_EVAL = Convention(
     empty_truth="zero",
     missing_recs="skip",
     no_truth="skip",
+    negative_grades="unjudged",
     params={
         "ap": {"denominator": "relevant"},
         "ndcg": {"grades": "positive"},
         "dcg": {"grades": "positive"},
+        "rbp": {"p": 0.9, "grades": "positive"},
+        "rbp_residual": {"p": 0.9},
     },
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
     names={

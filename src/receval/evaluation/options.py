@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from receval.engines.numpy_engine import RANKS, TIES
 from receval.errors import OptionError, ReceValError
 from receval.evaluation import conventions
@@ -44,6 +46,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "relevant_from": ("truth", "list"),
     "duplicates": ("error", "keep"),
     "rank": tuple(RANKS),
+    "unjudged": ("keep", "condense"),
+    "negative_grades": ("error", "unjudged"),
 }
 
 # receval's own value of every option a convention may set
@@ -57,6 +61,8 @@ _DEFAULTS: Mapping[str, Any] = {
     "duplicates": "error",
     "graded": True,
     "rank": "order",
+    "unjudged": "keep",
+    "negative_grades": "error",
 }
 
 #: The keyword arguments of ``evaluate`` that are inputs, not options.
@@ -102,6 +108,22 @@ class EvalOptions:
         rank: what a ``rank`` column means: ``order`` (lists are ordered by
             it; gaps close up) or ``position`` (rank r is position r; a gap is
             an empty slot that holds nothing relevant).
+        depth: read only the first ``depth`` items of each list (trec_eval's
+            ``-M``); the rows past it are counted
+            (``recommendation_rows_beyond_depth``). None: whole lists.
+        unjudged: items of a list that are not in the user's truth (never
+            judged): ``keep`` them (non-relevant, as every metric assumes) or
+            ``condense`` the list, dropping them and closing up the positions
+            (Sakai 2007; trec_eval's ``-J``), counted
+            (``recommendation_rows_unjudged_dropped``).
+        negative_grades: a negative grade in the truth is an ``error`` (SPEC
+            §2.3) or marks an item that was pooled but ``unjudged`` (trec_eval's
+            meaning of a negative qrels label: neither relevant nor judged;
+            only infAP tells it from an item outside the pool).
+        catalog_size: how many items a full ranking would rank, when the
+            lists rank a sample of candidates (sampled evaluation, see
+            docs/sampled.md); the metrics' ``correction=`` estimates their
+            full-catalog value from it. None: the lists are full rankings.
         user_col, item_col, score_col, rank_col, relevance_col: column names
             of the inputs (None: detected, see README "Inputs").
         actual_col, predicted_col: the rating columns of rating inputs.
@@ -117,6 +139,10 @@ class EvalOptions:
     duplicates: str | None = None
     graded: bool | None = None
     rank: str | None = None
+    depth: int | None = None
+    unjudged: str | None = None
+    negative_grades: str | None = None
+    catalog_size: int | None = None
     user_col: str | None = None
     item_col: str | None = None
     score_col: str | None = None
@@ -160,6 +186,13 @@ class EvalOptions:
                 raise OptionError(name, getattr(self, name), allowed=allowed)
         if not isinstance(self.graded, bool):
             raise OptionError("graded", self.graded, allowed=(True, False))
+        for name in ("depth", "catalog_size"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise OptionError(name, value, expected="a positive integer (or None)")
+            object.__setattr__(self, name, int(value))
         for name in _COLUMNS:
             col = getattr(self, name)
             if col is not None and (not isinstance(col, str) or not col):
@@ -240,6 +273,10 @@ class EvalOptions:
             "relevant_from": self.relevant_from,
             "duplicates": self.duplicates,
             "rank": self.rank,
+            "depth": self.depth,
+            "unjudged": self.unjudged,
+            "negative_grades": self.negative_grades,
+            "catalog_size": self.catalog_size,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -276,13 +276,14 @@ def _pair_of(
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     graded: bool,
+    negative_grades: str = "error",
 ) -> Pair:
     """A partition's rows as the in-process engine's input."""
     side = table.column(_SIDE)
     rt = _as_roles(table.filter(pc.equal(side, 0)), recs_columns)
     tt = _as_roles(table.filter(pc.equal(side, 1)), truth_columns)
     rdata = read_recs(rt, Columns(), "recommendations", kinds)
-    tdata = read_truth(tt, Columns(), "truth", kinds)
+    tdata = read_truth(tt, Columns(), "truth", kinds, negative_grades)
     if not graded:
         tdata.grades = np.ones(len(tdata.grades))
     return Pair(rdata, tdata, int, int, rdata.rows)
@@ -350,7 +351,7 @@ def _partition_function(
     met); with ``cells``, the Part and the Part of each of its cells."""
 
     def evaluate(table: pa.Table) -> Any:
-        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded, plan.negative_grades)
         if cells is not None:
             return driver.evaluate_cells(_with_train(plan, table), pair, cells, False)
         return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
@@ -382,7 +383,7 @@ def _per_user_function(
         table = table_of(batches)
         if table is None:
             return
-        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded)
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded, plan.negative_grades)
         part = driver.evaluate_pair(_with_train(plan, table), pair, keep_values=True)
         assert part.values is not None
         users, values, _ = part.values

@@ -586,11 +586,6 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
         ("score" if run else "relevance"): ("score" if run else "rel"),
     }
     grades = np.asarray(values, dtype=np.float64)
-    if not run and (grades < 0).any():
-        info.messages.append(
-            f"{int((grades < 0).sum())} negative TREC grades read as 0 (judged non-relevant)"
-        )
-        grades = np.maximum(grades, 0.0)
     column = "score" if run else "relevance"
     return pa.table({"user": users, "item": items, column: grades})
 

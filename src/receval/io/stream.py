@@ -509,6 +509,7 @@ def pairs(
     rows: int | None = None,
     tmp: str | None = None,
     sorted_files: bool = True,
+    negative_grades: str = "error",
 ) -> Iterator[Any]:
     """Pairs (:class:`~receval.records.Pair`) of the users of both
     files, by merging them when they are sorted by user, else by partitioning.
@@ -525,7 +526,7 @@ def pairs(
     for a, arow, t, trow in source:
         # converted to NumPy by the worker that evaluates the pair, not here:
         # the reading thread only reads and cuts
-        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded)
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded, negative_grades)
         yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
 
 
@@ -537,6 +538,7 @@ def _load(
     recs: ParquetInput,
     truth: ParquetInput,
     graded: bool,
+    negative_grades: str = "error",
 ) -> tuple[Any, Any]:
     """One pair's tables as checked NumPy columns (errors name the file row),
     ids of the kinds of the whole files."""
@@ -546,7 +548,7 @@ def _load(
     except InputError as exc:
         raise exc.remap(arow) from None
     try:
-        tr = read_truth(t, _CANON, truth.path, kinds)
+        tr = read_truth(t, _CANON, truth.path, kinds, negative_grades)
     except InputError as exc:
         raise exc.remap(trow) from None
     r.columns, tr.columns = dict(recs.info.columns), dict(truth.info.columns)
@@ -578,6 +580,7 @@ def evaluate(
     graded: bool = True,
     rows: int | None = None,
     tmp: str | None = None,
+    negative_grades: str = "error",
 ) -> Any:
     """``run(pairs, max_grade, notes)`` over the pairs of both files: merged
     when sorted, else (or when a batch turns out of order) partitioned. An
@@ -590,7 +593,11 @@ def evaluate(
     tmp = tmp or os.environ.get("RECEVAL_TMPDIR") or None
     if not mixed:
         try:
-            return run(pairs(recs, truth, graded=graded, rows=rows), max_grade, list(notes))
+            return run(
+                pairs(recs, truth, graded=graded, rows=rows, negative_grades=negative_grades),
+                max_grade,
+                list(notes),
+            )
         except _NotSorted:
             pass
         except (InputError, PolicyError):
@@ -598,7 +605,15 @@ def evaluate(
             if recs.is_sorted() and truth.is_sorted():
                 raise
     return run(
-        pairs(recs, truth, graded=graded, rows=rows, tmp=tmp, sorted_files=False),
+        pairs(
+            recs,
+            truth,
+            graded=graded,
+            rows=rows,
+            tmp=tmp,
+            sorted_files=False,
+            negative_grades=negative_grades,
+        ),
         max_grade,
         list(notes),
     )

@@ -99,13 +99,28 @@ def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: 
     return rank.astype(np.int64)
 
 
-def check_grades(grades: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> None:
-    """Grades must be finite and non-negative."""
-    bad = ~np.isfinite(grades) | (grades < 0)
+def check_grades(
+    grades: np.ndarray,
+    users: np.ndarray,
+    items: np.ndarray,
+    source: str,
+    negative_grades: str = "error",
+) -> None:
+    """Grades must be finite and non-negative (negative ones are allowed with
+    ``negative_grades="unjudged"``: pooled but unjudged items, as trec_eval reads them)."""
+    bad = ~np.isfinite(grades)
+    if negative_grades == "error":
+        bad |= grades < 0
     if bad.any():
         i = first_true(bad)
+        hint = ""
+        if np.isfinite(grades[i]):
+            hint = (
+                " (a negative grade marks an item pooled but not judged, as trec_eval reads "
+                "it, with " + option("negative_grades", "unjudged") + ")"
+            )
         raise InputError(
-            f"relevance must be a non-negative number; found {grades[i]:g}",
+            f"relevance must be a non-negative number; found {grades[i]:g}{hint}",
             source=source,
             row=i,
             user=users[i],
@@ -258,16 +273,19 @@ def read_truth(
     cols: Columns = Columns(),
     source: str = "truth",
     kinds: Kinds = (None, None),
+    negative_grades: str = "error",
 ) -> TruthData:
     """Truth from a table (user, item[, relevance]) or a mapping
     ``user -> iterable of items`` / ``user -> mapping item -> grade``.
+    ``negative_grades``: ``error``, or ``unjudged`` to keep negative grades
+    (pooled but unjudged items, trec_eval's reading).
 
     A column named like a grade (``relevance``, ``rating``, ``grade``,
     ``label``, ...; :data:`receval.io.columns.ALIASES`) or named by
     ``cols.relevance`` is the graded relevance; ``TruthData.columns`` says
     which column it was."""
     if isinstance(obj, Mapping):
-        return _truth_from_mapping(obj, source, kinds)
+        return _truth_from_mapping(obj, source, kinds, negative_grades)
     if not is_table(obj):
         raise InputError(
             "truth must be a pandas/polars/pyarrow table or a mapping user -> items; "
@@ -285,7 +303,7 @@ def read_truth(
             )
         except InputError as exc:
             raise _locate(exc, users, items) from None
-        check_grades(grades, users, items, source)
+        check_grades(grades, users, items, source, negative_grades)
     else:
         grades = np.ones(table.num_rows)
     return TruthData(
@@ -294,7 +312,10 @@ def read_truth(
 
 
 def _truth_from_mapping(
-    obj: Mapping[Any, Any], source: str, kinds: Kinds = (None, None)
+    obj: Mapping[Any, Any],
+    source: str,
+    kinds: Kinds = (None, None),
+    negative_grades: str = "error",
 ) -> TruthData:
     users: list[Any] = []
     items: list[Any] = []
@@ -329,7 +350,7 @@ def _truth_from_mapping(
     u = canonical(users + empty, "user", source, kinds[0])
     i = canonical(items, "item", source, kinds[1])
     g = np.asarray(grades, dtype=np.float64)
-    check_grades(g, u, i, source)
+    check_grades(g, u, i, source, negative_grades)
     return TruthData(
         users=u[: len(users)],
         items=i,

@@ -20,6 +20,7 @@ from receval.metrics.kernels import beyond as B
 from receval.metrics.kernels import groups as G
 from receval.metrics.kernels import ranking as K
 from receval.metrics.kernels import rating as RK
+from receval.metrics.kernels import trec as T
 from receval.metrics.kernels.batch import Batch
 
 __all__ = ["REGISTRY", "MetricDef", "ParamDef", "lookup", "metrics"]
@@ -130,6 +131,8 @@ class MetricDef:
     * ``by_user``: the per-user kernel of a rating metric.
     * ``reads_history``: the kernel reads each user's training items
       (``Batch.history``).
+    * ``reads_judged``: the kernel reads which listed items are judged
+      (``Batch.judged``, ``pooled``, ``n_judged``).
     * ``of_item_groups``: an aggregate whose kernel takes the item-group
       tallies (:class:`~receval.metrics.kernels.groups.GroupCounts`), not the
       item counts.
@@ -158,6 +161,10 @@ class MetricDef:
     needs_cutoff: bool = False
     by_user: Callable[..., np.ndarray] | None = None
     reads_history: bool = False
+    reads_judged: bool = False
+    #: the summary of the mean of the per-user values (exp for the geometric
+    #: means, whose per-user values are logarithms); None: the mean itself
+    summary_of_mean: Callable[[float], float] | None = None
     of_item_groups: bool = False
     tallies: tuple[str, ...] = ()
     per_item_group: bool = False
@@ -199,6 +206,12 @@ class MetricDef:
             if value < floor:
                 return f"{p.name}={value:g} is below {STATISTICS[p.at_least]} ({floor:g})"
         return None
+
+    def summarise(self, mean: float) -> float:
+        """The summary of a mean of per-user values (see ``summary_of_mean``)."""
+        if self.summary_of_mean is None or math.isnan(mean):
+            return mean
+        return self.summary_of_mean(mean)
 
     def compute(self, batch: Batch, k: int | None, params: Mapping[str, Any]) -> np.ndarray:
         """Run the kernel on a batch with defaults filled in."""
@@ -297,12 +310,13 @@ _DEFS: tuple[MetricDef, ...] = (
     ),
     MetricDef(
         name="hits",
-        aliases=("hit_count",),
+        aliases=("hit_count", "num_rel_ret"),
         description="number of relevant items in the first k positions",
         formula="hits@k = Σ_{i≤min(k,n)} rel_i",
         kernel=K.hits,
         bounds=(0.0, math.inf),
-        notes="ranx's hits@k; hit_rate is 1 when it is > 0.",
+        notes="ranx's hits@k; hit_rate is 1 when it is > 0. trec_eval's num_rel_ret is hits "
+        "(its `all` line is the sum: the mean times the users evaluated).",
     ),
     MetricDef(
         name="ap",
@@ -339,8 +353,19 @@ _DEFS: tuple[MetricDef, ...] = (
         name="r_precision",
         aliases=("rprec", "r_prec", "rprecision"),
         description="precision at R, the user's number of relevant items",
-        formula="hits@R / R;  with @k: hits@s / s, s = min(k, R)",
+        formula="hits@s / s, s = ⌊mult·R + 0.9⌋ (R for mult = 1); with @k: s = min(k, s)",
         kernel=K.r_precision,
+        params=(
+            ParamDef(
+                "mult",
+                float,
+                1.0,
+                "precision at a multiple of R, rounded as trec_eval's Rprec_mult does "
+                "(⌊mult·R + 0.9⌋)",
+                check=_positive,
+                check_text="a number > 0",
+            ),
+        ),
     ),
     MetricDef(
         name="dcg",
@@ -400,8 +425,11 @@ _DEFS: tuple[MetricDef, ...] = (
                 check=lambda x: 0 < x < 1,
                 check_text="a number in (0, 1)",
             ),
+            _GRADES,
         ),
         graded=True,
+        notes="trec_eval's rbp is rbp[p=0.9,grades=positive] (its gains are the grades, "
+        "divided by the query's top grade when that is above 1; m_rbp.c).",
     ),
     MetricDef(
         name="err",
@@ -430,6 +458,215 @@ _DEFS: tuple[MetricDef, ...] = (
         needs_ties=True,
         undefined="users without relevant items (empty_truth policy), and lists without both "
         "a relevant and a non-relevant item (NaN)",
+    ),
+)
+
+
+def _geometric_ap(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
+    """ln(max(ap, 1e-5)): per user, the log whose mean's exp is GMAP."""
+    return T.geometric(K.average_precision(b, k, denominator=denominator))
+
+
+def _geometric_bpref(b: Batch, k: int | None) -> np.ndarray:
+    """ln(max(bpref, 1e-5)): per user, the log whose mean's exp is the geometric mean."""
+    return T.geometric(T.bpref(b, k))
+
+
+_GEOMETRIC = (
+    "The per-user value is ln(max(v, 1e-5)) (trec_eval keeps it so, MIN_GEO_MEAN); the summary "
+    "is the exponential of their mean, the geometric mean."
+)
+_JUDGED = (
+    "Judged: in the user's truth with a grade >= 0 (relevant or not); unjudged: not in the "
+    "truth, or pooled but unjudged (a negative grade, negative_grades='unjudged')."
+)
+_COUNT = "trec_eval's `all` line is the sum over queries: the mean times the users evaluated."
+
+# Measures from trec_eval (and ir_measures) that read judgments or whole sets
+_DEFS += (
+    MetricDef(
+        name="n_retrieved",
+        aliases=("num_ret", "numret"),
+        description="items in the list's first k positions",
+        formula="min(k, n)",
+        kernel=T.n_retrieved,
+        bounds=(0.0, math.inf),
+        needs_truth=False,
+        undefined="never (an empty list retrieves 0)",
+        notes=_COUNT,
+    ),
+    MetricDef(
+        name="n_relevant",
+        aliases=("num_rel", "numrel"),
+        description="the user's relevant items, R",
+        formula="R",
+        kernel=T.n_relevant,
+        bounds=(0.0, math.inf),
+        notes=_COUNT,
+    ),
+    MetricDef(
+        name="judged_nonrelevant",
+        aliases=("num_nonrel_judged_ret",),
+        description="judged non-relevant items in the first k positions",
+        formula="#{i ≤ min(k, n): item i judged, not relevant}",
+        kernel=T.judged_nonrelevant,
+        bounds=(0.0, math.inf),
+        reads_judged=True,
+        notes=_JUDGED + " " + _COUNT,
+    ),
+    MetricDef(
+        name="judged",
+        description="share of the first k positions holding a judged item",
+        formula="#{i ≤ min(k, n): item i judged} / k (n without k)",
+        kernel=T.judged,
+        reads_judged=True,
+        notes=_JUDGED + " ir_measures' Judged@k.",
+    ),
+    MetricDef(
+        name="unjudged",
+        aliases=("unj",),
+        description="share of the first k positions holding an unjudged item",
+        formula="#{i ≤ min(k, n): item i unjudged} / k (n without k)",
+        kernel=T.unjudged,
+        reads_judged=True,
+        notes=_JUDGED + " trec_eval's unj_k.",
+    ),
+    MetricDef(
+        name="bpref",
+        description="binary preference: how few judged non-relevant items are ranked above "
+        "each relevant one",
+        formula="(1/R) Σ_{relevant r ≤ min(k, n)} (1 − min(nr_r, R) / min(N, R)); nr_r the judged "
+        "non-relevant items above r (a term is 1 when nr_r = 0), N the user's judged "
+        "non-relevant items",
+        kernel=T.bpref,
+        reads_judged=True,
+        notes=_JUDGED + " Unjudged items are skipped. Buckley & Voorhees, SIGIR 2004; "
+        "trec_eval's m_bpref.c.",
+    ),
+    MetricDef(
+        name="gm_bpref",
+        description="bpref, for a geometric mean over users",
+        formula="ln(max(bpref, 1e-5)); summary: exp of the mean",
+        kernel=_geometric_bpref,
+        summary_of_mean=math.exp,
+        bounds=(math.log(T.GEO_FLOOR), 0.0),
+        reads_judged=True,
+        notes=_GEOMETRIC,
+    ),
+    MetricDef(
+        name="gm_ap",
+        aliases=("gm_map", "gmap"),
+        description="average precision, for a geometric mean over users (GMAP)",
+        formula="ln(max(ap, 1e-5)) with ap's denominator (default R); summary: exp of the mean",
+        kernel=_geometric_ap,
+        summary_of_mean=math.exp,
+        params=(
+            ParamDef(
+                "denominator",
+                str,
+                "relevant",
+                "D of ap: R, or min(k, R)",
+                choices=("relevant", "min_k_relevant"),
+            ),
+        ),
+        bounds=(math.log(T.GEO_FLOOR), 0.0),
+        notes=_GEOMETRIC + " Robertson 2006; trec_eval's m_gm_map.c.",
+    ),
+    MetricDef(
+        name="infap",
+        aliases=("inf_ap",),
+        description="inferred average precision from a sampled judgment pool",
+        formula="(1/R) Σ_{relevant at position j+1 ≤ min(k, n)} [1 if j = 0, else "
+        "1/(j+1) + (j/(j+1))·((r+d+u)/j)·((r+ε)/(r+d+2ε))]; r, d, u the relevant, judged "
+        "non-relevant and pooled-unjudged items above it, ε = 1e-5",
+        kernel=T.infap,
+        reads_judged=True,
+        notes=_JUDGED + " Equals AP when every item above a relevant one is judged. "
+        "Yilmaz & Aslam, CIKM 2006; trec_eval's m_infap.c.",
+    ),
+    MetricDef(
+        name="relative_precision",
+        aliases=("relative_p", "rel_p", "set_relative_p"),
+        description="precision over the best precision possible at that size",
+        formula="hits@k / min(k, R); without k: hits / min(n, R)",
+        kernel=T.relative_precision,
+        notes="trec_eval's relative_P_k, and set_relative_P without k.",
+    ),
+    MetricDef(
+        name="set_ap",
+        aliases=("set_map",),
+        description="unranked average precision of the set retrieved: recall times precision",
+        formula="hits@k² / (min(k, n) · R)",
+        kernel=T.set_ap,
+        notes="trec_eval's set_map (without k).",
+    ),
+    MetricDef(
+        name="utility",
+        description="linear utility of the set retrieved",
+        formula="rel_ret·hits@k + nonrel_ret·(min(k, n) − hits@k) + rel_nonret·(R − hits@k)",
+        kernel=T.utility,
+        params=(
+            ParamDef("rel_ret", float, 1.0, "worth of a relevant item retrieved"),
+            ParamDef("nonrel_ret", float, -1.0, "worth of a non-relevant item retrieved"),
+            ParamDef("rel_nonret", float, 0.0, "worth of a relevant item not retrieved"),
+        ),
+        bounds=(-math.inf, math.inf),
+        notes="trec_eval's utility.a,b,c,d without d (non-relevant items not retrieved: it "
+        "needs the collection's size, which trec_eval takes as 0 unless told).",
+    ),
+    MetricDef(
+        name="bin_g",
+        aliases=("bing",),
+        description="binary G: each relevant item discounted by the non-relevant items above it",
+        formula="(1/R) Σ_{relevant r ≤ min(k, n)} 1 / log2(2 + non-relevant items above r)",
+        kernel=T.bin_g,
+        notes="trec_eval's binG (m_binG.c).",
+    ),
+    MetricDef(
+        name="rbp_residual",
+        aliases=("rbp_resid",),
+        description="how much RBP could still grow if every unjudged item were relevant",
+        formula="p^n + (1 − p) Σ_{unjudged i ≤ min(k, n)} p^(i−1) when an item is unjudged, else 0",
+        kernel=T.rbp_residual,
+        params=(
+            ParamDef(
+                "p",
+                float,
+                0.8,
+                "persistence: chance of looking at the next item",
+                check=lambda x: 0 < x < 1,
+                check_text="a number in (0, 1)",
+            ),
+        ),
+        reads_judged=True,
+        notes=_JUDGED + " Moffat & Zobel 2008; trec_eval's rbp_resid (m_rbp_resid.c).",
+    ),
+    MetricDef(
+        name="iprec",
+        aliases=("iprec_at_recall", "ip"),
+        description="interpolated precision at a recall level",
+        formula="max_{j ≥ i_c} hits@j / j, i_c the position of the c-th relevant item, "
+        "c = round(recall · R) (the first for c = 0); 0 when the list has fewer than c",
+        kernel=T.iprec,
+        params=(
+            ParamDef(
+                "recall",
+                float,
+                0.0,
+                "the recall level",
+                check=lambda x: 0.0 <= x <= 1.0,
+                check_text="a number in [0, 1]",
+            ),
+        ),
+        notes="trec_eval's iprec_at_recall_x (m_iprec_at_recall.c); ir_measures' IPrec@x.",
+    ),
+    MetricDef(
+        name="iprec_avg",
+        aliases=("eleven_point",),
+        description="mean interpolated precision at the recall levels 0, 0.1, ..., 1",
+        formula="(1/11) Σ_{x ∈ {0, 0.1, ..., 1}} iprec[recall=x]",
+        kernel=T.iprec_avg,
+        notes="trec_eval's 11pt_avg (m_11pt_avg.c; the name `11pt_avg` parses too).",
     ),
 )
 

@@ -172,8 +172,27 @@ _TREC = {
     "map_cut": "ap{k}[denominator=relevant]",
     "ndcg_cut": "ndcg",
     "success": "hit_rate",
+    "relative_p": "relative_precision",
+    "unj": "unjudged",
 }
-_TREC_NAME = re.compile(r"^\s*(P|recall|map_cut|ndcg_cut|success)[._](\d+(?:,\d+)*)\s*$", re.I)
+_TREC_NAME = re.compile(
+    r"^\s*(P|recall|map_cut|ndcg_cut|success|relative_P|unj)[._](\d+(?:,\d+)*)\s*$", re.I
+)
+
+#: trec_eval's measures with a number parameter: name -> receval text with {x}.
+_TREC_PARAM = {
+    "iprec_at_recall": "iprec[recall={x}]",
+    "rprec_mult": "r_precision[mult={x}]",
+    "rbp": "rbp[p={x}]",
+    "rbp_resid": "rbp_residual[p={x}]",
+}
+_TREC_PARAM_NAME = re.compile(
+    r"^\s*(iprec_at_recall|Rprec_mult)[._](\d*\.?\d+)\s*$|^\s*(rbp|rbp_resid)\.p=(\d*\.?\d+)\s*$",
+    re.I,
+)
+
+#: trec_eval's names that are not receval names or aliases.
+_TREC_PLAIN = {"11pt_avg": "iprec_avg", "set_relative_p": "relative_precision"}
 
 
 #: trec_eval's set measures (over the whole retrieved list): set_F.x, set_P, set_recall.
@@ -201,8 +220,17 @@ def _trec_set(text: str) -> str | None:
 
 def _trec_alias(text: str) -> str | None:
     """``P_5``, ``map_cut.10,20``, ``ndcg_cut_10``, ``success_1``, ``recall_100``,
-    ``set_F.0.5`` as receval metric text (trec_eval's definitions: map_cut divides
-    by all relevant; set_F's parameter is β²)."""
+    ``relative_P_5``, ``unj_10``, ``iprec_at_recall_0.10``, ``Rprec_mult_0.20``,
+    ``rbp.p=0.5``, ``11pt_avg``, ``set_F.0.5`` as receval metric text
+    (trec_eval's definitions: map_cut divides by all relevant; set_F's
+    parameter is β²). trec_eval's other names are aliases in the registry."""
+    plain = _TREC_PLAIN.get(text.strip().lower())
+    if plain is not None:
+        return plain
+    m = _TREC_PARAM_NAME.match(text)
+    if m:
+        name, x = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return _TREC_PARAM[name.lower()].format(x=float(x))
     m = _TREC_NAME.match(text)
     if not m:
         return _trec_set(text)

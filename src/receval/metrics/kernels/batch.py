@@ -210,6 +210,17 @@ class Batch:
         history: ``(offsets, items)`` or None: each user's training items as
             context indexes, user ``u``'s ``items[offsets[u]:offsets[u + 1]]``;
             only built for metrics that read the history (miscalibration).
+        judged: :class:`Cells` (value 1) of the positions holding a judged
+            item: one in the user's truth with a grade >= 0, relevant or not.
+            Only built for metrics that read judgments (bpref, infAP,
+            judged@k, ...); the positions not in it hold unjudged items.
+        pooled: :class:`Cells` (value 1) of the positions holding an item
+            pooled but not judged (a negative grade under
+            ``negative_grades="unjudged"``); with ``judged``.
+        n_judged: ``(m,)`` int64, the user's judged items (truth rows with a
+            grade >= 0); with ``judged``. Judged non-relevant: n_judged − R.
+        catalog_size: how many items a full ranking would rank (sampled
+            evaluation); None when the lists are full rankings.
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -233,6 +244,10 @@ class Batch:
     positive_ideal_cells: Cells | None = None
     slots: Cells | None = None
     history: tuple[np.ndarray, np.ndarray] | None = None
+    judged: Cells | None = None
+    pooled: Cells | None = None
+    n_judged: np.ndarray | None = None
+    catalog_size: int | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property

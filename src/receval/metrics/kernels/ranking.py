@@ -32,14 +32,15 @@ __all__ = [
     "ndcg",
     "precision",
     "r_precision",
+    "ratio",
     "rbp",
     "recall",
     "reciprocal_rank",
 ]
 
 
-def _div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
-    """num / den, 0 where den == 0 (no warnings)."""
+def ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
+    """num / den, 0 where den == 0 (no warnings): the kernels' division."""
     num = np.asarray(num, dtype=np.float64)
     if np.ndim(den) == 0:  # a cut-off: one division, no mask
         d = float(den)  # type: ignore[arg-type]
@@ -74,15 +75,15 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
         np.divide(hits, den, out=out, where=den > 0)
         return out
     if denominator == "retrieved" or k is None:
-        return _div(hits, b.retrieved(k))
-    return _div(hits, k)
+        return ratio(hits, b.retrieved(k))
+    return ratio(hits, k)
 
 
 def recall(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
     """hits@k / R: the share of the user's R relevant items found in the top k;
     ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit)."""
     den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
-    return _div(b.hits_at(k), den)
+    return ratio(b.hits_at(k), den)
 
 
 def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
@@ -90,7 +91,7 @@ def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
     p = precision(b, k)
     r = recall(b, k)
     b2 = beta * beta
-    return _div((1.0 + b2) * p * r, b2 * p + r)
+    return ratio((1.0 + b2) * p * r, b2 * p + r)
 
 
 def hits(b: Batch, k: int | None) -> np.ndarray:
@@ -134,20 +135,23 @@ def average_precision(
         den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
-    return _div(num, den)
+    return ratio(num, den)
 
 
 def reciprocal_rank(b: Batch, k: int | None) -> np.ndarray:
     """1 / (position of the first relevant item) if it is within k, else 0."""
     pos = b.first_hit()
     ok = pos > 0 if k is None else (pos > 0) & (pos <= k)
-    return _div(ok.astype(np.float64), pos)
+    return ratio(ok.astype(np.float64), pos)
 
 
-def r_precision(b: Batch, k: int | None) -> np.ndarray:
-    """hits@s / s with s = R (s = min(k, R) with a cut-off)."""
-    s = _min_k(k, b.n_relevant)
-    return _div(b.hits_at_each(s), s)
+def r_precision(b: Batch, k: int | None, *, mult: float = 1.0) -> np.ndarray:
+    """hits@s / s with s = ⌊mult·R + 0.9⌋ (s = R for mult = 1; min(k, s) with a
+    cut-off): precision at R, or at a multiple of R rounded as trec_eval's
+    Rprec_mult does (m_Rprec_mult.c)."""
+    s = b.n_relevant if mult == 1.0 else np.floor(mult * b.n_relevant + 0.9).astype(np.int64)
+    s = _min_k(k, s)
+    return ratio(b.hits_at_each(s), s)
 
 
 def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
@@ -243,7 +247,7 @@ def ndcg(
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
-    return _div(actual, best)
+    return ratio(actual, best)
 
 
 def _retrieved_ideal_dcg(
@@ -267,15 +271,18 @@ def _retrieved_ideal_dcg(
     return np.bincount(user, weights=terms, minlength=b.size)
 
 
-def rbp(b: Batch, k: int | None, *, p: float = 0.8) -> np.ndarray:
-    """(1 − p) Σ_{i ≤ min(k, n)} (g_i / g_max,u) · p^(i − 1), g_max,u the user's top grade."""
+def rbp(b: Batch, k: int | None, *, p: float = 0.8, grades: str = "relevant") -> np.ndarray:
+    """(1 − p) Σ_{i ≤ min(k, n)} (g_i / g_max,u) · p^(i − 1), g_max,u the user's
+    top grade (``grades=positive``: every grade > 0 gains, whatever the threshold)."""
+    hits, ideal = _graded(b, grades)
 
     def compute() -> np.ndarray:
         weights = np.power(p, np.arange(b.width, dtype=np.float64))
-        return cumsum_rows(b.gains * weights)
+        gains = b.gains if grades == "relevant" else hits.dense()
+        return cumsum_rows(gains * weights)
 
-    cum = b.cached(("cum_rbp", p), compute)
-    return (1.0 - p) * _div(cum[:, b.col(k)], b.ideal_cells.first())
+    cum = b.cached(("cum_rbp", p, grades), compute)
+    return (1.0 - p) * ratio(cum[:, b.col(k)], ideal.first())
 
 
 def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarray:
