@@ -634,6 +634,89 @@ def ref_iprec_avg(
     return sum(_iprec(ranked, grades, threshold, k, i / 10) for i in range(11)) / 11
 
 
+def _level_gains(
+    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, grades_from: str
+) -> tuple[list[float], list[float]]:
+    """The list's gains and the ideal's (descending): relevant grades, or every grade > 0."""
+    level = threshold if grades_from == "relevant" else 0.0
+    own = [_gain_of(it, grades, level) for it in _cut(ranked, k)]
+    ideal = sorted((float(g) for g in grades.values() if is_relevant(g, level)), reverse=True)
+    return own, ideal
+
+
+def ref_g(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    grades_from: str = "relevant",
+    **_: Any,
+) -> float:
+    """Σ_i g_i / log2(2 + cost_i − got_i) / Σ ideal, cost_i = Σ_{j≤i} max(ideal_j, 1)."""
+    own, ideal = _level_gains(ranked, grades, threshold, k, grades_from)
+    total, cost, got = 0.0, 0.0, 0.0
+    for i, gain in enumerate(own):
+        got += gain
+        cost += max(ideal[i] if i < len(ideal) else 0.0, 1.0)
+        if gain != 0:
+            total += gain / math.log2(2 + cost - got)
+    best = sum(ideal)
+    return total / best if best > 0 else 0.0
+
+
+def _running_dcg(gains: Sequence[float]) -> list[float]:
+    out, acc = [], 0.0
+    for i, gain in enumerate(gains, start=1):
+        acc += gain / math.log2(i + 1)
+        out.append(acc)
+    return out
+
+
+def ref_ndcg_rel(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    grades_from: str = "relevant",
+    **_: Any,
+) -> float:
+    """nDCG at each retrieved item with gain > 0; DCG@n / IDCG for each one missed; / R'."""
+    own, ideal = _level_gains(ranked, grades, threshold, k, grades_from)
+    if not ideal:
+        return 0.0
+    dcg = _running_dcg(own)
+    idcg = _running_dcg(ideal)
+    total, found = 0.0, 0
+    for i, gain in enumerate(own):
+        if gain > 0:
+            total += dcg[i] / idcg[min(i, len(ideal) - 1)]
+            found += 1
+    last = dcg[-1] if dcg else 0.0
+    total += (len(ideal) - found) * last / idcg[-1]
+    return total / len(ideal)
+
+
+def ref_rndcg(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    grades_from: str = "relevant",
+    **_: Any,
+) -> float:
+    """Mean nDCG at the points b where the ideal's gain changes (and at n if n > R')."""
+    own, ideal = _level_gains(ranked, grades, threshold, k, grades_from)
+    if not ideal:
+        return 0.0
+    dcg = _running_dcg(own)
+    idcg = _running_dcg(ideal)
+    points = [b for b in range(1, len(ideal)) if ideal[b] != ideal[b - 1]] + [len(ideal)]
+    values = [(dcg[min(b, len(own)) - 1] if own else 0.0) / idcg[b - 1] for b in points]
+    if len(own) > len(ideal):
+        values.append(dcg[-1] / idcg[-1])
+    return sum(values) / len(values)
+
+
 #: Metrics whose summary is the geometric mean: exp of the mean of the per-user logs.
 GEOMETRIC = {"gm_ap", "gm_bpref", "gm_map"}
 
@@ -673,6 +756,9 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "rbp_residual": ref_rbp_residual,
     "iprec": ref_iprec,
     "iprec_avg": ref_iprec_avg,
+    "g": ref_g,
+    "ndcg_rel": ref_ndcg_rel,
+    "rndcg": ref_rndcg,
 }
 
 _ALIASES = {"map": "ap", "mrr": "rr", "hr": "hit_rate", "success": "hit_rate", "p": "precision"}

@@ -31,6 +31,8 @@ def random_metrics(rng: np.random.Generator) -> list[str]:
         k = [None, 1, 3, 10, 20, 20][rng.integers(6)]
         if d.needs_cutoff and k is None:
             k = 4
+        if not d.takes_cutoff:
+            k = None
         params = dict(fixed)
         for p in d.params:
             values = param_values(p)

@@ -28,7 +28,24 @@ import pytest
 import receval
 from receval.io import stream
 
-METRICS = ["ndcg@5", "precision@3", "ap@5", "recall@5", "rr", "coverage@5", "novelty@5"]
+METRICS = [
+    "ndcg@5",
+    "precision@3",
+    "ap@5",
+    "recall@5",
+    "rr",
+    "coverage@5",
+    "novelty@5",
+    "bpref",
+    "infap",
+    "gm_ap",
+    "rndcg",
+    "iprec_avg",
+]
+#: options every door passes (keywords in Python, flags on the command line): lists cut
+#: at depth 5 (of 6), then condensed (the unjudged items dropped)
+OPTIONS = {"depth": 5, "unjudged": "condense"}
+FLAGS = ["--depth", "5", "--unjudged", "condense"]
 
 
 def _data() -> dict[str, pd.DataFrame]:
@@ -44,7 +61,7 @@ def _data() -> dict[str, pd.DataFrame]:
     )
     truth = pd.DataFrame(
         [
-            (u, f"i{j}", int(rng.integers(1, 6)))
+            (u, f"i{j}", int(rng.integers(0, 6)))  # 0: judged, not relevant
             for u in users[2:]
             for j in rng.choice(20, 3, replace=False)
         ],
@@ -62,7 +79,7 @@ Outcome = tuple[dict[str, float], dict[str, pd.Series]]
 
 
 def _api(recs: Any, truth: Any, train: Any, catalog: Any) -> Outcome:
-    res = receval.evaluate(recs, truth, METRICS, train=train, catalog=catalog)
+    res = receval.evaluate(recs, truth, METRICS, train=train, catalog=catalog, **OPTIONS)
     per_user = {m: res.per_user[m] for m in res.per_user.columns}
     return dict(res.summary), per_user
 
@@ -154,7 +171,7 @@ def _cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
         for m in METRICS:
             args += ["-m", m]
         args += ["--train", str(p["train"]), "--catalog", str(p["catalog"])]
-        args += ["--per-user", str(out), "--json", "-q"]
+        args += ["--per-user", str(out), "--json", "-q", *FLAGS]
         done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)["metrics"]

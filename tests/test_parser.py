@@ -136,6 +136,7 @@ def _spec_strategy() -> st.SearchStrategy[str]:
         name = draw(st.sampled_from((d.name, *d.aliases)))
         name = draw(st.sampled_from([name, name.upper(), name.title()]))
         k = None if d.kind == "rating" else draw(st.one_of(st.none(), st.integers(1, 1000)))
+        k = k if d.takes_cutoff else None
         params = []
         for p in d.params:
             if draw(st.booleans()):

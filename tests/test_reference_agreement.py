@@ -31,6 +31,8 @@ GRADES = st.one_of(st.integers(0, 4), st.sampled_from([0.5, 1.5, 2.5]))
 
 def metric_string(name: str, k: int | None, params: dict[str, Any]) -> str:
     """``name@k[p=v,...]`` (parameters in the order given)."""
+    if not receval.metrics()[name].takes_cutoff:  # G, Rndcg, ndcg_rel: the whole list
+        k = None
     text = name if k is None else f"{name}@{k}"
     if params:
         text += "[" + ",".join(f"{p}={v}" for p, v in params.items()) + "]"
@@ -42,7 +44,7 @@ def metric_specs(draw: st.DrawFn) -> dict[str, tuple[str, int | None, dict[str, 
     """Every ranking metric once, with a random k and random (or default) parameters."""
     specs: dict[str, tuple[str, int | None, dict[str, Any]]] = {}
     for name, choices in METRIC_PARAMS.items():
-        k = draw(st.sampled_from(KS))
+        k = draw(st.sampled_from(KS)) if receval.metrics()[name].takes_cutoff else None
         params: dict[str, Any] = {}
         for param, values in choices.items():
             value = draw(st.sampled_from([None, *values]))

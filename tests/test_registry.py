@@ -104,7 +104,8 @@ def test_list_only_metrics_are_those_that_read_no_truth() -> None:
     groups = {1: "a", 2: ["a", "b"], 3: "b", 5: "b"}
     kw = {"train": train, "item_features": feats, "catalog": range(1, 6), "item_groups": groups}
     names = [
-        f"{d.name}@3" + ("[group=b]" if "group" in d.param_map else "")
+        f"{d.name}{'@3' if d.takes_cutoff else ''}"
+        + ("[group=b]" if "group" in d.param_map else "")
         for d in DEFS
         if d.kind != "rating"
     ]

@@ -253,7 +253,7 @@ def _compare_doors(summary: dict[str, float], per_user: pd.DataFrame) -> None:
 
 
 def test_every_door_spark_dataframes(spark: Any) -> None:
-    from tests.test_every_door import METRICS, _data
+    from tests.test_every_door import METRICS, OPTIONS, _data
 
     d = _data()
     res = receval.evaluate(
@@ -262,6 +262,7 @@ def test_every_door_spark_dataframes(spark: Any) -> None:
         METRICS,
         train=spark.createDataFrame(d["train"]),
         catalog=list(d["catalog"]["item"]),
+        **OPTIONS,
     )
     _compare_doors(res.summary, res.per_user)
 
@@ -271,7 +272,7 @@ def test_every_door_spark_command_line(
     spark: Any, ext: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from receval.cli import main
-    from tests.test_every_door import METRICS, _data, _write
+    from tests.test_every_door import FLAGS, METRICS, _data, _write
 
     p = _write(_data(), tmp_path, ext)
     folder = tmp_path / "per_user.parquet"
@@ -279,7 +280,7 @@ def test_every_door_spark_command_line(
     for m in METRICS:
         args += ["-m", m]
     args += ["--train", str(p["train"]), "--catalog", str(p["catalog"])]
-    args += ["--per-user", str(folder), "--json", "-q"]
+    args += ["--per-user", str(folder), "--json", "-q", *FLAGS]
     code = main(args)
     captured = capsys.readouterr()
     assert code == 0, captured.err

@@ -42,8 +42,8 @@ def result_of(
             undefined[name] = total.nan
     counts["undefined"] = undefined
     # rows read = rows used + rows rejected (with the reason in the key)
-    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - counts.get(
-        "recommendation_rows_duplicate_dropped", 0
+    counts["recommendation_rows_used"] = counts.get("recommendation_rows", 0) - sum(
+        counts.get("recommendation_rows_" + why, 0) for why in _DROPPED
     )
     counts["truth_rows_used"] = counts.get("truth_rows", 0) - counts.get(
         "truth_rows_duplicate_dropped", 0
@@ -72,6 +72,10 @@ def result_of(
         version=__version__,
         item_groups=out.item_groups,
     )
+
+
+#: why recommendation rows are not used (``recommendation_rows_<why>``)
+_DROPPED = ("duplicate_dropped", "beyond_depth", "unjudged_dropped")
 
 
 def with_columns(

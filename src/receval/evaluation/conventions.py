@@ -122,6 +122,9 @@ TREC_EVAL = Convention(
         "dcg": {"grades": "positive"},
         "rbp": {"p": 0.9, "grades": "positive"},
         "rbp_residual": {"p": 0.9},
+        "g": {"grades": "positive"},
+        "ndcg_rel": {"grades": "positive"},
+        "rndcg": {"grades": "positive"},
     },
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
     names={

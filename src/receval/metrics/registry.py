@@ -123,7 +123,9 @@ class MetricDef:
       policies that score a user 0 (``empty_truth``, ``no_truth`` = ``zero``)
       concern the metrics that need the truth; list-only metrics keep the
       value of the user's list.
-    * ``needs_cutoff``: the metric has no meaning without ``@k``.
+    * ``needs_cutoff``: the metric has no meaning without ``@k``;
+      ``takes_cutoff``: False when it has none with one (G, Rndcg, ndcg_rel
+      read the user's whole ideal).
     * ``needs_ties``: the kernel reads the groups of equal scores.
     * a parameter's ``needs`` / ``at_least``: requirements of one value
       (``precision[denominator=recommended]`` needs ratings input; ERR's
@@ -159,6 +161,8 @@ class MetricDef:
     needs: tuple[str, ...] = ()
     needs_truth: bool = True
     needs_cutoff: bool = False
+    #: False for metrics that read the user's whole ideal (no @k)
+    takes_cutoff: bool = True
     by_user: Callable[..., np.ndarray] | None = None
     reads_history: bool = False
     reads_judged: bool = False
@@ -667,6 +671,49 @@ _DEFS += (
         formula="(1/11) Σ_{x ∈ {0, 0.1, ..., 1}} iprec[recall=x]",
         kernel=T.iprec_avg,
         notes="trec_eval's 11pt_avg (m_11pt_avg.c; the name `11pt_avg` parses too).",
+    ),
+)
+
+_GAIN_LEVELS = (
+    "Gains are the grades (trec_eval's default gains, its relevance levels; grades=positive "
+    "counts every grade > 0, as trec_eval does); the whole list and the whole ideal are "
+    "read, so there is no @k."
+)
+_DEFS += (
+    MetricDef(
+        name="g",
+        description="normalised gain: each item's gain discounted by how far the list's "
+        "gain so far lags the ideal's",
+        formula="(1 / Σ ideal gains) Σ_i g_i / log2(2 + C_i − S_i), C_i = Σ_{j≤i} max(ideal "
+        "gain at j, 1), S_i = Σ_{j≤i} g_j",
+        kernel=T.g,
+        params=(_GRADES,),
+        graded=True,
+        takes_cutoff=False,
+        notes=_GAIN_LEVELS + " trec_eval's G (m_G.c); with binary grades it is bin_g.",
+    ),
+    MetricDef(
+        name="ndcg_rel",
+        description="nDCG averaged over the user's items with gain > 0",
+        formula="(1/R') [Σ_{retrieved, gain > 0} DCG@i / IDCG@i + (R' − their number) · "
+        "DCG@n / IDCG], R' the items with gain > 0",
+        kernel=T.ndcg_rel,
+        params=(_GRADES,),
+        graded=True,
+        takes_cutoff=False,
+        notes=_GAIN_LEVELS + " trec_eval's ndcg_rel (m_ndcg_rel.c).",
+    ),
+    MetricDef(
+        name="rndcg",
+        aliases=("r_ndcg",),
+        description="nDCG averaged at the user's R-levels (where the ideal's gain changes)",
+        formula="mean over b ∈ {after each grade of the ideal} ∪ {n if n > R'} of "
+        "DCG@min(b, n) / IDCG@b",
+        kernel=T.rndcg,
+        params=(_GRADES,),
+        graded=True,
+        takes_cutoff=False,
+        notes=_GAIN_LEVELS + " trec_eval's Rndcg (m_Rndcg.c).",
     ),
 )
 

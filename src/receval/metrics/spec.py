@@ -239,8 +239,91 @@ def _trec_alias(text: str) -> str | None:
     return target.format(k=cut) if "{k}" in target else target + cut
 
 
+#: ir_measures' measure names (ir_measures/measures/*.py) -> receval metric names.
+#: With the trec_eval convention, their defaults are ir_measures' (which computes
+#: these through pytrec_eval): AP@k divides by R, nDCG gains every grade > 0.
+_IR = {
+    "AP": "ap",
+    "P": "precision",
+    "R": "recall",
+    "RR": "rr",
+    "nDCG": "ndcg",
+    "ERR": "err",
+    "Rprec": "r_precision",
+    "Bpref": "bpref",
+    "infAP": "infap",
+    "Judged": "judged",
+    "Success": "hit_rate",
+    "NumRet": "n_retrieved",
+    "NumRel": "n_relevant",
+    "NumRelRet": "hits",
+    "SetP": "precision",
+    "SetR": "recall",
+    "SetF": "f1",
+    "SetAP": "set_ap",
+    "RBP": "rbp",
+    "IPrec": "iprec",
+}
+_IR_NAME = re.compile(
+    r"^\s*(?P<name>[A-Za-z]+)\((?P<params>[^)]*)\)(?:@(?P<at>\d*\.?\d+))?\s*$"
+    r"|^\s*(?P<bare>Bpref|infAP|Judged|Success|NumRet|NumRel|NumRelRet|SetP|SetR|SetF|SetAP"
+    r"|RBP|IPrec|nDCG|Rprec)(?:@(?P<bare_at>\d*\.?\d+))?\s*$"
+)
+#: ir_measures' parameters -> receval's, by value (None: any value, as is)
+_IR_PARAMS = {
+    ("dcg", "log2"): None,
+    ("dcg", "exp-log2"): "gain=exp",
+    ("p", None): "p={v}",
+    ("beta", None): "beta={v}",
+}
+
+
+def _ir_measures_alias(text: str) -> str | None:
+    """ir_measures' ``Name(param=value)@cutoff`` (``nDCG(dcg='exp-log2')@10``,
+    ``RBP(p=0.5)``, ``IPrec@0.1``, ``Judged@10``, ``SetF(beta=0.5)``, ...) as
+    receval metric text; None when ``text`` is not in that syntax. ``rel=`` and
+    ``judged_only=`` are options in receval (``threshold=``, ``unjudged=``)."""
+    m = _IR_NAME.match(text)
+    if not m:
+        return None
+    name = m.group("name") or m.group("bare")
+    at = m.group("at") if m.group("name") else m.group("bare_at")
+    if name not in _IR:  # not an ir_measures name receval has: read as receval's
+        return None
+    target = _IR[name]
+    params: list[str] = []
+    for pair in filter(None, (p.strip() for p in (m.group("params") or "").split(","))):
+        key, _, raw = pair.partition("=")
+        key, value = key.strip(), raw.strip().strip("'\"")
+        if key == "rel":
+            raise MetricError(
+                f"{text!r}: ir_measures' rel= is receval's threshold option "
+                f"(threshold={value}), for every metric at once"
+            )
+        if key == "judged_only":
+            raise MetricError(
+                f"{text!r}: ir_measures' judged_only= is receval's unjudged='condense' option"
+            )
+        rule = _IR_PARAMS.get((key, value), _IR_PARAMS.get((key, None), "?"))
+        if rule == "?":
+            raise MetricError(f"{text!r}: ir_measures' parameter {pair!r} has no receval form")
+        if rule is not None:
+            params.append(rule.format(v=value))
+    if name == "IPrec":
+        if at is None:
+            raise MetricError(f"{text!r}: IPrec needs a recall level, e.g. IPrec@0.1")
+        params.append(f"recall={float(at)!r}")
+        at = None
+    if name.startswith("Set") and at is not None:
+        raise MetricError(f"{text!r}: ir_measures' set measures take no cut-off")
+    out = target + ("" if at is None else "@" + str(int(float(at))))
+    return out + ("[" + ",".join(params) + "]" if params else "")
+
+
 def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
     alias = _trec_alias(text)
+    if alias is None:
+        alias = _ir_measures_alias(text)
     if alias is not None:
         return _parse_one(alias, defaults)
     m = GRAMMAR.match(text)
@@ -259,6 +342,11 @@ def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
         raise MetricError(
             f"{text!r}: the rating metric {d.name} takes no cut-off @k; write {d.name!r} "
             f"or '{d.name}[per_user=true]'"
+        )
+    if not d.takes_cutoff and m.group("k") is not None:
+        raise MetricError(
+            f"{text!r}: {d.name} reads the whole list and the whole ideal: it takes no "
+            f"cut-off @k; write {d.name!r}"
         )
     ks: list[int | None] = [None]
     if m.group("k") is not None:

@@ -27,6 +27,7 @@ __all__ = [
     "dcg",
     "err",
     "f1",
+    "graded_cells",
     "hit_rate",
     "hits",
     "ndcg",
@@ -162,7 +163,7 @@ def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
     return grades
 
 
-def _graded(b: Batch, grades: str) -> tuple[Cells, Cells]:
+def graded_cells(b: Batch, grades: str) -> tuple[Cells, Cells]:
     """The (list, ideal) cells: relevant grades only, or every grade > 0."""
     if grades == "positive":
         assert b.positive_hits is not None and b.positive_ideal_cells is not None
@@ -201,7 +202,7 @@ def dcg(
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
     graded > 0, whatever the threshold). ``discount="jarvelin"``: 1 / max(1,
     log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit)."""
-    cells = _graded(b, grades)[0]
+    cells = graded_cells(b, grades)[0]
     terms = b.cached(
         ("dcg_terms", gain, base, grades, discount),
         lambda: _discounted(b, cells, gain, base, discount),
@@ -210,7 +211,7 @@ def dcg(
 
 
 def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
-    cells = _graded(b, grades)[1]
+    cells = graded_cells(b, grades)[1]
     terms = b.cached(
         ("idcg_terms", gain, grades, discount),
         lambda: _discounted(b, cells, gain, 2.0, discount),
@@ -243,7 +244,7 @@ def ndcg(
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
         span = b.n if k is None else np.full(b.size, k)
         whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
-        top = _gain(_graded(b, grades)[1].first(), gain)
+        top = _gain(graded_cells(b, grades)[1].first(), gain)
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
@@ -261,7 +262,7 @@ def _retrieved_ideal_dcg(
     its block: a dense row sum over the re-sorted gains did (NumPy's pairwise
     sum of a single-row block adds in another order than a loop over columns).
     """
-    cells = _graded(b, grades)[0]
+    cells = graded_cells(b, grades)[0]
     sel = cells.upto(k)
     user, value = (cells.user, cells.value) if sel is None else (sel[0], cells.value[sel[1]])
     order = np.lexsort((-value, user))
@@ -274,7 +275,7 @@ def _retrieved_ideal_dcg(
 def rbp(b: Batch, k: int | None, *, p: float = 0.8, grades: str = "relevant") -> np.ndarray:
     """(1 − p) Σ_{i ≤ min(k, n)} (g_i / g_max,u) · p^(i − 1), g_max,u the user's
     top grade (``grades=positive``: every grade > 0 gains, whatever the threshold)."""
-    hits, ideal = _graded(b, grades)
+    hits, ideal = graded_cells(b, grades)
 
     def compute() -> np.ndarray:
         weights = np.power(p, np.arange(b.width, dtype=np.float64))

@@ -19,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from receval.metrics.kernels.batch import Batch, cumsum_rows
-from receval.metrics.kernels.ranking import ratio
+from receval.metrics.kernels.ranking import graded_cells, ratio
 
 __all__ = [
     "bin_g",
     "bpref",
+    "g",
     "infap",
     "iprec",
     "iprec_avg",
@@ -31,8 +32,10 @@ __all__ = [
     "judged_nonrelevant",
     "n_relevant",
     "n_retrieved",
+    "ndcg_rel",
     "rbp_residual",
     "relative_precision",
+    "rndcg",
     "set_ap",
     "unjudged",
     "utility",
@@ -274,3 +277,109 @@ def iprec_avg(b: Batch, k: int | None) -> np.ndarray:
     for level in ELEVEN:
         total += _iprec_at(b, k, level)
     return total / len(ELEVEN)
+
+
+# --- gain measures over the whole ideal (m_G.c, m_ndcg_rel.c, m_Rndcg.c) ------
+#
+# Gains are the grades (every grade > 0 with grades="positive", trec_eval's
+# default gains: the relevance level); the ideal is the user's gains sorted
+# descending. These read the whole ideal, so they take no cut-off.
+
+
+def _gain_cells(b: Batch, grades: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(m, W)`` gains of the list and ``(m, W)`` ideal gains at the same
+    positions (0 past the ideal)."""
+    hits, ideal = graded_cells(b, grades)
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        at = np.zeros((b.size, b.width))
+        keep = ideal.pos < b.width
+        at[ideal.user[keep], ideal.pos[keep]] = ideal.value[keep]
+        return hits.dense(), at
+
+    return b.cached(("gain_cells", grades), compute)
+
+
+def _discounts(width: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
+
+
+def g(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray:
+    """(1/Σ ideal gains) Σ_i g_i / log2(2 + C_i − S_i), C_i = Σ_{j ≤ i}
+    max(ideal gain at j, 1), S_i = Σ_{j ≤ i} g_j: each item's gain discounted
+    by how far the list's gain so far lags the ideal's (trec_eval's G; m_G.c)."""
+    gains, ideal = _gain_cells(b, grades)
+    cost = cumsum_rows(np.asfortranarray(np.maximum(ideal, 1.0)))
+    got = cumsum_rows(np.asfortranarray(gains))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(gains != 0, gains / np.log2(2.0 + cost - got), 0.0)
+    total = cumsum_rows(np.asfortranarray(terms))[:, -1]
+    cells = graded_cells(b, grades)[1]
+    best = np.bincount(cells.user, weights=cells.value, minlength=b.size)
+    return ratio(total, best)
+
+
+def _dcg_rows(b: Batch, grades: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(m, W)`` running DCG of the list and of the ideal, position by position."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        gains, ideal = _gain_cells(b, grades)
+        disc = _discounts(b.width)
+        return (
+            cumsum_rows(np.asfortranarray(gains * disc)),
+            cumsum_rows(np.asfortranarray(ideal * disc)),
+        )
+
+    return b.cached(("dcg_rows", grades), compute)
+
+
+def ndcg_rel(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray:
+    """nDCG averaged over the user's R' items with gain > 0: at each such
+    item retrieved, DCG@i / IDCG@i at its position i; for each one not
+    retrieved, DCG@n / IDCG (the whole ideal). trec_eval's ndcg_rel
+    (m_ndcg_rel.c)."""
+    hits, ideal = graded_cells(b, grades)
+    dcg, idcg = _dcg_rows(b, grades)
+    disc = _discounts(max(ideal.width, 1))
+    whole = np.bincount(ideal.user, weights=ideal.value * disc[ideal.pos], minlength=b.size)
+    # at each retrieved item with gain > 0: the running ratio at its position
+    at = ratio(dcg[hits.user, hits.pos], idcg[hits.user, hits.pos])
+    total = np.bincount(hits.user, weights=at, minlength=b.size)
+    found = np.diff(hits.offsets)
+    r_all = np.diff(ideal.offsets)
+    last = dcg[:, b.col(None)] if b.width else np.zeros(b.size)
+    total = total + (r_all - found) * ratio(last, whole)
+    return ratio(total, r_all)
+
+
+def rndcg(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray:
+    """nDCG averaged at the user's R-levels: at each position b where the
+    ideal's gain changes (after the items of each grade, the last after all
+    R' items with gain > 0), DCG@min(b, n) / IDCG@b, and at n when the list is
+    longer than R'. Järvelin & Kekäläinen's nDCG at trec_eval's R-levels
+    (m_Rndcg.c)."""
+    _, ideal = graded_cells(b, grades)
+    dcg, _ = _dcg_rows(b, grades)
+    disc = _discounts(max(ideal.width, 1))
+    terms = ideal.value * disc[ideal.pos]
+    # the ideal DCG after each ideal cell: a running sum along each user's row
+    running = cumsum_rows(np.asfortranarray(ideal.dense() * disc))
+    idcg_after = running[ideal.user, ideal.pos]
+    # boundaries: the last cell of each run of equal grades (b = its pos + 1)
+    nxt = np.append(ideal.value[1:], -1.0)
+    same_user = np.append(ideal.user[1:] == ideal.user[:-1], False)
+    edge = ~same_user | (nxt != ideal.value)
+    user, bpos = ideal.user[edge], ideal.pos[edge] + 1
+    n = b.n
+    upto = np.minimum(bpos, n[user])
+    list_dcg = np.where(upto > 0, dcg[user, np.maximum(upto, 1) - 1], 0.0)
+    total = np.bincount(user, weights=ratio(list_dcg, idcg_after[edge]), minlength=b.size)
+    count = np.bincount(user, minlength=b.size).astype(np.float64)
+    # the implied level change at n when the list is longer than the ideal
+    r_all = np.diff(ideal.offsets)
+    longer = (n > r_all) & (r_all > 0)
+    whole = np.bincount(ideal.user, weights=terms, minlength=b.size)
+    last = dcg[np.arange(b.size), np.minimum(n, b.width) - 1]
+    total = total + np.where(longer, ratio(last, whole), 0.0)
+    count = count + longer
+    return ratio(total, count)
