@@ -598,11 +598,20 @@ def ref_rbp_residual(
 
 
 def _iprec(
-    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, level: float
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    level: float,
+    rounding: str = "nearest",
 ) -> float:
     items = _cut(ranked, k)
     big_r = len(_relevant_items(grades, threshold))
-    c = math.floor(level * big_r + 0.5)
+    x = level * big_r
+    if rounding == "trec9":  # trec_eval 9: (long)(x + 0.9)
+        c = math.floor(x + 0.9)
+    else:  # trec_eval 10: lround, half away from zero
+        c = math.floor(x) + (1 if x - math.floor(x) >= 0.5 else 0)
     rel_positions = [i for i, it in enumerate(items, 1) if is_relevant(grades.get(it), threshold)]
     if c > len(rel_positions) or not rel_positions:
         return 0.0
@@ -621,17 +630,24 @@ def ref_iprec(
     threshold: float,
     k: int | None,
     recall: float = 0.0,
+    rounding: str = "nearest",
     **_: Any,
 ) -> float:
     """Interpolated precision at the c-th relevant item, c = round(recall·R)."""
-    return _iprec(ranked, grades, threshold, k, float(recall))
+    return _iprec(ranked, grades, threshold, k, float(recall), str(rounding))
 
 
 def ref_iprec_avg(
-    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    rounding: str = "nearest",
+    **_: Any,
 ) -> float:
     """Mean iprec at recall 0, 0.1, ..., 1."""
-    return sum(_iprec(ranked, grades, threshold, k, i / 10) for i in range(11)) / 11
+    levels = (i / 10 for i in range(11))
+    return sum(_iprec(ranked, grades, threshold, k, x, str(rounding)) for x in levels) / 11
 
 
 def _level_gains(

@@ -129,10 +129,17 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     encoded by their runs, without hashing every row.
     """
     if any(p.dtype == object for p in parts):
-        both = np.concatenate(parts)
-        uniq = np.array(sorted(set(both.tolist())), dtype=object)
-        lookup = pd.Index(uniq)
-        return [np.asarray(lookup.get_indexer(p), dtype=np.int64) for p in parts], uniq
+        # one hash pass over every id (pandas' factorize), then the few distinct
+        # ids sorted and the codes renumbered in that order
+        both = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        first, found = pd.factorize(both)
+        found = np.asarray(found, dtype=object)
+        order = np.argsort(found, kind="stable")  # Python's str order: code points
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        codes = rank[first]
+        bounds = np.cumsum([0] + [len(p) for p in parts])
+        return [codes[bounds[i] : bounds[i + 1]] for i in range(len(parts))], found[order]
     runs = [sorted_runs(p) for p in parts]
     candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
@@ -189,8 +196,12 @@ TIES = {
 def _tie_key(rule: str, ri: np.ndarray, raw_items: np.ndarray) -> np.ndarray:
     """An int64 key per row: among equal scores, rows are put in ascending key order."""
     if rule in ("item_str", "item_str_desc") and raw_items.dtype != object:
-        _, ri = np.unique(raw_items.astype(str), return_inverse=True)
-        ri = ri.reshape(-1).astype(np.int64)
+        # numbers ordered as strings: only the distinct ids are turned into text
+        found, inverse = np.unique(raw_items, return_inverse=True)
+        as_text = np.argsort(found.astype(str), kind="stable")
+        rank = np.empty(len(found), dtype=np.int64)
+        rank[as_text] = np.arange(len(found), dtype=np.int64)
+        ri = rank[inverse.reshape(-1)]
     if rule == "input":
         return np.arange(len(ri), dtype=np.int64)
     return -ri if rule in ("item_desc", "item_str_desc") else ri

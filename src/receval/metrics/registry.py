@@ -466,6 +466,16 @@ _DEFS: tuple[MetricDef, ...] = (
 )
 
 
+_ROUNDING = ParamDef(
+    "rounding",
+    str,
+    "nearest",
+    "how c = recall·R is rounded: to the nearest (trec_eval 10's lround) or ⌊recall·R + 0.9⌋ "
+    "(trec9: trec_eval 9 and pytrec_eval, which bundles trec_eval 9.0.8)",
+    choices=("nearest", "trec9"),
+)
+
+
 def _geometric_ap(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
     """ln(max(ap, 1e-5)): per user, the log whose mean's exp is GMAP."""
     return T.geometric(K.average_precision(b, k, denominator=denominator))
@@ -661,6 +671,7 @@ _DEFS += (
                 check=lambda x: 0.0 <= x <= 1.0,
                 check_text="a number in [0, 1]",
             ),
+            _ROUNDING,
         ),
         notes="trec_eval's iprec_at_recall_x (m_iprec_at_recall.c); ir_measures' IPrec@x.",
     ),
@@ -670,6 +681,7 @@ _DEFS += (
         description="mean interpolated precision at the recall levels 0, 0.1, ..., 1",
         formula="(1/11) Σ_{x ∈ {0, 0.1, ..., 1}} iprec[recall=x]",
         kernel=T.iprec_avg,
+        params=(_ROUNDING,),
         notes="trec_eval's 11pt_avg (m_11pt_avg.c; the name `11pt_avg` parses too).",
     ),
 )

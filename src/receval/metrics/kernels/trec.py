@@ -237,24 +237,29 @@ def _interpolated(b: Batch, k: int | None) -> np.ndarray:
     return b.cached(("interpolated", k), compute)
 
 
-def _recall_cut(level: float, r: np.ndarray) -> np.ndarray:
-    """lround(level · R): the relevant items a recall level asks for
-    (round half away from zero, C's lround)."""
+def _recall_cut(level: float, r: np.ndarray, rounding: str = "nearest") -> np.ndarray:
+    """The relevant items a recall level asks for: lround(level · R) (half
+    away from zero, C's lround: trec_eval 10), or ⌊level · R + 0.9⌋
+    (``rounding="trec9"``: trec_eval 9 and earlier, and pytrec_eval, which
+    bundles trec_eval 9.0.8)."""
     x = level * r.astype(np.float64)
-    return np.floor(x + 0.5).astype(np.int64)
+    if rounding == "trec9":
+        return np.floor(x + 0.9).astype(np.int64)
+    whole = np.floor(x)
+    return (whole + (x - whole >= 0.5)).astype(np.int64)
 
 
-def iprec(b: Batch, k: int | None, *, recall: float = 0.0) -> np.ndarray:
+def iprec(b: Batch, k: int | None, *, recall: float = 0.0, rounding: str = "nearest") -> np.ndarray:
     """Interpolated precision at a recall level: the largest precision at or
     after the position where the list reaches c = round(recall · R) relevant
     items (its first relevant item for c = 0); 0 when it never does.
     trec_eval's iprec_at_recall (m_iprec_at_recall.c)."""
-    return _iprec_at(b, k, recall)
+    return _iprec_at(b, k, recall, rounding)
 
 
-def _iprec_at(b: Batch, k: int | None, level: float) -> np.ndarray:
+def _iprec_at(b: Batch, k: int | None, level: float, rounding: str) -> np.ndarray:
     ip = _interpolated(b, k)
-    c = _recall_cut(level, b.n_relevant)
+    c = _recall_cut(level, b.n_relevant, rounding)
     h = b.hits
     sel = _in_top(b, k)
     user, pos, rank = h.user, h.pos, b.hit_rank()
@@ -270,12 +275,12 @@ def _iprec_at(b: Batch, k: int | None, level: float) -> np.ndarray:
 ELEVEN = tuple(i / 10 for i in range(11))
 
 
-def iprec_avg(b: Batch, k: int | None) -> np.ndarray:
+def iprec_avg(b: Batch, k: int | None, *, rounding: str = "nearest") -> np.ndarray:
     """Mean interpolated precision at the recall levels 0, 0.1, ..., 1
     (trec_eval's 11pt_avg; m_11pt_avg.c)."""
     total = np.zeros(b.size)
     for level in ELEVEN:
-        total += _iprec_at(b, k, level)
+        total += _iprec_at(b, k, level, rounding)
     return total / len(ELEVEN)
 
 
