@@ -62,6 +62,8 @@ def param_values(p: Any) -> list[Any]:
         values = [v for v in _NUMBERS[p.type] if p.check is None or p.check(v)]
     if p.at_least == "max_grade":
         values = [v for v in values if v >= MAX_GRADE]
+    if p.only_with is not None:  # applies only with another parameter's value (gamma)
+        return []
     blocked = {v for v, need in p.needs if need not in AVAILABLE}
     return [v for v in values if v not in blocked]
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
     from receval.workflow.checks import check
     from receval.workflow.demo import run_demo
+    from receval.workflow.sampling import sample_negatives
     from receval.workflow.split import kfold, split
     from receval.workflow.synthetic import synthetic_interactions
 
@@ -64,6 +65,7 @@ _LAZY = {
     "kfold": "receval.workflow.split",
     "split": "receval.workflow.split",
     "run_demo": "receval.workflow.demo",
+    "sample_negatives": "receval.workflow.sampling",
     "report": "receval.analysis.report",
     "Report": "receval.analysis.report",
     "compare": "receval.analysis.compare",
@@ -143,6 +145,7 @@ __all__ = [
     "report",
     "roc",
     "run_demo",
+    "sample_negatives",
     "score",
     "score_ratings",
     "split",

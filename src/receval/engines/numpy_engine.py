@@ -710,7 +710,11 @@ def _max_grade(grades: np.ndarray) -> float:
 
 
 def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
-    whole = any(s.k is None for s in specs)
+    # a correction (sampled evaluation) reads every listed item's sampled rank
+    whole = any(
+        s.k is None or "catalog_size" in s.definition.requirements(s.k, dict(s.params))
+        for s in specs
+    )
     max_k = max((s.k for s in specs if s.k is not None), default=0)
     max_n = int(_spans(p).max(initial=0))
     max_r = int(p.n_relevant.max(initial=0))

@@ -188,6 +188,7 @@ def evaluate(
         "item_features": item_features is not None,
         "popular": popular is not None or train is not None,
         "item_groups": item_groups is not None,
+        "catalog_size": opts.catalog_size is not None,
     }
     check_inputs(specs, given)
     cols = opts.columns()
@@ -474,6 +475,8 @@ _PROVIDERS = {
     "item_groups": option("item_groups") + ", which was not given",
     "popular": option("popular") + " or " + option("train") + ", which was not given",
     "ratings": "predicted ratings: use receval.evaluate_explicit (explicit feedback)",
+    "catalog_size": option("catalog_size")
+    + " (how many items a full ranking would rank), which was not given",
     "cutoff": "a cut-off, e.g. {name}@10",
 }
 

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from receval.metrics.kernels import beyond as B
+from receval.metrics.kernels import corrected as C
 from receval.metrics.kernels import groups as G
 from receval.metrics.kernels import ranking as K
 from receval.metrics.kernels import rating as RK
+from receval.metrics.kernels import sampled as S
 from receval.metrics.kernels import trec as T
 from receval.metrics.kernels.batch import Batch
 
@@ -45,6 +47,9 @@ class ParamDef:
     at_least: str | None = None
     #: text kept as given (a group name), not lower-cased
     keep_case: bool = False
+    #: (other parameter, its values): this one applies only with those
+    #: (``gamma`` only with ``correction=bv``); None: always
+    only_with: tuple[str, tuple[Any, ...]] | None = None
 
     def convert(self, raw: Any) -> Any:
         """Turn a raw value (a string from a metric name, or a Python value) into
@@ -97,6 +102,7 @@ REQUIREMENTS: Mapping[str, str] = MappingProxyType(
         "item_groups": "item groups (item_groups=)",
         "ratings": "predicted ratings (explicit-feedback input)",
         "cutoff": "a cut-off @k",
+        "catalog_size": "the size of the full catalog (catalog_size=): sampled evaluation",
         "positive_grades": "every grade > 0 whatever the threshold (engine data)",
     }
 )
@@ -211,6 +217,33 @@ class MetricDef:
                 return f"{p.name}={value:g} is below {STATISTICS[p.at_least]} ({floor:g})"
         return None
 
+    def check_params(self, params: Mapping[str, Any]) -> str | None:
+        """Why these parameter values (the non-default ones) do not go together,
+        or None: a parameter that applies only with another's values
+        (``ParamDef.only_with``), and a correction's neutral parameters."""
+        for name in params:
+            rule = self.param_map[name].only_with
+            if rule is None:
+                continue
+            other, allowed = rule
+            value = params.get(other, self.param_map[other].default)
+            if value not in allowed:
+                shown = " or ".join(f"{other}={v}" for v in allowed)
+                return f"{name}= applies only with {shown}"
+        correction = params.get("correction", "none")
+        if correction != "none":
+            neutral = C.NEUTRAL.get(self.name, {})
+            for name, value in params.items():
+                if name in ("correction", "gamma"):
+                    continue
+                allowed = neutral.get(name, ())
+                if allowed is not None and value not in allowed:
+                    return (
+                        f"correction={correction} estimates the metric of each held-out item at "
+                        f"its full-catalog rank, where {name}={value} has no part: leave it out"
+                    )
+        return None
+
     def summarise(self, mean: float) -> float:
         """The summary of a mean of per-user values (see ``summary_of_mean``)."""
         if self.summary_of_mean is None or math.isnan(mean):
@@ -260,13 +293,58 @@ _BETA = ParamDef(
     check_text="a number > 0",
 )
 
+_CORRECTION = ParamDef(
+    "correction",
+    str,
+    "none",
+    "the lists rank sampled candidates: estimate the full-catalog value from the sampled "
+    "ranks (rank: rank estimation; bv: the bias-variance trade-off; min_bias: bv with gamma 0; "
+    "Krichene & Rendle 2020, docs/sampled.md); needs catalog_size=",
+    choices=S.CORRECTIONS,
+    needs=tuple((c, "catalog_size") for c in S.CORRECTIONS if c != "none"),
+)
+_GAMMA = ParamDef(
+    "gamma",
+    float,
+    S.DEFAULT_GAMMA,
+    "the weight of the variance against the bias in correction=bv",
+    check=lambda x: 0.0 <= x <= 1.0,
+    check_text="a number in [0, 1]",
+    only_with=("correction", ("bv",)),
+)
+
+
+def _corrected(kernel: Callable[..., np.ndarray], family: str) -> Callable[..., np.ndarray]:
+    """The kernel, or with ``correction=`` the full-catalog estimate from the
+    sampled ranks (:func:`receval.metrics.kernels.corrected.estimate`)."""
+
+    def run(
+        b: Batch,
+        k: int | None,
+        *,
+        correction: str = "none",
+        gamma: float = S.DEFAULT_GAMMA,
+        **params: Any,
+    ) -> np.ndarray:
+        if correction == "none":
+            return kernel(b, k, **params)
+        return C.estimate(b, k, family, correction, gamma)
+
+    run.__name__ = kernel.__name__
+    run.__doc__ = (kernel.__doc__ or "") + (
+        "\n\nWith ``correction=`` (sampled evaluation): the estimate of the full-catalog "
+        "value from the sampled ranks (receval.metrics.kernels.corrected)."
+    )
+    return run
+
+
 _DEFS: tuple[MetricDef, ...] = (
     MetricDef(
         name="precision",
         aliases=("p", "prec"),
         description="share of the first k positions holding a relevant item",
         formula="hits@k / k  (denominator=retrieved: hits@k / min(k, n); no k: hits / n)",
-        kernel=K.precision,
+        kernel=_corrected(K.precision, "precision"),
         params=(
             ParamDef(
                 "denominator",
@@ -277,6 +355,8 @@ _DEFS: tuple[MetricDef, ...] = (
                 choices=("k", "retrieved", "recommended"),
                 needs=(("recommended", "ratings"),),
             ),
+            _CORRECTION,
+            _GAMMA,
         ),
         notes="A list shorter than k still divides by k (denominator=k).",
     ),
@@ -285,7 +365,7 @@ _DEFS: tuple[MetricDef, ...] = (
         aliases=("r", "rec"),
         description="share of the user's relevant items found in the first k positions",
         formula="hits@k / R (min(k, R) with denominator=min_k_relevant)",
-        kernel=K.recall,
+        kernel=_corrected(K.recall, "recall"),
         params=(
             ParamDef(
                 "denominator",
@@ -294,6 +374,8 @@ _DEFS: tuple[MetricDef, ...] = (
                 "what hits are divided by: R, or min(k, R) (LensKit)",
                 choices=("relevant", "min_k_relevant"),
             ),
+            _CORRECTION,
+            _GAMMA,
         ),
     ),
     MetricDef(
@@ -309,7 +391,8 @@ _DEFS: tuple[MetricDef, ...] = (
         aliases=("hr", "hit", "success"),
         description="1 if at least one relevant item is in the first k positions",
         formula="1 if hits@k > 0 else 0",
-        kernel=K.hit_rate,
+        kernel=_corrected(K.hit_rate, "hit_rate"),
+        params=(_CORRECTION, _GAMMA),
         notes="`hits` is not an alias: it is the count hits@k (ranx's hits).",
     ),
     MetricDef(
@@ -327,7 +410,7 @@ _DEFS: tuple[MetricDef, ...] = (
         aliases=("map", "average_precision"),
         description="average precision: precision at each relevant position, averaged",
         formula="Σ_{i≤min(k,n)} rel_i · precision@i / D, D = min(k, R) (R without k); 0 when D = 0",
-        kernel=K.average_precision,
+        kernel=_corrected(K.average_precision, "ap"),
         params=(
             ParamDef(
                 "denominator",
@@ -343,6 +426,8 @@ _DEFS: tuple[MetricDef, ...] = (
                     "min_retrieved_relevant",
                 ),
             ),
+            _CORRECTION,
+            _GAMMA,
         ),
         notes="trec_eval's map_cut divides by R (denominator=relevant); some papers by hits.",
     ),
@@ -351,7 +436,8 @@ _DEFS: tuple[MetricDef, ...] = (
         aliases=("mrr", "reciprocal_rank", "recip_rank"),
         description="reciprocal rank of the first relevant item within k",
         formula="1 / (position of the first relevant item ≤ k); 0 if none",
-        kernel=K.reciprocal_rank,
+        kernel=_corrected(K.reciprocal_rank, "rr"),
+        params=(_CORRECTION, _GAMMA),
     ),
     MetricDef(
         name="r_precision",
@@ -398,7 +484,7 @@ _DEFS: tuple[MetricDef, ...] = (
         description="DCG@k divided by the DCG@k of the ideal ordering",
         formula="dcg@k / idcg@k, ideal = the user's relevant grades sorted descending, cut at k; "
         "0 when idcg = 0",
-        kernel=K.ndcg,
+        kernel=_corrected(K.ndcg, "ndcg"),
         params=(
             _GAIN,
             ParamDef(
@@ -411,6 +497,8 @@ _DEFS: tuple[MetricDef, ...] = (
             ),
             _GRADES,
             _DISCOUNT,
+            _CORRECTION,
+            _GAMMA,
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",

@@ -134,6 +134,9 @@ def parse_params(
     kept = tuple(
         (name, values[name]) for name in sorted(values) if values[name] != d.param_map[name].default
     )
+    why = d.check_params(dict(kept))
+    if why is not None:
+        raise MetricError(f"{metric!r}: {why}")
     return kept
 
 
