@@ -484,3 +484,33 @@ def test_user_groups_on_spark(spark: Any, tmp_path: Path, capsys: pytest.Capture
     assert [r["ndcg@5"] for r in rows] == [
         None if math.isnan(v) else v for v in plain["ndcg@5"].tolist()
     ]
+
+
+def test_judgments_and_sampled_corrections_on_spark(spark: Any) -> None:
+    """#21's options on Spark: negative grades read as pooled-unjudged, condensed
+    lists, a depth, and corrected sampled metrics: bit for bit the in-process numbers."""
+    rng = np.random.default_rng(21)
+    rows, truth_rows = [], []
+    for u in range(60):
+        items = rng.choice(400, 31, replace=False)
+        rows += [(u, int(i), float(31 - j)) for j, i in enumerate(rng.permutation(items))]
+        truth_rows += [(u, int(items[0]), int(rng.integers(1, 4)))]
+        truth_rows += [(u, int(i), int(rng.integers(-1, 1))) for i in items[1:6]]
+    recs = pd.DataFrame(rows, columns=["user", "item", "score"])
+    truth = pd.DataFrame(truth_rows, columns=["user", "item", "relevance"])
+    judged = ["bpref", "infap", "judged@10", "unjudged@10", "gm_ap", "rndcg", "iprec_avg"]
+    sampled = ["recall@10[correction=bv]", "ndcg@10[correction=rank]", "rr[correction=bv]"]
+    for kw, metrics in (
+        ({"negative_grades": "unjudged"}, judged),
+        ({"negative_grades": "unjudged", "unjudged": "condense", "depth": 20}, judged),
+        ({"negative_grades": "unjudged", "catalog_size": 5_000}, sampled),
+    ):
+        whole = receval.evaluate(recs, truth, metrics, **kw)
+        with _partitions(spark, 3):
+            res = receval.evaluate(
+                spark.createDataFrame(recs).repartition(3),
+                spark.createDataFrame(truth),
+                metrics,
+                **kw,
+            )
+        _assert_identical(whole, res)
