@@ -240,6 +240,8 @@ def test_trec_eval_and_ir_measures_names_parse() -> None:
         "NumRelRet": ["hits"],
         "SetAP": ["set_ap"],
         "RBP(p=0.5)": ["rbp[grades=positive,p=0.5]"],
+        "RBP": ["rbp[grades=positive]"],  # ir_measures' p = 0.8 (the convention's is 0.9)
+        "SetF(beta=0.25)": ["f1[beta=0.5]"],  # trec_eval's set_F.0.25: x is β²
     }
     for text, expected_specs in cases.items():
         got = [str(s) for s in receval.parse_metrics(text, conv)]

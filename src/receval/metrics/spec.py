@@ -277,7 +277,8 @@ _IR_PARAMS = {
     ("dcg", "log2"): None,
     ("dcg", "exp-log2"): "gain=exp",
     ("p", None): "p={v}",
-    ("beta", None): "beta={v}",
+    # SetF(beta=x) is trec_eval's set_F.x, whose x weighs recall as β² does
+    ("beta", None): "beta={root}",
 }
 
 
@@ -311,7 +312,10 @@ def _ir_measures_alias(text: str) -> str | None:
         if rule == "?":
             raise MetricError(f"{text!r}: ir_measures' parameter {pair!r} has no receval form")
         if rule is not None:
-            params.append(rule.format(v=value))
+            root = repr(math.sqrt(float(value))) if key == "beta" else ""
+            params.append(rule.format(v=value, root=root))
+    if name == "RBP" and not any(p.startswith("p=") for p in params):
+        params.append("p=0.8")  # ir_measures' default persistence, whatever the convention
     if name == "IPrec":
         if at is None:
             raise MetricError(f"{text!r}: IPrec needs a recall level, e.g. IPrec@0.1")
