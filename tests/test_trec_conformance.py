@@ -251,6 +251,7 @@ def test_trec_eval_and_ir_measures_names_parse() -> None:
         "AP(judged_only=true)": "unjudged='condense'",
         "IPrec": "recall level",
         "SetP@10": "no cut-off",
+        "num_q": "users_evaluated",
     }.items():
         with pytest.raises(receval.errors.MetricError, match=words):
             receval.parse_metric(text)

@@ -196,6 +196,11 @@ _TREC_PARAM_NAME = re.compile(
 
 #: trec_eval's names that are not receval names or aliases.
 _TREC_PLAIN = {"11pt_avg": "iprec_avg", "set_relative_p": "relative_precision"}
+#: trec_eval's lines that are no per-query measure, and where receval has them
+_TREC_COUNTS = {
+    "num_q": "the number of queries evaluated: Result.counts['users_evaluated']",
+    "runid": "the run's name: the system's name in receval.compare",
+}
 
 
 #: trec_eval's set measures (over the whole retrieved list): set_F.x, set_P, set_recall.
@@ -227,6 +232,9 @@ def _trec_alias(text: str) -> str | None:
     ``rbp.p=0.5``, ``11pt_avg``, ``set_F.0.5`` as receval metric text
     (trec_eval's definitions: map_cut divides by all relevant; set_F's
     parameter is β²). trec_eval's other names are aliases in the registry."""
+    count = _TREC_COUNTS.get(text.strip().lower())
+    if count is not None:
+        raise MetricError(f"trec_eval's {text.strip()} is not a metric: it is {count}")
     plain = _TREC_PLAIN.get(text.strip().lower())
     if plain is not None:
         return plain
