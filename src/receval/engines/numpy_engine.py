@@ -83,9 +83,9 @@ class Prepared:
     rec_rank: np.ndarray | None = None  # the list rows' ranks, in list order
     truth_user: np.ndarray | None = None  # the user code of each truth row
     #: judgments (only when a metric reads them, or lists are condensed): per
-    #: list row, 1.0 when its item is judged (in the user's truth with a
-    #: grade >= 0), and 1.0 when it is pooled but unjudged (a negative grade);
-    #: per user, the items judged
+    #: list row, ``rec_judged`` 1.0 when its item is judged (in the user's
+    #: truth with a grade >= 0) and ``rec_pooled`` 1.0 when it is pooled but
+    #: unjudged (a negative grade); per user, ``n_judged`` the items judged
     rec_judged: np.ndarray | None = None
     rec_pooled: np.ndarray | None = None
     n_judged: np.ndarray | None = None
