@@ -142,3 +142,16 @@ def test_blocks_do_not_change_the_estimates() -> None:
     for name in metrics:
         assert np.array_equal(whole.per_user[name], cut.per_user[name])
         assert whole.summary[name] == cut.summary[name]
+
+
+def test_an_evaluation_without_corrections_does_not_import_scipy() -> None:
+    """The estimators' SciPy loads when a table is made (it costs ~0.2 s at start)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, receval; receval.evaluate({1: [1, 2]}, {1: [1]}, ['ndcg@10', 'bpref']);"
+        "print('scipy' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr

@@ -86,8 +86,9 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.linalg import eigh_tridiagonal, lstsq, solve
-from scipy.special import gammaln, xlog1py, xlogy
+
+# SciPy is imported where a table is made, not with the registry: it would add
+# ~0.2 s to every evaluation's start (benchmarks/README.md, cold start)
 
 __all__ = [
     "CORRECTIONS",
@@ -152,6 +153,8 @@ def sampled_rank_pmf(ranks: np.ndarray, catalog_size: int, negatives: int) -> np
 
 def _pmf(q: np.ndarray, m: int) -> np.ndarray:
     x = np.arange(m + 1, dtype=np.float64)
+    from scipy.special import gammaln, xlog1py, xlogy
+
     log_c = gammaln(m + 1.0) - gammaln(x + 1.0) - gammaln(m - x + 1.0)
     q = q[:, None]
     return np.exp(log_c + xlogy(x, q) + xlog1py(m - x, -q))
@@ -233,6 +236,8 @@ def _table(metric: str, k: int | None, n: int, m: int, correction: str, gamma: f
         est = 1.0 + np.floor((n - 1) * (r - 1.0) / m)
         out[1:] = metric_at_rank(metric, k, est)
     else:
+        from scipy.linalg import lstsq, solve
+
         gram, c = _gram(n, m)
         atb = _atb(metric, k, n, m, c)
         if correction == "min_bias" or gamma == 0.0:
@@ -254,6 +259,8 @@ def _gauss(length: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     polynomials: α_k = (L − 1)/2, β_k = k²(L² − k²)/(4(4k² − 1)) (Gautschi,
     *Orthogonal Polynomials: Computation and Approximation*, 2004, §1.5.2).
     """
+    from scipy.linalg import eigh_tridiagonal
+
     k = np.arange(1, nodes, dtype=np.float64)
     beta = k * k * (float(length) ** 2 - k * k) / (4.0 * (4.0 * k * k - 1.0))
     d = np.full(nodes, (length - 1) / 2.0)
