@@ -149,6 +149,22 @@ def _parquet_streamed(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
         return _api(p["recs"], p["truth"], p["train"], d["catalog"])
 
 
+def _accumulator(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """receval.Accumulator fed three batches of users, two of them merged from
+    another accumulator (a second worker)."""
+    kw = {"train": d["train"], "catalog": d["catalog"], **OPTIONS}
+    users = sorted(set(d["recs"]["user"]) | set(d["truth"]["user"]))
+    batches = [users[:4], users[4:7], users[7:]]
+    one, two = receval.Accumulator(METRICS, **kw), receval.Accumulator(METRICS, **kw)
+    for j, batch in enumerate(batches):
+        acc = one if j == 1 else two
+        acc.update(
+            d["recs"][d["recs"]["user"].isin(batch)], d["truth"][d["truth"]["user"].isin(batch)]
+        )
+    res = one.merge(two).compute()
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
+
+
 def _trec(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     run, qrels = tmp / "recs.run", tmp / "truth.qrels"
     ranked = d["recs"].sort_values(["user", "score"], ascending=[True, False])
@@ -196,6 +212,7 @@ DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
     _parquet_whole,
     _parquet_streamed,
     _trec,
+    _accumulator,
     _cli("csv"),
     _cli("parquet"),
 ]

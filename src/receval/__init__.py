@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.groups import group_gap
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
+    from receval.evaluation.accumulator import Accumulator
     from receval.evaluation.api import evaluate, evaluate_explicit, score
     from receval.evaluation.options import EvalOptions
     from receval.evaluation.ratings import evaluate_ratings, score_ratings
@@ -49,6 +50,7 @@ _LAZY = {
     "curve": "receval.analysis.curves",
     "pr_curve": "receval.analysis.curves",
     "roc": "receval.analysis.curves",
+    "Accumulator": "receval.evaluation.accumulator",
     "evaluate": "receval.evaluation.api",
     "evaluate_explicit": "receval.evaluation.api",
     "score": "receval.evaluation.api",
@@ -113,6 +115,7 @@ del _metrics_package
 
 
 __all__ = [
+    "Accumulator",
     "Comparison",
     "EvalOptions",
     "InputError",

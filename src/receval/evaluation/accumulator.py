@@ -1,0 +1,243 @@
+"""Evaluation batch by batch: inside a training loop, on several workers.
+
+:class:`Accumulator` holds what :func:`receval.evaluate` combines internally:
+one part per batch of complete users (their per-user values, exact sums,
+integer counts and item counts), evaluated by the same engine as soon as the
+batch arrives. Parts add up exactly in any order, so :meth:`Accumulator.compute`
+after any batching and any :meth:`Accumulator.merge` order is bit for bit
+``receval.evaluate`` on all the data at once.
+
+Example:
+    >>> import receval
+    >>> acc = receval.Accumulator(["ndcg@2", "recall@2"])
+    >>> acc.update({"u1": [1, 2]}, {"u1": [2]})
+    >>> acc.update({"u2": [3, 4]}, {"u2": [3, 5]})
+    >>> acc.compute().summary == receval.evaluate(
+    ...     {"u1": [1, 2], "u2": [3, 4]}, {"u1": [2], "u2": [3, 5]}, ["ndcg@2", "recall@2"]
+    ... ).summary
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from receval.engines import driver
+from receval.errors import ReceValError
+from receval.evaluation.assemble import result_of
+from receval.evaluation.options import EvalOptions, split_kwargs
+from receval.evaluation.result import Result
+from receval.ids import kind
+from receval.io.items import build_context
+from receval.io.tables import read_recs, read_truth
+from receval.metrics.spec import MetricSpec, parse_metrics
+from receval.records import Columns, Pair, as_strings
+
+__all__ = ["Accumulator"]
+
+
+class Accumulator:
+    """Metrics over a stream of batches, each holding every row of its users.
+
+    Args:
+        metrics: metric strings or specs, as for :func:`receval.evaluate`.
+        options: an :class:`~receval.EvalOptions`; option keywords
+            (``threshold=``, ``empty_truth=``, ...) apply on top.
+        train, catalog, item_features, popular, item_groups: the item-side
+            inputs of :func:`receval.evaluate`, given once.
+
+    A user must come in one batch only (:meth:`compute` says which user came
+    twice). ERR without ``max_grade=`` normalises by the largest grade of the
+    whole truth, which a stream does not know: a batch with grades above 1
+    asks for ``err[max_grade=...]``.
+    """
+
+    def __init__(
+        self,
+        metrics: str | MetricSpec | Iterable[str | MetricSpec],
+        *,
+        options: EvalOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        opts, inputs = split_kwargs(options, kwargs, caller="Accumulator")
+        from receval.evaluation.api import check_groups, check_inputs
+
+        specs = parse_metrics(metrics, opts.metric_defaults)
+        given = {
+            "train": inputs.get("train") is not None,
+            "catalog": inputs.get("catalog") is not None or inputs.get("train") is not None,
+            "item_features": inputs.get("item_features") is not None,
+            "popular": inputs.get("popular") is not None or inputs.get("train") is not None,
+            "item_groups": inputs.get("item_groups") is not None,
+            "catalog_size": opts.catalog_size is not None,
+        }
+        check_inputs(specs, given)
+        items = None
+        if inputs.get("item_groups") is not None or any(
+            s.definition.needs or s.definition.kind == "aggregate" for s in specs
+        ):
+            items = build_context(
+                train=inputs.get("train"),
+                catalog=inputs.get("catalog"),
+                item_features=inputs.get("item_features"),
+                popular=inputs.get("popular"),
+                item_groups=inputs.get("item_groups"),
+                cols=Columns(user=opts.user_col, item=opts.item_col),
+            )
+            check_groups(specs, items)
+        self.options = opts
+        self.specs = list(specs)
+        self._items = items
+        self._plan = driver.Plan(tuple(specs), 1.0, items=items, **opts.engine())
+        self._open_err = [s for s in specs if s.name == "err" and "max_grade" not in dict(s.params)]
+        self._parts: list[driver.Part] = []
+        self._rows = 0  # rows of update_scores so far: the default user ids
+
+    # -- feeding -------------------------------------------------------------
+
+    def update(self, recommendations: Any, truth: Any) -> None:
+        """Evaluate one batch: anything :func:`receval.evaluate` takes in
+        memory (tables, mappings), holding every row of its users."""
+        cols = self.options.columns()
+        recs = read_recs(recommendations, cols)
+        tr = read_truth(truth, cols, negative_grades=self.options.negative_grades)
+        if not self.options.graded:
+            tr.grades = np.ones(len(tr.grades))
+        if self._open_err and len(tr.grades) and float(tr.grades.max()) > 1.0:
+            raise ReceValError(
+                f"{self._open_err[0]} normalises by the largest grade of the whole truth, "
+                "which a stream of batches does not know: give it, e.g. "
+                f"err@10[max_grade={float(tr.grades.max()):g}]"
+            )
+        str_users = kind(recs.users) != kind(tr.users) and len(tr.users) > 0
+        str_items = kind(recs.items) != kind(tr.items) and len(tr.items) > 0
+        as_strings(recs, str_users, str_items)
+        as_strings(tr, str_users, str_items)
+        pair = Pair(recs, tr, lambda r: r, lambda r: r, recs.rows)
+        self._parts.append(driver.evaluate_pair(self._plan, pair, keep_values=True))
+
+    def update_scores(
+        self,
+        scores: Any,
+        targets: Any,
+        users: Any = None,
+        exclude: Any = None,
+    ) -> None:
+        """Evaluate a batch of dense scores (batch × items): each row a user,
+        each column an item (its index is its id).
+
+        ``scores`` and ``targets`` are anything with ``__array__`` (NumPy, a
+        CPU tensor); ``targets`` holds grades (0: not relevant) or booleans;
+        ``exclude`` (boolean, same shape) marks items never to recommend (seen
+        items): they are left out of the lists. Only the top k of each row is
+        kept (k the largest cut-off; the whole row for a metric without one),
+        chosen by partial selection, ties by item id ascending as
+        :func:`receval.evaluate` breaks them. ``users``: the rows' user ids
+        (default: 0, 1, 2, ... across all batches so far).
+        """
+        s = np.asarray(scores, dtype=np.float64)
+        t = np.asarray(targets, dtype=np.float64)
+        if s.ndim != 2 or t.shape != s.shape:
+            raise ReceValError(
+                f"scores and targets must be matrices of one shape (users × items); got "
+                f"{s.shape} and {t.shape}"
+            )
+        m, n_items = s.shape
+        if users is None:
+            ids = np.arange(self._rows, self._rows + m, dtype=np.int64)
+        else:
+            ids = np.asarray(users)
+            if ids.shape != (m,):
+                raise ReceValError(f"users must hold one id per row ({m}); got {ids.shape}")
+        self._rows += m
+        if exclude is not None:
+            mask = np.asarray(exclude, dtype=bool)
+            if mask.shape != s.shape:
+                raise ReceValError(
+                    f"exclude must have the scores' shape {s.shape}; got {mask.shape}"
+                )
+            s = np.where(mask, -np.inf, s)
+        else:
+            mask = None
+        if not np.isfinite(np.where(np.isneginf(s), 0.0, s)).all():
+            raise ReceValError("scores must be finite numbers (NaN or +inf found)")
+        ks = [x.k for x in self.specs]
+        k = n_items if any(x is None for x in ks) else min(n_items, max(ks))  # type: ignore[type-var]
+        rows, cols = _top_k(s, k)
+        if mask is not None:  # excluded items never enter a list
+            keep = ~mask[rows, cols]
+            rows, cols = rows[keep], cols[keep]
+        rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
+        recs = pd.DataFrame({"user": ids[rows], "item": cols, "rank": rank})
+        # the truth: every nonzero target (a row without one is a user with a
+        # list and no truth: the no_truth policy)
+        tu, ti = np.nonzero(t)
+        truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": t[tu, ti]})
+        self.update(recs, truth)
+
+    # -- combining -----------------------------------------------------------
+
+    def merge(self, other: Accumulator) -> Accumulator:
+        """Add another accumulator's batches (another worker's); returns self."""
+        if not isinstance(other, Accumulator):
+            raise ReceValError(f"merge() takes an Accumulator; got {type(other).__name__}")
+        if [str(s) for s in other.specs] != [str(s) for s in self.specs] or (
+            other.options != self.options
+        ):
+            raise ReceValError("merge(): the accumulators differ in metrics or options")
+        self._parts.extend(other._parts)
+        self._rows += other._rows
+        return self
+
+    def reset(self) -> None:
+        """Forget every batch (a new epoch)."""
+        self._parts = []
+        self._rows = 0
+
+    def compute(self) -> Result:
+        """The :class:`~receval.Result` of every batch so far: bit for bit
+        ``receval.evaluate`` on all of them at once."""
+        if not self._parts:
+            raise ReceValError("compute(): no batch yet (update() first)")
+        ids = [p.values[0] for p in self._parts if p.values is not None]
+        every = np.concatenate(ids) if ids else np.empty(0)
+        found, counts = np.unique(every.astype(str) if every.dtype == object else every,
+                                  return_counts=True)
+        if (counts > 1).any():
+            raise ReceValError(
+                f"user {found[counts > 1][0]!r} came in two batches: each batch must hold "
+                "every row of its users"
+            )
+        combiner = driver.Combiner(self._plan)
+        for part in self._parts:
+            combiner.add(part)
+        return result_of(combiner.outcome([]), self.specs, self.options, self._items)
+
+    def __len__(self) -> int:
+        """The batches so far."""
+        return len(self._parts)
+
+
+def _top_k(s: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the k largest scores by partial selection, ties by column
+    ascending; (rows, columns) in list order."""
+    m, n = s.shape
+    if k >= n:
+        cols = np.argsort(-s, axis=1, kind="stable")  # stable: ties by column
+    else:
+        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
+        kth = np.take_along_axis(s, part, axis=1).min(axis=1)[:, None]
+        above = s > kth
+        need = k - above.sum(axis=1)
+        tied = s == kth
+        take = above | (tied & (np.cumsum(tied, axis=1) <= need[:, None]))
+        cols = np.nonzero(take)[1].reshape(m, k)  # each row: its k columns, ascending
+        vals = np.take_along_axis(s, cols, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        cols = np.take_along_axis(cols, order, axis=1)
+    width = cols.shape[1]
+    return np.repeat(np.arange(m), width), cols.reshape(-1)

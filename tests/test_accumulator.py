@@ -1,0 +1,144 @@
+"""receval.Accumulator: batch by batch, merged from workers, the numbers of evaluate().
+
+Bit for bit: any batching of complete users and any merge order give what
+receval.evaluate gives on all the data at once (summary, per-user values,
+counts); dense scores go through partial selection with evaluate's tie rule.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import receval
+from receval.errors import ReceValError
+
+pytestmark = pytest.mark.timeout(120)
+
+METRICS = [
+    "ndcg@10",
+    "ndcg@5[gain=exp]",
+    "precision@5",
+    "recall@10",
+    "ap@10",
+    "rr",
+    "hit_rate@3",
+    "err@10[max_grade=4]",
+    "auc@10",
+    "bpref",
+    "coverage@10",
+    "gini@10",
+]
+
+
+def _data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    recs = pd.DataFrame(
+        {
+            "user": rng.integers(0, 60, 1500),
+            "item": rng.integers(0, 80, 1500),
+            "score": rng.integers(0, 6, 1500).astype(float),  # ties
+        }
+    ).drop_duplicates(["user", "item"])
+    truth = pd.DataFrame(
+        {"user": rng.integers(5, 70, 500), "item": rng.integers(0, 80, 500)}
+    ).drop_duplicates()
+    truth["relevance"] = rng.integers(0, 5, len(truth))
+    return recs, truth
+
+
+def _same(a: receval.Result, b: receval.Result) -> None:
+    assert list(a.summary) == list(b.summary)
+    for m, v in a.summary.items():
+        w = b.summary[m]
+        assert v == w or (np.isnan(v) and np.isnan(w)), m
+    pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
+    assert a.counts == b.counts
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_any_batching_and_merge_order_is_evaluate_bit_for_bit(seed: int) -> None:
+    recs, truth = _data(seed)
+    kw = {"catalog": range(80), "empty_truth": ["skip", "zero"][seed % 2]}
+    whole = receval.evaluate(recs, truth, METRICS, **kw)
+    rng = np.random.default_rng(seed)
+    users = np.array(sorted(set(recs["user"]) | set(truth["user"])))
+    for cuts in (1, 3, 17):
+        batches = np.array_split(rng.permutation(users), cuts)
+        workers = [receval.Accumulator(METRICS, **kw) for _ in range(3)]
+        for j, batch in enumerate(batches):
+            workers[j % 3].update(recs[recs["user"].isin(batch)], truth[truth["user"].isin(batch)])
+        order = rng.permutation(3)
+        acc = workers[order[0]].merge(workers[order[1]]).merge(workers[order[2]])
+        _same(acc.compute(), whole)
+
+
+def test_dense_scores_are_top_k_with_evaluates_tie_rule() -> None:
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.random((64, 50)) * 4)  # many ties
+    targets = (rng.random((64, 50)) < 0.1) * rng.integers(1, 4, (64, 50))
+    seen = rng.random((64, 50)) < 0.15
+    ids = np.array([f"u{j:02d}" for j in range(64)])
+    metrics = ["ndcg@10", "recall@5", "ap@10", "precision@3", "hit_rate@10"]
+    acc = receval.Accumulator(metrics)
+    for i in range(0, 64, 9):
+        s = slice(i, i + 9)
+        acc.update_scores(scores[s], targets[s], users=ids[s], exclude=seen[s])
+    rows = []
+    for u in range(64):
+        items = sorted((j for j in range(50) if not seen[u, j]), key=lambda j: (-scores[u, j], j))
+        rows += [(ids[u], j, r + 1) for r, j in enumerate(items[:10])]
+    tu, ti = np.nonzero(targets)
+    truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": targets[tu, ti]})
+    by_hand = receval.evaluate(pd.DataFrame(rows, columns=["user", "item", "rank"]), truth, metrics)
+    _same(acc.compute(), by_hand)
+
+
+def test_dense_scores_read_whole_rows_for_a_metric_without_cutoff() -> None:
+    scores = np.array([[0.1, 0.9, 0.5, 0.5], [0.3, 0.2, 0.1, 0.0]])
+    targets = np.array([[0, 0, 0, 1], [0, 0, 0, 1]])
+    acc = receval.Accumulator(["rr", "ndcg@2"])
+    acc.update_scores(scores, targets)
+    res = acc.compute()
+    # row 0: 1, then 2 and 3 tied (2 first: item id ascending), then 0 -> item 3 at 3
+    assert res.per_user.loc[0, "rr"] == pytest.approx(1 / 3)
+    assert res.per_user.loc[1, "rr"] == pytest.approx(1 / 4)
+
+
+def test_errors_say_what_to_do() -> None:
+    recs, truth = _data(1)
+    acc = receval.Accumulator(["ndcg@10"])
+    acc.update(recs[recs["user"] < 30], truth[truth["user"] < 30])
+    acc.update(recs[recs["user"] >= 20], truth[truth["user"] >= 30])
+    with pytest.raises(ReceValError, match="came in two batches"):
+        acc.compute()
+    with pytest.raises(ReceValError, match="max_grade"):
+        receval.Accumulator(["err@10"]).update(recs, truth)
+    with pytest.raises(ReceValError, match="differ"):
+        receval.Accumulator(["ndcg@10"]).merge(receval.Accumulator(["ndcg@5"]))
+    with pytest.raises(ReceValError, match="no batch"):
+        receval.Accumulator(["ndcg@10"]).compute()
+    with pytest.raises(ReceValError, match="one shape"):
+        receval.Accumulator(["ndcg@10"]).update_scores(np.zeros((2, 3)), np.zeros((3, 3)))
+    with pytest.raises(receval.errors.OptionError, match="Accumulator"):
+        receval.Accumulator(["ndcg@10"], thresold=2)
+
+
+def test_state_pickles_for_a_gather_across_workers_and_resets() -> None:
+    recs, truth = _data(2)
+    whole = receval.evaluate(recs, truth, ["ndcg@10", "recall@10"])
+    a, b = (
+        receval.Accumulator(["ndcg@10", "recall@10"]),
+        receval.Accumulator(["ndcg@10", "recall@10"]),
+    )
+    a.update(recs[recs["user"] < 35], truth[truth["user"] < 35])
+    b.update(recs[recs["user"] >= 35], truth[truth["user"] >= 35])
+    gathered = [pickle.loads(pickle.dumps(x)) for x in (b, a)]  # what all_gather_object does
+    _same(gathered[0].merge(gathered[1]).compute(), whole)
+    a.reset()
+    assert len(a) == 0
+    a.update(recs, truth)
+    _same(a.compute(), whole)
