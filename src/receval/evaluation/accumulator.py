@@ -139,44 +139,35 @@ class Accumulator:
         :func:`receval.evaluate` breaks them. ``users``: the rows' user ids
         (default: 0, 1, 2, ... across all batches so far).
         """
-        s = np.asarray(scores, dtype=np.float64)
-        t = np.asarray(targets, dtype=np.float64)
-        if s.ndim != 2 or t.shape != s.shape:
+        shape = tuple(getattr(scores, "shape", np.shape(scores)))
+        if len(shape) != 2 or tuple(getattr(targets, "shape", np.shape(targets))) != shape:
             raise ReceValError(
-                f"scores and targets must be matrices of one shape (users × items); got "
-                f"{s.shape} and {t.shape}"
+                "scores and targets must be matrices of one shape (users × items); got "
+                f"{shape} and {tuple(getattr(targets, 'shape', np.shape(targets)))}"
             )
-        m, n_items = s.shape
+        if exclude is not None and tuple(getattr(exclude, "shape", np.shape(exclude))) != shape:
+            raise ReceValError(f"exclude must have the scores' shape {shape}")
+        m, n_items = shape
         if users is None:
             ids = np.arange(self._rows, self._rows + m, dtype=np.int64)
         else:
             ids = np.asarray(users)
             if ids.shape != (m,):
                 raise ReceValError(f"users must hold one id per row ({m}); got {ids.shape}")
-        self._rows += m
-        if exclude is not None:
-            mask = np.asarray(exclude, dtype=bool)
-            if mask.shape != s.shape:
-                raise ReceValError(
-                    f"exclude must have the scores' shape {s.shape}; got {mask.shape}"
-                )
-            s = np.where(mask, -np.inf, s)
-        else:
-            mask = None
-        if not np.isfinite(np.where(np.isneginf(s), 0.0, s)).all():
-            raise ReceValError("scores must be finite numbers (NaN or +inf found)")
         ks = [x.k for x in self.specs]
         k = n_items if any(x is None for x in ks) else min(n_items, max(ks))  # type: ignore[type-var]
-        rows, cols = _top_k(s, k)
-        if mask is not None:  # excluded items never enter a list
-            keep = ~mask[rows, cols]
-            rows, cols = rows[keep], cols[keep]
+        if _is_torch(scores):  # selected where the tensors live; only the top k leaves
+            cols, keep, (tu, ti, tv) = _select_torch(scores, targets, exclude, k)
+        else:
+            cols, keep, (tu, ti, tv) = _select(scores, targets, exclude, k)
+        self._rows += m
+        rows = np.repeat(np.arange(m), cols.shape[1])
+        rows, cols = rows[keep.reshape(-1)], cols.reshape(-1)[keep.reshape(-1)]
         rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
         recs = pd.DataFrame({"user": ids[rows], "item": cols, "rank": rank})
         # the truth: every nonzero target (a row without one is a user with a
         # list and no truth: the no_truth policy)
-        tu, ti = np.nonzero(t)
-        truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": t[tu, ti]})
+        truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": tv})
         self.update(recs, truth)
 
     # -- combining -----------------------------------------------------------
@@ -205,8 +196,9 @@ class Accumulator:
             raise ReceValError("compute(): no batch yet (update() first)")
         ids = [p.values[0] for p in self._parts if p.values is not None]
         every = np.concatenate(ids) if ids else np.empty(0)
-        found, counts = np.unique(every.astype(str) if every.dtype == object else every,
-                                  return_counts=True)
+        found, counts = np.unique(
+            every.astype(str) if every.dtype == object else every, return_counts=True
+        )
         if (counts > 1).any():
             raise ReceValError(
                 f"user {found[counts > 1][0]!r} came in two batches: each batch must hold "
@@ -222,22 +214,78 @@ class Accumulator:
         return len(self._parts)
 
 
-def _top_k(s: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the k largest scores by partial selection, ties by column
-    ascending; (rows, columns) in list order."""
+def _is_torch(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "torch"
+
+
+def _select(
+    scores: Any, targets: Any, exclude: Any, k: int
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """NumPy: each row's k selected columns in list order, whether each is
+    kept (not excluded), and the nonzero targets (rows, columns, values)."""
+    s = np.asarray(scores, dtype=np.float64)
+    t = np.asarray(targets, dtype=np.float64)
+    if np.isnan(s).any() or np.isposinf(s).any():
+        raise ReceValError("scores must be finite numbers (NaN or +inf found)")
+    mask = None if exclude is None else np.asarray(exclude, dtype=bool)
+    if mask is not None:
+        s = np.where(mask, -np.inf, s)
+    cols = _top_k(s, k)
+    keep = np.ones(cols.shape, dtype=bool) if mask is None else ~np.take_along_axis(mask, cols, 1)
+    tu, ti = np.nonzero(t)
+    return cols, keep, (tu, ti, t[tu, ti])
+
+
+def _top_k(s: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the columns of the k largest scores in list order (partial
+    selection; ties by column ascending): an ``(m, k)`` matrix."""
     m, n = s.shape
     if k >= n:
-        cols = np.argsort(-s, axis=1, kind="stable")  # stable: ties by column
+        return np.argsort(-s, axis=1, kind="stable")  # stable: ties by column
+    part = np.argpartition(-s, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(s, part, axis=1).min(axis=1)[:, None]
+    above = s > kth
+    need = k - above.sum(axis=1)
+    tied = s == kth
+    take = above | (tied & (np.cumsum(tied, axis=1) <= need[:, None]))
+    cols = np.nonzero(take)[1].reshape(m, k)  # each row: its k columns, ascending
+    order = np.argsort(-np.take_along_axis(s, cols, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(cols, order, axis=1)
+
+
+def _select_torch(
+    scores: Any, targets: Any, exclude: Any, k: int
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`_select` for PyTorch tensors, on their device: the same
+    selection (the same comparisons, so the same columns), and only the k
+    columns per row and the nonzero targets are copied to the host."""
+    import torch
+
+    s = scores.detach().to(torch.float64)  # float32 scores keep their order and ties
+    if bool(torch.isnan(s).any()) or bool(torch.isposinf(s).any()):
+        raise ReceValError("scores must be finite numbers (NaN or +inf found)")
+    mask = None
+    if exclude is not None:
+        mask = torch.as_tensor(exclude, device=s.device).to(torch.bool)
+        s = s.masked_fill(mask, float("-inf"))
+    m, n = s.shape
+    if k >= n:
+        cols = torch.sort(-s, dim=1, stable=True).indices
     else:
-        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
-        kth = np.take_along_axis(s, part, axis=1).min(axis=1)[:, None]
+        kth = torch.topk(s, k, dim=1).values[:, -1:]
         above = s > kth
-        need = k - above.sum(axis=1)
+        need = k - above.sum(dim=1, keepdim=True)
         tied = s == kth
-        take = above | (tied & (np.cumsum(tied, axis=1) <= need[:, None]))
-        cols = np.nonzero(take)[1].reshape(m, k)  # each row: its k columns, ascending
-        vals = np.take_along_axis(s, cols, axis=1)
-        order = np.argsort(-vals, axis=1, kind="stable")
-        cols = np.take_along_axis(cols, order, axis=1)
-    width = cols.shape[1]
-    return np.repeat(np.arange(m), width), cols.reshape(-1)
+        take = above | (tied & (torch.cumsum(tied.to(torch.int64), dim=1) <= need))
+        cols = torch.nonzero(take)[:, 1].reshape(m, k)
+        order = torch.sort(-torch.gather(s, 1, cols), dim=1, stable=True).indices
+        cols = torch.gather(cols, 1, order)
+    keep = torch.ones_like(cols, dtype=torch.bool) if mask is None else ~torch.gather(mask, 1, cols)
+    t = torch.as_tensor(targets, device=s.device).detach()
+    tu, ti = torch.nonzero(t, as_tuple=True)
+    tv = t[tu, ti].to(torch.float64)
+    return (
+        cols.cpu().numpy(),
+        keep.cpu().numpy(),
+        (tu.cpu().numpy(), ti.cpu().numpy(), tv.cpu().numpy()),
+    )
