@@ -54,16 +54,19 @@ def batches(users: int, items: int, batch: int, seed: int):
 def run_receval(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     import receval
 
-    metrics = [f"{n}@{k}" for n in NAMES for k in KS]
+    names = [f"{n}@{k}" for n in NAMES for k in KS]
+    # torchmetrics' AP@k divides by the relevant items retrieved (receval's
+    # denominator=hits); its other four definitions are receval's. (Not the
+    # torchmetrics convention: it takes R from the lists, which here hold the
+    # top 20 only; torchmetrics sees every candidate.)
+    metrics = [f"{m}[denominator=hits]" if m.startswith("ap@") else m for m in names]
     t = time.perf_counter()
-    # torchmetrics' definitions (AP over the relevant items retrieved, R from
-    # the candidates): receval's torchmetrics convention, so the means compare
-    acc = receval.Accumulator(metrics, convention=args.convention)
+    acc = receval.Accumulator(metrics)
     for scores, targets, exclude in batches(args.users, args.items, args.batch, args.seed):
         acc.update_scores(scores, targets, exclude=exclude)
     res = acc.compute()
     # the summary follows the metrics' order: keyed by the names asked
-    return time.perf_counter() - t, dict(zip(metrics, res.summary.values(), strict=True))
+    return time.perf_counter() - t, dict(zip(names, res.summary.values(), strict=True))
 
 
 def run_torchmetrics(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
@@ -102,7 +105,6 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--convention", default="torchmetrics")
     parser.add_argument("--only", choices=("receval", "torchmetrics"), default=None)
     args = parser.parse_args()
     import torch
