@@ -137,7 +137,9 @@ class Accumulator:
         kept (k the largest cut-off; the whole row for a metric without one),
         chosen by partial selection, ties by item id ascending as
         :func:`receval.evaluate` breaks them. ``users``: the rows' user ids
-        (default: 0, 1, 2, ... across all batches so far).
+        (default: 0, 1, 2, ... across this accumulator's batches so far; give
+        them when accumulators of several workers are merged, or their users
+        collide).
         """
         shape = tuple(getattr(scores, "shape", np.shape(scores)))
         if len(shape) != 2 or tuple(getattr(targets, "shape", np.shape(targets))) != shape:
