@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.groups import group_gap
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
+    from receval.analysis.tracking import log_mlflow, log_wandb
     from receval.evaluation.accumulator import Accumulator
     from receval.evaluation.api import evaluate, evaluate_explicit, score
     from receval.evaluation.options import EvalOptions
@@ -75,6 +76,8 @@ _LAZY = {
     "compare_conventions": "receval.analysis.explain",
     "group_gap": "receval.analysis.groups",
     "power": "receval.analysis.stats",
+    "log_mlflow": "receval.analysis.tracking",
+    "log_wandb": "receval.analysis.tracking",
     "synthetic_interactions": "receval.workflow.synthetic",
     "read_interactions": "receval.io.interactions",
 }
@@ -139,6 +142,8 @@ __all__ = [
     "evaluate_ratings",
     "group_gap",
     "kfold",
+    "log_mlflow",
+    "log_wandb",
     "metrics",
     "parse_metric",
     "parse_metrics",

@@ -384,6 +384,34 @@ Resamples = Annotated[
         rich_help_panel=_TESTS,
     ),
 ]
+_TRACKING = "Tracking"
+MlflowFlag = Annotated[
+    bool,
+    typer.Option(
+        "--mlflow",
+        help="log the numbers, options, counts and tables to MLflow (MLFLOW_TRACKING_URI; "
+        'needs pip install "receval[mlflow]")',
+        rich_help_panel=_TRACKING,
+    ),
+]
+MlflowExperiment = Annotated[
+    str | None,
+    typer.Option(
+        "--mlflow-experiment",
+        metavar="NAME",
+        help="with --mlflow: the experiment (created if need be)",
+        rich_help_panel=_TRACKING,
+    ),
+]
+MlflowRunName = Annotated[
+    str | None,
+    typer.Option(
+        "--mlflow-run-name",
+        metavar="NAME",
+        help="with --mlflow: the name of the run",
+        rich_help_panel=_TRACKING,
+    ),
+]
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -423,6 +451,38 @@ def _write_atomic(path: Path, write: Any) -> None:
     from receval.io.write import atomic_write
 
     atomic_write(path, write)
+
+
+def _mlflow_ready(on: bool, experiment: str | None, run_name: str | None) -> None:
+    """Exit 2 before any work if --mlflow cannot log (mlflow not installed) or an
+    --mlflow-* flag comes without --mlflow."""
+    if not on:
+        if experiment is not None or run_name is not None:
+            flag = "--mlflow-experiment" if experiment is not None else "--mlflow-run-name"
+            raise ReceValError(f"{flag} goes with --mlflow")
+        return
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        raise ReceValError('--mlflow needs mlflow: pip install "receval[mlflow]"') from None
+
+
+def _log_mlflow(
+    obj: Any, on: bool, experiment: str | None, run_name: str | None, quiet: bool
+) -> None:
+    """--mlflow: log ``obj`` (receval.analysis.tracking.log_mlflow) and say where."""
+    if not on:
+        return
+    from mlflow.exceptions import MlflowException
+
+    from receval.analysis.tracking import log_mlflow
+
+    try:
+        run_id = log_mlflow(obj, experiment=experiment, run_name=run_name)
+    except MlflowException as exc:  # e.g. a tracking server that cannot be reached
+        raise ReceValError(f"--mlflow: MLflow refused: {exc.message}") from None
+    if not quiet:
+        err.print(f"logged to MLflow run {run_id}", markup=False)
 
 
 def _refuse_inputs(flag: str, path: Path, **inputs: Path | None) -> None:
@@ -646,13 +706,19 @@ def evaluate(
     item_groups: ItemGroups = None,
     engine: EngineOpt = Engine.numpy,
     master: Master = None,
+    mlflow: MlflowFlag = False,
+    mlflow_experiment: MlflowExperiment = None,
+    mlflow_run_name: MlflowRunName = None,
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
+    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name)
     if engine is Engine.spark:
+        if mlflow:
+            raise ReceValError("--mlflow is not available with --engine spark yet")
         _evaluate_spark(
             recs_path,
             truth_path,
@@ -751,6 +817,7 @@ def evaluate(
         else:
             _write_atomic(per_user, lambda p: _per_user_csv(frame, p))
     out.print(_render(result, Output.json if as_json else output), markup=False)
+    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet)
 
 
 def _evaluate_spark(
@@ -1183,12 +1250,16 @@ def compare(
     remove_seen: RemoveSeen = False,
     user_groups: UserGroups = None,
     item_groups: ItemGroups = None,
+    mlflow: MlflowFlag = False,
+    mlflow_experiment: MlflowExperiment = None,
+    mlflow_run_name: MlflowRunName = None,
     quiet: Quiet = False,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
     from receval.analysis.compare import compare as run
 
     metrics = _metrics(metric, k)
+    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name)
     truth_table, tables, extra, locate = _runs_and_items(
         truth,
         runs,
@@ -1208,6 +1279,7 @@ def compare(
         out.print(result.to_csv(), markup=False)
     else:
         out.print(_render(result, output), markup=False)
+    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet)
 
 
 @command()
