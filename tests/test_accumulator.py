@@ -8,6 +8,7 @@ counts); dense scores go through partial selection with evaluate's tie rule.
 from __future__ import annotations
 
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -207,3 +208,37 @@ def test_the_documented_pytorch_loop_runs_on_a_real_process_group(tmp_path) -> N
         ["ndcg@10", "recall@20", "ap@10[denominator=relevant]"],
     )
     assert got == want.summary
+
+
+class _DLPackOnly:
+    """An array that offers only DLPack (no ``__array__``), as CuPy or JAX arrays do."""
+
+    def __init__(self, array: np.ndarray, device: tuple[int, int] = (1, 0)) -> None:
+        self._array, self._device = array, device
+
+    def __dlpack__(self, **kwargs: object) -> object:
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+
+def test_dlpack_arrays_are_taken_without_array() -> None:
+    rng = np.random.default_rng(8)
+    scores = np.round(rng.random((30, 50)) * 4)
+    targets = (rng.random((30, 50)) < 0.1) * rng.integers(1, 3, (30, 50))
+    seen = rng.random((30, 50)) < 0.1
+    metrics = ["ndcg@10", "recall@5", "rr"]
+    plain, dlpack = receval.Accumulator(metrics), receval.Accumulator(metrics)
+    plain.update_scores(scores, targets, exclude=seen)
+    wrapped = [_DLPackOnly(x) for x in (scores, targets, seen)]
+    assert not hasattr(wrapped[0], "__array__")
+    dlpack.update_scores(wrapped[0], wrapped[1], exclude=wrapped[2])
+    _same(dlpack.compute(), plain.compute())
+
+
+def test_dlpack_arrays_on_a_device_need_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    on_gpu = _DLPackOnly(np.zeros((2, 3)), device=(2, 0))  # kDLCUDA
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    with pytest.raises(ReceValError, match=r"scores live on a device \(DLPack device type 2\)"):
+        receval.Accumulator(["ndcg@2"]).update_scores(on_gpu, np.zeros((2, 3)))

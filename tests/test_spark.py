@@ -514,3 +514,39 @@ def test_judgments_and_sampled_corrections_on_spark(spark: Any) -> None:
                 **kw,
             )
         _assert_identical(whole, res)
+
+
+def test_command_line_logs_a_spark_result_to_mlflow(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evaluate --engine spark --mlflow``: the same numbers logged as in
+    process, to a real local MLflow file store (no HTML report: its curves
+    read the lists in this process)."""
+    pytest.importorskip("mlflow")
+    from receval.cli import main
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    from mlflow.tracking import MlflowClient
+
+    recs = tmp_path / "recs.csv"
+    recs.write_text("user,item,rank\n1,1,1\n1,2,2\n2,5,1\n2,4,2\n3,7,1\n")
+    truth = tmp_path / "truth.csv"
+    truth.write_text("user,item\n1,2\n2,5\n3,9\n")
+    metrics = ["-m", "ndcg@2", "-m", "ap@2"]
+    args = ["evaluate", "--engine", "spark", str(recs), str(truth), *metrics, "--json", "-q"]
+    code = main([*args, "--mlflow", "--mlflow-experiment", "spark"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    shown = json.loads(captured.out)
+    client = MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("spark").experiment_id])
+    alone = receval.evaluate(
+        {1: [1, 2], 2: [5, 4], 3: [7]}, {1: [2], 2: [5], 3: [9]}, ["ndcg@2", "ap@2"]
+    )
+    assert run.data.metrics["ndcg_at_2"] == alone.summary["ndcg@2"] == shown["metrics"]["ndcg@2"]
+    assert run.data.metrics["ap_at_2"] == alone.summary["ap@2"]
+    assert run.data.params["engine"] == "spark"
+    paths = [a.path for a in client.list_artifacts(run.info.run_id, "receval")]
+    assert "receval/result.json" in paths and "receval/report.html" not in paths

@@ -243,6 +243,25 @@ def test_a_bad_prefix_or_object_is_refused_before_any_run(store: Any) -> None:
     assert store.search_runs(["0"]) == []
 
 
+@needs_mlflow
+def test_the_method_logs_what_the_function_logs(store: Any, tmp_path: Path) -> None:
+    res = _result()
+    by_method = res.log_mlflow(run_name="method", step=2, report="<!DOCTYPE html><p>page</p>")
+    by_function = log_mlflow(res, run_name="function", step=2)
+    one, two = store.get_run(by_method), store.get_run(by_function)
+    assert one.data.metrics == two.data.metrics and one.data.params == two.data.params
+    assert one.data.metrics["ap_at_3"] == res.summary["ap@3"]
+    assert [m.step for m in store.get_metric_history(by_method, "ap_at_3")] == [2]
+    for name in ("result.json", "result.md", "counts.json", "parameters.json", "names.json"):
+        a = _artifact(store, by_method, f"receval/{name}", tmp_path / "a").read_text()
+        b = _artifact(store, by_function, f"receval/{name}", tmp_path / "b").read_text()
+        assert a == b, name
+    page = _artifact(store, by_method, "receval/report.html", tmp_path / "a").read_text()
+    assert page == "<!DOCTYPE html><p>page</p>"
+    with pytest.raises(ReceValError, match="report=: a receval Report or its HTML text"):
+        res.log_mlflow(report=3)
+
+
 # -- MLflow: a comparison --------------------------------------------------------------------
 
 
@@ -340,6 +359,55 @@ def test_cli_evaluate_and_compare_log_to_mlflow(
     ]
 
 
+@needs_mlflow
+def test_cli_logs_the_html_report_of_what_it_evaluated(
+    store: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recs, other, truth = _files(tmp_path)
+    argv = ["evaluate", str(recs), str(truth), "-m", "ap@3", "-m", "recall@2", "--threshold", "2"]
+    assert main([*argv, "--json", "--mlflow", "--mlflow-experiment", "pages", "-q"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    experiment = store.get_experiment_by_name("pages")
+    (run,) = store.search_runs([experiment.experiment_id])
+    page = _artifact(store, run.info.run_id, "receval/report.html", tmp_path / "a").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "receval evaluate r.csv" in page
+    assert "curve-ap" in page  # the curves: the lists were read again
+    # its leaderboard is the result's: the same means, under the same options
+    expected = receval.compare(
+        {"r": RECS}, TRUTH, ["ap@3", "recall@2"], threshold=2, ci="none"
+    ).table
+    for metric, value in shown["metrics"].items():
+        assert expected.loc[(metric, "r"), "mean"] == value
+        assert f"{value:.4f}" in page
+    # --no-mlflow-report leaves it out
+    assert main([*argv, "--mlflow", "--mlflow-experiment", "pages", "--no-mlflow-report"]) == 0
+    runs = store.search_runs([experiment.experiment_id], order_by=["attributes.start_time DESC"])
+    paths = [a.path for a in store.list_artifacts(runs[0].info.run_id, "receval")]
+    assert "receval/result.json" in paths and "receval/report.html" not in paths
+    # a comparison's report: its own comparison, with curves
+    code = main(
+        [
+            *("compare", str(truth), str(recs), str(other), "--names", "a,b", "-m", "ap@3"),
+            *("--n-resamples", "50", "--mlflow", "--mlflow-experiment", "cmp", "-q"),
+        ]
+    )
+    assert code == 0
+    experiment = store.get_experiment_by_name("cmp")
+    (parent,) = [
+        r
+        for r in store.search_runs([experiment.experiment_id])
+        if "mlflow.parentRunId" not in r.data.tags
+    ]
+    page = _artifact(store, parent.info.run_id, "receval/report.html", tmp_path / "c").read_text()
+    logged = json.loads(
+        _artifact(store, parent.info.run_id, "receval/comparison.json", tmp_path / "c").read_text()
+    )
+    assert "curve-ap" in page and f"{logged['metrics']['ap@3']['systems']['a']['mean']:.4f}" in page
+    capsys.readouterr()
+    code = main([*argv, "--no-mlflow-report"])
+    assert code == 2 and "--no-mlflow-report goes with --mlflow" in capsys.readouterr().err
+
+
 def test_cli_without_mlflow_exits_2_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -391,6 +459,8 @@ def test_wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             assert run.summary[tracker_name(name)] == value
         assert run.summary["counts.users_evaluated"] == 3
         assert run.config["ties"] == "item"
+        assert res.log_wandb(run, prefix="method/") is run
+        assert run.summary["method/ap_at_3"] == res.summary["ap@3"]
         cmp = _comparison()
         receval.log_wandb(cmp, run, prefix="cmp/")
         assert run.summary["cmp/b/ap_at_3"] == cmp.results["b"].summary["ap@3"]

@@ -412,6 +412,14 @@ MlflowRunName = Annotated[
         rich_help_panel=_TRACKING,
     ),
 ]
+MlflowNoReport = Annotated[
+    bool,
+    typer.Option(
+        "--no-mlflow-report",
+        help="with --mlflow: leave out the HTML report (its curves read the lists once more)",
+        rich_help_panel=_TRACKING,
+    ),
+]
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -453,13 +461,20 @@ def _write_atomic(path: Path, write: Any) -> None:
     atomic_write(path, write)
 
 
-def _mlflow_ready(on: bool, experiment: str | None, run_name: str | None) -> None:
+def _mlflow_ready(
+    on: bool, experiment: str | None, run_name: str | None, no_report: bool = False
+) -> None:
     """Exit 2 before any work if --mlflow cannot log (mlflow not installed) or an
     --mlflow-* flag comes without --mlflow."""
     if not on:
-        if experiment is not None or run_name is not None:
-            flag = "--mlflow-experiment" if experiment is not None else "--mlflow-run-name"
-            raise ReceValError(f"{flag} goes with --mlflow")
+        given = {
+            "--mlflow-experiment": experiment is not None,
+            "--mlflow-run-name": run_name is not None,
+            "--no-mlflow-report": no_report,
+        }
+        for flag, is_given in given.items():
+            if is_given:
+                raise ReceValError(f"{flag} goes with --mlflow")
         return
     try:
         import mlflow  # noqa: F401
@@ -468,9 +483,15 @@ def _mlflow_ready(on: bool, experiment: str | None, run_name: str | None) -> Non
 
 
 def _log_mlflow(
-    obj: Any, on: bool, experiment: str | None, run_name: str | None, quiet: bool
+    obj: Any,
+    on: bool,
+    experiment: str | None,
+    run_name: str | None,
+    quiet: bool,
+    page: Any = None,
 ) -> None:
-    """--mlflow: log ``obj`` (receval.analysis.tracking.log_mlflow) and say where."""
+    """--mlflow: log ``obj`` (receval.analysis.tracking.log_mlflow), with the
+    HTML report ``page`` when there is one, and say where."""
     if not on:
         return
     from mlflow.exceptions import MlflowException
@@ -478,7 +499,8 @@ def _log_mlflow(
     from receval.analysis.tracking import log_mlflow
 
     try:
-        run_id = log_mlflow(obj, experiment=experiment, run_name=run_name)
+        report = page if page is not None else True
+        run_id = log_mlflow(obj, experiment=experiment, run_name=run_name, report=report)
     except MlflowException as exc:  # e.g. a tracking server that cannot be reached
         raise ReceValError(f"--mlflow: MLflow refused: {exc.message}") from None
     if not quiet:
@@ -709,16 +731,15 @@ def evaluate(
     mlflow: MlflowFlag = False,
     mlflow_experiment: MlflowExperiment = None,
     mlflow_run_name: MlflowRunName = None,
+    no_mlflow_report: MlflowNoReport = False,
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     from receval.evaluation.api import evaluate as run
 
     metrics = _metrics(metric, k)
-    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name)
+    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
     if engine is Engine.spark:
-        if mlflow:
-            raise ReceValError("--mlflow is not available with --engine spark yet")
         _evaluate_spark(
             recs_path,
             truth_path,
@@ -739,6 +760,7 @@ def evaluate(
             user_groups=user_groups,
             remove_seen=remove_seen,
             quiet=quiet,
+            mlflow=(mlflow_experiment, mlflow_run_name) if mlflow else None,
         )
         return
     if master is not None:
@@ -798,6 +820,9 @@ def evaluate(
         if removed and info is recs_info:  # rows removed: rows are no longer the file's lines
             raise exc.located(source=recs_info.path) from None
         raise info.locate(exc) from None
+    page = None
+    if mlflow and not no_mlflow_report:  # before the CLI's own parameters are added
+        page = _result_report(result, recs, truth, recs_table, truth_table, options, extra, quiet)
     result.parameters.update({c: getattr(options, c) for c in _COLUMN_NAMES})
     if removed is not None:
         result.parameters["remove_seen"] = True
@@ -817,7 +842,42 @@ def evaluate(
         else:
             _write_atomic(per_user, lambda p: _per_user_csv(frame, p))
     out.print(_render(result, Output.json if as_json else output), markup=False)
-    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet)
+    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
+
+
+def _result_report(
+    result: Any,
+    recs: Path,
+    truth: Path,
+    recs_table: Any,
+    truth_table: Any,
+    options: EvalOptions,
+    extra: Mapping[str, Any],
+    quiet: bool,
+) -> Any:
+    """``evaluate --mlflow``: the HTML report of the one system evaluated
+    (:func:`receval.report`), its leaderboard drawn from ``result`` (means
+    without bootstrap intervals: those are ``receval report``'s, with
+    ``--n-resamples``); its curves evaluate the lists once more."""
+    from receval.analysis.compare import compare as compare_runs
+    from receval.analysis.report import report as make_report
+
+    name = recs.stem or "recommendations"
+    inputs = {k: v for k, v in extra.items() if k != "user_groups"}
+    opts = _without_columns(options)
+    with _status("computing the report", quiet):
+        cmp = compare_runs(
+            {name: result}, truth_table, result.metrics, ci="none", options=opts, **inputs
+        )
+        return make_report(
+            {name: recs_table},
+            truth_table,
+            comparison=cmp,
+            title=f"receval evaluate {recs.name}",
+            provenance={"recommendations": str(recs), "truth": str(truth)},
+            options=opts,
+            **inputs,
+        )
 
 
 def _evaluate_spark(
@@ -835,10 +895,13 @@ def _evaluate_spark(
     remove_seen: bool,
     quiet: bool,
     user_groups: str | None = None,
+    mlflow: tuple[str | None, str | None] | None = None,
 ) -> None:
     """``evaluate --engine spark``: the files read by Spark, evaluated on its
     session (:mod:`receval.evaluation.spark`); errors name the file and the
-    user (a Spark row has no line number)."""
+    user (a Spark row has no line number). ``mlflow``: (experiment, run name)
+    of ``--mlflow`` (the result is logged without an HTML report: its curves
+    read the lists in this process)."""
     from receval.evaluation.api import evaluate as run
 
     if remove_seen:
@@ -899,6 +962,8 @@ def _evaluate_spark(
         with _status(f"writing {per_user} with Spark", quiet):
             engine.write_per_user(result.per_user_spark, per_user)
     out.print(_render(result, output), markup=False)
+    if mlflow is not None:
+        _log_mlflow(result, True, *mlflow, quiet)
 
 
 def _per_user_csv(frame: Any, path: Path) -> None:
@@ -1253,13 +1318,14 @@ def compare(
     mlflow: MlflowFlag = False,
     mlflow_experiment: MlflowExperiment = None,
     mlflow_run_name: MlflowRunName = None,
+    no_mlflow_report: MlflowNoReport = False,
     quiet: Quiet = False,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
     from receval.analysis.compare import compare as run
 
     metrics = _metrics(metric, k)
-    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name)
+    _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
     truth_table, tables, extra, locate = _runs_and_items(
         truth,
         runs,
@@ -1279,7 +1345,16 @@ def compare(
         out.print(result.to_csv(), markup=False)
     else:
         out.print(_render(result, output), markup=False)
-    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet)
+    page = None
+    if mlflow and not no_mlflow_report:  # the report of this comparison: curves added
+        from receval.analysis.report import report as make_report
+
+        inputs = {k: v for k, v in extra.items() if k != "user_groups"}
+        with _status("computing the report", quiet):
+            page = make_report(
+                tables, truth_table, comparison=result, options=settings["options"], **inputs
+            )
+    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
 
 
 @command()

@@ -130,17 +130,22 @@ class Accumulator:
         """Evaluate a batch of dense scores (batch × items): each row a user,
         each column an item (its index is its id).
 
-        ``scores`` and ``targets`` are anything with ``__array__`` (NumPy, a
-        CPU tensor); ``targets`` holds grades (0: not relevant) or booleans;
-        ``exclude`` (boolean, same shape) marks items never to recommend (seen
-        items): they are left out of the lists. Only the top k of each row is
-        kept (k the largest cut-off; the whole row for a metric without one),
+        ``scores`` and ``targets`` are NumPy arrays, PyTorch tensors (on any
+        device: the top k is chosen there, and only it leaves the device),
+        anything with ``__array__``, or any DLPack array (``__dlpack__``: CuPy,
+        JAX, ...; taken without a copy, on the host by NumPy, on a device by
+        PyTorch, which must then be installed); ``targets`` holds grades (0:
+        not relevant) or booleans; ``exclude`` (boolean, same shape) marks
+        items never to recommend (seen items): they are left out of the lists.
+        Only the top k of each row is kept (k the largest cut-off; the whole
+        row for a metric without one),
         chosen by partial selection, ties by item id ascending as
         :func:`receval.evaluate` breaks them. ``users``: the rows' user ids
         (default: 0, 1, 2, ... across this accumulator's batches so far; give
         them when accumulators of several workers are merged, or their users
         collide).
         """
+        scores, targets, exclude = (_adopt(x, name) for x, name in _named(scores, targets, exclude))
         shape = tuple(getattr(scores, "shape", np.shape(scores)))
         if len(shape) != 2 or tuple(getattr(targets, "shape", np.shape(targets))) != shape:
             raise ReceValError(
@@ -218,6 +223,35 @@ class Accumulator:
 
 def _is_torch(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "torch"
+
+
+#: DLPack's device type of the host's memory (``kDLCPU``)
+_DLPACK_CPU = 1
+
+
+def _named(scores: Any, targets: Any, exclude: Any) -> list[tuple[Any, str]]:
+    return [(scores, "scores"), (targets, "targets"), (exclude, "exclude")]
+
+
+def _adopt(obj: Any, name: str) -> Any:
+    """``obj`` as the selection takes it: a DLPack array without ``__array__``
+    (CuPy, JAX, ...) becomes, without a copy, a NumPy array when it lives on
+    the host and a PyTorch tensor on its device otherwise; anything else stays."""
+    if obj is None or _is_torch(obj) or hasattr(obj, "__array__"):
+        return obj
+    if not hasattr(obj, "__dlpack__"):
+        return obj
+    device = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else _DLPACK_CPU
+    if int(device) == _DLPACK_CPU:
+        return np.from_dlpack(obj)
+    try:
+        import torch
+    except ImportError:
+        raise ReceValError(
+            f"{name} live on a device (DLPack device type {int(device)}): the top k is chosen "
+            'there by PyTorch (pip install "receval[torch]"), or copy them to the host first'
+        ) from None
+    return torch.from_dlpack(obj)
 
 
 def _select(

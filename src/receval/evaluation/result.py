@@ -158,6 +158,104 @@ class Result:
         """:meth:`to_dict` as JSON text (NaN written as null)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
+    def tracking_payload(
+        self, prefix: str = "", per_user: bool = False, step: int | None = None
+    ) -> Any:
+        """What a tracker logs for this result (a
+        :class:`receval.evaluation.tracking.Payload`): the means, the counts
+        (numbers), the parameters, and the files ``result.json``, ``result.md``,
+        ``counts.json``, ``parameters.json`` (and ``per_user.parquet`` with
+        ``per_user=True``), names after ``prefix``."""
+        from receval.evaluation.tracking import Payload
+
+        files: dict[str, str | bytes] = {
+            "result.json": self.to_json(),
+            "result.md": self.to_markdown(),
+            "counts.json": json.dumps(clean(self.counts), indent=2),
+            "parameters.json": json.dumps(clean(self.parameters), indent=2, default=str),
+        }
+        if per_user:
+            import io
+
+            buffer = io.BytesIO()
+            self.per_user.reset_index().to_parquet(buffer, index=False)
+            files["per_user.parquet"] = buffer.getvalue()
+        return Payload(
+            self.summary, self.counts, clean(self.parameters), files, prefix=prefix, step=step
+        )
+
+    def log_mlflow(
+        self,
+        *,
+        run_id: str | None = None,
+        nested: bool = False,
+        prefix: str = "",
+        report: Any = None,
+        per_user: bool = False,
+        step: int | None = None,
+        experiment: str | None = None,
+        run_name: str | None = None,
+    ) -> str:
+        """Log this result to MLflow; returns the id of the run logged into.
+
+        The same as :func:`receval.log_mlflow` (``receval.log_mlflow(res)``):
+        the means as metrics (``ndcg@10`` → ``ndcg_at_10``), ``counts.*``, the
+        options as params, and ``receval/result.json``, ``result.md``,
+        ``counts.json``, ``parameters.json``, ``names.json`` as artifacts, into
+        ``run_id``, else the active run, else a new run in ``experiment``
+        (ended here); ``nested=True``: a child of that run. ``report``: a
+        :class:`~receval.Report` (or its HTML) logged as ``receval/report.html``.
+        ``per_user=True`` adds ``per_user.parquet``; ``step`` is the metrics'
+        step (an epoch in a training loop).
+
+        Raises:
+            ReceValError: mlflow is not installed (``pip install "receval[mlflow]"``).
+
+        Example:
+            >>> import mlflow, receval                                   # doctest: +SKIP
+            >>> with mlflow.start_run():                                 # doctest: +SKIP
+            ...     receval.evaluate(recs, truth, "ndcg@10").log_mlflow()
+        """
+        from receval.evaluation.tracking import html_of, log_result_mlflow
+
+        html = html_of(report)
+        payload = self.tracking_payload(prefix, per_user, step)  # checked before a run
+        extra = {"report.html": html} if html is not None else {}
+        return log_result_mlflow(
+            payload,
+            extra,
+            run_id=run_id,
+            nested=nested,
+            experiment=experiment,
+            run_name=run_name,
+        )
+
+    def log_wandb(
+        self,
+        run: Any = None,
+        *,
+        prefix: str = "",
+        report: Any = None,
+        per_user: bool = False,
+        step: int | None = None,
+    ) -> Any:
+        """Log this result to Weights & Biases; returns the run. The same as
+        :func:`receval.log_wandb`: into ``run``, else ``wandb.run``, else a new
+        run (``WANDB_MODE=offline`` for an offline one), finished here.
+
+        Raises:
+            ReceValError: wandb is not installed (``pip install wandb``).
+
+        Example:
+            >>> receval.evaluate(recs, truth, "ndcg@10").log_wandb()      # doctest: +SKIP
+        """
+        from receval.evaluation.tracking import html_of, log_result_wandb
+
+        html = html_of(report)
+        payload = self.tracking_payload(prefix, per_user, step)
+        extra = {"report.html": html} if html is not None else {}
+        return log_result_wandb([("", payload)], extra, run, prefix=prefix, step=step)
+
     def _rows(self, digits: int) -> list[tuple[str, str, str]]:
         frame = self.to_frame()
         return [
