@@ -7,6 +7,7 @@ counts); dense scores go through partial selection with evaluate's tie rule.
 
 from __future__ import annotations
 
+import importlib
 import pickle
 import sys
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_errors_say_what_to_do() -> None:
     acc = receval.Accumulator(["ndcg@10"])
     acc.update(recs[recs["user"] < 30], truth[truth["user"] < 30])
     acc.update(recs[recs["user"] >= 20], truth[truth["user"] >= 30])
-    with pytest.raises(ReceValError, match="came in two batches"):
+    with pytest.raises(ReceValError, match=r"^user 20 came in two batches"):
         acc.compute()
     with pytest.raises(ReceValError, match="max_grade"):
         receval.Accumulator(["err@10"]).update(recs, truth)
@@ -242,3 +243,100 @@ def test_dlpack_arrays_on_a_device_need_torch(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     with pytest.raises(ReceValError, match=r"scores live on a device \(DLPack device type 2\)"):
         receval.Accumulator(["ndcg@2"]).update_scores(on_gpu, np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_the_documented_lightning_module_runs(
+    devices: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/training.md's Lightning module, as written, validated by a real
+    Trainer on the CPU: one device, and two DDP processes (``ddp_spawn``: the
+    gather of the exact state runs on a real process group)."""
+    torch = pytest.importorskip("torch")
+    lightning = pytest.importorskip("lightning")
+    from torch.utils.data import DataLoader, TensorDataset
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "training.md").read_text()
+    code = text.split("```python\n")[2].split("```", 1)[0]
+    assert code.startswith("class Model(lightning.LightningModule)")
+    # a module of its own, so that the spawned workers can import the class
+    module = "\n".join(["import functools", "import lightning", "import torch", "import receval"])
+    module += (
+        "\n\n"
+        + code
+        + (
+            "\n\nclass Scored(Model):\n"
+            "    def __init__(self, weights):\n"
+            "        super().__init__()\n"
+            "        self.scores = torch.nn.Embedding.from_pretrained(weights)\n\n"
+            "    def forward(self, users):\n"
+            "        return self.scores(users)\n"
+        )
+    )
+    (tmp_path / "documented_lightning.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    documented = importlib.import_module("documented_lightning")
+
+    torch.manual_seed(1)
+    n_users, n_items = 32, 40
+    weights = torch.randn(n_users, n_items)
+    targets = (torch.rand(n_users, n_items) < 0.15).float()
+    seen = (torch.rand(n_users, n_items) < 0.1) & (targets == 0)
+    trainer = lightning.Trainer(
+        accelerator="cpu",
+        devices=devices,
+        strategy="ddp_spawn" if devices > 1 else "auto",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(tmp_path),
+    )
+    loader = DataLoader(TensorDataset(torch.arange(n_users), targets, seen), batch_size=8)
+    (got,) = trainer.validate(documented.Scored(weights), loader, verbose=False)
+    rows = []
+    for u in range(n_users):
+        order = sorted(
+            (j for j in range(n_items) if not seen[u, j]), key=lambda j: (-float(weights[u, j]), j)
+        )
+        rows += [(u, j, r + 1) for r, j in enumerate(order[:20])]
+    tu, ti = np.nonzero(targets.numpy())
+    want = receval.evaluate(
+        pd.DataFrame(rows, columns=["user", "item", "rank"]),
+        pd.DataFrame({"user": tu, "item": ti}),
+        ["ndcg@10", "recall@20"],
+    )
+    # Lightning keeps a logged number as a float32 tensor: receval's float64, rounded
+    assert got == {m: float(np.float32(v)) for m, v in want.summary.items()}
+
+
+def test_torchmetrics_retrieval_metrics_are_receval_defaults_with_ap_over_hits() -> None:
+    """docs/training.md's account of torchmetrics, checked against it: on
+    scores without ties and users with at least one relevant item, its nDCG,
+    recall, precision and MRR at k are receval's defaults and its MAP@k is
+    ``ap@k[denominator=hits]``, up to its float32."""
+    torch = pytest.importorskip("torch")
+    retrieval = pytest.importorskip("torchmetrics.retrieval")
+    gen = torch.Generator().manual_seed(3)
+    m, n, k = 50, 80, 10
+    scores = torch.randn(m, n, generator=gen)  # continuous: no ties
+    targets = torch.rand(m, n, generator=gen) < 0.08
+    targets[torch.arange(m), torch.randint(0, n, (m,), generator=gen)] = True  # R >= 1
+    acc = receval.Accumulator(
+        [f"ndcg@{k}", f"recall@{k}", f"precision@{k}", f"rr@{k}", f"ap@{k}[denominator=hits]"]
+    )
+    acc.update_scores(scores, targets)
+    ours = list(acc.compute().summary.values())
+    theirs = []
+    indexes = torch.arange(m).repeat_interleave(n)
+    for kind in ("RetrievalNormalizedDCG", "RetrievalRecall", "RetrievalPrecision"):
+        metric = getattr(retrieval, kind)(top_k=k)
+        theirs.append(float(metric(scores.reshape(-1), targets.reshape(-1), indexes=indexes)))
+    for kind in ("RetrievalMRR", "RetrievalMAP"):
+        metric = getattr(retrieval, kind)(top_k=k)
+        theirs.append(float(metric(scores.reshape(-1), targets.reshape(-1), indexes=indexes)))
+    assert np.allclose(ours, theirs, rtol=0, atol=1e-6), (ours, theirs)
+    # and receval's own AP@k (divided by min(R, k)) is not torchmetrics' number here
+    own = receval.Accumulator([f"ap@{k}"])
+    own.update_scores(scores, targets)
+    assert abs(own.compute().summary[f"ap@{k}"] - theirs[-1]) > 1e-3

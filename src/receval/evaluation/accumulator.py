@@ -207,9 +207,12 @@ class Accumulator:
             every.astype(str) if every.dtype == object else every, return_counts=True
         )
         if (counts > 1).any():
+            user = found[counts > 1][0]
+            user = user.item() if isinstance(user, np.generic) else user
             raise ReceValError(
-                f"user {found[counts > 1][0]!r} came in two batches: each batch must hold "
-                "every row of its users"
+                f"user {user!r} came in two batches: each batch must hold every row of its "
+                "users, and each user come once (a distributed sampler that repeats users to "
+                "fill the last batch of every worker sends some twice)"
             )
         combiner = driver.Combiner(self._plan)
         for part in self._parts:
