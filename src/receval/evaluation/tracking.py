@@ -294,14 +294,21 @@ def mlflow_log(
     mlflow_files(client, run_id, {**payload.files, **extra}, folder_of(payload.names.prefix))
 
 
+def _write_files(folder: str, files: Mapping[str, str | bytes]) -> dict[str, Path]:
+    """Write ``files`` (name → text or bytes) into ``folder``; name → path."""
+    paths = {}
+    for name, content in files.items():
+        path = paths[name] = Path(folder) / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return paths
+
+
 def mlflow_files(client: Any, run_id: str, files: Mapping[str, str | bytes], folder: str) -> None:
     with tempfile.TemporaryDirectory(prefix="receval-mlflow-") as tmp:
-        for name, content in files.items():
-            path = Path(tmp) / name
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
+        _write_files(tmp, files)
         client.log_artifacts(run_id, tmp, folder)
 
 
@@ -438,12 +445,7 @@ def log_result_wandb(
         run.log(data, step=step)
         artifact = wandb.Artifact(f"receval-{run.id}", type="receval")
         with tempfile.TemporaryDirectory(prefix="receval-wandb-") as tmp:
-            for name, content in files.items():
-                path = Path(tmp) / name
-                if isinstance(content, bytes):
-                    path.write_bytes(content)
-                else:
-                    path.write_text(content, encoding="utf-8")
+            for name, path in _write_files(tmp, files).items():
                 artifact.add_file(str(path), name=f"{folder_of(prefix)}/{name}")
             run.log_artifact(artifact)
             if own:
