@@ -3,7 +3,8 @@
     python benchmarks/spark_floor.py --users 100000 --repeat 3
 
 On the workload of ``benchmarks/spark.py`` (``workload.py``; generated under
-``--data``/<users> if missing) and a ``local[2]`` session like its own, one
+``--data``/<users> if missing) and its session (``--master``, default
+``local[2]``; ``--driver-memory``; ``--conf KEY=VALUE``), one
 warm session, each plan run ``--repeat`` times after one untimed run. Every
 plan reads both Parquet files and puts the rows of a user together as the
 engine does (the recommendations' (user, item, rank) and the truth's (user,
@@ -112,23 +113,16 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--data", default=str(HERE.parent / "bench-data"), help="workload folder")
+    ap.add_argument("--conf", action="append", help="extra Spark settings, KEY=VALUE")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import spark as bench  # benchmarks/spark.py: the same session as its runs
     import workload
-    from pyspark.sql import SparkSession
 
     folder = Path(args.data) / str(args.users)
     workload.ensure(args.users, folder)
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("receval-bench-spark-floor")
-        .config("spark.driver.memory", args.driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bench._session(args)
     print(f"{args.users:,} users, {args.master}, median of {args.repeat} (after one untimed run)")
     for name, plan in plans(spark, folder).items():
         plan()

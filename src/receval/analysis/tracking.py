@@ -23,6 +23,7 @@ from receval.errors import ReceValError
 from receval.evaluation.result import Result
 from receval.evaluation.tracking import (
     TAG_LENGTH,
+    Names,
     Payload,
     flat,
     folder_of,
@@ -139,7 +140,7 @@ def log_mlflow(
     }
     client = MlflowClient()
     with mlflow_run(mlflow, client, run_id, nested, experiment, run_name) as target:
-        parent = Payload({}, {}, {}, {}, prefix).names
+        parent = Names(prefix)
         for system, payload in systems.items():
             with mlflow_child(client, target, system) as child:
                 client.set_tag(child, "receval.system", system)
@@ -186,9 +187,10 @@ def log_wandb(
     if result is not None:
         return result.log_wandb(run, prefix=prefix, report=html, per_user=per_user, step=step)
     assert cmp is not None
+    heads = {s: f"{key_of(s)}/" for s in cmp.systems}
     parts = [
-        (f"{key_of(s)}/", cmp.results[s].tracking_payload(prefix + f"{key_of(s)}/", per_user, step))
-        for s in cmp.systems
+        (head, cmp.results[s].tracking_payload(prefix + head, per_user, step))
+        for s, head in heads.items()
     ]
     files = _comparison_files(cmp, html, report)
     return log_result_wandb(parts, files, run, prefix=prefix, step=step)

@@ -145,7 +145,8 @@ class Accumulator:
         them when accumulators of several workers are merged, or their users
         collide).
         """
-        scores, targets, exclude = (_adopt(x, name) for x, name in _named(scores, targets, exclude))
+        named = ((scores, "scores"), (targets, "targets"), (exclude, "exclude"))
+        scores, targets, exclude = (_adopt(x, name) for x, name in named)
         shape = tuple(getattr(scores, "shape", np.shape(scores)))
         if len(shape) != 2 or tuple(getattr(targets, "shape", np.shape(targets))) != shape:
             raise ReceValError(
@@ -230,10 +231,6 @@ def _is_torch(obj: Any) -> bool:
 
 #: DLPack's device type of the host's memory (``kDLCPU``)
 _DLPACK_CPU = 1
-
-
-def _named(scores: Any, targets: Any, exclude: Any) -> list[tuple[Any, str]]:
-    return [(scores, "scores"), (targets, "targets"), (exclude, "exclude")]
 
 
 def _adopt(obj: Any, name: str) -> Any:

@@ -216,14 +216,13 @@ class Result:
             >>> with mlflow.start_run():                                 # doctest: +SKIP
             ...     receval.evaluate(recs, truth, "ndcg@10").log_mlflow()
         """
-        from receval.evaluation.tracking import html_of, log_result_mlflow
+        from receval.evaluation.tracking import log_result_mlflow, report_files
 
-        html = html_of(report)
+        files = report_files(report)
         payload = self.tracking_payload(prefix, per_user, step)  # checked before a run
-        extra = {"report.html": html} if html is not None else {}
         return log_result_mlflow(
             payload,
-            extra,
+            files,
             run_id=run_id,
             nested=nested,
             experiment=experiment,
@@ -249,12 +248,11 @@ class Result:
         Example:
             >>> receval.evaluate(recs, truth, "ndcg@10").log_wandb()      # doctest: +SKIP
         """
-        from receval.evaluation.tracking import html_of, log_result_wandb
+        from receval.evaluation.tracking import log_result_wandb, report_files
 
-        html = html_of(report)
+        files = report_files(report)
         payload = self.tracking_payload(prefix, per_user, step)
-        extra = {"report.html": html} if html is not None else {}
-        return log_result_wandb([("", payload)], extra, run, prefix=prefix, step=step)
+        return log_result_wandb([("", payload)], files, run, prefix=prefix, step=step)
 
     def _rows(self, digits: int) -> list[tuple[str, str, str]]:
         frame = self.to_frame()

@@ -54,10 +54,10 @@ from receval.errors import MetricError, ReceValError
 from receval.metrics.spec import parse_metric
 
 __all__ = [
+    "Names",
     "Payload",
     "flat",
     "folder_of",
-    "html_of",
     "import_tracker",
     "key_of",
     "log_result_mlflow",
@@ -66,6 +66,7 @@ __all__ = [
     "mlflow_files",
     "mlflow_log",
     "mlflow_run",
+    "report_files",
     "tracker_name",
 ]
 
@@ -169,7 +170,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-class _Names:
+class Names:
     """receval name → logged name for one run; refuses two names landing on one."""
 
     def __init__(self, prefix: str) -> None:
@@ -213,7 +214,7 @@ class Payload:
         prefix: str = "",
         step: int | None = None,
     ) -> None:
-        self.names = _Names(prefix)
+        self.names = Names(prefix)
         self.metrics: dict[str, float] = {}
         for m, v in summary.items():
             self.metrics[self.names.add("metrics", m, tracker_name(m))] = float(v)
@@ -376,19 +377,18 @@ def mlflow_child(client: Any, parent: str, name: str) -> Iterator[str]:
         client.set_terminated(child.info.run_id, status)
 
 
-def html_of(report: Any) -> str | None:
-    """The HTML page of ``report``: a :class:`~receval.Report` (its ``.html``),
-    the page's text itself, or None (None, False or True: no page given)."""
+def report_files(report: Any) -> dict[str, str]:
+    """The HTML page to attach, as files: ``{"report.html": page}`` for a
+    :class:`~receval.Report` (its ``.html``) or the page's text itself, ``{}``
+    for None, False or True (no page given)."""
     if report is None or isinstance(report, bool):
-        return None
-    if isinstance(report, str):
-        return report
-    html = getattr(report, "html", None)
+        return {}
+    html = report if isinstance(report, str) else getattr(report, "html", None)
     if not isinstance(html, str):
         raise ReceValError(
             f"report=: a receval Report or its HTML text; got {type(report).__name__}"
         )
-    return html
+    return {"report.html": html}
 
 
 def log_result_mlflow(
