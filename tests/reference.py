@@ -16,6 +16,7 @@ Conventions (SPEC §1, §2.4):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -820,13 +821,26 @@ def ref_metric(
 MetricSpecs = Mapping[str, tuple[str, int | None, Mapping[str, Any]]]
 
 
+def id_key(value: Any) -> tuple[int, Any]:
+    """The id order of ``ties="item"``, literally: integers (ints, and strings
+    that are an integer literal within int64 under the text rule, #30) first,
+    numerically, then text by code point."""
+    if isinstance(value, str) and re.fullmatch(r"-?(0|[1-9][0-9]*)", value):
+        number = int(value)
+        if -(2**63) <= number < 2**63:
+            return (0, number)
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return (0, value)
+    return (1, str(value))
+
+
 def _tie_order(pairs: list[tuple[Any, float]], ties: str) -> list[tuple[Any, float]]:
     """Pairs in the order equal scores take under a tie rule (then sorted stably by score)."""
     if ties == "input":
         return pairs
     as_str = ties in ("item_str", "item_str_desc")
     desc = ties in ("item_desc", "item_str_desc")
-    return sorted(pairs, key=lambda p: str(p[0]) if as_str else p[0], reverse=desc)
+    return sorted(pairs, key=lambda p: str(p[0]) if as_str else id_key(p[0]), reverse=desc)
 
 
 def lists_from_rows(

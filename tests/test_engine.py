@@ -54,11 +54,17 @@ def test_score_ties_break_by_item_id_ascending_numeric() -> None:
     assert receval.evaluate(recs, truth, "rr").summary["rr"] == 1.0
 
 
-def test_score_ties_break_by_item_id_ascending_code_point() -> None:
-    # as strings "10" < "9"
-    recs = pd.DataFrame({"user": ["a", "a"], "item": ["9", "10"], "score": [0.5, 0.5]})
-    assert receval.evaluate(recs, {"a": ["9"]}, "rr").summary["rr"] == 0.5
-    assert receval.evaluate(recs, {"a": ["10"]}, "rr").summary["rr"] == 1.0
+def test_score_ties_break_by_item_id_numbers_then_text_by_code_point() -> None:
+    # text by code point: "b10" < "b9"
+    recs = pd.DataFrame({"user": ["a", "a"], "item": ["b9", "b10"], "score": [0.5, 0.5]})
+    assert receval.evaluate(recs, {"a": ["b9"]}, "rr").summary["rr"] == 0.5
+    assert receval.evaluate(recs, {"a": ["b10"]}, "rr").summary["rr"] == 1.0
+    # digit strings are numbers (the text rule, #30): 9 < 10, as in a CSV file;
+    # numbers come before text whatever else the column holds
+    recs = pd.DataFrame({"user": ["a"] * 3, "item": ["b1", "10", "9"], "score": [0.5] * 3})
+    assert receval.evaluate(recs, {"a": ["9"]}, "rr").summary["rr"] == 1.0
+    assert receval.evaluate(recs, {"a": ["10"]}, "rr").summary["rr"] == 0.5
+    assert receval.evaluate(recs, {"a": ["b1"]}, "rr").summary["rr"] == pytest.approx(1 / 3)
 
 
 def test_rank_column_wins_over_score() -> None:
@@ -189,7 +195,7 @@ def test_undefined_values_are_counted() -> None:
 
 def test_ids_of_different_kinds_are_matched_as_strings() -> None:
     recs = pd.DataFrame({"user": [1, 2], "item": [10, 20], "score": [1.0, 1.0]})
-    truth = pd.DataFrame({"user": ["1", "2"], "item": [10, 21]})
+    truth = pd.DataFrame({"user": ["1", "2"], "item": ["10", "x21"]})
     res = receval.evaluate(recs, truth, "precision@1")
     assert res.summary["precision@1"] == 0.5
     assert any("matched as strings" in n for n in res.notes)

@@ -42,7 +42,7 @@ def ref_value(v: Any) -> int | str:
         assert math.isfinite(v)
         return int(v) if v.is_integer() and abs(v) <= 2**53 else repr(v)
     assert isinstance(v, str)
-    return v
+    return ref_text(v)  # a string is text, whatever the input (#30)
 
 
 def ref_text(t: str) -> int | str:
@@ -81,8 +81,9 @@ def ref_column(values: list[int | str]) -> list[int | str]:
         (np.float32(0.5), "0.5"),
         (True, "true"),
         (np.bool_(False), "false"),
-        ("1", "1"),
-        ("1.0", "1.0"),
+        ("1", 1),  # strings are read by the text rule (#30): "1" is 1 through every door
+        ("1.0", 1),
+        ("007", "007"),
         ("true", "true"),
     ],
 )

@@ -33,7 +33,13 @@ FIVE_RECS = {"u1": [1, 6, 8], "u2": [1, 2, 3, 4, 5], "u4": [1, 2, 3, 4]}
 FIVE_TRUTH = {"u1": [1, 2, 3, 4, 5, 6], "u2": [2, 4, 6], "u3": [2, 4, 6]}
 GRADED_TRUTH = {1: {1: 3, 2: 2, 3: 1, 4: 0}, 2: {7: 4}}
 TIES = pd.DataFrame({"user": 1, "item": [2, 5, 1, 3], "score": [0.9, 0.5, 0.5, 0.1]})
-STRINGS = pd.DataFrame({"user": ["x", "x", "y", "y"], "item": ["9", "10", "a", "B"], "score": 1.0})
+STRINGS = pd.DataFrame(
+    {
+        "user": ["x", "x", "y", "y", "z", "z", "z"],
+        "item": ["b9", "b10", "a", "B", "10", "9", "q"],
+        "score": 1.0,
+    }
+)
 RANKS = pd.DataFrame({"user": 1, "item": [3, 1, 2], "rank": [5, 2, 9]})
 
 #: case -> (recommendations, truth, keyword arguments of evaluate)
@@ -53,7 +59,7 @@ CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     "graded": ({1: [2, 5, 1, 3], 2: [7]}, GRADED_TRUTH, {}),
     "graded_t2": ({1: [2, 5, 1, 3], 2: [7]}, GRADED_TRUTH, {"threshold": 2}),
     "ties": (TIES, {1: {1: 3, 2: 2, 3: 1, 4: 0}}, {}),
-    "strings": (STRINGS, {"x": ["10"], "y": ["a"]}, {}),
+    "strings": (STRINGS, {"x": ["b10"], "y": ["a"], "z": ["10"]}, {}),
     "threshold0": ({1: [1, 2]}, {1: {1: 0, 2: 1}}, {"threshold": 0}),
     "ranks": (RANKS, {1: [2]}, {}),
     # trec_eval's judgments: item 3 judged non-relevant, 4 pooled but unjudged (a

@@ -212,11 +212,14 @@ def test_row_order_and_user_names_change_nothing(s: dict[str, Any], data: st.Dat
     recs2 = recs2.iloc[data.draw(st.permutations(range(len(recs2))))].reset_index(drop=True)
     truth2 = truth2.iloc[data.draw(st.permutations(range(len(truth2))))].reset_index(drop=True)
     other = receval.evaluate(recs2, truth2, metrics, **kwargs)
-    assert set(other.per_user.index) == {rename[u] for u in base.per_user.index}
-    for user in base.per_user.index:
-        for name in base.per_user.columns:
-            a = base.per_user.loc[user, name]
-            b = other.per_user.loc[rename[user], name]
+    # ids compared as written: a digit string is its integer (the text rule, #30)
+    named = {str(u): str(v) for u, v in rename.items()}
+    mine, theirs = base.per_user.rename(index=str), other.per_user.rename(index=str)
+    assert set(theirs.index) == {named[u] for u in mine.index}
+    for user in mine.index:
+        for name in mine.columns:
+            a = mine.loc[user, name]
+            b = theirs.loc[named[user], name]
             assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= EPS, (name, user)
     for name, mean in base.summary.items():
         got = other.summary[name]

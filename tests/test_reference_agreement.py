@@ -120,12 +120,13 @@ def same(got: float, expected: float) -> bool:
 
 def check(s: dict[str, Any], res: receval.Result, ref: dict[Any, dict[str, float]]) -> None:
     """Per-user values and means of ``res`` are those of the reference."""
-    table = res.per_user
-    assert set(table.index) == set(ref), (sorted(map(str, table.index)), sorted(map(str, ref)))
+    # users compared as written: "10" is the integer 10 (the text rule, #30)
+    table = res.per_user.rename(index=str)
+    assert set(table.index) == set(map(str, ref)), (sorted(table.index), sorted(map(str, ref)))
     for metric in s["metrics"]:
         column = str(receval.parse_metric(metric))
         for user, row in ref.items():
-            got = float(table.loc[user, column])
+            got = float(table.loc[str(user), column])
             assert same(got, row[metric]), f"{metric} user {user!r}: {got} != {row[metric]}"
     for metric, mean in ref_means(ref).items():
         got = float(res.summary[str(receval.parse_metric(metric))])

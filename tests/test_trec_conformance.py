@@ -220,7 +220,8 @@ def test_measure_parameters_of_trec_eval(tmp_path: Path) -> None:
     res = receval.evaluate(recs, qrels, list(texts.values()), convention="trec_eval")
     for (measure, query), value in want.items():
         column = str(receval.parse_metric(texts[measure], conv.params))
-        got = res.summary[column] if query == "all" else res.per_user.loc[query, column]
+        per_user = res.per_user.rename(index=str)  # qids "301" are the integer 301 (#30)
+        got = res.summary[column] if query == "all" else per_user.loc[query, column]
         assert round(float(got), 4) == pytest.approx(value, abs=1e-9), (measure, query)
     assert len(names) == 20
 

@@ -10,19 +10,27 @@ depends on the value alone, never on its column or its neighbours:
   any other finite float → the string of Python's shortest ``repr``
   (``11.5`` → ``"11.5"``); NaN and ±inf → an error naming the row;
 * booleans → ``"true"`` / ``"false"`` (never 1 / 0);
-* strings given in a typed input stay the string they are (never parsed);
+* strings, whatever the input (a CSV field, a pandas/Arrow/Spark string
+  column, a dict key, a TREC qid), are read by the *text rule* below, so the
+  same characters are the same id through every door: ``"7"`` is the integer
+  7 in a DataFrame of strings as in a CSV file (issue #30);
 * missing values (None, null, NaN, NaT) → an error naming the row.
 
-Text without types (CSV/TSV, MovieLens logs) is read by :func:`from_text`:
-an integer literal ``-?(0|[1-9][0-9]*)`` within int64 → that integer; a
-decimal or exponent literal (JSON's number grammar, e.g. ``1.0``, ``2e3``)
-whose exact value (not its nearest float) is whole with ``|x| <= 2**53`` →
-that integer; anything else stays
-the text as written (``"007"``, ``"11.5"``, ``"true"``,
+The text rule (:func:`from_text`, :func:`text_value`): an integer literal
+``-?(0|[1-9][0-9]*)`` within int64 → that integer; a decimal or exponent
+literal (JSON's number grammar, e.g. ``1.0``, ``2e3``) whose exact value
+(not its nearest float) is whole with ``|x| <= 2**53`` → that integer;
+anything else stays the text as written (``"007"``, ``"11.5"``, ``"true"``,
 ``"18446744073709551615"``).
 
 A *column* (an array of ids) is int64 when every canonical value is an
 integer, else object strings in which integers are their decimal strings.
+Under the text rule a string that is the decimal form of an int64 is always
+that integer, so in a column of strings such a value *is* an integer id:
+:func:`order_of` orders ids the same way whatever the column's kind
+(integers first, numerically, then text by code point), which is the tie
+order ``ties="item"``. How an id compares never depends on its neighbours,
+its batch, its partition or its input.
 When two columns to be matched differ in kind (:func:`unify`), the int64 side
 becomes strings, so ``1``, ``1.0`` and ``"1"`` all match then, and ``"11.5"``
 matches ``11.5``. Engines only ever see int64 or object-str arrays.
@@ -32,6 +40,10 @@ Example:
     [1, 2, 3]
     >>> canonical([1, 11.5, True, 2**64], "item", "truth").tolist()
     ['1', '11.5', 'true', '18446744073709551616']
+    >>> canonical(["7", "007", "u1"], "item", "truth").tolist()
+    ['7', '007', 'u1']
+    >>> canonical(["7", "12"], "item", "truth").tolist()
+    [7, 12]
     >>> from_text(pa.array(["1", "1.0", "2e1", "007"]), "item", "x.csv").tolist()
     ['1', '1', '20', '007']
 """
@@ -39,6 +51,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -52,6 +65,7 @@ from receval.errors import InputError
 
 __all__ = [
     "INT",
+    "NUMBER_LITERAL",
     "STR",
     "as_str",
     "canonical",
@@ -60,6 +74,8 @@ __all__ = [
     "distinct",
     "from_text",
     "kind",
+    "order_of",
+    "text_value",
     "unify",
 ]
 
@@ -76,6 +92,10 @@ _SHORT_INT_LITERAL = r"^-?(0|[1-9][0-9]{0,17})$"  # at most 18 digits: always in
 _NUMBER_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$"
 _WHOLE_DECIMAL = r"^-?(0|[1-9][0-9]*)\.0+$"
 _EXACT_INT = 2**53
+#: a number literal (JSON's grammar): the strings the text rule may read as integers
+NUMBER_LITERAL = _NUMBER_LITERAL
+_INT_RE = re.compile(_INT_LITERAL)
+_NUMBER_RE = re.compile(_NUMBER_LITERAL)
 
 
 def objects(values: Sequence[Any]) -> np.ndarray:
@@ -99,11 +119,11 @@ def canonical_value(value: Any) -> int | str:
     ValueError for a missing or non-finite value.
 
     Example:
-        >>> [canonical_value(v) for v in (7, 7.0, 7.5, False, "7", 2**70)]
-        [7, 7, '7.5', 'false', '7', '1180591620717411303424']
+        >>> [canonical_value(v) for v in (7, 7.0, 7.5, False, "7", "007", 2**70)]
+        [7, 7, '7.5', 'false', 7, '007', '1180591620717411303424']
     """
     if isinstance(value, str):
-        return value
+        return text_value(value)
     if value is None:
         raise ValueError("missing")
     if isinstance(value, (bool, np.bool_)):
@@ -131,6 +151,24 @@ def canonical_value(value: Any) -> int | str:
     return str(value)
 
 
+def text_value(text: str) -> int | str:
+    """One string under the text rule (see the module's rule).
+
+    >>> [text_value(t) for t in ("12", "-0", "1.0", "2e3", "007", "11.5", "x")]
+    [12, 0, 1, 2000, '007', '11.5', 'x']
+    """
+    if not text or not (text[0].isdigit() or text[0] == "-"):
+        return text
+    if _INT_RE.match(text):
+        v = int(text)
+        return v if _I64_MIN <= v <= _I64_MAX else text
+    if _NUMBER_RE.match(text):
+        d = Decimal(text)
+        if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
+            return int(d)
+    return text
+
+
 def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> np.ndarray:
     """Python objects, one by one (with fast paths for columns of one type)."""
     n = len(values)
@@ -138,7 +176,7 @@ def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> 
         return np.empty(0, dtype=np.int64)
     types = set(map(type, values))
     if types <= {str}:
-        return values if isinstance(values, np.ndarray) else objects(values)
+        return from_text(pa.array(values, type=pa.large_string()), role, source)
     if types <= {int, np.int64, np.int32, np.int16, np.int8}:
         try:
             return np.array(values, dtype=np.int64)
@@ -194,7 +232,7 @@ def _from_numpy(arr: np.ndarray, role: str, source: str) -> np.ndarray:
     if k == "f":
         return _from_floats(arr.astype(np.float64, copy=False), role, source)
     if k in "US":
-        return arr.astype(str).astype(object)
+        return from_text(pa.array(arr.astype(str), type=pa.large_string()), role, source)
     return _from_values(arr.astype(object, copy=False), role, source)
 
 
@@ -207,7 +245,7 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
         col = col.cast(typ.value_type)
         typ = col.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return col.to_numpy(zero_copy_only=False).astype(object, copy=False)
+        return from_text(col, role, source)
     if pa.types.is_integer(typ):
         return _from_numpy(col.to_numpy(), role, source)
     if pa.types.is_floating(typ):
@@ -265,6 +303,8 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
     if pc.all(short).as_py() is not False:
         return values.cast(pa.int64()).to_numpy() if n else np.empty(0, np.int64)
     text = values.to_numpy(zero_copy_only=False).astype(object)
+    if not pc.any(pc.match_substring_regex(values, _NUMBER_LITERAL)).as_py():
+        return text  # no value is a number: all text, as written
     ints = np.zeros(n, dtype=np.int64)
     is_int = short.to_numpy(zero_copy_only=False).astype(bool)
     if is_int.any():
@@ -368,3 +408,33 @@ def distinct(values: np.ndarray) -> np.ndarray:
     if len(out) > 1:
         out = out[np.r_[True, out[1:] != out[:-1]]]
     return out
+
+
+def order_of(ids: np.ndarray) -> np.ndarray:
+    """The permutation sorting ids in the id order: integers first,
+    numerically, then text by code point. For an object array of strings
+    the integers are the values in the decimal form of an int64 (under the
+    text rule no text id has that form), so the order of two ids depends on
+    the two values alone, never on the kind of the column they sit in.
+
+    >>> ids = np.array(["10", "9", "a", "-1", "007"], dtype=object)
+    >>> ids[order_of(ids)].tolist()
+    ['-1', '9', '10', '007', 'a']
+    """
+    if ids.dtype != object:
+        return np.argsort(ids, kind="stable")
+    arr = pa.array(ids, type=pa.large_string())
+    short = pc.match_substring_regex(arr, _SHORT_INT_LITERAL).to_numpy(zero_copy_only=False)
+    is_int = short.astype(bool)
+    values = np.zeros(len(ids), dtype=np.int64)
+    if is_int.any():
+        values[is_int] = arr.filter(pa.array(short)).cast(pa.int64()).to_numpy()
+    longer = pc.match_substring_regex(arr, _INT_LITERAL).to_numpy(zero_copy_only=False)
+    for i in np.flatnonzero(longer & ~is_int):  # 19+ digits: an int64 or text
+        v = int(ids[i])
+        if _I64_MIN <= v <= _I64_MAX:
+            values[i], is_int[i] = v, True
+    ints, text = np.flatnonzero(is_int), np.flatnonzero(~is_int)
+    return np.concatenate(
+        [ints[np.argsort(values[ints], kind="stable")], text[np.argsort(ids[text], kind="stable")]]
+    ).astype(np.int64)

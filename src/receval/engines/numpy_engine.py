@@ -19,7 +19,7 @@ import pandas as pd
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, option
-from receval.ids import distinct, sorted_runs, unify
+from receval.ids import distinct, order_of, sorted_runs, unify
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.spec import MetricSpec
@@ -185,8 +185,8 @@ def user_offsets(codes: np.ndarray, size: int) -> np.ndarray:
 
 #: Tie rules for equal scores: how each orders the items of one score.
 TIES = {
-    "item": "item id ascending (numbers numerically, strings by code point)",
-    "item_desc": "item id descending (numbers numerically, strings by code point)",
+    "item": "item id ascending (numbers numerically, then text by code point)",
+    "item_desc": "item id descending (the reverse of item)",
     "item_str": "item id ascending, compared as strings",
     "item_str_desc": "item id descending, compared as strings",
     "input": "the order of the rows as given",
@@ -195,7 +195,14 @@ TIES = {
 
 def _tie_key(rule: str, ri: np.ndarray, raw_items: np.ndarray) -> np.ndarray:
     """An int64 key per row: among equal scores, rows are put in ascending key order."""
-    if rule in ("item_str", "item_str_desc") and raw_items.dtype != object:
+    if rule in ("item", "item_desc") and raw_items.dtype == object:
+        # ids as strings (some input held text): the id order of each value
+        # (ids.order_of: integers numerically, then text), never the column's
+        found, first, inverse = np.unique(ri, return_index=True, return_inverse=True)
+        rank = np.empty(len(found), dtype=np.int64)
+        rank[order_of(raw_items[first])] = np.arange(len(found), dtype=np.int64)
+        ri = rank[inverse.reshape(-1)]
+    elif rule in ("item_str", "item_str_desc") and raw_items.dtype != object:
         # numbers ordered as strings: only the distinct ids are turned into text
         found, inverse = np.unique(raw_items, return_inverse=True)
         as_text = np.argsort(found.astype(str), kind="stable")
@@ -493,7 +500,8 @@ def _order_lists(
 ) -> _Rows:
     """The rows in list order (user, then rank or score descending and the tie
     rule); a rank given twice in one list is an error naming both rows."""
-    tie_key = ri if recs.rank is not None or ties == "item" else _tie_key(ties, ri, raw_items)
+    plain = recs.rank is not None or (ties == "item" and raw_items.dtype != object)
+    tie_key = ri if plain else _tie_key(ties, ri, raw_items)
     rows = _Rows(recs, ru, ri, _list_order(ru, tie_key, recs))
     if rows.order is not None and rows.rank is not None:
         r = rows.rank
@@ -703,6 +711,23 @@ def _ideal(
         iorder = np.argsort(iu * len(levels) + inv, kind="stable")
         iu, ig = iu[iorder], ig[iorder]
     return ig, user_offsets(iu, n_users)
+
+
+def binary_grades(grades: np.ndarray, cut: float | None) -> np.ndarray:
+    """Grades read as binary relevance (``graded=False``, the reading of tools
+    that see no grades): every truth row relevant (grade 1) when ``cut`` is
+    None, else the rows graded >= ``cut`` (1) and the others judged
+    non-relevant (0), as a tool given only the rows that pass the threshold
+    would see them. A negative grade (an unjudged item) stays as it is.
+
+    >>> binary_grades(np.array([5.0, 3.0, -1.0]), 4.0).tolist()
+    [1.0, 0.0, -1.0]
+    >>> binary_grades(np.array([5.0, 0.0]), None).tolist()
+    [1.0, 1.0]
+    """
+    if cut is None:
+        return np.ones(len(grades))
+    return np.where(grades < 0, grades, (grades >= cut).astype(np.float64))
 
 
 def _max_grade(grades: np.ndarray) -> float:
