@@ -46,6 +46,7 @@ from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io.columns import RECS, TRAIN, TRUTH, resolve
+from receval.io.spark_files import format_of, read  # the readers live with the others
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext, TrainPairs
 from receval.metrics.spec import MetricSpec
@@ -149,7 +150,7 @@ def evaluate_spark(
     cols = opts.columns()
     r, rfound = _roles(recs, cols, RECS, "recommendations")
     t, tfound = _roles(truth, cols, TRUTH, "truth")
-    graded = opts.graded and "relevance" in tfound
+    graded = (opts.graded or opts.grade_cut is not None) and "relevance" in tfound
     if "relevance" in tfound and not graded:
         t = t.drop("relevance")
     text = {
@@ -177,7 +178,7 @@ def evaluate_spark(
             r = r.withColumn(role, F.col(role).cast("string"))
             t = t.withColumn(role, F.col(role).cast("string"))
     max_grade = 1.0
-    if graded:
+    if graded and opts.graded:
         top = t.agg(F.max("relevance")).first()[0]
         max_grade = 1.0 if top is None else float(top)
     plan = driver.Plan(
@@ -198,7 +199,7 @@ def evaluate_spark(
     # no faster at 1M users, 2.5x the memory; benchmarks/README.md.)
     grouped = both.repartition(partitions, "user") if partitions else both.repartition("user")
     parts_df = grouped.mapInArrow(
-        _partition_function(plan, recs_columns, truth_columns, kinds, graded, cells),
+        _partition_function(plan, recs_columns, truth_columns, kinds, cells),
         "part binary",
     )
     groups = None if cells is None else driver.GroupCombiners(plan, cells)
@@ -223,7 +224,7 @@ def evaluate_spark(
     )
     res.per_user = None  # collected from per_user_spark when first read
     res.per_user_spark = grouped.mapInArrow(
-        _per_user_function(plan, recs_columns, truth_columns, kinds, graded, names), schema
+        _per_user_function(plan, recs_columns, truth_columns, kinds, names), schema
     )
     res.parameters["engine"] = "spark"
     res.parameters["partitions"] = len(rows)  # partitions holding users
@@ -275,7 +276,6 @@ def _pair_of(
     recs_columns: list[tuple[str, str]],
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
-    graded: bool,
     negative_grades: str = "error",
 ) -> Pair:
     """A partition's rows as the in-process engine's input."""
@@ -284,8 +284,6 @@ def _pair_of(
     tt = _as_roles(table.filter(pc.equal(side, 1)), truth_columns)
     rdata = read_recs(rt, Columns(), "recommendations", kinds)
     tdata = read_truth(tt, Columns(), "truth", kinds, negative_grades)
-    if not graded:
-        tdata.grades = np.ones(len(tdata.grades))
     return Pair(rdata, tdata, int, int, rdata.rows)
 
 
@@ -344,14 +342,13 @@ def _partition_function(
     recs_columns: list[tuple[str, str]],
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
-    graded: bool,
     cells: driver.UserCells | None = None,
 ) -> Any:
     """What each partition runs: its rows → one pickled Part (or the error it
     met); with ``cells``, the Part and the Part of each of its cells."""
 
     def evaluate(table: pa.Table) -> Any:
-        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded, plan.negative_grades)
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, plan.negative_grades)
         if cells is not None:
             return driver.evaluate_cells(_with_train(plan, table), pair, cells, False)
         return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
@@ -374,7 +371,6 @@ def _per_user_function(
     recs_columns: list[tuple[str, str]],
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
-    graded: bool,
     names: list[str],
 ) -> Any:
     """What each partition runs for the per-user values: one row per user."""
@@ -383,7 +379,7 @@ def _per_user_function(
         table = table_of(batches)
         if table is None:
             return
-        pair = _pair_of(table, recs_columns, truth_columns, kinds, graded, plan.negative_grades)
+        pair = _pair_of(table, recs_columns, truth_columns, kinds, plan.negative_grades)
         part = driver.evaluate_pair(_with_train(plan, table), pair, keep_values=True)
         assert part.values is not None
         users, values, _ = part.values
@@ -434,28 +430,7 @@ def without_rows(exc: ReceValError) -> ReceValError:
     return exc
 
 
-# -- files read by Spark (the command line's --engine spark) ----------------------------------
-
-#: file suffix -> Spark reader format
-_FORMATS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".run": "trec",
-    ".qrels": "trec",
-}
-
-#: the columns of TREC files (whitespace-separated, no header), by role
-_TREC = {
-    "recommendations": ("user", "q0", "item", "rank", "score", "tag"),
-    "truth": ("user", "iteration", "item", "relevance"),
-}
-
+# -- Spark sessions and outputs (files are read by receval.io.spark_files) -------------------
 
 #: log4j 2 settings of a Spark driver started by the command line: errors only
 _QUIET_LOG = """rootLogger.level = error
@@ -498,58 +473,6 @@ def session(master: str | None = None, app: str = "receval", quiet_log: bool = F
             shutil.rmtree(folder, ignore_errors=True)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def format_of(path: str, fmt: str = "auto") -> str:
-    """The format of a file or folder Spark reads: given, or told by its suffix
-    (a folder of part files: by the suffix of its name, else Parquet, what
-    Spark writes by default)."""
-    if fmt != "auto":
-        return fmt
-    name = path.rstrip("/").lower()
-    for suffix in (".gz", ".bz2", ".zst", ".snappy"):
-        name = name.removesuffix(suffix)
-    for suffix, kind in _FORMATS.items():
-        if name.endswith(suffix):
-            return kind
-    return "parquet"
-
-
-def read(spark: Any, path: str, role: str, fmt: str = "auto", sep: str | None = None) -> Any:
-    """A file (local, HDFS, S3, any path Spark understands) as a Spark
-    DataFrame with the file's own column names: Parquet, CSV/TSV (a header
-    line; ``sep`` or ``,`` / tab), JSON Lines, TREC run/qrels (by ``role``).
-    A path Spark cannot read is an :class:`InputError` naming it."""
-    kind = format_of(path, fmt)
-    try:
-        if kind == "parquet":
-            return spark.read.parquet(path)
-        if kind in ("csv", "tsv"):
-            delimiter = sep or ("\t" if kind == "tsv" else ",")
-            return spark.read.csv(path, header=True, inferSchema=True, sep=delimiter)
-        if kind == "jsonl":
-            return spark.read.json(path)
-        if kind == "trec":
-            return _trec(spark, path, role)
-    except Exception as exc:  # Spark's AnalysisException: no such path, unreadable file
-        if type(exc).__module__.startswith(("pyspark.", "py4j.")):
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"Spark cannot read it as {kind}: {reason}", source=path) from None
-        raise
-    raise InputError(f"unknown format {kind!r}", source=path)
-
-
-def _trec(spark: Any, path: str, role: str) -> Any:
-    from pyspark.sql import functions as F
-
-    names = _TREC["recommendations" if role == "recommendations" else "truth"]
-    fields = F.split(F.trim(F.col("value")), r"\s+")
-    lines = spark.read.text(path).where(F.length(F.trim(F.col("value"))) > 0)
-    columns = [fields.getItem(i).alias(name) for i, name in enumerate(names)]
-    df = lines.select(*columns)
-    if role == "recommendations":
-        return df.select("user", "item", F.col("rank").cast("long"), F.col("score").cast("double"))
-    return df.select("user", "item", F.col("relevance").cast("double"))
 
 
 def items_of(df: Any, cols: Columns, name: str) -> list[Any]:

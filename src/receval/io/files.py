@@ -1,4 +1,11 @@
-"""Files: CSV/TSV, Parquet, JSON Lines (plain, gzip or zstd), TREC runs and qrels.
+"""Files: CSV/TSV, Parquet, JSON Lines, RecBole atomic files (plain, gzip or zstd), TREC.
+
+Every format is one row of :data:`READERS`: its name, its reader function,
+the suffixes that tell it, how its content is recognised when no suffix
+does, and its options (default delimiter, how its ids are read). Telling
+the format of a file (:func:`format_of`, also used by Spark's reader) and
+reading it (:func:`read_file`) go through that table only: adding a format
+is adding a row and a reader (docs/contributing.md).
 
 Every reader returns a :class:`pyarrow.Table` whose columns of the file's
 role are renamed to the role (user, item, score or rank, relevance; actual
@@ -6,11 +13,15 @@ and predicted for ratings), detected by :func:`receval.io.columns.resolve`
 as for in-memory tables, and a :class:`FileInfo` saying what was found, so
 that an error about a table row can name the file and its line.
 
-Ids: text formats (CSV/TSV) have no types, so their user and item columns
-are read as text and put under the text rule (:func:`receval.ids.from_text`:
-``1`` and ``1.0`` are the integer 1, ``007`` and ``11.5`` stay text); JSON
-Lines and Parquet are typed (:func:`receval.ids.canonical`); TREC qids and
-docnos are strings, compared as written (as trec_eval compares them).
+Ids: text formats (CSV/TSV, RecBole) have no types, so their user and item
+columns (and RecBole's ``token`` columns) are read as text and put under the
+text rule (:func:`receval.ids.from_text`: ``1`` and ``1.0`` are the integer
+1, ``007`` and ``11.5`` stay text); JSON Lines and Parquet are typed
+(:func:`receval.ids.canonical`); TREC qids and docnos are strings, compared
+as written (as trec_eval compares them).
+
+Text is UTF-8; a leading byte-order mark (Excel's "CSV UTF-8") is skipped,
+in plain and compressed files and in pipes.
 """
 
 from __future__ import annotations
@@ -19,9 +30,10 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
@@ -42,32 +54,41 @@ from receval.io.columns import (
 )
 from receval.records import Columns
 
-__all__ = ["FileInfo", "is_number", "read_file"]
+__all__ = [
+    "READERS",
+    "RECBOLE_TYPES",
+    "FileInfo",
+    "Reader",
+    "format_by_suffix",
+    "format_of",
+    "is_number",
+    "read_file",
+    "recbole_header",
+]
 
-#: The roles a file of each kind reads (:func:`receval.io.columns.resolve`).
-ROLES = {
+Roles = tuple[tuple[str, ...], tuple[str, ...]]
+
+#: The roles a file of each kind reads (:func:`receval.io.columns.resolve`);
+#: ``log``: an interaction log read whole (user and item found, every column kept).
+ROLES: Mapping[str, Roles] = {
     "recommendations": RECS,
     "truth": TRUTH,
     "ratings": RATINGS,
     "items": ITEMS,
     "train": TRAIN,
     "user_groups": USER_GROUPS,
+    "log": TRAIN,
 }
 
-_FORMATS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".txt": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".trec": "trec",
-    ".run": "trec",
-    ".qrels": "trec",
-}
+#: The kinds of file whose other columns are data (features, groups, a log's
+#: own columns) and are kept; other files keep only their roles' columns.
+KEEPS_EVERY_COLUMN = frozenset({"items", "user_groups", "log"})
+
+#: Compression suffixes skipped before a file's format suffix (the readers
+#: decompress gzip and zstd; Spark also reads bzip2 and snappy).
+COMPRESSIONS = (".gz", ".zst", ".zstd")
+
+_BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark
 
 
 @dataclass
@@ -98,6 +119,7 @@ class FileInfo:
 
 
 def fail(path: str, message: str, line: int | None = None) -> InputError:
+    """An :class:`InputError` naming the file (and its line when known)."""
     return InputError(message, source=path, line=line)
 
 
@@ -127,11 +149,16 @@ class Source:
     ``head`` holds its first (decompressed) bytes, :meth:`open` gives a fresh
     binary stream of the whole content. A regular file is never read whole
     into memory; a pipe or the standard input, which can be read only once,
-    is buffered (its bytes are held once, not decoded into text)."""
+    is buffered (its bytes are held once, not decoded into text).
+
+    A leading UTF-8 byte-order mark is not content: ``head``, :meth:`open`,
+    :meth:`reader`, :meth:`read_bytes` and :meth:`lines` all start after it
+    (``bom`` is its length, 0 or 3)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.data: bytes | None = None
+        self.bom = 0
         if path.is_file():
             with open(path, "rb") as f:
                 magic = f.read(4)
@@ -143,26 +170,38 @@ class Source:
             else:
                 self.compression = None
             with self.open() as stream:
-                self.head = stream.read(_HEAD)
+                head = stream.read(_HEAD)
+            self.bom = len(_BOM) if head.startswith(_BOM) else 0
+            self.head = head[self.bom :]
         else:
-            self.data = _open_text(path)
+            data = _open_text(path)
+            self.data = data[len(_BOM) :] if data.startswith(_BOM) else data
             self.compression = None
             self.head = self.data[:_HEAD]
 
     def open(self) -> Any:
-        """A binary stream of the (decompressed) content, from the start."""
+        """A binary stream of the (decompressed) content, from the start (after a BOM)."""
         if self.data is not None:
             return pa.BufferReader(self.data)
-        return pa.input_stream(str(self.path), compression=self.compression)
+        stream = pa.input_stream(str(self.path), compression=self.compression)
+        if self.bom:
+            stream.read(self.bom)
+        return stream
 
     def reader(self) -> Any:
-        """What a pandas or pyarrow reader opens itself: a regular file's path, or
-        a pipe's bytes as a fresh stream from their start (as often as asked)."""
-        return self.path if self.data is None else io.BytesIO(self.data)
+        """What a pandas or pyarrow reader opens itself: a plain regular file's
+        path, or the content as a fresh stream from its start (as often as
+        asked): a pipe's bytes, a compressed file's, a file's after its BOM."""
+        if self.data is None and self.compression is None and not self.bom:
+            return self.path
+        return io.BytesIO(self.read_bytes())
 
     def read_bytes(self) -> bytes:
-        """The whole content: a regular file's bytes as stored, a pipe's as held."""
-        return self.path.read_bytes() if self.data is None else self.data
+        """The whole (decompressed) content, after a BOM; a pipe's as held."""
+        if self.data is not None:
+            return self.data
+        with self.open() as stream:
+            return stream.read()
 
     def lines(self) -> Iterator[str]:
         """The content as text lines (line ends kept), decoded as it streams;
@@ -192,7 +231,7 @@ class Source:
             yield rest
 
     def byte_line(self, offset: int) -> int:
-        """The 1-based line of the byte at ``offset``."""
+        """The 1-based line of the byte at ``offset`` (of the content after a BOM)."""
         line = 1
         with self.open() as stream:
             while offset > 0:
@@ -204,43 +243,150 @@ class Source:
         return line
 
     def all(self) -> bytes:
-        """Every byte (for the formats read whole: JSON Lines, TREC)."""
+        """Every byte (for the formats read whole: JSON Lines, TREC), kept."""
         if self.data is None:
-            with self.open() as stream:
-                self.data = stream.read()
+            self.data = self.read_bytes()
         return self.data
 
+    def first_line(self, name: str) -> str:
+        """The first line of the content (the header of a delimited file)."""
+        head = self.head
+        try:
+            first = head.split(b"\n", 1)[0].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(name, f"not UTF-8 text (byte {head[exc.start]:#04x})", 1) from None
+        return first.rstrip("\r")
 
-def _format_of(path: Path, data: bytes | None) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd"):
-        suffixes.pop()
-    if suffixes and suffixes[-1] in _FORMATS:
-        fmt = _FORMATS[suffixes[-1]]
-    elif data is not None and data[:4] == b"PAR1":
-        fmt = "parquet"
-    else:
-        fmt = ""
-    if fmt in ("csv", "") and data is not None and _looks_trec(data):
-        return "trec"
-    if not fmt and not suffixes and data is not None:  # no extension (a pipe, stdin): sniff
-        head = data[:65536].lstrip()
-        first = head.split(b"\n", 1)[0]
-        if head[:1] == b"{":
-            fmt = "jsonl"
-        elif any(c in first for c in (b",", b"\t", b";", b"|")):
-            fmt = "csv"
-    if not fmt:
-        raise fail(
-            str(path),
-            f"unknown file type {''.join(path.suffixes) or '(no extension)'!r}: expected "
-            ".csv, .tsv, .parquet, .jsonl (optionally .gz or .zst) or a TREC run/qrels; "
-            "or give --format",
-        )
-    return fmt
+
+# -- the table of readers ---------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    """What a reader is given: one file to read for one kind of input."""
+
+    path: Path  #: the file (a Parquet reader may read it itself)
+    name: str  #: its name in messages
+    source: Source | None  #: its content (None: a Parquet file read from its path)
+    role: str  #: a key of :data:`ROLES`: what the file holds
+    cols: Columns  #: the column names asked for (None: detected)
+    sep: str | None  #: the delimiter given (None: the format's, or sniffed)
+    info: FileInfo  #: filled in by the reader: line_of_row, columns (TREC)
+    reader: Reader  #: the row of :data:`READERS` being run
+
+    @property
+    def roles(self) -> Roles:
+        """The roles to find (:func:`receval.io.columns.resolve`)."""
+        return ROLES[self.role]
+
+    @property
+    def text(self) -> Source:
+        """The content of a text format (always opened for one)."""
+        assert self.source is not None, f"{self.reader.name} is a text format"
+        return self.source
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One format of :data:`READERS`.
+
+    Attributes:
+        name: the format's name (``--format``, ``FileInfo.format``, Spark's
+            readers in :mod:`receval.evaluation.spark` are keyed by it).
+        read: the reader: a :class:`Job` -> a :class:`pyarrow.Table` (with the
+            file's column names when ``named``, else the roles' names).
+        suffixes: the suffixes that tell the format (after a compression
+            suffix, :data:`COMPRESSIONS`).
+        label: how a message listing the formats names it.
+        ids: how its ids are read: ``text`` (untyped text, the text rule of
+            :func:`receval.ids.from_text`), ``typed`` (the file's own types,
+            :func:`receval.ids.canonical`) or ``as written`` (strings, TREC).
+        sep: the default delimiter of a delimited text format (None: sniffed
+            from the header line).
+        named: whether the columns are found by their names
+            (:func:`receval.io.columns.resolve`); False when the reader names
+            the roles itself (TREC: columns by position).
+        sniff: a test of the content's first bytes, for files no suffix tells.
+        overrides: the formats told by a suffix that ``sniff`` may still
+            override (a TREC run saved as ``.csv``, a RecBole file as ``.tsv``).
+        bare_only: ``sniff`` is tried only on files with no suffix at all
+            (pipes, the standard input), not on unknown suffixes.
+    """
+
+    name: str
+    read: Callable[[Job], pa.Table]
+    suffixes: tuple[str, ...]
+    label: str
+    ids: str = "text"
+    sep: str | None = None
+    named: bool = True
+    sniff: Callable[[bytes], bool] | None = None
+    overrides: tuple[str, ...] = ()
+    bare_only: bool = False
+
+
+def _first_text_line(head: bytes) -> str | None:
+    """The first line of ``head`` as text, or None when it is not UTF-8."""
+    try:
+        return head.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")
+    except UnicodeDecodeError:
+        return None
+
+
+def _looks_parquet(head: bytes) -> bool:
+    return head[:4] == b"PAR1"
+
+
+def _looks_jsonl(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{"
+
+
+def _looks_delimited(head: bytes) -> bool:
+    first = head.lstrip().split(b"\n", 1)[0]
+    return any(c in first for c in (b",", b"\t", b";", b"|"))
+
+
+#: RecBole's field types (``name:type`` in an atomic file's header).
+RECBOLE_TYPES = ("token", "token_seq", "float", "float_seq")
+_RECBOLE_FIELD = re.compile(r"^(.+):(" + "|".join(RECBOLE_TYPES) + r")$")
+
+
+def _looks_recbole(head: bytes) -> bool:
+    """A header line whose every field is ``name:type`` with a RecBole type."""
+    first = _first_text_line(head)
+    if not first:
+        return False
+    sep = _sniff_sep(first, "\t")
+    fields = first.split(sep)
+    return all(_RECBOLE_FIELD.match(f.strip()) for f in fields)
+
+
+def recbole_header(fields: Sequence[str], name: str) -> tuple[list[str], list[str]]:
+    """The names (stripped of ``:type``) and RecBole types of a header's fields.
+
+    >>> recbole_header(["user_id:token", "rating:float"], "x.inter")
+    (['user_id', 'rating'], ['token', 'float'])
+    """
+    names: list[str] = []
+    kinds: list[str] = []
+    for number, raw in enumerate(fields, 1):
+        match = _RECBOLE_FIELD.match(raw.strip())
+        if match is None:
+            raise fail(
+                name,
+                f"RecBole header field {number}: expected name:type with a type among "
+                f"{', '.join(RECBOLE_TYPES)}; found {raw!r}",
+                1,
+            )
+        if match.group(1) in names:
+            raise fail(name, f"RecBole header: the field name {match.group(1)!r} is repeated", 1)
+        names.append(match.group(1))
+        kinds.append(match.group(2))
+    return names, kinds
 
 
 def _looks_trec(data: bytes) -> bool:
+    """A TREC run (``qid Q0 docno rank score tag``) or qrels (``qid iter docno rel``)."""
     for raw in data[:20000].splitlines()[:20]:
         line = raw.decode("utf-8", "replace").strip()
         if not line or line.startswith("#"):
@@ -265,11 +411,178 @@ def is_number(text: str) -> bool:
     return True
 
 
+def _sniff_sep(line: str, prefer: str | None = None) -> str:
+    """The delimiter of a header line: ``prefer`` when the line holds it, else
+    the most frequent of ``,`` tab ``;`` ``|`` (``,`` when none)."""
+    if prefer is not None and prefer in line:
+        return prefer
+    counts = {c: line.count(c) for c in (",", "\t", ";", "|")}
+    return max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
+
+
+def _header(line: str, sep: str) -> list[str]:
+    import csv
+
+    return next(csv.reader(io.StringIO(line), delimiter=sep), [])
+
+
+# -- the readers (a Job -> a table) -------------------------------------------------------------
+
+
+def _read_parquet(job: Job) -> pa.Table:
+    """A Parquet file (or the bytes of one that came through a pipe or is compressed)."""
+    import pyarrow.parquet as pq
+
+    src = job.source
+    plain = src is None or (src.data is None and not src.compression)
+    where: Any = job.path if plain else None
+    try:
+        return pq.read_table(where if where is not None else pa.BufferReader(job.text.all()))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise fail(job.name, f"not a readable Parquet file ({exc})") from None
+
+
+def _read_csv(job: Job) -> pa.Table:
+    """A CSV/TSV file with a header line: the delimiter given, the format's
+    (TSV: a tab) or the most frequent of ``,`` tab ``;`` ``|`` in the header."""
+    first = job.text.first_line(job.name)
+    sep = job.sep or job.reader.sep or _sniff_sep(first)
+    return _read_delimited(job, sep, _header(first, sep))
+
+
+def _read_recbole(job: Job) -> pa.Table:
+    """A RecBole atomic file (``.inter``, ``.item``, ``.user``): tab-separated,
+    a header of ``name:type`` fields. Names lose their type (``user_id:token``
+    is ``user_id``, found as the user); ``token`` columns are ids under the text
+    rule, ``float`` columns numbers, ``token_seq``/``float_seq`` text."""
+    first = job.text.first_line(job.name)
+    sep = job.sep or _sniff_sep(first, job.reader.sep)
+    names, kinds = recbole_header(_header(first, sep), job.name)
+    fields = list(zip(names, kinds, strict=True))
+    types = {n: pa.float64() if k == "float" else pa.string() for n, k in fields}
+    tokens = [n for n, k in fields if k == "token"]
+    return _read_delimited(job, sep, names, types=types, tokens=tokens, named_by_header=False)
+
+
+def _read_jsonl_job(job: Job) -> pa.Table:
+    """JSON Lines (see :func:`_read_jsonl`); row r is on line r + 1."""
+    job.info.line_of_row = lambda r: r + 1
+    return _read_jsonl(job.text.all(), job.name, job.cols, job.roles)
+
+
+def _read_trec_job(job: Job) -> pa.Table:
+    """A TREC run or qrels (see :func:`_read_trec`), by the file's role."""
+    return _read_trec(job.text.all(), job.name, job.role, job.info)
+
+
+#: Every format receval reads, in the order their contents are tested
+#: (:func:`format_of`). Adding a format: a row here and its reader
+#: (docs/contributing.md); Spark's readers are keyed by the same names.
+READERS: Mapping[str, Reader] = {
+    r.name: r
+    for r in (
+        Reader(
+            "parquet",
+            _read_parquet,
+            (".parquet", ".pq"),
+            ".parquet",
+            ids="typed",
+            sniff=_looks_parquet,
+        ),
+        Reader(
+            "recbole",
+            _read_recbole,
+            (".inter", ".item", ".user"),
+            "RecBole .inter/.item/.user",
+            sep="\t",
+            sniff=_looks_recbole,
+            overrides=("csv", "tsv"),
+        ),
+        Reader(
+            "trec",
+            _read_trec_job,
+            (".trec", ".run", ".qrels"),
+            "a TREC run/qrels",
+            ids="as written",
+            named=False,
+            sniff=_looks_trec,
+            overrides=("csv",),
+        ),
+        Reader(
+            "jsonl",
+            _read_jsonl_job,
+            (".jsonl", ".ndjson", ".json"),
+            ".jsonl",
+            ids="typed",
+            sniff=_looks_jsonl,
+            bare_only=True,
+        ),
+        Reader("csv", _read_csv, (".csv", ".txt"), ".csv", sniff=_looks_delimited, bare_only=True),
+        Reader("tsv", _read_csv, (".tsv", ".tab"), ".tsv", sep="\t"),
+    )
+}
+
+_BY_SUFFIX = {suffix: r.name for r in READERS.values() for suffix in r.suffixes}
+
+
+def _suffixes(path: str | os.PathLike[str], compressions: Sequence[str]) -> list[str]:
+    """The suffixes of a path's last part, lower case, compression suffixes dropped."""
+    suffixes = [s.lower() for s in PurePath(os.fspath(path).rstrip("/")).suffixes]
+    while suffixes and suffixes[-1] in compressions:
+        suffixes.pop()
+    return suffixes
+
+
+def format_by_suffix(
+    path: str | os.PathLike[str], compressions: Sequence[str] = COMPRESSIONS
+) -> str | None:
+    """The format a path's suffix tells (:data:`READERS`), or None.
+
+    >>> format_by_suffix("ml-100k.inter"), format_by_suffix("run.csv.gz"), format_by_suffix("x")
+    ('recbole', 'csv', None)
+    """
+    suffixes = _suffixes(path, compressions)
+    return _BY_SUFFIX.get(suffixes[-1]) if suffixes else None
+
+
+def format_of(path: str | os.PathLike[str], head: bytes | None, name: str | None = None) -> str:
+    """The format of a file: told by its suffix, or by its first bytes ``head``
+    for the readers whose content test applies (:class:`Reader`: ``sniff``,
+    ``overrides``, ``bare_only``); an :class:`InputError` when neither tells."""
+    told = format_by_suffix(path)
+    bare = not _suffixes(path, COMPRESSIONS)
+    if head is not None:
+        for reader in READERS.values():
+            if reader.sniff is None:
+                continue
+            applies = told in reader.overrides if told else bare or not reader.bare_only
+            if applies and reader.sniff(head):
+                return reader.name
+    if told is not None:
+        return told
+    suffix = "".join(PurePath(os.fspath(path)).suffixes) or "(no extension)"
+    labels = [r.label for r in READERS.values()]
+    raise fail(
+        name or str(path),
+        f"unknown file type {suffix!r}: expected {', '.join(labels[:-1])} or {labels[-1]} "
+        f"(text formats optionally {' or '.join(COMPRESSIONS[:2])}); or give --format",
+    )
+
+
+def reader_of(fmt: str, path: str | os.PathLike[str], head: bytes | None, name: str) -> Reader:
+    """The row of :data:`READERS` for ``fmt`` (``auto``: :func:`format_of`)."""
+    if fmt == "auto":
+        return READERS[format_of(path, head, name)]
+    if fmt not in READERS:
+        raise fail(name, f"unknown format {fmt!r}: expected {', '.join(READERS)}")
+    return READERS[fmt]
+
+
 def is_parquet(path: str | os.PathLike[str], fmt: str = "auto") -> bool:
     """Whether a path is read as Parquet (by ``--format`` or its extension)."""
     if fmt != "auto":
         return fmt == "parquet"
-    return Path(path).suffix.lower() in (".parquet", ".pq")
+    return Path(path).suffix.lower() in READERS["parquet"].suffixes
 
 
 def checked_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -302,6 +615,21 @@ def check_sep(sep: str | None) -> None:
         )
 
 
+def open_source(p: Path, name: str, fmt: str = "auto") -> Source | None:
+    """The content of a checked path (:func:`checked_path`), or None for a
+    Parquet file read from its path; an error when nothing is in it."""
+    if is_parquet(p, fmt) and p.is_file():
+        return None
+    source = Source(p)
+    if not source.head:
+        if source.data is not None and not source.bom:
+            raise fail(name, "the file is empty (nothing came through the pipe)")
+        raise fail(
+            name, "the file holds no data (only a byte-order mark, or nothing once decompressed)"
+        )
+    return source
+
+
 def read_file(
     path: str | Path,
     *,
@@ -312,51 +640,38 @@ def read_file(
 ) -> tuple[pa.Table, FileInfo]:
     """Read a file of recommendations (``role="recommendations"``), truth
     (``"truth"``), ratings (``"ratings"``), training interactions
-    (``"train"``) or items (``"items"``: catalog, popular items, item
-    features) into a table whose columns are named by their roles."""
+    (``"train"``), items (``"items"``: catalog, popular items, item
+    features), user groups (``"user_groups"``) or a whole interaction log
+    (``"log"``) into a table whose columns are named by their roles."""
     check_sep(sep)
     p, name = checked_path(path)
-    parquet = is_parquet(p, fmt) and p.is_file()
-    source = None if parquet else Source(p)
-    if source is not None and not source.head:  # a pipe or stdin that held nothing
-        raise fail(name, "the file is empty (nothing came through the pipe)")
-    if fmt == "auto":
-        fmt = "parquet" if parquet else _format_of(p, source.head if source else None)
-    info = FileInfo(name, fmt)
-    roles = ROLES[role]
-    if fmt == "parquet":
-        table = _read_parquet(p if source is None else pa.BufferReader(source.all()), name)
-    elif fmt == "trec":
-        assert source is not None
-        table = _read_trec(source.all(), name, role, info)
-    elif fmt in ("csv", "tsv"):
-        assert source is not None
-        table = _read_csv(
-            source, name, "\t" if fmt == "tsv" and sep is None else sep, info, cols, roles
-        )
-    elif fmt == "jsonl":
-        assert source is not None
-        table = _read_jsonl(source.all(), name, cols, roles)
-        info.line_of_row = lambda r: r + 1
-    else:
-        raise fail(name, f"unknown format {fmt!r}: expected csv, tsv, parquet, jsonl or trec")
+    source = open_source(p, name, fmt)
+    return read_source(p, name, source, role=role, fmt=fmt, sep=sep, cols=cols)
+
+
+def read_source(
+    p: Path,
+    name: str,
+    source: Source | None,
+    *,
+    role: str,
+    fmt: str = "auto",
+    sep: str | None = None,
+    cols: Columns = Columns(),
+) -> tuple[pa.Table, FileInfo]:
+    """:func:`read_file` of a file already opened (:func:`open_source`: a pipe
+    can be read once only), through its row of :data:`READERS`."""
+    check_sep(sep)
+    reader = READERS["parquet"] if source is None else reader_of(fmt, p, source.head, name)
+    info = FileInfo(name, reader.name)
+    table = reader.read(Job(p, name, source, role, cols, sep, info, reader))
     if table.num_rows == 0:
         raise fail(name, "no data rows (only a header?)")
-    if fmt != "trec":
-        table = _map_columns(table, cols, roles, info)
+    if reader.named:
+        table = _map_columns(table, cols, ROLES[role], info, role in KEEPS_EVERY_COLUMN)
         table = _explode_lists(table, info)
     info.rows = table.num_rows
     return table, info
-
-
-def _read_parquet(p: Path | pa.BufferReader, name: str) -> pa.Table:
-    """A Parquet file (or the bytes of one that came through a pipe)."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(p)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise fail(name, f"not a readable Parquet file ({exc})") from None
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -367,16 +682,20 @@ def _decode(data: bytes, name: str) -> str:
         raise fail(name, f"not UTF-8 text (byte {data[exc.start]:#04x})", line) from None
 
 
-def _read_csv(
-    source: Source,
-    name: str,
-    sep: str | None,
-    info: FileInfo,
-    cols: Columns,
-    roles: tuple[tuple[str, ...], tuple[str, ...]],
+def _read_delimited(
+    job: Job,
+    sep: str,
+    header: list[str],
+    *,
+    types: Mapping[str, pa.DataType] | None = None,
+    tokens: Sequence[str] = (),
+    named_by_header: bool = True,
 ) -> pa.Table:
-    """A CSV/TSV file; its user and item columns read as text, then under
-    the text rule of :func:`receval.ids.from_text`.
+    """A delimited text file with a header line, whose columns are ``header``
+    (the file's own names, or, ``named_by_header=False``, names given in their
+    place); ``types``: column -> type; the user and item columns (and the
+    ``tokens`` columns) read as text, then under the text rule of
+    :func:`receval.ids.from_text`.
 
     Arrow parses the file as it streams, block by block on several threads;
     the raw bytes, the decoded text and a list of its lines are never held
@@ -384,37 +703,51 @@ def _read_csv(
     Row-to-line numbers are found only when an error needs one, by a second
     streaming pass (:func:`_line_of_row`), so quoted fields that span lines
     and blank lines are counted right."""
-    import csv
+    found = resolve(header, job.cols, job.roles, job.name)
+    text = job.reader.ids == "text"
+    ids = {found[r]: r for r in ("user", "item") if r in found and text}
+    job.info.line_of_row = _line_of_row(job.text, sep)
+    # Only the columns of the file's roles are read (a list of items keeps all: features).
+    keep = None if job.role in KEEPS_EVERY_COLUMN else list(dict.fromkeys(found.values()))
+    column_types = {**(types or {}), **{c: pa.string() for c in ids}}
+    table = _arrow_csv(job, sep, None if named_by_header else header, column_types, keep)
+    for column, role in ids.items():
+        table = _text_ids(table, column, role, job)
+    for column in tokens:
+        if column not in ids and column in table.column_names:
+            table = _text_ids(table, column, "token", job)
+    return table
 
+
+def _arrow_csv(
+    job: Job,
+    sep: str,
+    names: list[str] | None,
+    column_types: Mapping[str, pa.DataType],
+    keep: list[str] | None,
+) -> pa.Table:
+    """The file parsed by Arrow (``names``: in place of the header line's)."""
     import pyarrow.csv as pcsv
 
-    head = source.head
-    try:
-        first = head.split(b"\n", 1)[0].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(name, f"not UTF-8 text (byte {head[exc.start]:#04x})", 1) from None
-    if sep is None:
-        counts = {c: first.count(c) for c in (",", "\t", ";", "|")}
-        sep = max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
-    header = next(csv.reader(io.StringIO(first.rstrip("\r")), delimiter=sep), [])
-    found = resolve(header, cols, roles, name)
-    ids = {found[r]: r for r in ("user", "item") if r in found}
-    info.line_of_row = _line_of_row(source, sep)
     table = None
+    error: Exception | None = None
     # A value holding a line break, or longer than a block, can fail a fast
     # parse: the file is read again allowing both before an error is reported.
-    # Only the columns of the file's roles are read (a list of items keeps all: features).
-    keep = None if roles in (ITEMS, USER_GROUPS) else list(dict.fromkeys(found.values()))
     for multiline, block in ((False, 1 << 22), (True, 1 << 26)):
         try:
-            with source.open() as stream:
+            with job.text.open() as stream:
                 # batch by batch (half the peak of read_csv, which holds every parsed block)
                 reader = pcsv.open_csv(
                     stream,
                     parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=multiline),
-                    read_options=pcsv.ReadOptions(use_threads=True, block_size=block),
+                    read_options=pcsv.ReadOptions(
+                        use_threads=True,
+                        block_size=block,
+                        column_names=names,
+                        skip_rows=0 if names is None else 1,
+                    ),
                     convert_options=pcsv.ConvertOptions(
-                        column_types={c: pa.string() for c in ids},
+                        column_types=dict(column_types),
                         strings_can_be_null=False,
                         include_columns=keep,
                     ),
@@ -424,21 +757,28 @@ def _read_csv(
         except pa.ArrowInvalid as exc:
             error = exc
     if table is None:
-        raise _csv_error(source, sep, name, error) from None
-    for column, role in ids.items():
-        j = table.column_names.index(column)
-        values = table.column(j)
-        empty = pc.equal(values, "")
-        try:
+        assert error is not None
+        raise _csv_error(job.text, sep, job.name, error, names) from None
+    return table
+
+
+def _text_ids(table: pa.Table, column: str, role: str, job: Job) -> pa.Table:
+    """A column read as text put under the text rule (int64, or strings when
+    any value is not an integer); an empty user or item id is an error naming
+    its line."""
+    j = table.column_names.index(column)
+    values = table.column(j)
+    try:
+        if role in ("user", "item"):
+            empty = pc.equal(values, "")
             if pc.any(empty).as_py():
                 row = int(np.flatnonzero(empty.to_numpy(zero_copy_only=False))[0])
-                raise InputError(f"missing {role} id (an empty field)", source=name, row=row)
-            out = from_text(values, role, name)
-        except InputError as exc:
-            raise info.locate(exc) from None
-        array = pa.array(out, type=pa.large_string() if out.dtype == object else pa.int64())
-        table = table.set_column(j, table.schema.field(j).with_type(array.type), [array])
-    return table
+                raise InputError(f"missing {role} id (an empty field)", source=job.name, row=row)
+        out = from_text(values, role, job.name)
+    except InputError as exc:
+        raise job.info.locate(exc) from None
+    array = pa.array(out, type=pa.large_string() if out.dtype == object else pa.int64())
+    return table.set_column(j, table.schema.field(j).with_type(array.type), [array])
 
 
 def _line_of_row(source: Source, sep: str) -> Callable[[int], int]:
@@ -465,14 +805,22 @@ def _line_of_row(source: Source, sep: str) -> Callable[[int], int]:
     return line_of
 
 
-def _csv_error(source: Source, sep: str, name: str, exc: Exception) -> InputError:
-    """Locate what Arrow could not read: text that is not UTF-8, or the first
-    line with the wrong number of fields (pyarrow says neither where)."""
+_CONVERSION = re.compile(r"CSV column #(\d+).*conversion error to (\w+): invalid value '(.*)'")
+
+
+def _csv_error(
+    source: Source, sep: str, name: str, exc: Exception, names: list[str] | None = None
+) -> InputError:
+    """Locate what Arrow could not read: text that is not UTF-8, the first
+    line with the wrong number of fields, or the first value of a typed
+    column that is not of its type (pyarrow says none of them where)."""
     import csv
 
+    conversion = _CONVERSION.search(str(exc))
     try:
         reader = csv.reader(source.lines(), delimiter=sep)
         header = next(reader, [])
+        columns = names or header
         before = reader.line_num
         for row in reader:
             start, before = before + 1, reader.line_num
@@ -482,6 +830,13 @@ def _csv_error(source: Source, sep: str, name: str, exc: Exception) -> InputErro
                     f"expected {len(header)} fields ({sep.join(header)}), found {len(row)}",
                     start,
                 )
+            if conversion and row:
+                j, kind, value = int(conversion[1]), conversion[2], conversion[3]
+                if j < len(row) and row[j] == value:
+                    what = "a number" if kind in ("double", "float") else f"a {kind}"
+                    return fail(
+                        name, f"column {columns[j]}: expected {what}, found {value!r}", start
+                    )
     except _NotUtf8 as err:
         return fail(name, f"not UTF-8 text (byte {err.byte:#04x})", source.byte_line(err.offset))
     except csv.Error as err:
@@ -593,19 +948,21 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
 def _map_columns(
     table: pa.Table,
     cols: Columns,
-    roles: tuple[tuple[str, ...], tuple[str, ...]],
+    roles: Roles,
     info: FileInfo,
+    keep_all: bool = False,
 ) -> pa.Table:
     """The columns of the file's roles renamed to the roles (found as for
-    tables: :func:`receval.io.columns.resolve`); a list of items keeps its
-    other columns (features), other files only their roles' columns."""
+    tables: :func:`receval.io.columns.resolve`); with ``keep_all`` (a list of
+    items, user groups, a log) its other columns too (features, groups, a
+    log's own columns), other files only their roles' columns."""
     found = resolve(table.column_names, cols, roles, info.path)
     info.columns.update(found)
     for role, column in found.items():
         if column != role:
             info.messages.append(f"using column {column} as {role}")
     keep = list(found.values())
-    if roles is ITEMS or roles is USER_GROUPS:  # their other columns are data
+    if keep_all:  # their other columns are data
         taken = set(found) | set(found.values())
         keep += [n for n in table.column_names if n not in taken]
     return renamed(table.select(keep), found)

@@ -1,40 +1,76 @@
-"""Interaction logs from files: CSV, Parquet and the MovieLens formats.
+"""Interaction logs from files: every format of :mod:`receval.io.files` and the MovieLens logs.
 
-:func:`read_interactions` recognises the file by its content and returns a
-pandas DataFrame with the columns ``user``, ``item`` and, when the file has
-them, ``rating`` and ``timestamp``:
+:func:`read_interactions` recognises the file by its content (and RecBole's
+by its suffix too) and returns a pandas DataFrame with the columns ``user``,
+``item`` and, when the file has them, ``rating`` and ``timestamp``;
+:func:`read_log` returns the log as the file holds it (every column, under
+its own name: what ``receval split`` writes back):
 
-- ``*.parquet`` / ``*.pq``: read as is;
 - MovieLens 1M/10M ``ratings.dat``: ``user::item::rating::timestamp``, no header;
 - MovieLens 100k ``u.data``: tab-separated ``user item rating timestamp``, no header;
 - MovieLens ``ratings.csv`` (20M, 25M, latest): ``userId,movieId,rating,timestamp``;
-- any other CSV/TSV with a header naming the user and item columns (detected
-  as for every input, :mod:`receval.io.columns`: ``user``, ``user_id``,
-  ``userId``, ...; ``rating`` and ``timestamp`` are kept when present).
+- any other file :func:`receval.io.files.read_file` reads (CSV/TSV with a
+  header, Parquet, JSON Lines, RecBole ``.inter``, TREC qrels, compressed or
+  not), through its table of readers, :data:`receval.io.files.READERS`.
+
+Columns (:func:`log_columns`): the user and item columns are found as for
+every input (:func:`receval.io.columns.resolve`: ``user``, ``user_id``,
+``userId``, ...); the rating and timestamp columns by :data:`LOG_ALIASES`
+(``rating``, ``stars``; ``timestamp``, ``time``, ``date``, ...), names
+compared without case, ``_``, ``-`` or spaces. RecBole's typed names
+(``rating:float``) are their names without the type.
 
 Ids follow the id rule (:mod:`receval.ids`): text files are read as text
 (``1`` and ``1.0`` are the integer 1, ``007`` stays ``"007"``), Parquet is typed.
+A leading UTF-8 byte-order mark is skipped (:class:`receval.io.files.Source`).
 """
 
 from __future__ import annotations
 
+import difflib
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from receval.errors import InputError
+from receval.errors import InputError, option
 from receval.ids import canonical, from_text
 from receval.io.columns import TRAIN, resolve
-from receval.io.files import Source, is_number
+from receval.io.files import (
+    READERS,
+    RECBOLE_TYPES,
+    Source,
+    checked_path,
+    format_by_suffix,
+    format_of,
+    is_number,
+    open_source,
+    read_source,
+)
 from receval.records import Columns
 
-__all__ = ["as_frame", "detect_format", "read_interactions"]
+__all__ = [
+    "LOG_ALIASES",
+    "as_frame",
+    "as_log",
+    "detect_format",
+    "log_columns",
+    "read_interactions",
+    "read_log",
+]
+
+#: Spellings of a log's rating and timestamp columns, in order of preference
+#: (user and item: :data:`receval.io.columns.ALIASES`).
+LOG_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "rating": ("rating", "ratings", "stars"),
+    "timestamp": ("timestamp", "time", "ts", "datetime", "date", "event_time"),
+}
 
 _ML_COLUMNS = ["user", "item", "rating", "timestamp"]
-_ML_CSV = {"userId": "user", "movieId": "item", "rating": "rating", "timestamp": "timestamp"}
+_MOVIELENS = ("movielens-dat", "movielens-udata", "movielens-csv")
 
 
 def as_frame(obj: Any, what: str) -> pd.DataFrame:
@@ -53,37 +89,155 @@ def as_frame(obj: Any, what: str) -> pd.DataFrame:
     raise InputError(f"{what} must be a pandas, polars or pyarrow table; got {type(obj).__name__}")
 
 
+# -- columns ----------------------------------------------------------------------------------
+
+
+def _key(name: str) -> str:
+    """A name as compared with aliases (as :mod:`receval.io.columns` compares them)."""
+    return "".join(c for c in name.lower() if c not in "_- ")
+
+
+def _untyped(name: str) -> str:
+    """A RecBole field name without its type: ``rating:float`` -> ``rating``."""
+    head, colon, kind = name.rpartition(":")
+    return head if colon and head and kind in RECBOLE_TYPES else name
+
+
+def _named(given: str, names: Sequence[str]) -> str | None:
+    """The column ``given`` names: itself, or the same name with or without a
+    RecBole type (``rating:float`` names a column ``rating`` and the reverse)."""
+    if given in names:
+        return given
+    plain = _untyped(given)
+    return next((n for n in names if _untyped(n) == plain), None)
+
+
+def _no_column(role: str, given: str, names: Sequence[str], source: str) -> InputError:
+    close = difflib.get_close_matches(given, list(names), n=1, cutoff=0.5)
+    hint = f" — did you mean {close[0]!r}?" if close else ""
+    return InputError(
+        f"no {role} column {given!r} (columns found: {', '.join(names) or 'none'}){hint}; "
+        f"name it with {option(f'{role}_col')}",
+        source=source,
+        column=given,
+    )
+
+
+def log_columns(
+    names: Sequence[str],
+    *,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
+    source: str = "interactions",
+    strict: bool = True,
+) -> dict[str, str]:
+    """The column of each role of a log: ``user`` and ``item`` (required, found
+    by :func:`receval.io.columns.resolve`), ``rating`` and ``timestamp`` (when
+    found, by :data:`LOG_ALIASES`). A name given must exist (``strict=False``:
+    a rating or timestamp column given and absent is left out); RecBole's
+    typed names match their plain names.
+
+    >>> found = log_columns(["user_id:token", "item_id:token", "rating:float", "time"])
+    >>> found["user"], found["rating"], found["timestamp"]
+    ('user_id:token', 'rating:float', 'time')
+    """
+    names = [str(n) for n in names]
+    plain = [_untyped(n) for n in names]
+    back = dict(zip(plain, names, strict=True))
+    wanted = {"user": user_col, "item": item_col}
+    given = {r: _untyped(_named(c, names) or c) for r, c in wanted.items() if c}
+    found = resolve(plain, Columns(**given), TRAIN, source)
+    out = {role: back[column] for role, column in found.items()}
+    for role, col in (("rating", rating_col), ("timestamp", timestamp_col)):
+        if col is not None:
+            hit = _named(col, names)
+            if hit is None and strict:
+                raise _no_column(role, col, names, source)
+        else:
+            aliases = [_key(a) for a in LOG_ALIASES[role]]
+            hits = [n for a in aliases for n in names if _key(_untyped(n)) == a]
+            hit = next((n for n in hits if n not in out.values()), None)
+        if hit is not None and hit not in out.values():
+            out[role] = hit
+    return out
+
+
+def as_log(
+    frame: pd.DataFrame,
+    *,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
+    source: str = "interactions",
+    strict: bool = True,
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A log's columns of each role (:func:`log_columns`) under the roles'
+    names ``user``, ``item``, ``rating``, ``timestamp`` (only those), and
+    role -> the column read.
+
+    >>> log, found = as_log(pd.DataFrame({"userId": [1], "movieId": [2], "stars": [5]}))
+    >>> list(log.columns), found["rating"]
+    (['user', 'item', 'rating'], 'stars')
+    """
+    labels = {str(c): c for c in frame.columns}
+    found = log_columns(
+        list(labels),
+        user_col=user_col,
+        item_col=item_col,
+        rating_col=rating_col,
+        timestamp_col=timestamp_col,
+        source=source,
+        strict=strict,
+    )
+    out = frame[[labels[c] for c in found.values()]].copy()
+    out.columns = list(found)
+    return out, found
+
+
+# -- formats ----------------------------------------------------------------------------------
+
+
 def _first_line(head: bytes) -> str:
     raw = head.split(b"\n", 1)[0]
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def detect_format(path: str | Path) -> str:
-    """The format of an interactions file: ``parquet``, ``movielens-dat``
-    (``ratings.dat``), ``movielens-udata`` (``u.data``), ``movielens-csv``
-    (``ratings.csv``), ``csv`` or ``tsv`` (a header line).
+    """The format of an interactions file: ``movielens-dat`` (``ratings.dat``),
+    ``movielens-udata`` (``u.data``), ``movielens-csv`` (``ratings.csv``), or
+    a format of :data:`receval.io.files.READERS` (``parquet``, ``recbole``,
+    ``csv``, ``tsv``, ``jsonl``, ``trec``).
 
-    The content decides, not the name (except for Parquet's magic bytes).
+    The content decides (the name too for RecBole's ``.inter``, ``.item``,
+    ``.user`` and the formats it tells, when the content is no MovieLens log).
     """
-    return _detect(Source(Path(path)))
+    return _detect(Source(Path(path)), Path(path))
 
 
-def _detect(source: Source) -> str:
+def _detect(source: Source, path: Path) -> str:
     head = source.head
     if head[:4] == b"PAR1":
         return "parquet"
+    if format_by_suffix(path) == "recbole":
+        return "recbole"
     line = _first_line(head)
     if "::" in line:
         return "movielens-dat"
-    if "\t" in line:
-        fields = line.split("\t")
-        if len(fields) in (3, 4) and all(is_number(f) for f in fields):
-            return "movielens-udata"
-        return "tsv"
-    fields = [f.strip().strip('"') for f in line.split(",")]
-    if fields[:2] == ["userId", "movieId"]:
+    fields = line.split("\t")
+    if len(fields) in (3, 4) and all(is_number(f) for f in fields):
+        return "movielens-udata"
+    if [f.strip().strip('"') for f in line.split(",")][:2] == ["userId", "movieId"]:
         return "movielens-csv"
-    return "csv"
+    try:
+        return format_of(path, head)
+    except InputError:  # no suffix tells it: a delimited file
+        return "tsv" if "\t" in line else "csv"
+
+
+# -- reading ----------------------------------------------------------------------------------
 
 
 def read_interactions(
@@ -92,19 +246,19 @@ def read_interactions(
     format: str = "auto",
     user_col: str | None = None,
     item_col: str | None = None,
-    rating_col: str = "rating",
-    timestamp_col: str = "timestamp",
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
 ) -> pd.DataFrame:
     """Read an interaction log into a DataFrame (``user``, ``item``, [``rating``], [``timestamp``]).
 
     Args:
         path: the file.
         format: ``auto`` (see :func:`detect_format`) or one of its names.
-        user_col, item_col: the user and item columns of a generic
-            CSV/TSV/Parquet file (None: detected, e.g. ``userId``, ``item_id``);
-            rating_col, timestamp_col: its rating and timestamp columns, kept
-            when present. They are renamed to ``user``, ``item``, ``rating``
-            and ``timestamp``.
+        user_col, item_col: the user and item columns (None: detected,
+            e.g. ``userId``, ``item_id``); an explicit name must exist.
+        rating_col, timestamp_col: the rating and timestamp columns, kept when
+            present (None: detected, :data:`LOG_ALIASES`). They are renamed to
+            ``user``, ``item``, ``rating`` and ``timestamp``.
 
     Returns:
         The log; ``user`` and ``item`` hold ids under the id rule (int64, or
@@ -123,15 +277,81 @@ def read_interactions(
         >>> list(log.columns), log["item"].tolist()
         (['user', 'item', 'rating', 'timestamp'], [242, 302])
     """
-    from receval.io.files import checked_path
+    frame, name = _read(path, format, None, user_col, item_col)
+    log, _ = as_log(
+        frame,
+        user_col=user_col,
+        item_col=item_col,
+        rating_col=rating_col,
+        timestamp_col=timestamp_col,
+        source=name,
+        strict=False,
+    )
+    return log
 
+
+def read_log(
+    path: str | Path,
+    *,
+    format: str = "auto",
+    sep: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+) -> pd.DataFrame:
+    """An interaction log as the file holds it: every column, under its own
+    name (RecBole's without their ``:type``; MovieLens ``u.data`` and
+    ``ratings.dat``, which have no header: ``user``, ``item``, ``rating``,
+    ``timestamp``), the user and item columns' ids under the id rule.
+
+    Args:
+        path: the file (``-``: the standard input).
+        format: ``auto`` (:func:`detect_format`) or one of its names.
+        sep: the delimiter of a CSV file (None: detected).
+        user_col, item_col: the user and item columns (None: detected).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     p = pathlib.Path(d, "log.csv")
+        ...     _ = p.write_text("user_id,item_id,when\\n1,007,3\\n")
+        ...     log = read_log(p)
+        >>> list(log.columns), log["item_id"].tolist()
+        (['user_id', 'item_id', 'when'], ['007'])
+    """
+    return _read(path, format, sep, user_col, item_col)[0]
+
+
+def _read(
+    path: str | Path, fmt: str, sep: str | None, user_col: str | None, item_col: str | None
+) -> tuple[pd.DataFrame, str]:
+    """The whole log with the file's column names, and the file's name."""
     p, name = checked_path(path)  # exists, is a file, is not empty
-    source = Source(p)  # a pipe is read once, here
-    if source.data is not None and not source.head:
-        raise InputError("the file is empty (nothing came through the pipe)", source=name)
-    fmt = _detect(source) if format == "auto" else format
+    if fmt != "auto" and fmt not in _MOVIELENS and fmt not in READERS:
+        raise InputError(
+            f"unknown interactions format {fmt!r} (choose from auto, "
+            f"{', '.join([*READERS, *_MOVIELENS])})",
+            source=name,
+        )
+    source = open_source(p, name, fmt)  # a pipe is read once, here (None: a Parquet file)
+    if source is None:
+        fmt = "parquet"
+    elif fmt == "auto":
+        fmt = _detect(source, p)
+    if fmt not in _MOVIELENS:
+        if fmt == "recbole":  # its names are read without their types
+            user_col, item_col = (_untyped(c) if c else c for c in (user_col, item_col))
+        cols = Columns(user=user_col, item=item_col)
+        table, info = read_source(p, name, source, role="log", fmt=fmt, sep=sep, cols=cols)
+        back = dict(info.columns)
+        frame = table.to_pandas().rename(columns=back)
+        if READERS[info.format].ids != "text":  # typed ids (text ones are read so already)
+            for role in ("user", "item"):
+                values = frame[back[role]].to_numpy()
+                frame[back[role]] = canonical(values, role, name)
+        return frame, name
+    assert source is not None
     try:
-        return _read_log(source, name, fmt, user_col, item_col, rating_col, timestamp_col)
+        return _read_movielens(source, name, fmt), name
     except UnicodeDecodeError as exc:
         line = source.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(
@@ -141,69 +361,33 @@ def read_interactions(
         ) from None
     except pd.errors.EmptyDataError:
         raise InputError("no data (only blank lines?)", source=name) from None
-    except pa.ArrowInvalid as exc:
-        raise InputError(f"not a readable Parquet file ({exc})", source=name) from None
     except pd.errors.ParserError as exc:
         raise InputError(f"cannot read as {fmt}: {str(exc).splitlines()[0]}", source=name) from None
 
 
-def _read_log(
-    src: Source,
-    name: str,
-    fmt: str,
-    user_col: str | None,
-    item_col: str | None,
-    rating_col: str,
-    timestamp_col: str,
-) -> pd.DataFrame:
+def _read_movielens(src: Source, name: str, fmt: str) -> pd.DataFrame:
+    """A MovieLens log: ``user``, ``item``, ``rating``, ``timestamp`` (ratings.csv:
+    its own names, ``userId``, ``movieId``, ...), ids under the text rule."""
     text_ids = {0: str, 1: str}
     if fmt == "movielens-dat":
         data = src.read_bytes().replace(b"::", b"\t")
         frame = pd.read_csv(io.BytesIO(data), sep="\t", header=None, dtype=text_ids)
-        return _ids(_name_ml(frame, name, fmt), name, text=True)
+        return _ids(_name_ml(frame, name, fmt), name, {"user": "user", "item": "item"})
     if fmt == "movielens-udata":
         frame = pd.read_csv(src.reader(), sep="\t", header=None, dtype=text_ids)
-        return _ids(_name_ml(frame, name, fmt), name, text=True)
-    if fmt == "movielens-csv":
-        frame = pd.read_csv(src.reader(), dtype={"userId": str, "movieId": str}).rename(
-            columns=_ML_CSV
-        )
-        frame = frame[[c for c in _ML_CSV.values() if c in frame.columns]]
-        return _ids(frame, name, text=True)
-    cols = Columns(user=user_col, item=item_col)
-    if fmt == "parquet":
-        frame = pd.read_parquet(src.reader())
-        found = resolve([str(c) for c in frame.columns], cols, TRAIN, name)
-    elif fmt in ("csv", "tsv"):
-        sep = "\t" if fmt == "tsv" else ","
-        header = pd.read_csv(src.reader(), sep=sep, nrows=0).columns
-        found = resolve([str(c) for c in header], cols, TRAIN, name)
-        frame = pd.read_csv(src.reader(), sep=sep, dtype={found["user"]: str, found["item"]: str})
-    else:
-        raise InputError(
-            f"unknown interactions format {fmt!r} (choose from auto, parquet, csv, tsv, "
-            "movielens-dat, movielens-udata, movielens-csv)",
-            source=name,
-        )
-    names = {
-        found["user"]: "user",
-        found["item"]: "item",
-        rating_col: "rating",
-        timestamp_col: "timestamp",
-    }
-    keep = [c for c in names if c in frame.columns]
-    return _ids(frame[keep].rename(columns=names), name, text=fmt != "parquet")
+        return _ids(_name_ml(frame, name, fmt), name, {"user": "user", "item": "item"})
+    frame = pd.read_csv(src.reader(), dtype={"userId": str, "movieId": str})
+    return _ids(frame, name, {"user": "userId", "item": "movieId"})
 
 
-def _ids(frame: pd.DataFrame, source: str, text: bool) -> pd.DataFrame:
-    """The user and item columns under the id rule (text files: the text rule)."""
-    for role in ("user", "item"):
-        values = frame[role]
-        if text:
-            ids = from_text(pa.array(values.to_numpy(dtype=object), from_pandas=True), role, source)
-        else:
-            ids = canonical(values.to_numpy(), role, source)
-        frame[role] = ids
+def _ids(frame: pd.DataFrame, source: str, columns: Mapping[str, str]) -> pd.DataFrame:
+    """The user and item columns (role -> column) under the text rule."""
+    for role, column in columns.items():
+        if column not in frame.columns:
+            found = ", ".join(map(str, frame.columns))
+            raise InputError(f"no {role} column {column!r} (columns found: {found})", source=source)
+        values = pa.array(frame[column].to_numpy(dtype=object), from_pandas=True)
+        frame[column] = from_text(values, role, source)
     return frame
 
 

@@ -5,12 +5,15 @@
 1. data: the synthetic log built into the package
    (:func:`receval.synthetic_interactions`: Zipf-like popularity, users
    with tastes over genres, ratings 1–5, timestamps), or the user's own log
-   (:func:`receval.read_interactions`: CSV, Parquet, MovieLens
-   ``u.data`` / ``ratings.dat`` / ``ratings.csv``);
-2. relevance: with a ``rating`` column, the ratings are graded relevance and
+   (:func:`receval.io.interactions.read_log`: CSV, Parquet, JSON Lines,
+   RecBole ``.inter``, MovieLens ``u.data`` / ``ratings.dat`` / ``ratings.csv``),
+   whose user, item, rating and timestamp columns are found by
+   :func:`receval.io.interactions.log_columns` (``user_id``, ``rating:float``,
+   ``time``, ...) or named (``rating_col=``, ``timestamp_col=``);
+2. relevance: with a rating column, the ratings are graded relevance and
    an item is relevant when its rating is ≥ ``threshold`` (default
    :data:`DEFAULT_THRESHOLD`); without one, every test interaction is
-   relevant. The console and the report say which;
+   relevant. The console and the report say which, and which column;
 3. split: per user, chronologically — each user's last 20% of interactions
    are test (users keep at least one training row; users with fewer than 5
    interactions are dropped first, repeated to a fixed point; a log without
@@ -51,7 +54,7 @@ from receval.errors import ReceValError, for_python, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result, markdown_escape
-from receval.io.interactions import as_frame, read_interactions
+from receval.io.interactions import as_frame, as_log, read_log
 from receval.io.write import OutputSet
 from receval.workflow import baselines
 from receval.workflow.split import Split, split
@@ -140,10 +143,12 @@ class _Protocol:
     relevance: Relevance
     split_text: str
     notes: list[str] = field(default_factory=list)
+    columns: str = ""  #: role=column of each column read (:func:`_columns_text`)
 
     def facts(self) -> dict[str, str]:
         return {
             "data": self.source,
+            **({"columns": self.columns} if self.columns else {}),
             "relevance": self.relevance.text,
             "split": self.split_text,
             "systems": f"{', '.join(SYSTEMS)} (receval.baselines), {LIST_LENGTH} unseen items each",
@@ -151,20 +156,30 @@ class _Protocol:
         }
 
 
-def _load(interactions: Any, users: int, seed: int) -> tuple[pd.DataFrame, str]:
+def _load(
+    interactions: Any, users: int, seed: int, rating_col: str | None, timestamp_col: str | None
+) -> tuple[pd.DataFrame, str, dict[str, str]]:
+    """The log under the roles' names (``user``, ``item``, [``rating``],
+    [``timestamp``]), where it comes from, and role -> the column read."""
     if interactions is None:
-        log = synthetic_interactions(users, seed=seed)
-        return (
-            log,
-            f"synthetic log (receval.synthetic_interactions, users={users}, seed={seed})",
-        )
-    if isinstance(interactions, (str, Path)):
-        return read_interactions(interactions), str(interactions)
-    return as_frame(interactions, "interactions"), "the given table"
+        frame = synthetic_interactions(users, seed=seed)
+        source = f"synthetic log (receval.synthetic_interactions, users={users}, seed={seed})"
+    elif isinstance(interactions, (str, Path)):
+        frame, source = read_log(interactions), str(interactions)
+    else:
+        frame, source = as_frame(interactions, "interactions"), "the given table"
+    log, found = as_log(
+        frame,
+        rating_col=rating_col,
+        timestamp_col=timestamp_col,
+        source="interactions" if source == "the given table" else source,
+    )
+    return log, source, found
 
 
-def _relevance(log: pd.DataFrame, threshold: float | None) -> Relevance:
-    """The relevance rule: the ``rating`` column at ``threshold``, or every interaction."""
+def _relevance(log: pd.DataFrame, threshold: float | None, column: str | None) -> Relevance:
+    """The relevance rule: the rating column (read as ``column``) at
+    ``threshold``, or every interaction."""
     if "rating" not in log.columns:
         if threshold is not None:
             raise ReceValError(
@@ -177,15 +192,20 @@ def _relevance(log: pd.DataFrame, threshold: float | None) -> Relevance:
     t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
     if not t > 0:
         raise ReceValError(f"threshold must be > 0; got {threshold!r}")
+    name = column or "rating"
     return Relevance(
-        "rating",
+        name,
         t,
-        f"column rating as graded relevance: a test item is relevant when its rating is "
+        f"column {name} as graded relevance: a test item is relevant when its rating is "
         f"≥ {t:g} ({option('threshold', int(t) if t.is_integer() else t)} to change it)",
     )
 
 
-def _split(log: pd.DataFrame, seed: int, notes: list[str]) -> tuple[Split, str]:
+def _split(
+    log: pd.DataFrame, seed: int, notes: list[str], time_column: str | None
+) -> tuple[Split, str]:
+    """Per user in time (by the timestamp column, read as ``time_column``), or
+    at random per user when the log has none."""
     options: dict[str, Any] = {"test_size": 0.2, "min_user_interactions": 5}
     method = "user_time"
     if "timestamp" not in log.columns:
@@ -195,7 +215,8 @@ def _split(log: pd.DataFrame, seed: int, notes: list[str]) -> tuple[Split, str]:
     sp = split(log, method, **options)  # type: ignore[arg-type]
     if len(sp.test) == 0 or len(sp.train) == 0:
         raise ReceValError("the split left an empty train or test part: too few interactions")
-    return sp, f"{method}, " + ", ".join(f"{k}={v}" for k, v in options.items())
+    by = f" by column {time_column or 'timestamp'}" if method == "user_time" else ""
+    return sp, f"{method}{by}, " + ", ".join(f"{k}={v}" for k, v in options.items())
 
 
 def _truth(test: pd.DataFrame, relevance: Relevance, notes: list[str]) -> pd.DataFrame:
@@ -204,7 +225,7 @@ def _truth(test: pd.DataFrame, relevance: Relevance, notes: list[str]) -> pd.Dat
         truth = test.drop_duplicates(["user", "item"])[["user", "item"]]
     else:
         truth = (
-            test.groupby(["user", "item"], sort=False)[relevance.column]
+            test.groupby(["user", "item"], sort=False)["rating"]
             .max()
             .rename("relevance")
             .reset_index()
@@ -351,6 +372,8 @@ def run_demo(
     interactions: Any = None,
     seed: int = 0,
     threshold: float | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
     quiet: bool = False,
     console: Callable[[str], None] | None = None,
     progress: bool | Step = False,
@@ -360,15 +383,22 @@ def run_demo(
     Args:
         out_dir: where the files go (created if needed).
         users: users of the synthetic log (ignored with ``interactions``).
-        interactions: your own log instead: a path (CSV, Parquet, MovieLens
-            ``u.data`` / ``ratings.dat`` / ``ratings.csv``) or a table with
-            ``user``, ``item`` and, ideally, ``rating`` and ``timestamp`` columns.
+        interactions: your own log instead: a path (CSV, Parquet, JSON Lines,
+            RecBole ``.inter``, MovieLens ``u.data`` / ``ratings.dat`` /
+            ``ratings.csv``) or a table with user and item columns and,
+            ideally, rating and timestamp columns (found by their names:
+            :func:`receval.io.interactions.log_columns`).
         seed: seed of the synthetic log and of the random baseline (and of the
             comparison's bootstrap).
         threshold: a test item is relevant when its rating is ≥ threshold
             (graded relevance: nDCG gains are the ratings); default
-            :data:`DEFAULT_THRESHOLD`. Needs a ``rating`` column; a log without
+            :data:`DEFAULT_THRESHOLD`. Needs a rating column; a log without
             one counts every test interaction as relevant.
+        rating_col: the log's rating column (None: detected: ``rating``,
+            ``rating:float``, ``stars``, ...); a name given must exist.
+        timestamp_col: the log's timestamp column (None: detected:
+            ``timestamp``, ``time``, ``date``, ...); a name given must exist.
+            Without one the split is random per user.
         quiet: print nothing.
         console: where the console lines go (default: print, options written in
             Python syntax; the command line passes its own, in flag syntax).
@@ -387,7 +417,8 @@ def run_demo(
         :class:`~receval.analysis.report.Report`), ``results`` (system →
         :class:`~receval.Result`), ``split`` (the
         :class:`~receval.workflow.split.Split`), ``relevance``
-        (:class:`Relevance`), ``files`` (name → path), ``notes``, ``seconds``.
+        (:class:`Relevance`), ``columns`` (role → the log's column read),
+        ``files`` (name → path), ``notes``, ``seconds``.
 
     Example:
         >>> import tempfile
@@ -398,36 +429,63 @@ def run_demo(
     """
     t0 = time.perf_counter()
     step: Step = silent if quiet else steps_of(progress, "demo")
-    with OutputSet(out_dir, "demo", {"users": users, "seed": seed, "threshold": threshold}) as out:
-        return _demo(out, interactions, users, seed, threshold, quiet, console, t0, step)
-
-
-def _demo(
-    out: OutputSet,
-    interactions: str | Path | None,
-    users: int,
-    seed: int,
-    threshold: float | None,
-    quiet: bool,
-    console: Callable[[str], None] | None,
-    t0: float,
-    step: Step,
-) -> dict[str, Any]:
-    """The demo, writing into the locked folder ``out`` (manifest written on success)."""
+    asked = _Asked(interactions, users, seed, threshold, rating_col, timestamp_col)
     show = console or (lambda s: print(for_python(s)))
     say: Callable[[str], None] = (lambda s: None) if quiet else show
+    with OutputSet(out_dir, "demo", {"users": users, "seed": seed, "threshold": threshold}) as out:
+        return _demo(out, asked, say, t0, step)
 
-    with step("reading the log" if interactions is not None else f"generating {users} users"):
-        log, source = _load(interactions, users, seed)
-    relevance = _relevance(log, threshold)
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the demo was asked to run on."""
+
+    interactions: Any
+    users: int
+    seed: int
+    threshold: float | None
+    rating_col: str | None
+    timestamp_col: str | None
+
+
+def _data(
+    asked: _Asked, say: Callable[[str], None], step: Step
+) -> tuple[pd.DataFrame, str, dict[str, str], Relevance]:
+    """The log, where it comes from, role -> its column, and the relevance
+    rule; the console says each."""
+    reading = asked.interactions is not None
+    with step("reading the log" if reading else f"generating {asked.users} users"):
+        log, source, found = _load(
+            asked.interactions, asked.users, asked.seed, asked.rating_col, asked.timestamp_col
+        )
+    relevance = _relevance(log, asked.threshold, found.get("rating"))
     say(
         f"data: {source}: {len(log)} interactions, {log['user'].nunique()} users, "
         f"{log['item'].nunique()} items"
     )
+    say(f"columns: {_columns_text(found)}")
     say(f"relevance: {relevance.phrase}")
+    return log, source, found, relevance
+
+
+def _columns_text(found: Mapping[str, str]) -> str:
+    """``user=user_id, item=item_id, rating=rating:float, timestamp=time``."""
+    return ", ".join(f"{role}={column}" for role, column in found.items())
+
+
+def _demo(
+    out: OutputSet,
+    asked: _Asked,
+    say: Callable[[str], None],
+    t0: float,
+    step: Step,
+) -> dict[str, Any]:
+    """The demo, writing into the locked folder ``out`` (manifest written on success)."""
+    log, source, found, relevance = _data(asked, say, step)
+    seed = asked.seed
     notes: list[str] = []
     with step(f"splitting {len(log)} interactions"):
-        sp, split_text = _split(log, seed, notes)
+        sp, split_text = _split(log, seed, notes, found.get("timestamp"))
     truth = _truth(sp.test, relevance, notes)
     train = sp.train[["user", "item"]]
     for line in sp.describe():
@@ -444,7 +502,7 @@ def _demo(
     skipped = _skipped_note(results, relevance)
     if skipped:
         notes.append(skipped)
-    protocol = _Protocol(source, relevance, split_text, notes)
+    protocol = _Protocol(source, relevance, split_text, notes, _columns_text(found))
 
     # the one comparison every output shows; the runs are evaluated already
     with step(f"comparing the systems (t-tests, {N_RESAMPLES} bootstrap resamples)"):
@@ -485,6 +543,7 @@ def _demo(
         "results": results,
         "split": sp,
         "relevance": relevance,
+        "columns": found,
         "files": files,
         "notes": notes,
         "seconds": seconds,

@@ -1,10 +1,19 @@
 """Train/test(/validation) splits of an interaction log, deterministic given a seed.
 
 An interaction log is a table with a user and an item column and optionally a
-rating and a timestamp. Every split keeps the input's columns and rows (in
-their input order) and returns a :class:`Split`: ``train``, ``test``,
-optionally ``validation``, and ``info`` — the method, its parameters, the
-sizes of each part and everything that was dropped, and why.
+rating and a timestamp. Every split keeps the input's columns (all of them,
+under their own names) and rows (in their input order) and returns a
+:class:`Split`: ``train``, ``test``, optionally ``validation``, and ``info`` —
+the method, its parameters, the columns used, the sizes of each part and
+everything that was dropped, and why.
+
+Columns are found as for every input (:func:`receval.io.interactions.log_columns`):
+the user and item by :func:`receval.io.columns.resolve` (``user``, ``user_id``,
+``userId``, ``uid``, ...), the rating and timestamp by
+:data:`receval.io.interactions.LOG_ALIASES` (``rating``, ``stars``;
+``timestamp``, ``time``, ``date``, ...); ``user_col=`` and the others name them.
+:func:`split_file` splits a file (``receval split``): :func:`receval.io.interactions.read_log`
+reads it whole, so the parts keep the file's own columns and names.
 
 Methods (``split(log, method=...)``):
 
@@ -43,6 +52,7 @@ is counted in ``info["dropped"]``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator
@@ -54,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from receval.errors import InputError, ReceValError, option
-from receval.io.interactions import as_frame
+from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log
 from receval.io.write import OutputSet
 
 __all__ = [
@@ -65,6 +75,7 @@ __all__ = [
     "leave_one_out",
     "random_split",
     "split",
+    "split_file",
     "time_split",
     "user_random_split",
     "user_time_split",
@@ -159,33 +170,77 @@ def _size(frame: pd.DataFrame, user_col: str, item_col: str) -> dict[str, int]:
     }
 
 
-def _log(interactions: Any, user_col: str, item_col: str) -> pd.DataFrame:
+@dataclass
+class _Opts:
+    """A split's options; the columns as asked (None: detected), then as found
+    (:func:`_log`; a rating or timestamp column not found: None)."""
+
+    user_col: Any
+    item_col: Any
+    rating_col: Any
+    timestamp_col: Any
+    min_user_interactions: int
+    min_item_interactions: int
+    relevance_threshold: float | None
+    drop_unseen_users: bool
+    drop_unseen_items: bool
+    #: the rating and timestamp columns asked for (messages)
+    asked: dict[str, str | None] = field(default_factory=dict)
+
+
+def _log(interactions: Any, o: _Opts, strict: bool = False) -> tuple[pd.DataFrame, _Opts]:
+    """The log (fresh index) and the options with the columns found
+    (:func:`receval.io.interactions.log_columns`; names as the table's labels;
+    a rating or timestamp column not found: None, said when one is needed)."""
     frame = as_frame(interactions, "interactions")
-    for col, role in ((user_col, "user"), (item_col, "item")):
-        if col not in frame.columns:
-            found = ", ".join(map(str, frame.columns))
-            raise InputError(
-                f"no {role} column {col!r} (columns found: {found})", source="interactions"
-            )
-        missing = frame[col].isna().to_numpy()
+    labels = {str(c): c for c in frame.columns}
+    found = log_columns(
+        list(labels),
+        user_col=o.user_col,
+        item_col=o.item_col,
+        rating_col=o.rating_col,
+        timestamp_col=o.timestamp_col,
+        strict=strict,
+    )
+    for role in ("user", "item"):
+        missing = frame[labels[found[role]]].isna().to_numpy()
         if missing.any():
             raise InputError(f"missing {role} id", source="interactions", row=_first(missing))
-    return frame.reset_index(drop=True)
+    resolved = dataclasses.replace(
+        o,
+        user_col=labels[found["user"]],
+        item_col=labels[found["item"]],
+        rating_col=labels[found["rating"]] if "rating" in found else None,
+        timestamp_col=labels[found["timestamp"]] if "timestamp" in found else None,
+        asked={"rating": o.rating_col, "timestamp": o.timestamp_col},
+    )
+    return frame.reset_index(drop=True), resolved
+
+
+def _needs(frame: pd.DataFrame, o: _Opts, role: str, why: str) -> Any:
+    """The rating or timestamp column found, or an error saying why it is needed."""
+    col = o.rating_col if role == "rating" else o.timestamp_col
+    if col is not None:
+        return col
+    found = ", ".join(map(str, frame.columns))
+    asked = o.asked.get(role)
+    if asked:
+        wanted = f"{asked!r} (columns found: {found})"
+    else:
+        wanted = f"{role!r} (or {', '.join(LOG_ALIASES[role][1:])}; columns found: {found})"
+    raise InputError(
+        f"{why} needs a {role} column {wanted}; name it with " + option(f"{role}_col"),
+        source="interactions",
+    )
 
 
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _time_key(frame: pd.DataFrame, col: str) -> np.ndarray:
+def _time_key(frame: pd.DataFrame, o: _Opts) -> np.ndarray:
     """Timestamps as sortable numbers (int64 nanoseconds for dates)."""
-    if col not in frame.columns:
-        found = ", ".join(map(str, frame.columns))
-        raise InputError(
-            f"a chronological split needs a timestamp column {col!r} (columns found: {found}); "
-            "name it with " + option("timestamp_col"),
-            source="interactions",
-        )
+    col = _needs(frame, o, "timestamp", "a chronological split")
     s = frame[col]
     if s.dtype == object or pd.api.types.is_string_dtype(s):
         try:
@@ -288,11 +343,12 @@ def filter_interactions(
     *,
     min_user_interactions: int = 0,
     min_item_interactions: int = 0,
-    user_col: str = "user",
-    item_col: str = "item",
+    user_col: str | None = None,
+    item_col: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """Keep users with ≥ ``min_user_interactions`` rows and items with ≥
     ``min_item_interactions`` rows, repeated until both hold (a k-core).
+    ``user_col``, ``item_col``: the columns (None: detected, as in :func:`split`).
 
     Returns:
         The filtered log (input row order) and what was dropped: ``rows``,
@@ -306,7 +362,8 @@ def filter_interactions(
         >>> kept.to_dict("list"), dropped
         ({'user': [], 'item': []}, {'rows': 5, 'users': 3, 'items': 3, 'rounds': 3})
     """
-    frame = _log(interactions, user_col, item_col)
+    frame, o = _log(interactions, _opts(user_col, item_col, None, None, 0, 0, None, False, False))
+    user_col, item_col = o.user_col, o.item_col
     for name, v in (
         ("min_user_interactions", min_user_interactions),
         ("min_item_interactions", min_item_interactions),
@@ -342,28 +399,15 @@ def filter_interactions(
 # --------------------------------------------------------------------------- the splits
 
 
-@dataclass
-class _Opts:
-    user_col: str
-    item_col: str
-    rating_col: str
-    timestamp_col: str
-    min_user_interactions: int
-    min_item_interactions: int
-    relevance_threshold: float | None
-    drop_unseen_users: bool
-    drop_unseen_items: bool
-
-
-def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any]]:
-    frame = _log(interactions, o.user_col, o.item_col)
-    if o.relevance_threshold is not None and o.rating_col not in frame.columns:
-        raise InputError(
-            f"relevance_threshold needs a rating column {o.rating_col!r} (columns found: "
-            f"{', '.join(map(str, frame.columns))}); name it with " + option("rating_col"),
-            source="interactions",
-        )
+def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any], _Opts]:
+    """The log filtered (k-core), the info so far, the options with the columns found."""
+    frame, o = _log(interactions, o)
+    if o.relevance_threshold is not None:
+        _needs(frame, o, "rating", "relevance_threshold")
+    used = {"user": o.user_col, "item": o.item_col}
+    used |= {"rating": o.rating_col, "timestamp": o.timestamp_col}
     info: dict[str, Any] = {"sizes": {"input": _size(frame, o.user_col, o.item_col)}}
+    info["columns"] = {role: str(c) for role, c in used.items() if c is not None}
     info["dropped"] = {}
     info["notes"] = []
     if o.min_user_interactions > 1 or o.min_item_interactions > 1:
@@ -371,8 +415,8 @@ def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any]]
             frame,
             min_user_interactions=o.min_user_interactions,
             min_item_interactions=o.min_item_interactions,
-            user_col=o.user_col,
-            item_col=o.item_col,
+            user_col=str(o.user_col),
+            item_col=str(o.item_col),
         )
         info["dropped"]["min_interactions"] = dropped
         info["sizes"]["filtered"] = _size(frame, o.user_col, o.item_col)
@@ -381,7 +425,7 @@ def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any]]
             f"{dropped['items']} items below min_user_interactions={o.min_user_interactions} / "
             f"min_item_interactions={o.min_item_interactions} ({dropped['rounds']} rounds)"
         )
-    return frame, info
+    return frame, info, o
 
 
 def _finish(
@@ -438,10 +482,10 @@ def _finish(
 
 
 def _opts(
-    user_col: str,
-    item_col: str,
-    rating_col: str,
-    timestamp_col: str,
+    user_col: str | None,
+    item_col: str | None,
+    rating_col: str | None,
+    timestamp_col: str | None,
     min_user_interactions: int,
     min_item_interactions: int,
     relevance_threshold: float | None,
@@ -509,10 +553,10 @@ def split(
     relevance_threshold: float | None = None,
     drop_unseen_users: bool = False,
     drop_unseen_items: bool = False,
-    user_col: str = "user",
-    item_col: str = "item",
-    rating_col: str = "rating",
-    timestamp_col: str = "timestamp",
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
 ) -> Split:
     """Split an interaction log into train and test (and validation).
 
@@ -536,7 +580,9 @@ def split(
         relevance_threshold: keep in test/validation only rows rated ≥ it.
         drop_unseen_users, drop_unseen_items: drop test/validation rows whose
             user/item has no training row.
-        user_col, item_col, rating_col, timestamp_col: column names.
+        user_col, item_col, rating_col, timestamp_col: the columns (None:
+            detected: user, user_id, userId, ...; rating, stars; timestamp,
+            time, date, ...; see :func:`receval.io.interactions.log_columns`).
 
     Returns:
         A :class:`Split`.
@@ -564,7 +610,7 @@ def split(
         test_size = 1
     _check_size("test_size", test_size)
     _check_size("validation_size", validation_size, allow_none=True)
-    frame, info = _prepare(interactions, o)
+    frame, info, o = _prepare(interactions, o)
     params: dict[str, Any] = {"test_size": test_size}
     if validation_size is not None:
         params["validation_size"] = validation_size
@@ -577,25 +623,80 @@ def split(
         if method == "user_random":
             test, val = _per_user(frame, o, key, test_size, validation_size, info)
         else:
-            order = np.argsort(key, kind="stable")
-            t = int(_how_many(test_size, n))
-            v = min(int(_how_many(validation_size, n)), n - t)
-            test = np.zeros(n, dtype=bool)
-            test[order[n - t :]] = True
-            val = None
-            if validation_size is not None:
-                val = np.zeros(n, dtype=bool)
-                val[order[n - t - v : n - t]] = True
+            test, val = _random_rows(key, test_size, validation_size)
     elif method == "time":
         test, val = _time_global(
             frame, o, test_size, validation_size, cutoff, validation_cutoff, params
         )
     else:
-        key = _time_key(frame, o.timestamp_col)
+        key = _time_key(frame, o)
         test, val = _per_user(frame, o, key, test_size, validation_size, info)
     if method == "leave_one_out":
         params = {k: v for k, v in params.items() if k != "test_size"}
     return _finish(frame, test, val, o, info, method, params)
+
+
+def _random_rows(
+    key: np.ndarray, test_size: Any, validation_size: Any
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``random``: the rows last in ``key`` order are test, those just before validation."""
+    n = len(key)
+    order = np.argsort(key, kind="stable")
+    t = int(_how_many(test_size, n))
+    v = min(int(_how_many(validation_size, n)), n - t)
+    test = np.zeros(n, dtype=bool)
+    test[order[n - t :]] = True
+    if validation_size is None:
+        return test, None
+    val = np.zeros(n, dtype=bool)
+    val[order[n - t - v : n - t]] = True
+    return test, val
+
+
+def split_file(
+    path: str | Path,
+    method: Method = "user_time",
+    *,
+    format: str = "auto",
+    sep: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
+    **options: Any,
+) -> Split:
+    """Split an interaction log file (``receval split``): the file is read
+    whole (:func:`receval.io.interactions.read_log`: any format receval reads,
+    MovieLens logs, ``-`` for the standard input), so every part keeps all the
+    file's columns under the file's own names.
+
+    Args:
+        path: the file.
+        method: as for :func:`split`.
+        format: ``auto`` or a format name (:func:`receval.io.interactions.detect_format`).
+        sep: the delimiter of a CSV file (None: detected).
+        user_col, item_col, rating_col, timestamp_col: as for :func:`split`.
+        options: the other keywords of :func:`split`.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     p = pathlib.Path(d, "log.csv")
+        ...     _ = p.write_text("user_id,item_id,time,note\\n1,7,1,a\\n1,8,2,b\\n")
+        ...     s = split_file(p, test_size=1)
+        >>> s.test.to_dict("list")
+        {'user_id': [1], 'item_id': [8], 'time': [2], 'note': ['b']}
+    """
+    log = read_log(path, format=format, sep=sep, user_col=user_col, item_col=item_col)
+    return split(
+        log,
+        method,
+        user_col=user_col,
+        item_col=item_col,
+        rating_col=rating_col,
+        timestamp_col=timestamp_col,
+        **options,
+    )
 
 
 def _time_global(
@@ -607,7 +708,7 @@ def _time_global(
     validation_cutoff: Any,
     params: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    key = _time_key(frame, o.timestamp_col)
+    key = _time_key(frame, o)
     n = len(frame)
     ordered = np.sort(key)
     if cutoff is not None:
@@ -692,10 +793,10 @@ def kfold(
     relevance_threshold: float | None = None,
     drop_unseen_users: bool = False,
     drop_unseen_items: bool = False,
-    user_col: str = "user",
-    item_col: str = "item",
-    rating_col: str = "rating",
-    timestamp_col: str = "timestamp",
+    user_col: str | None = None,
+    item_col: str | None = None,
+    rating_col: str | None = None,
+    timestamp_col: str | None = None,
 ) -> Iterator[Split]:
     """k-fold cross-validation: yields ``k`` splits whose test parts are disjoint.
 
@@ -733,7 +834,7 @@ def kfold(
     if order not in ("random", "time"):
         raise ReceValError(f"order must be random or time; got {order!r}")
     _check_size("holdout", holdout)
-    frame, base_info = _prepare(interactions, o)
+    frame, base_info, o = _prepare(interactions, o)
     n = len(frame)
     rng = np.random.default_rng(seed)
     params: dict[str, Any] = {"k": k, "by": by, "seed": seed}
@@ -749,7 +850,7 @@ def kfold(
     n_users = int(user.max()) + 1 if n else 0
     group = np.empty(n_users, dtype=np.int64)
     group[rng.permutation(n_users)] = np.arange(n_users) % k
-    key = _time_key(frame, o.timestamp_col) if order == "time" else rng.random(n)
+    key = _time_key(frame, o) if order == "time" else rng.random(n)
     for f in range(k):
         info = _copy_info(base_info)
         in_fold = group[user] == f
@@ -764,6 +865,7 @@ def kfold(
 def _copy_info(info: dict[str, Any]) -> dict[str, Any]:
     return {
         "sizes": dict(info["sizes"]),
+        "columns": dict(info["columns"]),
         "dropped": {k: dict(v) for k, v in info["dropped"].items()},
         "notes": list(info["notes"]),
     }
