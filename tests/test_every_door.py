@@ -1,8 +1,11 @@
 """Every door gives the same numbers, bit for bit.
 
-The same rows (string ids, graded truth in a ``rating`` column, train and
-catalog) go through every input form × the Python API × the CLI; summaries
-and per-user values must be equal with ``==`` (NaN equal to NaN).
+The same rows (graded truth in a ``rating`` column, train and catalog, some
+scores tied) go through every input form × the Python API × the CLI, with
+ids written as text (``u3``, ``i12``), as digit strings (``"3"``, ``"12"``
+in the frames; digits in a file) and as integers; summaries and per-user
+values must be equal with ``==`` (NaN equal to NaN) to those of the pandas
+door for the same ids.
 
 To add a door, append a function to :data:`DOORS`: it takes the data (as
 pandas frames) and a temporary directory and returns the result as
@@ -48,12 +51,27 @@ OPTIONS = {"depth": 5, "unjudged": "condense"}
 FLAGS = ["--depth", "5", "--unjudged", "condense"]
 
 
-def _data() -> dict[str, pd.DataFrame]:
+#: how the ids are written: text, digit strings (numbers under the text rule), integers
+ID_FORMS = ("text", "digits", "int")
+
+
+def _ids(form: str) -> tuple[Callable[[int], Any], Callable[[int], Any]]:
+    """user and item id of a number, written in ``form``."""
+    if form == "text":
+        return (lambda i: f"u{i}"), (lambda j: f"i{j}")
+    if form == "digits":
+        return str, str
+    return int, int
+
+
+def _data(form: str = "text") -> dict[str, pd.DataFrame]:
     rng = np.random.default_rng(16)
-    users = [f"u{i}" for i in range(12)]
+    user, item = _ids(form)
+    users = [user(i) for i in range(12)]
+    # positions 3 and 4 of every list tie in score: the tie rule orders them
     recs = pd.DataFrame(
         [
-            (u, f"i{j}", float(10 - r) + rng.random() / 10)
+            (u, item(j), float(10 - min(r, 3)) + (rng.random() / 10 if r < 3 else 0.0))
             for u in users[:10]
             for r, j in enumerate(rng.choice(20, 6, replace=False))
         ],
@@ -61,17 +79,17 @@ def _data() -> dict[str, pd.DataFrame]:
     )
     truth = pd.DataFrame(
         [
-            (u, f"i{j}", int(rng.integers(0, 6)))  # 0: judged, not relevant
+            (u, item(j), int(rng.integers(0, 6)))  # 0: judged, not relevant
             for u in users[2:]
             for j in rng.choice(20, 3, replace=False)
         ],
         columns=["user", "item", "rating"],
     )
     train = pd.DataFrame(
-        [(u, f"i{j}") for u in users for j in rng.choice(25, 4, replace=False)],
+        [(u, item(j)) for u in users for j in rng.choice(25, 4, replace=False)],
         columns=["user", "item"],
     )
-    catalog = pd.DataFrame({"item": [f"i{j}" for j in range(25)]})
+    catalog = pd.DataFrame({"item": [item(j) for j in range(25)]})
     return {"recs": recs, "truth": truth, "train": train, "catalog": catalog}
 
 
@@ -84,9 +102,23 @@ def _api(recs: Any, truth: Any, train: Any, catalog: Any) -> Outcome:
     return dict(res.summary), per_user
 
 
+def _id_key(value: Any) -> tuple[int, Any]:
+    """The tie rule ``item``, literally: numbers (ints and digit strings)
+    numerically first, then text by code point."""
+    text = str(value)
+    if text.lstrip("-").isdigit():
+        return (0, int(text))
+    return (1, text)
+
+
 def _mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     recs = {
-        u: list(g.sort_values("score", ascending=False)["item"])
+        u: [
+            i
+            for _, i in sorted(
+                zip(g["score"], g["item"], strict=True), key=lambda r: (-r[0], _id_key(r[1]))
+            )
+        ]
         for u, g in d["recs"].groupby("user")
     }
     truth = {
@@ -94,6 +126,53 @@ def _mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     }
     train = {u: list(g["item"]) for u, g in d["train"].groupby("user")}
     return _api(recs, truth, train, list(d["catalog"]["item"]))
+
+
+def _score_mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """The run of ranx, pytrec_eval and ir_measures: ``{user: {item: score}}``
+    (ordered by score, ties by the tie rule), in a shuffled insertion order."""
+    rows = d["recs"].sample(frac=1, random_state=3)
+    recs: dict[Any, dict[Any, float]] = {}
+    for u, i, s in rows[["user", "item", "score"]].itertuples(index=False):
+        recs.setdefault(u, {})[i] = s
+    truth = {
+        u: dict(zip(g["item"], g["rating"], strict=True)) for u, g in d["truth"].groupby("user")
+    }
+    return _api(recs, truth, d["train"], d["catalog"])
+
+
+def _column_names(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """The two inputs name their columns differently (per-input column options)."""
+    truth = d["truth"].rename(columns={"user": "customer", "item": "sku"})
+    res = receval.evaluate(
+        d["recs"].rename(columns={"user": "uid"}),
+        truth,
+        METRICS,
+        train=d["train"].rename(columns={"user": "uid"}),
+        catalog=d["catalog"],
+        user_col="uid",
+        truth_user_col="customer",
+        truth_item_col="sku",
+        **OPTIONS,
+    )
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
+
+
+def _compare_paths(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """receval.compare given paths, train= a path too (a system's Result)."""
+    p = _write(d, tmp, "csv")
+    comparison = receval.compare(
+        {"sys": p["recs"], "same": p["recs"]},
+        p["truth"],
+        METRICS,
+        train=p["train"],
+        catalog=p["catalog"],
+        n_resamples=100,
+        ci="none",
+        **OPTIONS,
+    )
+    res = comparison.results["sys"]
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
 
 
 def _pandas(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
@@ -202,6 +281,9 @@ def _cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
 #: Every way in: a function (data, tmp dir) -> (summary, per-user columns).
 DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
     _mapping,
+    _score_mapping,
+    _column_names,
+    _compare_paths,
     _pandas,
     _pyarrow,
     _polars,
@@ -222,14 +304,30 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+_EXPECTED: dict[str, Outcome] = {}
+
+
+def expected_for(form: str, tmp: Path) -> Outcome:
+    """The pandas door's numbers for ids written in ``form`` (computed once)."""
+    if form not in _EXPECTED:
+        _EXPECTED[form] = _pandas(_data(form), tmp)
+    return _EXPECTED[form]
+
+
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    return _pandas(_data(), tmp_path_factory.mktemp("pandas"))
+    return expected_for("text", tmp_path_factory.mktemp("pandas"))
 
 
+@pytest.mark.parametrize("form", ID_FORMS)
 @pytest.mark.parametrize("door", DOORS, ids=lambda f: f.__name__.strip("_"))
-def test_every_door_gives_the_same_numbers(door: Any, expected: Outcome, tmp_path: Path) -> None:
-    check_door(door(_data(), tmp_path), expected)
+def test_every_door_gives_the_same_numbers(door: Any, form: str, tmp_path: Path) -> None:
+    check_door(door(_data(form), tmp_path), expected_for(form, tmp_path))
+
+
+def test_id_forms_differ_only_where_the_tie_order_does(tmp_path: Path) -> None:
+    # digit strings and integers are the same ids (the text rule): the same numbers
+    check_door(_pandas(_data("digits"), tmp_path), expected_for("int", tmp_path))
 
 
 def check_door(got: Outcome, expected: Outcome) -> None:
@@ -243,8 +341,8 @@ def check_door(got: Outcome, expected: Outcome) -> None:
     for m, col in want_users.items():
         got = per_user[m]
         assert list(got.index.astype(str)) == list(col.index.astype(str)), m
-        for u, v in col.items():
-            assert _same(float(got[str(u)]), float(v)), (m, u, got[str(u)], v)
+        for u, a, b in zip(col.index, got.to_numpy(), col.to_numpy(), strict=True):
+            assert _same(float(a), float(b)), (m, u, a, b)
 
 
 def test_the_rating_column_is_the_graded_relevance_everywhere(tmp_path: Path) -> None:

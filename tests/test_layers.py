@@ -125,6 +125,49 @@ def test_io_never_imports_an_engine_and_kernels_never_the_registry() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+#: what opens an input file: only receval.io may call these (issue #30, "one way in")
+_READS = {
+    "read_file",
+    "read_table",
+    "read_csv",
+    "read_parquet",
+    "read_json",
+    "open_csv",
+    "ParquetFile",
+    "open_parquet",
+    "read_interactions_file",
+}
+
+
+def _file_reads(path: Path) -> list[str]:
+    """The calls in a module that open an input file, and Spark's ``.read``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in _READS:
+                found.append(f"line {node.lineno}: {name}()")
+        elif isinstance(node, ast.Attribute) and node.attr == "read":
+            inner = node.value
+            if isinstance(inner, (ast.Name, ast.Attribute)) and "spark" in ast.unparse(inner):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_door_reads_a_file_itself() -> None:
+    """Every input is opened by receval.io (io/inputs.py, io/files.py, the
+    readers' table): the commands, the evaluation surface, analysis and
+    workflow hand paths down, never read them."""
+    wrong = [
+        f"{name}: {call}"
+        for name, path in _modules().items()
+        if not name.startswith("receval.io")
+        for call in _file_reads(path)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_import_cycles() -> None:
     g = _graph()
     # Tarjan's strongly connected components

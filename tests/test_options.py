@@ -200,3 +200,26 @@ def test_the_result_says_which_columns_were_read_and_notes_a_rating_scale(tmp_pa
     binary = receval.evaluate(recs, truth.drop(columns="rating"), "ndcg@2")
     assert "relevance" not in binary.parameters["columns"]["truth"]
     assert not any("relevance is the truth column" in n for n in binary.notes)
+
+
+def test_the_options_table_is_every_field_and_the_docs_page() -> None:
+    from pathlib import Path
+
+    from receval.evaluation.options import _ORDER, OPTIONS, markdown_options
+
+    # one declaration per field of EvalOptions, in the same order
+    assert [o.name for o in OPTIONS] == _ORDER
+    page = (Path(__file__).resolve().parent.parent / "docs" / "options.md").read_text()
+    assert page.endswith(markdown_options())
+
+
+def test_every_option_validates_by_its_declared_kind() -> None:
+    from receval.errors import OptionError
+    from receval.evaluation.options import OPTIONS
+
+    bad = {"number": "x", "count": 0, "flag": "yes", "column": "", "choice": "nope"}
+    for o in OPTIONS:
+        if o.kind == "convention":
+            continue
+        with pytest.raises(OptionError, match=o.name):
+            EvalOptions(**{o.name: bad[o.kind]})

@@ -283,7 +283,9 @@ def test_renamed_columns_and_ungraded_conventions(
 
 def test_mixed_id_kinds_and_float_ids(tmp_path: Path, small_chunks: pytest.MonkeyPatch) -> None:
     recs, truth = _workload(9)
-    truth_str = truth.assign(user=truth["user"].astype(str))
+    # text users ("u" + number) in the truth only: the users are matched as strings
+    extra = truth.iloc[:2].assign(user=["u1", "u2"])
+    truth_str = pd.concat([truth.assign(user=truth["user"].astype(str)), extra])
     r, t = _write(tmp_path, recs, truth_str)
     ways = _spy(small_chunks)
     whole = receval.evaluate(recs, truth_str, METRICS)
@@ -358,10 +360,13 @@ def test_tables_sorted_by_user_merge_like_files(
         assert not ways
     # not sorted, or ids of mixed kinds: the in-memory path
     receval.evaluate(_shuffled(recs, 1), truth, METRICS)
-    if str_users:  # "u001" -> "1" in the lists, 1 in the truth: matched as strings
-        mixed = recs.assign(user=recs["user"].str[1:].astype(int).astype(str))
-        other = truth.assign(user=truth["user"].str[1:].astype(int))
-    else:
-        mixed, other = recs, truth.assign(user=truth["user"].astype(str))
-    receval.evaluate(mixed, other, METRICS)
+    # text users in the lists, a number among them in the truth (or the other way)
+    odd = truth.iloc[:1].assign(user=10**6 if str_users else "zz")
+    other = pd.concat([truth, odd], ignore_index=True)
+    receval.evaluate(recs, other, METRICS)
     assert not ways
+    # digit strings are numbers (the text rule, #30): "7" and 7 merge as one kind
+    if not str_users:
+        digits = truth.assign(user=truth["user"].astype(str))
+        _same(merged, receval.evaluate(recs, digits, METRICS))
+        assert ways.pop() == "merge"

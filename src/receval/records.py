@@ -9,7 +9,7 @@ truth of the same users.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,26 @@ class Columns:
     relevance: str | None = None
     actual: str | None = None
     predicted: str | None = None
+    #: the truth's user and item columns, where they differ from ``user``/``item``
+    truth_user: str | None = None
+    truth_item: str | None = None
+
+    def for_truth(self) -> Columns:
+        """The columns of the truth input: ``truth_user``/``truth_item`` in
+        place of ``user``/``item`` where given.
+
+        >>> Columns(user="uid", truth_user="customer").for_truth().user
+        'customer'
+        """
+        if self.truth_user is None and self.truth_item is None:
+            return self
+        return replace(
+            self,
+            user=self.truth_user or self.user,
+            item=self.truth_item or self.item,
+            truth_user=None,
+            truth_item=None,
+        )
 
 
 @dataclass

@@ -25,7 +25,7 @@ from receval import _malloc
 from receval._accel import NATIVE as _native
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared, encode, user_offsets
-from receval.errors import InputError, NoSharedUser, PolicyError, plain
+from receval.errors import InputError, NoSharedUser, PolicyError, option, plain
 from receval.exact import ExactSum
 from receval.ids import as_str, distinct, kind, runs
 from receval.metrics.context import ItemContext, ItemGroups, positions
@@ -309,8 +309,8 @@ def _apply_policies(
     for why, (mask, policy) in groups.items():
         if policy == "error" and mask.any():
             user = plain(p.user_ids[np.flatnonzero(mask)[0]])
-            text, option = what[why]
-            error = PolicyError(f"user {user!r} {text} ({option}='error')")
+            text, name = what[why]
+            error = PolicyError(f"user {user!r} {text} ({option(name, 'error')})")
             error.user = user
             raise error
     for why, (mask, policy) in groups.items():
@@ -364,6 +364,8 @@ def run(
     unjudged: str = "keep",
     negative_grades: str = "error",
     catalog_size: int | None = None,
+    graded: bool = True,
+    grade_cut: float | None = None,
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     cells: UserCells | None = None,
@@ -421,6 +423,8 @@ def run(
         unjudged=unjudged,
         negative_grades=negative_grades,
         catalog_size=catalog_size,
+        graded=graded,
+        grade_cut=grade_cut,
         items=items,
         progress=progress,
         cells=cells,
@@ -455,6 +459,10 @@ class Plan:
     unjudged: str = "keep"
     negative_grades: str = "error"
     catalog_size: int | None = None
+    #: grades as read (True), or binary relevance (False): every truth row
+    #: relevant, or with ``grade_cut`` the rows graded >= it (numpy_engine.binary_grades)
+    graded: bool = True
+    grade_cut: float | None = None
 
     @property
     def per_user(self) -> list[MetricSpec]:
@@ -643,6 +651,8 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     users each policy concerns."""
     specs = plan.per_user
     recs, sub = pair.loaded()
+    if not plan.graded:  # the one place the relevance reading is applied
+        sub.grades = numpy_engine.binary_grades(sub.grades, plan.grade_cut)
     try:
         p = numpy_engine.prepare(
             recs,
@@ -650,7 +660,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
             threshold=plan.threshold,
             duplicates=plan.duplicates,
             need_ties=any(s.definition.needs_ties for s in specs),
-            max_grade=plan.max_grade,
+            max_grade=plan.max_grade if plan.graded else 1.0,
             ties=plan.ties,
             positive_grades=any(
                 "positive_grades" in s.definition.requirements(s.k, dict(s.params)) for s in specs
@@ -1016,6 +1026,8 @@ def run_pairs(
     unjudged: str = "keep",
     negative_grades: str = "error",
     catalog_size: int | None = None,
+    graded: bool = True,
+    grade_cut: float | None = None,
     items: ItemContext | None = None,
     progress: Callable[[int], None] | None = None,
     notes: list[str] | None = None,
@@ -1049,6 +1061,8 @@ def run_pairs(
         unjudged=unjudged,
         negative_grades=negative_grades,
         catalog_size=catalog_size,
+        graded=graded,
+        grade_cut=grade_cut,
     )
     groups = None if cells is None else GroupCombiners(plan, cells)
     combiner = Combiner(plan) if groups is None else groups.whole
@@ -1120,7 +1134,10 @@ def _in_user_order(
     (without a reorder when the parts already are in order)."""
     if len(parts) == 1:
         return parts[0]
-    user_ids = np.concatenate([u for u, _, _ in parts])
+    ids = [u for u, _, _ in parts]
+    if len({kind(u) for u in ids if len(u)}) > 1:  # batches of both kinds: users as strings
+        ids = [as_str(u) for u in ids]
+    user_ids = np.concatenate(ids)
     values = np.concatenate([v for _, v, _ in parts], axis=1)
     evaluated = np.concatenate([e for _, _, e in parts])
     if user_ids.dtype != object and np.all(user_ids[1:] > user_ids[:-1]):

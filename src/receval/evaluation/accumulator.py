@@ -93,7 +93,7 @@ class Accumulator:
         self.specs = list(specs)
         self._items = items
         self._plan = driver.Plan(tuple(specs), 1.0, items=items, **opts.engine())
-        self._open_err = [s for s in specs if s.name == "err" and "max_grade" not in dict(s.params)]
+        self._reads_max_grade = [s for s in specs if s.reads_max_grade]
         self._parts: list[driver.Part] = []
         self._rows = 0  # rows of update_scores so far: the default user ids
 
@@ -105,11 +105,10 @@ class Accumulator:
         cols = self.options.columns()
         recs = read_recs(recommendations, cols)
         tr = read_truth(truth, cols, negative_grades=self.options.negative_grades)
-        if not self.options.graded:
-            tr.grades = np.ones(len(tr.grades))
-        if self._open_err and len(tr.grades) and float(tr.grades.max()) > 1.0:
+        top = float(tr.grades.max()) if len(tr.grades) else 0.0
+        if self._reads_max_grade and self.options.graded and top > 1.0:
             raise ReceValError(
-                f"{self._open_err[0]} normalises by the largest grade of the whole truth, "
+                f"{self._reads_max_grade[0]} normalises by the largest grade of the whole truth, "
                 "which a stream of batches does not know: give it, e.g. "
                 f"err@10[max_grade={float(tr.grades.max()):g}]"
             )

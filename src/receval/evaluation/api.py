@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -11,12 +10,13 @@ import pandas as pd
 
 from receval._progress import rows_to_stderr
 from receval.engines import driver
-from receval.errors import ReceValError, option
+from receval.errors import InputError, ReceValError, option
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.evaluation.spark import collected, is_spark
 from receval.io.items import build_context
+from receval.io.stream import opened_pair
 from receval.io.tables import iter_recs, read_recs, read_truth
 from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec, parse_metrics, suggest
@@ -38,6 +38,7 @@ def evaluate(
     options: EvalOptions | None = None,
     convention: str | None = None,
     threshold: float | None = None,
+    graded: bool | None = None,
     empty_truth: EmptyTruth | None = None,
     missing_recs: MissingRecs | None = None,
     no_truth: EmptyTruth | None = None,
@@ -54,6 +55,8 @@ def evaluate(
     score_col: str | None = None,
     rank_col: str | None = None,
     relevance_col: str | None = None,
+    truth_user_col: str | None = None,
+    truth_item_col: str | None = None,
     train: Any = None,
     catalog: Iterable[Any] | None = None,
     item_features: Any = None,
@@ -86,6 +89,11 @@ def evaluate(
             parameter a metric string does not give. None: receval's own.
         threshold: an item is relevant when its grade is >= threshold (and > 0);
             default 1.
+        graded: False reads relevance as binary, as tools that see no grades
+            do: every truth row is relevant with gain 1, or, with a
+            ``threshold`` given explicitly, the rows graded >= it. Default:
+            True (grades are gains), or the convention's (``rectools``,
+            ``recbole``, ``lenskit``, ``replay`` read no grades).
         empty_truth: users in the truth without a relevant item: ``skip``
             (NaN, left out of the means and counted; the default), ``zero``
             (scored 0) or ``error``.
@@ -120,6 +128,8 @@ def evaluate(
             (``user``, ``user_id``, ``userId``, ...; README "Columns"). A
             truth column named ``relevance``, ``rating``, ``grade``,
             ``label``, ... is the graded relevance.
+        truth_user_col, truth_item_col: the truth's user and item columns,
+            when they are named differently from the recommendations'.
         train: the training interactions (a table with user and item columns,
             or a mapping user -> items): item popularity (distinct users per
             item) and, without ``catalog``, the catalog. Needed by novelty,
@@ -160,6 +170,7 @@ def evaluate(
         options,
         convention=convention,
         threshold=threshold,
+        graded=graded,
         empty_truth=empty_truth,
         missing_recs=missing_recs,
         no_truth=no_truth,
@@ -176,65 +187,22 @@ def evaluate(
         score_col=score_col,
         rank_col=rank_col,
         relevance_col=relevance_col,
+        truth_user_col=truth_user_col,
+        truth_item_col=truth_item_col,
     )
     specs = parse_metrics(metrics, opts.metric_defaults)
     if progress is True:
         progress = rows_to_stderr("evaluate")
     elif progress is False:
         progress = None
-    given = {
-        "train": train is not None,
-        "catalog": catalog is not None or train is not None,
-        "item_features": item_features is not None,
-        "popular": popular is not None or train is not None,
-        "item_groups": item_groups is not None,
-        "catalog_size": opts.catalog_size is not None,
-    }
-    check_inputs(specs, given)
-    cols = opts.columns()
-    items = None
+    side = {"train": train, "catalog": catalog, "item_features": item_features}
+    side |= {"popular": popular, "item_groups": item_groups}
+    check_inputs(specs, _given(side, opts))
     on_spark = is_spark(recommendations) or is_spark(truth)
     # a Spark train= stays where it is: its item counts are computed there
     train_df = train if on_spark and is_spark(train) else None
-    if item_groups is not None or any(
-        s.definition.needs or s.definition.kind == "aggregate" for s in specs
-    ):
-        popularity = None
-        if train_df is not None:
-            from receval.evaluation.spark import popularity_of
-
-            popularity = popularity_of(train_df, Columns(user=opts.user_col, item=opts.item_col))
-        items = build_context(
-            train=None if train_df is not None else collected(train),
-            catalog=collected(catalog),
-            item_features=collected(item_features),
-            popular=collected(popular),
-            item_groups=collected(item_groups),
-            cols=Columns(user=opts.user_col, item=opts.item_col),
-            popularity=popularity,
-        )
-        check_groups(specs, items)
-    groupings = None
-    if user_groups is not None:
-        from receval.evaluation.groups import groupings_of
-
-        groupings = groupings_of(
-            collected(user_groups),
-            train=train_df if train_df is not None else collected(train),
-            cols=cols,
-        )
-    if groupings is not None and on_spark and _groups_alone(specs, opts):
-        raise ReceValError(
-            f"{option('user_groups')} on the Spark engine: a user group's ERR normalises by "
-            "the largest grade of that group's truth, which the one pass over the "
-            "partitions does not know; give the normaliser, e.g. err@10[max_grade=4], or "
-            "evaluate in-process"
-        )
-    cells = None
-    if groupings is not None and (on_spark or not _groups_alone(specs, opts)):
-        from receval.evaluation.groups import cells_of
-
-        cells = cells_of(groupings)
+    items = _item_context(specs, opts, side, train_df)
+    groupings, cells = _user_groupings(user_groups, specs, opts, train, train_df, on_spark)
     if on_spark:  # on their Spark session
         from receval.evaluation.spark import evaluate_spark
 
@@ -244,33 +212,129 @@ def evaluate(
         if groupings is not None:
             _groups_of_pass(res, out, groupings, specs, opts, items)
         return res
-    recommendations, truth, streams = _files(recommendations, truth, cols)
-    if streams is None:  # tables sorted by user merge like sorted files
-        from receval.io.stream import sorted_tables
-
-        streams = sorted_tables(recommendations, truth, cols)
-    if streams is not None:
-        res, out = _streamed(*streams, specs, opts, items, progress, cells)
-    else:
-        tr = read_truth(truth, cols, negative_grades=opts.negative_grades)
-        if not opts.graded:  # the tool reads no grades: every truth row is relevant
-            tr.grades = np.ones(len(tr.grades))
-        chunks = _Chunks(iter_recs(recommendations, cols))
-        out = driver.run(
-            chunks, tr, specs, items=items, progress=progress, cells=cells, **opts.engine()
-        )
-        res = result_of(out, specs, opts, items)
-        res = with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts)
+    res, out, inputs = _in_process(recommendations, truth, specs, opts, items, progress, cells)
     if groupings is not None and cells is not None:
         _groups_of_pass(res, out, groupings, specs, opts, items)
     elif groupings is not None:
-        _add_groups(res, groupings, recommendations, truth, specs, opts, items)
+        _add_groups(res, groupings, *inputs, specs, opts, items)
     if item_groups is not None and res.item_groups is None:
         res.notes.append(
             "Result.item_groups (each item group's exposure) is computed at a cut-off: no "
             "metric asked has one (e.g. ndcg@10)"
         )
     return res
+
+
+def _given(side: Mapping[str, Any], opts: EvalOptions) -> dict[str, bool]:
+    """Which of the inputs metrics may need were given (train also gives a
+    catalog and the popular items)."""
+    train = side["train"] is not None
+    return {
+        "train": train,
+        "catalog": side["catalog"] is not None or train,
+        "item_features": side["item_features"] is not None,
+        "popular": side["popular"] is not None or train,
+        "item_groups": side["item_groups"] is not None,
+        "catalog_size": opts.catalog_size is not None,
+    }
+
+
+def _item_context(
+    specs: Sequence[MetricSpec], opts: EvalOptions, side: Mapping[str, Any], train_df: Any
+) -> ItemContext | None:
+    """What the metrics know of the items (popularity, catalog, features,
+    groups), when one needs it; None otherwise. ``train_df``: a Spark
+    ``train=``, counted where it lies."""
+    if side["item_groups"] is None and not any(
+        s.definition.needs or s.definition.kind == "aggregate" for s in specs
+    ):
+        return None
+    cols = Columns(user=opts.user_col, item=opts.item_col)
+    popularity = None
+    if train_df is not None:
+        from receval.evaluation.spark import popularity_of
+
+        popularity = popularity_of(train_df, cols)
+    items = build_context(
+        train=None if train_df is not None else collected(side["train"]),
+        catalog=collected(side["catalog"]),
+        item_features=collected(side["item_features"]),
+        popular=collected(side["popular"]),
+        item_groups=collected(side["item_groups"]),
+        cols=cols,
+        popularity=popularity,
+    )
+    check_groups(specs, items)
+    return items
+
+
+def _user_groupings(
+    user_groups: Any,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    train: Any,
+    train_df: Any,
+    on_spark: bool,
+) -> tuple[Any, driver.UserCells | None]:
+    """The groupings of ``user_groups=`` (None: none), and their cells when
+    the groups are cut out of the one pass (else each is evaluated alone)."""
+    if user_groups is None:
+        return None, None
+    from receval.evaluation.groups import cells_of, groupings_of
+
+    groupings = groupings_of(
+        collected(user_groups),
+        train=train_df if train_df is not None else collected(train),
+        cols=opts.columns(),
+    )
+    alone = _groups_alone(specs, opts)
+    if on_spark and alone:
+        raise ReceValError(
+            f"{option('user_groups')} on the Spark engine: a user group's ERR normalises by "
+            "the largest grade of that group's truth, which the one pass over the "
+            "partitions does not know; give the normaliser, e.g. err@10[max_grade=4], or "
+            "evaluate in-process"
+        )
+    return groupings, (cells_of(groupings) if on_spark or not alone else None)
+
+
+def _in_process(
+    recommendations: Any,
+    truth: Any,
+    specs: Sequence[MetricSpec],
+    opts: EvalOptions,
+    items: ItemContext | None,
+    progress: Callable[[int], None] | None,
+    cells: driver.UserCells | None,
+) -> tuple[Result, driver.Outcome, tuple[tuple[Any, Columns], tuple[Any, Columns]]]:
+    """Evaluate on this machine: two Parquet files or two tables sorted by
+    user streamed (bounded memory), anything else read whole and cut into
+    chunks of users. Also returns the inputs as opened, each with its columns."""
+    from receval.io.stream import sorted_tables
+
+    (recs, rcols, rinfo), (tr_in, tcols, tinfo), streams = opened_pair(
+        recommendations, truth, opts.columns()
+    )
+    inputs = ((recs, rcols), (tr_in, tcols))
+    sides = (("recommendations", rinfo), ("truth", tinfo))
+    try:  # an error about a row of a file names the file and its line
+        if streams is None:  # tables sorted by user merge like sorted files
+            streams = sorted_tables(recs, tr_in, rcols, tcols)
+        if streams is not None:
+            res, out = _streamed(*streams, specs, opts, items, progress, cells)
+            return res, out, inputs
+        names = [info.path if info else role for role, info in sides]
+        tr = read_truth(tr_in, tcols, names[1], negative_grades=opts.negative_grades)
+        chunks = _Chunks(iter_recs(recs, rcols, source=names[0]))
+        engine = opts.engine()
+        out = driver.run(chunks, tr, specs, items=items, progress=progress, cells=cells, **engine)
+    except InputError as exc:
+        for role, info in sides:
+            if info is not None and exc.source in (info.path, role):
+                raise info.locate(exc) from None
+        raise
+    res = result_of(out, specs, opts, items)
+    return with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts), out, inputs
 
 
 def _groups_of_pass(
@@ -287,7 +351,8 @@ def _groups_of_pass(
     assert out.groups is not None
     engine = str(res.parameters.get("engine", "numpy"))
     results = _GroupResults(out.groups, out.group_notes, specs, opts, items, engine)
-    grouped = group_table(groupings, results, int(res.counts["users"]))
+    nobody = _nobody(specs, opts, items)
+    grouped = group_table(groupings, results, int(res.counts["users"]), nobody)
     res.groups, res.counts["user_groups"], notes, res.group_results = grouped
     res.notes.extend(notes)
 
@@ -343,45 +408,50 @@ def _groups_alone(specs: Sequence[MetricSpec], opts: EvalOptions) -> bool:
     """Whether each user group must be read and evaluated alone, not cut out
     of the one pass: a metric normalises by the largest grade of the truth
     (ERR without ``max_grade=``), which a group's own truth may not reach."""
-    return opts.graded and any(
-        p.at_least == "max_grade" and s.param_dict.get(p.name) is None
-        for s in specs
-        for p in s.definition.params
-    )
+    return opts.graded and any(s.reads_max_grade for s in specs)
 
 
 def _add_groups(
     res: Result,
     groupings: Any,
-    recommendations: Any,
-    truth: Any,
+    recommendations: tuple[Any, Columns],
+    truth: tuple[Any, Columns],
     specs: Sequence[MetricSpec],
     opts: EvalOptions,
     items: ItemContext | None,
 ) -> None:
-    """``res.groups``: each group's rows of the inputs evaluated alone (the
-    inputs read whole once more: a file streamed by chunks is read here)."""
+    """``res.groups``: each group's rows of the inputs (each with the columns
+    to read it with) evaluated alone (the inputs read whole once more: a file
+    streamed by chunks is read here)."""
     from receval.evaluation.groups import group_rows
     from receval.io.stream import ParquetInput
 
-    cols = opts.columns()
     inputs = []
-    for obj in (recommendations, truth):
+    for obj, columns in (recommendations, truth):
         if isinstance(obj, ParquetInput):  # its columns are named by their roles
             inputs.append((obj.read_all(), Columns()))
         else:
-            inputs.append((obj, cols))
+            inputs.append((obj, columns))
     recs = read_recs(*inputs[0])
     tr = read_truth(*inputs[1], negative_grades=opts.negative_grades)
-    if not opts.graded:
-        tr.grades = np.ones(len(tr.grades))
 
     def alone(sub_recs: RecsData, sub_truth: TruthData) -> Result:
         return run([(sub_recs, 0)], sub_truth, specs, opts, items)
 
-    found = group_rows(groupings, recs, tr, alone)
+    found = group_rows(groupings, recs, tr, alone, _nobody(specs, opts, items))
     res.groups, res.counts["user_groups"], notes, res.group_results = found
     res.notes.extend(notes)
+
+
+def _nobody(
+    specs: Sequence[MetricSpec], opts: EvalOptions, items: ItemContext | None
+) -> dict[str, float]:
+    """The values of evaluating no rows: those of a user group without users
+    (NaN for per-user metrics; e.g. coverage 0), the one rule of both group paths."""
+    none = np.empty(0, dtype=np.int64)
+    recs = RecsData(none, none, None, none, rows=0)
+    truth = TruthData(none, none, np.empty(0), rows=0, graded=False)
+    return dict(run([(recs, 0)], truth, specs, opts, items).summary)
 
 
 class _Chunks:
@@ -395,30 +465,6 @@ class _Chunks:
         for recs, offset in self._chunks:
             self.columns = self.columns or dict(recs.columns)
             yield recs, offset
-
-
-def _is_path(obj: Any) -> bool:
-    return isinstance(obj, (str, os.PathLike))
-
-
-def _files(recommendations: Any, truth: Any, cols: Columns) -> tuple[Any, Any, Any]:
-    """Paths read as files: two Parquet files stream (bounded memory); any
-    other file is read whole into a table."""
-    from receval.io.files import read_file
-    from receval.io.stream import ParquetInput, is_parquet, open_parquet
-
-    inputs = [recommendations, truth]
-    for i, role in enumerate(("recommendations", "truth")):
-        if _is_path(inputs[i]) and is_parquet(inputs[i]):
-            inputs[i] = open_parquet(inputs[i], role, cols) or inputs[i]
-    if all(isinstance(x, ParquetInput) for x in inputs):
-        return inputs[0], inputs[1], (inputs[0], inputs[1])
-    for i, role in enumerate(("recommendations", "truth")):
-        if isinstance(inputs[i], ParquetInput):
-            inputs[i] = inputs[i].read_all()
-        elif _is_path(inputs[i]):
-            inputs[i] = read_file(inputs[i], role=role, cols=cols)[0]
-    return inputs[0], inputs[1], None
 
 
 def _streamed(

@@ -543,7 +543,7 @@ def decisions(c: Convention) -> dict[str, str]:
             if c.graded and c.threshold <= 0
             else f"grade >= {c.threshold:g} (and > 0)"
             if c.graded
-            else "every truth row (grades ignored)"
+            else "every truth row, gain 1 (with an explicit threshold: rows graded >= it)"
         )
         + (", and only those the list holds" if c.relevant_from == "list" else ""),
         "user in the truth without relevant items": _POLICY_TEXT[c.empty_truth],

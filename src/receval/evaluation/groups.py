@@ -34,6 +34,7 @@ import pandas as pd
 from receval.engines.driver import UserCells
 from receval.errors import InputError, NoSharedUser, ReceValError, option
 from receval.ids import canonical, distinct, distinct_sorted
+from receval.io.inputs import is_path, opened
 from receval.metrics.context import positions
 from receval.records import Columns, RecsData, TruthData, subset
 
@@ -85,10 +86,8 @@ def groupings_of(
             {"user": list(user_groups.keys()), "group": list(user_groups.values())}
         )
         return _from_frame(frame, "user_groups")
-    if isinstance(user_groups, (str, bytes)) or hasattr(user_groups, "__fspath__"):
-        from receval.io.files import read_file
-
-        table, info = read_file(user_groups, role="user_groups", cols=cols)  # type: ignore[arg-type]
+    if is_path(user_groups) and user_groups not in BUILT_IN:
+        table, _, info = opened(user_groups, "user_groups", cols)
         return _from_frame(table.to_pandas(), info.path)
     from receval.io.columns import USER_GROUPS, is_table, resolve
 
@@ -266,32 +265,33 @@ class _Renamed(Mapping[tuple[str, Any], Any]):
 
 
 def group_table(
-    groupings: Sequence[Grouping], results: Any, n_users: int
+    groupings: Sequence[Grouping], results: Any, n_users: int, nobody: Mapping[str, float]
 ) -> tuple[pd.DataFrame, dict[str, Any], list[str], Mapping[tuple[str, Any], Any]]:
     """:func:`group_rows`' outputs from the groups of one pass: ``results``
     maps (grouping position, group position) to that group's Result, made
     when first read, and has ``summary(key)`` (its values and users evaluated;
     None: nobody; NoSharedUser when it cannot be evaluated alone) and
-    ``users(key)`` (its users); ``n_users``: the evaluation's users."""
+    ``users(key)`` (its users); ``n_users``: the evaluation's users;
+    ``nobody``: the values of evaluating no rows (a group without users)."""
     rows: list[dict[str, Any]] = []
     index: list[tuple[str, Any]] = []
     counts: dict[str, Any] = {}
     notes: list[str] = []
-    metrics: list[str] | None = None
+    metrics = list(nobody)
     keys: dict[tuple[str, Any], tuple[int, int]] = {}
     for j, grouping in enumerate(groupings):
         for g, (label, _) in enumerate(grouping.groups):
-            values: dict[str, float] = {}
+            values: dict[str, float] = dict(nobody)
             users = 0
             try:
                 found = results.summary((j, g))
             except NoSharedUser:
+                values = dict.fromkeys(nobody, float("nan"))
                 notes.append(_not_shared(grouping.name, label))
             else:
                 if found is not None:
                     values, users = found
                     keys[grouping.name, label] = (j, g)
-                    metrics = metrics or list(values)
             rows.append({**values, "users": users})
             index.append((grouping.name, label))
         placed = sum(results.users((j, g)) for g in range(len(grouping.groups)))
@@ -305,6 +305,7 @@ def group_table(
 
 
 def _not_shared(name: str, label: Any) -> str:
+    """A group evaluated alone would raise NoSharedUser: its values are NaN."""
     return (
         f"user group {name}={label!r}: its users with recommendations and its users in the "
         "truth have no user in common; not evaluated"
@@ -312,9 +313,11 @@ def _not_shared(name: str, label: Any) -> str:
 
 
 def _frame(
-    rows: list[dict[str, Any]], index: list[tuple[str, Any]], metrics: list[str] | None
+    rows: list[dict[str, Any]], index: list[tuple[str, Any]], metrics: list[str]
 ) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=[*(metrics or []), "users"])
+    """One row per (grouping, group): every metric asked (a column even when no
+    group has an evaluated user) and the users evaluated."""
+    frame = pd.DataFrame(rows, columns=[*metrics, "users"])
     frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
     frame["users"] = frame["users"].astype(np.int64)
     return frame
@@ -325,10 +328,13 @@ def group_rows(
     recs: RecsData,
     truth: TruthData,
     evaluate_subset: Any,
+    nobody: Mapping[str, float],
 ) -> tuple[pd.DataFrame, dict[str, Any], list[str], dict[tuple[str, Any], Any]]:
     """``Result.groups``, ``counts["user_groups"]``, notes and each group's own
     :class:`~receval.Result`: each group's rows of ``recs`` and ``truth``
-    evaluated alone by ``evaluate_subset(recs, truth)``."""
+    evaluated alone by ``evaluate_subset(recs, truth)``; a group without
+    users has ``nobody``'s values (those of evaluating no rows), as in
+    :func:`group_table`."""
     all_users = _all_users(recs, truth)
     # each row's user as a position in all_users, once (a group is then a compare)
     where = {
@@ -340,7 +346,7 @@ def group_rows(
     index: list[tuple[str, Any]] = []
     counts: dict[str, Any] = {}
     notes: list[str] = []
-    metrics: list[str] | None = None
+    metrics = list(nobody)
     alone: dict[tuple[str, Any], Any] = {}
     for grouping in groupings:
         masks = _members(grouping, all_users)
@@ -351,10 +357,10 @@ def group_rows(
         for g, ((label, _), mask) in enumerate(zip(grouping.groups, masks, strict=True)):
             placed |= mask
             members = all_users[mask]
-            values: dict[str, float] = {}
+            values: dict[str, float] = dict(nobody)
             users = 0
-            if not len(members):  # nobody to evaluate: NaN, 0 users
-                rows.append({"users": 0})
+            if not len(members):  # nobody: the values of no rows, 0 users
+                rows.append({**values, "users": 0})
                 index.append((grouping.name, label))
                 continue
             try:
@@ -365,8 +371,8 @@ def group_rows(
                 values = dict(res.summary)
                 users = int(res.counts.get("users_evaluated", 0))
                 alone[grouping.name, label] = res
-                metrics = metrics or list(values)
             except NoSharedUser:
+                values = dict.fromkeys(nobody, float("nan"))
                 notes.append(_not_shared(grouping.name, label))
             rows.append({**values, "users": users})
             index.append((grouping.name, label))

@@ -35,48 +35,228 @@ from receval.errors import OptionError, ReceValError
 from receval.evaluation import conventions
 from receval.records import Columns
 
-__all__ = ["CHOICES", "INPUTS", "TIES", "EvalOptions", "split_kwargs"]
+__all__ = [
+    "CHOICES",
+    "INPUTS",
+    "OPTIONS",
+    "TIES",
+    "EvalOptions",
+    "Option",
+    "markdown_options",
+    "split_kwargs",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of an evaluation, declared once: the field of
+    :class:`EvalOptions`, its keyword in Python, its flag on the command line,
+    its validation and its lines of help and documentation.
+
+    Attributes:
+        name: the field and keyword (``empty_truth``).
+        kind: ``choice`` (one of ``choices``), ``number`` (a finite float),
+            ``count`` (a positive integer or None), ``flag`` (True/False),
+            ``column`` (a column name) or ``convention`` (a convention's name).
+        default: receval's own value (a convention may set another); None
+            where unset means something (``depth``: whole lists).
+        help: the command line's one-line help.
+        doc: the documentation's line (docs/options.md).
+        choices: the values a ``choice`` takes.
+        metavar: what the flag's value is called in ``--help``.
+        preset: whether a convention sets it (see :mod:`receval.evaluation.conventions`).
+        ratings: read by the rating inputs only (``evaluate_explicit``,
+            ``evaluate_ratings``, ``evaluate-ratings``).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    doc: str
+    choices: tuple[str, ...] = ()
+    metavar: str = ""
+    preset: bool = False
+    ratings: bool = False
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag (``--empty-truth``; ``--graded/--no-graded``)."""
+        flag = "--" + self.name.replace("_", "-")
+        return f"{flag}/--no-{flag[2:]}" if self.kind == "flag" else flag
+
+
+def _col(name: str, what: str, ratings: bool = False) -> Option:
+    return Option(
+        name,
+        "column",
+        None,
+        what,
+        f'The {what}; None: detected by its usual spellings (README "Columns").',
+        metavar="NAME",
+        ratings=ratings,
+    )
+
+
+#: Every option, declared once: EvalOptions validates by it, the command line's
+#: flags are made from it, docs/options.md is generated from it.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "convention",
+        "convention",
+        "receval",
+        "reproduce a tool's numbers; sets the default of every policy below",
+        "The tool whose numbers to reproduce; it sets every option of this table that a "
+        "convention sets, and the metrics' parameters; an option given explicitly wins "
+        "(docs/conventions.md).",
+        metavar="NAME",
+    ),
+    Option(
+        "threshold",
+        "number",
+        1.0,
+        "an item is relevant when its grade is ≥ GRADE and > 0",
+        "An item is relevant when its grade is >= threshold and > 0. Under graded=False, "
+        "given explicitly, it selects the relevant rows (each with gain 1).",
+        metavar="GRADE",
+        preset=True,
+    ),
+    Option(
+        "empty_truth",
+        "choice",
+        "skip",
+        "users in the truth without a relevant item",
+        "Users in the truth without a relevant item: skip (NaN, counted), zero or error.",
+        ("skip", "zero", "error"),
+        preset=True,
+    ),
+    Option(
+        "missing_recs",
+        "choice",
+        "zero",
+        "users with relevant items but no list",
+        "Users with relevant items but no list: zero (an empty list), skip or error.",
+        ("zero", "skip", "error"),
+        preset=True,
+    ),
+    Option(
+        "no_truth",
+        "choice",
+        None,
+        "users with a list who are not in the truth (default: as --empty-truth)",
+        "Users with a list who are not in the truth at all; None: as empty_truth.",
+        ("skip", "zero", "error"),
+        preset=True,
+    ),
+    Option(
+        "ties",
+        "choice",
+        "item",
+        "the order of equal scores",
+        "The order of equal scores: item (numbers numerically, then text by code point), "
+        "item_desc, item_str / item_str_desc (ids as strings) or input (the rows' order).",
+        tuple(TIES),
+        preset=True,
+    ),
+    Option(
+        "relevant_from",
+        "choice",
+        "truth",
+        "R and the ideal from the user's relevant items, or the list's only",
+        "R and the ideal ranking from the user's relevant items (truth) or from the "
+        "relevant items the list holds (list).",
+        ("truth", "list"),
+        preset=True,
+    ),
+    Option(
+        "duplicates",
+        "choice",
+        "error",
+        "an item twice in a list, a (user, item) pair twice in the truth",
+        "An item twice in a list or a pair twice in the truth: error, or keep the first "
+        "occurrence / the largest grade (counted).",
+        ("error", "keep"),
+        preset=True,
+    ),
+    Option(
+        "graded",
+        "flag",
+        True,
+        "--no-graded: binary relevance, every truth row relevant (those graded ≥ "
+        "--threshold when it is given), each with gain 1",
+        "Grades are gains (True), or relevance is binary (False: every truth row relevant "
+        "with gain 1, or the rows graded >= an explicit threshold).",
+        preset=True,
+    ),
+    Option(
+        "rank",
+        "choice",
+        "order",
+        "what a rank column means: an order (gaps close up) or positions",
+        "What a rank column means: order (gaps close up) or position (a gap is an empty position).",
+        tuple(RANKS),
+        preset=True,
+    ),
+    Option(
+        "depth",
+        "count",
+        None,
+        "read only the first M items of each list (trec_eval's -M)",
+        "Read only the first depth items of each list (trec_eval's -M); None: whole lists.",
+        metavar="M",
+    ),
+    Option(
+        "unjudged",
+        "choice",
+        "keep",
+        "items not in the user's truth: keep them, or condense the lists (-J)",
+        "Items of a list not in the user's truth: keep, or condense the lists (Sakai 2007; "
+        "trec_eval's -J), counted.",
+        ("keep", "condense"),
+        preset=True,
+    ),
+    Option(
+        "negative_grades",
+        "choice",
+        "error",
+        "a negative grade: an error, or a pooled but unjudged item (trec_eval)",
+        "A negative grade: an error, or a pooled but unjudged item (trec_eval's reading).",
+        ("error", "unjudged"),
+        preset=True,
+    ),
+    Option(
+        "catalog_size",
+        "count",
+        None,
+        "the lists rank sampled candidates; N items a full ranking would rank",
+        "How many items a full ranking would rank, when the lists rank sampled "
+        "candidates (the metrics' correction=, docs/sampled.md).",
+        metavar="N",
+    ),
+    _col("user_col", "user column"),
+    _col("item_col", "item column"),
+    _col("score_col", "score column (higher = better)"),
+    _col("rank_col", "rank column (1 = best)"),
+    _col("relevance_col", "grade column of the truth (relevance, rating, ...)"),
+    _col("actual_col", "actual rating column of rating inputs", ratings=True),
+    _col("predicted_col", "predicted rating column of rating inputs", ratings=True),
+    _col("truth_user_col", "user column of the truth, where it differs from the recommendations'"),
+    _col("truth_item_col", "item column of the truth, where it differs from the recommendations'"),
+)
+
+#: name -> its declaration
+OPTION: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 
 #: The values each choice option takes.
-CHOICES: Mapping[str, tuple[str, ...]] = {
-    "empty_truth": ("skip", "zero", "error"),
-    "missing_recs": ("zero", "skip", "error"),
-    "no_truth": ("skip", "zero", "error"),
-    "ties": tuple(TIES),
-    "relevant_from": ("truth", "list"),
-    "duplicates": ("error", "keep"),
-    "rank": tuple(RANKS),
-    "unjudged": ("keep", "condense"),
-    "negative_grades": ("error", "unjudged"),
-}
+CHOICES: Mapping[str, tuple[str, ...]] = {o.name: o.choices for o in OPTIONS if o.kind == "choice"}
 
 # receval's own value of every option a convention may set
-_DEFAULTS: Mapping[str, Any] = {
-    "threshold": 1.0,
-    "empty_truth": "skip",
-    "missing_recs": "zero",
-    "no_truth": None,  # as empty_truth
-    "ties": "item",
-    "relevant_from": "truth",
-    "duplicates": "error",
-    "graded": True,
-    "rank": "order",
-    "unjudged": "keep",
-    "negative_grades": "error",
-}
+_DEFAULTS: Mapping[str, Any] = {o.name: o.default for o in OPTIONS if o.preset}
 
 #: The keyword arguments of ``evaluate`` that are inputs, not options.
 INPUTS = ("train", "catalog", "item_features", "popular", "item_groups", "progress")
 
-_COLUMNS = (
-    "user_col",
-    "item_col",
-    "score_col",
-    "rank_col",
-    "relevance_col",
-    "actual_col",
-    "predicted_col",
-)
+_COLUMNS = tuple(o.name for o in OPTIONS if o.kind == "column")
 
 
 @dataclass(frozen=True)
@@ -127,6 +307,9 @@ class EvalOptions:
         user_col, item_col, score_col, rank_col, relevance_col: column names
             of the inputs (None: detected, see README "Inputs").
         actual_col, predicted_col: the rating columns of rating inputs.
+        truth_user_col, truth_item_col: the truth's user and item columns
+            when they are named differently from the recommendations'
+            (``user_col``/``item_col`` name both otherwise).
     """
 
     convention: str | None = None
@@ -150,6 +333,8 @@ class EvalOptions:
     relevance_col: str | None = None
     actual_col: str | None = None
     predicted_col: str | None = None
+    truth_user_col: str | None = None
+    truth_item_col: str | None = None
     given: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -173,30 +358,10 @@ class EvalOptions:
         self._validate()
 
     def _validate(self) -> None:
-        value = self.threshold
-        try:
-            number = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise OptionError("threshold", value, expected="a finite number") from None
-        if isinstance(value, bool) or not math.isfinite(number):
-            raise OptionError("threshold", value, expected="a finite number")
-        object.__setattr__(self, "threshold", number)
-        for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise OptionError(name, getattr(self, name), allowed=allowed)
-        if not isinstance(self.graded, bool):
-            raise OptionError("graded", self.graded, allowed=(True, False))
-        for name in ("depth", "catalog_size"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise OptionError(name, value, expected="a positive integer (or None)")
-            object.__setattr__(self, name, int(value))
-        for name in _COLUMNS:
-            col = getattr(self, name)
-            if col is not None and (not isinstance(col, str) or not col):
-                raise OptionError(name, col, expected="a column name (a non-empty string)")
+        """Each option checked by its kind in :data:`OPTIONS`."""
+        for o in OPTIONS:
+            if o.kind != "convention":
+                object.__setattr__(self, o.name, _checked(o, getattr(self, o.name)))
 
     # -- building -----------------------------------------------------------
 
@@ -259,13 +424,29 @@ class EvalOptions:
             relevance=self.relevance_col,
             actual=self.actual_col,
             predicted=self.predicted_col,
+            truth_user=self.truth_user_col,
+            truth_item=self.truth_item_col,
         )
+
+    @property
+    def grade_cut(self) -> float | None:
+        """Under ``graded=False``, the threshold given explicitly (the rows
+        graded >= it are relevant, with gain 1), or None (every truth row is
+        relevant). The rule of "an explicit option wins over a convention":
+        ``convention="rectools", threshold=4`` reads 4- and 5-star rows as
+        relevant, each with gain 1, as RecTools given those rows would."""
+        if self.graded or "threshold" not in self.given:
+            return None
+        return self.threshold
 
     def engine(self) -> dict[str, Any]:
         """The policies an engine applies (plain data: it pickles, so engines
-        on other machines can take it)."""
+        on other machines can take it). Under ``graded=False`` the grades
+        become 0/1 (:attr:`grade_cut`) and the engine's threshold is 1."""
         return {
-            "threshold": self.threshold,
+            "threshold": self.threshold if self.graded else 1.0,
+            "graded": self.graded,
+            "grade_cut": self.grade_cut,
             "empty_truth": self.empty_truth,
             "missing_recs": self.missing_recs,
             "no_truth": self.no_truth,
@@ -284,6 +465,56 @@ class EvalOptions:
 
 
 _ORDER = [f.name for f in dataclasses.fields(EvalOptions) if f.name != "given"]
+
+
+def _checked(o: Option, value: Any) -> Any:
+    """``value`` of option ``o``, validated (and normalised) by its kind."""
+    if o.kind == "number":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(o.name, value, expected="a finite number") from None
+        if isinstance(value, bool) or not math.isfinite(number):
+            raise OptionError(o.name, value, expected="a finite number")
+        return number
+    if o.kind == "choice" and value not in o.choices:
+        if value is None and o.default is None:
+            return value
+        raise OptionError(o.name, value, allowed=o.choices)
+    if o.kind == "flag" and not isinstance(value, bool):
+        raise OptionError(o.name, value, allowed=(True, False))
+    if o.kind == "count" and value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise OptionError(o.name, value, expected="a positive integer (or None)")
+        return int(value)
+    if o.kind == "column" and value is not None and (not isinstance(value, str) or not value):
+        raise OptionError(o.name, value, expected="a column name (a non-empty string)")
+    return value
+
+
+def markdown_options() -> str:
+    """The option table of docs/options.md, made from :data:`OPTIONS`."""
+    lines = [
+        "| option (Python) | flag (command line) | values | receval's default | "
+        "set by a convention | what it means |",
+        "|---|---|---|---|---|---|",
+    ]
+    for o in OPTIONS:
+        values = {
+            "choice": " \\| ".join(f"`{c}`" for c in o.choices),
+            "number": "a number",
+            "count": "a positive integer",
+            "flag": "`True` \\| `False`",
+            "column": "a column name",
+            "convention": "a convention's name",
+        }[o.kind]
+        default = "—" if o.default is None else f"`{o.default}`"
+        preset = "yes" if o.preset or o.kind == "convention" else ""
+        where = " (rating inputs)" if o.ratings else ""
+        lines.append(
+            f"| `{o.name}` | `{o.flag}` | {values} | {default} | {preset} | {o.doc}{where} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _rebuild(data: dict[str, Any], given: tuple[str, ...]) -> EvalOptions:

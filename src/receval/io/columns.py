@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from receval import errors
 from receval.errors import InputError
-from receval.ids import STR, canonical
+from receval.ids import NUMBER_LITERAL, STR, canonical
 from receval.records import Columns
 
 __all__ = [
@@ -94,9 +95,11 @@ def _key(name: str) -> str:
     return "".join(c for c in name.lower() if c not in "_- ")
 
 
-def _missing(role: str, wanted: str | None, names: Sequence[str], source: str) -> InputError:
+def _missing(
+    role: str, wanted: str | None, names: Sequence[str], source: str, truth: bool = False
+) -> InputError:
     found = ", ".join(names) or "none"
-    option = _OPTION[role]
+    option = f"truth_{role}_col" if truth and role in ("user", "item") else _OPTION[role]
     if wanted is not None:
         close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.5)
         hint = f" — did you mean {close[0]!r}?" if close else ""
@@ -129,6 +132,8 @@ def resolve(
     column, naming the columns found and a close match.
     """
     read, required = roles
+    if roles is TRUTH:
+        cols = cols.for_truth()
     keys: dict[str, str] = {}
     for n in names:
         keys.setdefault(_key(n), n)
@@ -136,7 +141,9 @@ def resolve(
     explicit = {r: getattr(cols, r) for r in read if getattr(cols, r)}
     for role, name in explicit.items():
         if name not in names:
-            raise _missing(role, name, names, source)
+            if roles is ITEMS and role not in required:
+                continue  # a list of items may have no user column: --user-col names others
+            raise _missing(role, name, names, source, roles is TRUTH)
         out[role] = name
     taken = set(out.values())
     for role in read:
@@ -150,7 +157,7 @@ def resolve(
                 break
     for role in required:
         if role not in out:
-            raise _missing(role, getattr(cols, role) or None, names, source)
+            raise _missing(role, getattr(cols, role) or None, names, source, roles is TRUTH)
     if roles is RECS and "rank" not in out and "score" not in out:
         graded = [n for n in names if _key(n) in {_key(a) for a in ALIASES["relevance"]}]
         if graded:  # a truth given where the recommendations go
@@ -271,8 +278,12 @@ def kind_of(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> str:
         typ = col.type
         if pa.types.is_dictionary(typ):
             typ = typ.value_type
-        if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ):
+        if pa.types.is_boolean(typ):
             return STR
+        if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            values = col.cast(typ) if typ != col.type else col
+            if not pc.any(pc.match_substring_regex(values, NUMBER_LITERAL)).as_py():
+                return STR  # no number literal: text under the text rule
         if pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
             return "int"
     return "int" if canonical(col, role, source).dtype != object else STR

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,19 +14,18 @@ import pyarrow as pa
 from receval.errors import InputError, option
 from receval.ids import as_str, canonical
 from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
+from receval.io.inputs import opened
 from receval.metrics.context import ItemContext, ItemGroups, TrainPairs
 from receval.records import Columns
 
 __all__ = ["build_context", "read_item_groups", "read_items", "train_pairs"]
 
 
-def _from_path(obj: Any, role: str, cols: Columns) -> Any:
-    """A path read as a file (CSV/TSV, Parquet, JSON Lines): its table."""
-    if isinstance(obj, (str, os.PathLike)):
-        from receval.io.files import read_file
-
-        return read_file(obj, role=role, cols=cols)[0]
-    return obj
+def _from_path(obj: Any, role: str, cols: Columns) -> tuple[Any, Columns]:
+    """A path read as a file (CSV/TSV, Parquet, JSON Lines): its table, and
+    the columns to read it with (:func:`receval.io.inputs.opened`)."""
+    table, columns, _ = opened(obj, role, cols)
+    return table, columns
 
 
 def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
@@ -42,7 +40,7 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
         >>> read_items(pd.DataFrame({"item": [3, 1]}), "catalog").tolist()
         [3, 1]
     """
-    obj = _from_path(obj, "items", cols)
+    obj, cols = _from_path(obj, "items", cols)
     if is_table(obj):
         table, _ = normalise(obj, cols, ITEMS, what)
         return canonical(table.column("item"), "item", what)
@@ -62,7 +60,7 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
 def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     """The (user, item) rows of ``train`` (a table, a file or a mapping user ->
     items) as two id arrays under the id rule."""
-    train = _from_path(train, "train", cols)
+    train, cols = _from_path(train, "train", cols)
     if isinstance(train, Mapping):
         users: list[Any] = []
         items: list[Any] = []
@@ -106,7 +104,7 @@ def read_item_groups(obj: Any, cols: Columns = Columns()) -> tuple[str, np.ndarr
         ('group', [1, 2, 2], ['a', 'a', 'b'])
     """
     what = "item_groups"
-    obj = _from_path(obj, "items", cols)
+    obj, cols = _from_path(obj, "items", cols)
     if isinstance(obj, Mapping):
         items: list[Any] = []
         groups: list[Any] = []
@@ -188,7 +186,7 @@ def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, n
     A table with an item column (detected, or ``cols.item``) takes its other
     columns as the features; a pandas DataFrame without one takes its index.
     """
-    obj = _from_path(obj, "items", cols)
+    obj, cols = _from_path(obj, "items", cols)
     column = _item_column(obj, cols) if is_table(obj) else None
     if column is not None:
         table = to_arrow(obj, "item_features")

@@ -35,9 +35,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.errors import InputError, PolicyError
-from receval.ids import INT, STR, canonical, combine_kinds, distinct_sorted, kind
+from receval.ids import (
+    INT,
+    NUMBER_LITERAL,
+    STR,
+    canonical,
+    combine_kinds,
+    distinct_sorted,
+    kind,
+)
 from receval.io.columns import RECS, TRUTH, normalise, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
+from receval.io.inputs import FileInput, is_path, opened
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
 from receval.records import Columns, Pair
 
@@ -48,14 +57,24 @@ _CANON = Columns()  # chunks carry their roles' names: detected as such
 
 def _type_kind(typ: pa.DataType) -> str | None:
     """The id kind that an Arrow type alone decides (int / str), or None
-    when the values decide (floats, uint64, others)."""
+    when the values decide (floats, uint64, strings: ``"7"`` is the integer 7
+    under the text rule of :mod:`receval.ids`, others)."""
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
     if pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
         return INT
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_boolean(typ):
+    if pa.types.is_boolean(typ):
         return STR
     return None
+
+
+def _plain_text(col: pa.ChunkedArray) -> bool:
+    """Strings none of which is a number literal: their own canonical form."""
+    typ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+        return False
+    values = col.cast(typ) if typ != col.type else col
+    return not pc.any(pc.match_substring_regex(values, NUMBER_LITERAL)).as_py()
 
 
 def _arrow_ids(col: pa.ChunkedArray, want: str, role: str, source: str) -> pa.ChunkedArray:
@@ -64,9 +83,7 @@ def _arrow_ids(col: pa.ChunkedArray, want: str, role: str, source: str) -> pa.Ch
     target = pa.int64() if want == INT else pa.large_string()
     if col.type == target:
         return col
-    if _type_kind(col.type) == INT or (
-        pa.types.is_dictionary(col.type) and pa.types.is_string(col.type.value_type)
-    ):
+    if _type_kind(col.type) == INT or (want == STR and _plain_text(col)):
         return col.cast(target)
     ids = canonical(col, role, source, want)
     return pa.chunked_array([pa.array(ids, type=target)])
@@ -245,17 +262,21 @@ class TableInput(ParquetInput):
             yield t.slice(at, rows)
 
 
-def sorted_tables(recs: Any, truth: Any, cols: Columns = Columns()) -> tuple[Any, Any] | None:
+def sorted_tables(
+    recs: Any, truth: Any, cols: Columns = Columns(), truth_cols: Columns | None = None
+) -> tuple[Any, Any] | None:
     """Two in-memory tables as inputs to merge by user (the same path as
     sorted Parquet files), or None unless both are tables whose ids are
-    typed integers or strings, with users in ascending order."""
-    from receval.io.columns import is_table
+    typed integers or strings, with users in ascending order. ``truth_cols``:
+    the truth's columns when they are not ``cols``."""
+    from receval.io.columns import is_table, kind_of
 
     if not (is_table(recs) and is_table(truth)):
         return None
     out = []
-    for obj, role, roles in ((recs, "recommendations", RECS), (truth, "truth", TRUTH)):
-        table, found = normalise(obj, cols, roles, role)
+    sides = ((recs, "recommendations", RECS, cols), (truth, "truth", TRUTH, truth_cols or cols))
+    for obj, role, roles, columns in sides:
+        table, found = normalise(obj, columns, roles, role)
         names = table.column_names
         if role == "recommendations":
             if "rank" in found:
@@ -264,9 +285,12 @@ def sorted_tables(recs: Any, truth: Any, cols: Columns = Columns()) -> tuple[Any
                 names = ["user", "item", "score"]
             else:
                 return None
-        kinds = [_type_kind(table.schema.field(c).type) for c in ("user", "item")]
-        if None in kinds or table.num_rows == 0 or table.column("user").null_count:
+        if table.num_rows == 0 or table.column("user").null_count:
             return None
+        kinds = [
+            _type_kind(table.schema.field(c).type) or kind_of(table.column(c), c, role)
+            for c in ("user", "item")
+        ]
         info = FileInfo(role, "table", columns=dict(found))
         src = TableInput(role, role, None, names, names, info, kinds[0], kinds[1], table)
         out.append(src)
@@ -505,7 +529,6 @@ def pairs(
     recs: ParquetInput,
     truth: ParquetInput,
     *,
-    graded: bool = True,
     rows: int | None = None,
     tmp: str | None = None,
     sorted_files: bool = True,
@@ -526,7 +549,7 @@ def pairs(
     for a, arow, t, trow in source:
         # converted to NumPy by the worker that evaluates the pair, not here:
         # the reading thread only reads and cuts
-        load = functools.partial(_load, a, arow, t, trow, recs, truth, graded, negative_grades)
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades)
         yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
 
 
@@ -537,7 +560,6 @@ def _load(
     trow: Callable[[int], int],
     recs: ParquetInput,
     truth: ParquetInput,
-    graded: bool,
     negative_grades: str = "error",
 ) -> tuple[Any, Any]:
     """One pair's tables as checked NumPy columns (errors name the file row),
@@ -552,8 +574,6 @@ def _load(
     except InputError as exc:
         raise exc.remap(trow) from None
     r.columns, tr.columns = dict(recs.info.columns), dict(truth.info.columns)
-    if not graded:
-        tr.grades = np.ones(len(tr.grades))
     return r, tr
 
 
@@ -594,7 +614,7 @@ def evaluate(
     if not mixed:
         try:
             return run(
-                pairs(recs, truth, graded=graded, rows=rows, negative_grades=negative_grades),
+                pairs(recs, truth, rows=rows, negative_grades=negative_grades),
                 max_grade,
                 list(notes),
             )
@@ -608,7 +628,6 @@ def evaluate(
         pairs(
             recs,
             truth,
-            graded=graded,
             rows=rows,
             tmp=tmp,
             sorted_files=False,
@@ -617,3 +636,31 @@ def evaluate(
         max_grade,
         list(notes),
     )
+
+
+#: an input opened: the table (or mapping, ...), the columns to read it with,
+#: and the FileInfo of the file it was read from (None: not a file read here)
+Opened = tuple[Any, Columns, Any]
+
+
+def opened_pair(recommendations: Any, truth: Any, cols: Columns) -> tuple[Opened, Opened, Any]:
+    """Both inputs of an evaluation opened: two Parquet files stream (bounded
+    memory; the third item is the pair of :class:`ParquetInput`, else None);
+    anything else goes through :func:`receval.io.inputs.opened` (a file read
+    whole into a table, whose FileInfo turns a row into the file's line)."""
+    inputs: list[Any] = [recommendations, truth]
+    for i, role in enumerate(("recommendations", "truth")):
+        given = inputs[i]
+        fmt = given.format if isinstance(given, FileInput) else "auto"
+        if is_path(given) and is_parquet(given, fmt):
+            inputs[i] = open_parquet(os.fspath(given), role, cols) or given
+    if all(isinstance(x, ParquetInput) for x in inputs):
+        pair = (inputs[0], inputs[1])
+        return (inputs[0], Columns(), None), (inputs[1], Columns(), None), pair
+    out: list[Opened] = []
+    for obj, role in zip(inputs, ("recommendations", "truth"), strict=True):
+        if isinstance(obj, ParquetInput):
+            out.append((obj.read_all(), Columns(), obj.info))
+        else:
+            out.append(opened(obj, role, cols))
+    return out[0], out[1], None

@@ -8,7 +8,7 @@ naming the table, the 0-based row, the user and the item.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import pyarrow as pa
 from receval.errors import InputError, option
 from receval.ids import canonical, first_true
 from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
+from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
 
 __all__ = ["iter_recs", "read_recs", "read_truth"]
@@ -141,7 +142,10 @@ def read_recs(
     detected as :mod:`receval.io.columns` says) or a mapping ``user ->
     sequence of items`` (best first). ``kinds`` forces the id kind of the
     user and item columns (``"str"``) when this table is one chunk of a
-    larger input. With both a rank and a score column, the rank orders."""
+    larger input. With both a rank and a score column, the rank orders.
+    A path is read as a file (:mod:`receval.io.inputs`)."""
+    if is_path(obj):
+        return read_located(obj, "recommendations", cols, lambda t, c, s: read_recs(t, c, s, kinds))
     if isinstance(obj, Mapping):
         return _recs_from_mapping(obj, source, kinds)
     if not is_table(obj):
@@ -200,16 +204,22 @@ def _user_boundaries(column: pa.ChunkedArray, chunk_rows: int) -> list[int] | No
 
 
 def iter_recs(
-    obj: Any, cols: Columns = Columns(), chunk_rows: int | None = None
+    obj: Any,
+    cols: Columns = Columns(),
+    chunk_rows: int | None = None,
+    source: str = "recommendations",
 ) -> Iterator[tuple[RecsData, int]]:
     """Recommendations as chunks of complete users, each with the row of the
     table it starts at. A large table whose users' rows are contiguous is cut
     into chunks of about ``chunk_rows`` rows; anything else is one chunk.
-    Every chunk's ids have the kind of the whole column (never the chunk's)."""
+    Every chunk's ids have the kind of the whole column (never the chunk's).
+    ``source``: the input's name in errors (a file's path)."""
     chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
-    source = "recommendations"
-    if isinstance(obj, Mapping) or not is_table(obj) or _rows(obj) <= chunk_rows:
+    if is_path(obj):
         yield read_recs(obj, cols), 0
+        return
+    if isinstance(obj, Mapping) or not is_table(obj) or _rows(obj) <= chunk_rows:
+        yield read_recs(obj, cols, source), 0
         return
     table, found = normalise(obj, cols, RECS, source)
     table = table.rename_columns([found[r] for r in table.column_names])
@@ -236,8 +246,23 @@ def _rows(obj: Any) -> int:
 
 
 def _recs_from_mapping(
-    obj: Mapping[Any, Sequence[Any]], source: str, kinds: Kinds = (None, None)
+    obj: Mapping[Any, Any], source: str, kinds: Kinds = (None, None)
 ) -> RecsData:
+    """``user -> items, best first`` (ranks 1, 2, ...), or ``user -> {item:
+    score}``, the run of ranx, pytrec_eval and ir_measures (ordered by score
+    descending, ties by the tie rule, as a table with a score column)."""
+    scored = [isinstance(v, Mapping) for v in obj.values()]
+    if any(scored):
+        if not all(scored):
+            user = list(obj)[scored.index(False)]
+            raise InputError(
+                "expected every user's recommendations in one form: this mapping holds "
+                "{item: score} mappings and, for this user, a "
+                f"{type(obj[user]).__name__}",
+                source=source,
+                user=user,
+            )
+        return _scored_mapping(obj, source, kinds)
     users: list[Any] = []
     items: list[Any] = []
     ranks: list[int] = []
@@ -268,6 +293,42 @@ def _recs_from_mapping(
     )
 
 
+def _scored_mapping(obj: Mapping[Any, Mapping[Any, Any]], source: str, kinds: Kinds) -> RecsData:
+    users: list[Any] = []
+    items: list[Any] = []
+    scores: list[Any] = []
+    empty: list[Any] = []
+    for user, scored in obj.items():
+        if not scored:
+            empty.append(user)
+        users.extend([user] * len(scored))
+        items.extend(scored.keys())
+        scores.extend(scored.values())
+    u = canonical(users + empty, "user", source, kinds[0])
+    i = canonical(items, "item", source, kinds[1])
+    score = np.empty(len(scores), dtype=np.float64)
+    for j, value in enumerate(scores):
+        try:
+            score[j] = float(value)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"score must be a finite number; found {value!r}",
+                source=source,
+                user=users[j],
+                item=items[j],
+            ) from None
+    check_scores(score, u, i, source)
+    return RecsData(
+        users=u[: len(users)],
+        items=i,
+        score=score,
+        rank=None,
+        rows=len(users),
+        source=source,
+        empty_users=u[len(users) :],
+    )
+
+
 def read_truth(
     obj: Any,
     cols: Columns = Columns(),
@@ -283,7 +344,11 @@ def read_truth(
     A column named like a grade (``relevance``, ``rating``, ``grade``,
     ``label``, ...; :data:`receval.io.columns.ALIASES`) or named by
     ``cols.relevance`` is the graded relevance; ``TruthData.columns`` says
-    which column it was."""
+    which column it was. A path is read as a file (:mod:`receval.io.inputs`)."""
+    if is_path(obj):
+        return read_located(
+            obj, "truth", cols, lambda t, c, s: read_truth(t, c, s, kinds, negative_grades)
+        )
     if isinstance(obj, Mapping):
         return _truth_from_mapping(obj, source, kinds, negative_grades)
     if not is_table(obj):

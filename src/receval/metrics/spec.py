@@ -56,6 +56,16 @@ class MetricSpec:
         out.update(self.params)
         return out
 
+    @property
+    def reads_max_grade(self) -> bool:
+        """Whether a value depends on the largest grade of the whole truth: a
+        parameter bounded by it (``at_least="max_grade"``, ERR's normaliser)
+        left unset, as the registry declares it."""
+        return any(
+            p.at_least == "max_grade" and self.param_dict.get(p.name) is None
+            for p in self.definition.params
+        )
+
     def __str__(self) -> str:
         text = self.name if self.k is None else f"{self.name}@{self.k}"
         if self.params:

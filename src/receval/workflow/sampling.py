@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -66,6 +65,7 @@ import pandas as pd
 from receval.errors import InputError, OptionError
 from receval.ids import STR, as_str, distinct, kind, unify
 from receval.io.columns import is_table
+from receval.io.inputs import is_path, opened
 from receval.io.items import read_items, train_pairs
 from receval.io.tables import read_truth
 from receval.records import Columns
@@ -290,10 +290,9 @@ def _check(n: Any, strategy: Any, per: Any, seed: Any, alpha: Any, too_few: Any)
 def _read(obj: Any, role: str, cols: Columns) -> tuple[Any, Columns]:
     """A path read as a file of ``role`` (its columns then named by role);
     tables and mappings as they are."""
-    if isinstance(obj, (str, os.PathLike)):
-        from receval.io.files import read_file
-
-        return read_file(obj, role=role, cols=cols)[0], Columns()
+    if is_path(obj):
+        table, columns, _ = opened(obj, role, cols)
+        return table, columns
     if not (is_table(obj) or isinstance(obj, Mapping)):
         raise InputError(
             f"{role} must be a table, a file or a mapping user -> items; got {type(obj).__name__}",
