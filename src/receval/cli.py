@@ -1,12 +1,27 @@
 """The ``receval`` command line: parsing and rendering only; the work is in the library.
 
-Every command that evaluates takes the same policy and column flags, declared
-once (:data:`POLICY_FLAGS`, :data:`COLUMN_FLAGS`) and turned into one
+Every command that evaluates takes the same policy and column flags, made
+from the one table of options (:data:`receval.evaluation.options.OPTIONS`:
+:data:`POLICY_FLAGS`, :data:`COLUMN_FLAGS`) and turned into one
 :class:`~receval.EvalOptions` (:func:`_with_options`); a flag left unset is
 None, so the convention's preset applies.
 
+The commands read no file themselves (issue #30, "one way in"): they hand
+the paths, ``--format`` and ``--sep`` riding along as a
+:class:`~receval.io.inputs.FileInput`, and the options unchanged down to the
+library, whose one reader opens every input. Where a library function takes
+tables only (``--remove-seen``, ``check``, ``inspect``, ``evaluate-ratings``)
+the file is opened by :func:`receval.io.inputs.opened` or an interactions
+reader of :mod:`receval.io.interactions`, never here.
+
 Exit codes: 0 success; 2 a usage or input error (one or two lines on stderr
 naming the file, line, user and item, no traceback); 1 an internal error.
+
+Everything the commands print goes through one boundary (:func:`_note`,
+:func:`_fail`, :func:`_show`): no rich markup is read in it (a ``[/]`` in a
+file name is text), the terminal's text has its control characters written as
+escapes (:func:`~receval.analysis.formatting.visible`), and JSON, CSV,
+Markdown and LaTeX go to stdout as they are (data, ids exact).
 """
 
 from __future__ import annotations
@@ -21,24 +36,28 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from receval import __version__, _malloc
+from receval.analysis.formatting import visible
 from receval.errors import (
     SIGNAL_MESSAGES,
     InputError,
     NoSharedUser,
     OptionError,
+    OutputError,
     ReceValError,
     for_cli,
     option,
+    shown,
 )
 from receval.evaluation.conventions import CONVENTIONS
-from receval.evaluation.options import CHOICES, EvalOptions
+from receval.evaluation.options import OPTIONS, EvalOptions, Option
 from receval.evaluation.result import markdown_escape
 
 
@@ -50,15 +69,37 @@ def _flags_as_flags(params: list[Any]) -> list[Any]:
     return params
 
 
+def _help_as_written(command: Any) -> None:
+    """``--help`` shows every help text as written: typer reads them as rich
+    markup, where ``pip install 'receval[spark]'`` would lose ``[spark]``;
+    escaped once here, when the command is built, none can."""
+    for name in ("help", "short_help"):
+        if getattr(command, name, None):
+            setattr(command, name, escape(getattr(command, name)))
+    for param in getattr(command, "params", []):
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+
+
 class _Command(TyperCommand):
-    """A command whose ``--help`` shows boolean flags as flags."""
+    """A command whose ``--help`` shows boolean flags as flags, and its help
+    texts as written (:func:`_help_as_written`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _help_as_written(self)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_as_flags(super().get_params(ctx))
 
 
 class _Group(TyperGroup):
-    """The ``receval`` group, whose ``--help`` shows boolean flags as flags."""
+    """The ``receval`` group, whose ``--help`` shows boolean flags as flags,
+    and its help texts as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _help_as_written(self)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_as_flags(super().get_params(ctx))
@@ -72,9 +113,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+# no markup, emoji codes or highlighting: what they print is text, never read as markup
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
 command = functools.partial(app.command, cls=_Command)
+
+
+# -- the one printing boundary: every line the commands print goes through these ------------
+
+
+def _note(text: str) -> None:
+    """One line on stderr (a note, a file read or written): never read as
+    markup, its control characters written as escapes."""
+    err.print(visible(text), markup=False, emoji=False)
+
+
+def _fail(text: str) -> None:
+    """The one line of an error on stderr, as :func:`_note` prints it."""
+    _note(f"error: {text}")
+
+
+def _show(text: str, output: Output | None = None) -> None:
+    """A command's result on stdout. For the terminal (a table, a summary:
+    ``output`` None or table) never read as markup, its control characters
+    escaped (lines kept); JSON, CSV, Markdown and LaTeX as they are, byte for
+    byte: data whose ids stay exact when redirected to a file."""
+    if output is None or output is Output.table:
+        out.print(visible(text, lines=True), markup=False, emoji=False)
+        return
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 class Output(StrEnum):
@@ -99,121 +167,71 @@ class Format(StrEnum):
     trec = "trec"
 
 
-# -- the flags every evaluating command shares, declared once ---------------------------------
+# -- the flags every evaluating command shares, made from the one table of options -----------
 
 _POLICIES = "Evaluation policies (unset: the convention's value)"
 _COLUMNS = "Columns (unset: detected)"
-_DEFAULT = EvalOptions()  # receval's own value of every policy
 
-
-def _choice(name: str, what: str) -> Any:
-    """A policy flag taking one of :data:`~receval.evaluation.options.CHOICES`."""
-    default = getattr(_DEFAULT, name) if name != "no_truth" else "as --empty-truth"
-    return Annotated[
-        str | None,
-        typer.Option(
-            "--" + name.replace("_", "-"),
-            metavar="|".join(CHOICES[name]),
-            help=f"{what} (receval's default: {default})",
-            rich_help_panel=_POLICIES,
-        ),
-    ]
-
-
-def _column(name: str, what: str, panel: str = _COLUMNS) -> Any:
-    return Annotated[
-        str | None,
-        typer.Option(
-            "--" + name.replace("_", "-"), metavar="NAME", help=what, rich_help_panel=panel
-        ),
-    ]
-
-
-#: flag name (a field of :class:`~receval.EvalOptions`) -> its declaration
-POLICY_FLAGS: Mapping[str, Any] = {
-    "convention": Annotated[
-        str | None,
-        typer.Option(
-            "--convention",
-            metavar="NAME",
-            help="reproduce a tool's numbers; sets the default of every policy below: "
-            + ", ".join(sorted(CONVENTIONS))
-            + " (docs/conventions.md; receval's default: receval)",
-            rich_help_panel=_POLICIES,
-        ),
-    ],
-    "threshold": Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            metavar="GRADE",
-            help="an item is relevant when its grade is ≥ GRADE and > 0 "
-            f"(receval's default: {_DEFAULT.threshold:g})",
-            rich_help_panel=_POLICIES,
-        ),
-    ],
-    "empty_truth": _choice("empty_truth", "users in the truth without a relevant item"),
-    "missing_recs": _choice("missing_recs", "users with relevant items but no list"),
-    "no_truth": _choice("no_truth", "users with a list who are not in the truth"),
-    "ties": _choice("ties", "the order of equal scores"),
-    "relevant_from": _choice(
-        "relevant_from", "R and the ideal from the user's relevant items, or the list's only"
-    ),
-    "duplicates": _choice(
-        "duplicates", "an item twice in a list, a (user, item) pair twice in the truth"
-    ),
-    "rank": _choice("rank", "what a rank column means: an order (gaps close up) or positions"),
-    "depth": Annotated[
-        int | None,
-        typer.Option(
-            "--depth",
-            metavar="M",
-            help="read only the first M items of each list (trec_eval's -M; "
-            "receval's default: whole lists)",
-            rich_help_panel=_POLICIES,
-        ),
-    ],
-    "unjudged": _choice(
-        "unjudged", "items not in the user's truth: keep them, or condense the lists (-J)"
-    ),
-    "negative_grades": _choice(
-        "negative_grades", "a negative grade: an error, or a pooled but unjudged item (trec_eval)"
-    ),
-    "catalog_size": Annotated[
-        int | None,
-        typer.Option(
-            "--catalog-size",
-            metavar="N",
-            help="the lists rank sampled candidates; N items a full ranking would rank "
-            "(for metrics with correction=, docs/sampled.md)",
-            rich_help_panel=_POLICIES,
-        ),
-    ],
+#: the Python type of each kind of option's flag (unset: None, the convention decides)
+_FLAG_TYPES: Mapping[str, Any] = {
+    "convention": str | None,
+    "number": float | None,
+    "count": int | None,
+    "flag": bool | None,
+    "choice": str | None,
+    "column": str | None,
 }
+
+
+def _default_text(o: Option) -> str:
+    """`` (receval's default: …)`` of an option's help; nothing where unset
+    means something its help line says (``--no-truth``, ``--depth``, columns)."""
+    if o.kind == "convention":
+        conventions = ", ".join(sorted(CONVENTIONS))
+        return f": {conventions} (docs/conventions.md; receval's default: {o.default})"
+    if o.default is None:
+        return ""
+    if o.kind == "flag":
+        return f" (receval's default: {o.flag.split('/')[0 if o.default else 1]})"
+    shown_ = f"{o.default:g}" if o.kind == "number" else str(o.default)
+    return f" (receval's default: {shown_})"
+
+
+def _flag(o: Option) -> Any:
+    """The command line's flag of option ``o`` (:data:`~receval.evaluation.options.OPTIONS`):
+    its spelling, value's name, help line and panel, and its Python type."""
+    settings: dict[str, Any] = {
+        "help": o.help + _default_text(o),
+        "rich_help_panel": _COLUMNS if o.kind == "column" else _POLICIES,
+    }
+    if o.kind == "flag":
+        settings["show_default"] = False
+    else:
+        settings["metavar"] = "|".join(o.choices) if o.kind == "choice" else o.metavar or None
+    return Annotated[_FLAG_TYPES[o.kind], typer.Option(o.flag, **settings)]
+
+
+def _flags(names: Any) -> dict[str, Any]:
+    """name -> flag of the options ``names``, in the table's order."""
+    wanted = set(names)
+    return {o.name: _flag(o) for o in OPTIONS if o.name in wanted}
+
+
+#: the policy flags (a field of :class:`~receval.EvalOptions` each) -> their declaration
+POLICY_FLAGS: Mapping[str, Any] = _flags(o.name for o in OPTIONS if o.kind != "column")
 
 #: the column flags of recommendation and truth files
-COLUMN_FLAGS: Mapping[str, Any] = {
-    "user_col": _column("user_col", "user column"),
-    "item_col": _column("item_col", "item column"),
-    "score_col": _column("score_col", "score column (higher = better)"),
-    "rank_col": _column("rank_col", "rank column (1 = best)"),
-    "relevance_col": _column("relevance_col", "grade column of the truth (relevance, rating...)"),
-}
+COLUMN_FLAGS: Mapping[str, Any] = _flags(
+    o.name for o in OPTIONS if o.kind == "column" and not o.ratings
+)
 
-#: the columns of an interactions log (split, check, demo)
-LOG_FLAGS: Mapping[str, Any] = {
-    "user_col": COLUMN_FLAGS["user_col"],
-    "item_col": COLUMN_FLAGS["item_col"],
-}
+#: the columns of an interactions log (split, check)
+LOG_FLAGS: Mapping[str, Any] = _flags(("user_col", "item_col"))
 
 #: the columns of a ratings file (evaluate-ratings)
-RATING_FLAGS: Mapping[str, Any] = {
-    **LOG_FLAGS,
-    "actual_col": _column("actual_col", "actual rating column (actual, rating, ...)"),
-    "predicted_col": _column("predicted_col", "predicted rating column (predicted, score, ...)"),
-}
-
-_COLUMN_NAMES = ("user_col", "item_col", "score_col", "rank_col", "relevance_col")
+RATING_FLAGS: Mapping[str, Any] = _flags(
+    ("user_col", "item_col", *(o.name for o in OPTIONS if o.ratings))
+)
 
 
 def _with_options(*groups: Mapping[str, Any]) -> Callable[[Callable[..., Any]], Any]:
@@ -431,27 +449,74 @@ def _status(message: str, quiet: bool) -> Iterator[None]:
     if quiet or not sys.stderr.isatty():
         yield
         return
-    with err.status(message):
+    with err.status(visible(message)):
         yield
 
 
 @contextlib.contextmanager
-def _progress(total: int, quiet: bool) -> Iterator[Any]:
-    """A progress bar of recommendation rows on stderr; silent off a terminal or with --quiet."""
+def _progress(reading: str, quiet: bool) -> Iterator[Any]:
+    """On stderr, a spinner saying what the library is ``reading``, then how
+    many recommendation rows it has evaluated (the inputs are read by the
+    library: their rows are counted as they go). Silent off a terminal or
+    with --quiet."""
     if quiet or not err.is_terminal:
         yield None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = (
-        TextColumn("evaluating"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} rows"),
-        TimeElapsedColumn(),
-    )
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("evaluating", total=total)
-        yield lambda done: bar.update(task, completed=done)
+        task = bar.add_task(visible(reading), total=None)
+        yield lambda done: bar.update(task, description=f"evaluating: {done:,} rows")
+
+
+#: ``--per-user``: the file's suffix -> the format written (with ``--engine spark``,
+#: a folder of part files of that format)
+PER_USER_FORMATS: Mapping[str, str] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: ``report --out``: the suffixes of the HTML page it writes
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def _one_of(words: Any, last: str = "or") -> str:
+    """``a, b or c`` (``last``: the last word's conjunction)."""
+    words = list(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _suffix_format(flag: str, path: str | Path, formats: Mapping[str, str], what: str) -> str:
+    """The format the suffix of the output ``--flag path`` chooses; any other
+    suffix is a :class:`~receval.errors.ReceValError` (exit 2, before any
+    work) naming the flag, the file, the suffix found and ``what`` is written
+    (e.g. "the report is an HTML page"): a file is never
+    written in a format its name does not say."""
+    suffix = Path(str(path).rstrip("/")).suffix.lower()
+    if suffix in formats:
+        return formats[suffix]
+    found = f"receval writes no {suffix} file" if suffix else "the name has no suffix"
+    raise ReceValError(
+        f"{option(flag, path)}: {found}; {what}: give a name ending in {_one_of(formats)}"
+    )
+
+
+def _per_user_format(path: str, engine: Engine) -> str:
+    """``--per-user``'s format (:data:`PER_USER_FORMATS`), checked before any
+    evaluation; in this process, a folder there is refused at once."""
+    if engine is Engine.numpy and Path(path).is_dir():
+        raise OutputError(
+            f"cannot write {option('per_user', path)}: it is a folder; give a file name "
+            f"ending in {_one_of(PER_USER_FORMATS)}",
+            path=path,
+        )
+    what = "the per-user table is CSV or Parquet, as its suffix says"
+    return _suffix_format("per_user", path, PER_USER_FORMATS, what)
+
+
+def _write_per_user(frame: Any, path: Path, fmt: str) -> None:
+    """The per-user table written whole (:func:`_write_atomic`) as ``fmt``."""
+    if fmt == "parquet":
+        _write_atomic(path, lambda p: frame.to_parquet(p, index=False))
+    else:
+        _write_atomic(path, lambda p: _per_user_csv(frame, p))
 
 
 def _write_atomic(path: Path, write: Any) -> None:
@@ -504,7 +569,7 @@ def _log_mlflow(
     except MlflowException as exc:  # e.g. a tracking server that cannot be reached
         raise ReceValError(f"--mlflow: MLflow refused: {exc.message}") from None
     if not quiet:
-        err.print(f"logged to MLflow run {run_id}", markup=False)
+        _note(f"logged to MLflow run {run_id}")
 
 
 def _refuse_inputs(flag: str, path: Path, **inputs: Path | None) -> None:
@@ -537,145 +602,170 @@ def _metrics(metric: list[str] | None, cutoffs: str | None) -> list[str]:
     return out_metrics
 
 
-def _cols(options: EvalOptions) -> Any:
-    """The column names of the files (the options' names, or their defaults)."""
-    return options.columns()
+# -- the inputs: handed down to the library, which opens them (receval.io.inputs) ------------
+
+#: the beyond-accuracy inputs (keyword of the library -> its role when a file is opened)
+_ITEM_ROLES: Mapping[str, str] = {
+    "train": "train",
+    "catalog": "items",
+    "item_features": "items",
+    "popular": "items",
+    "item_groups": "items",
+    "user_groups": "user_groups",
+}
 
 
-def _read(
-    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool
-) -> tuple[Any, Any]:
-    from receval.io.files import read_file
+def _input(path: str | Path, fmt: Format = Format.auto, sep: str | None = None) -> Any:
+    """A file as the library takes it: the path, or a
+    :class:`~receval.io.inputs.FileInput` carrying ``--format`` and ``--sep``
+    down to the one reader (:func:`receval.io.inputs.opened`)."""
+    if fmt is Format.auto and sep is None:
+        return path
+    from receval.io.inputs import FileInput
 
-    with _status(f"reading {path}", quiet):
-        table, info = read_file(path, role=role, fmt=fmt.value, sep=sep, cols=cols)
-    if not quiet:
-        for message in info.messages:
-            err.print(f"{path}: {message}")
-    return table, info
+    return FileInput(path, format=fmt.value, sep=sep)
 
 
-def _read_log(
-    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool = True
-) -> tuple[Any, str, dict[str, str], list[str]]:
-    """Any file ``demo`` or ``evaluate`` reads, as a DataFrame with receval's
-    column names: MovieLens logs (``u.data``, ``ratings.dat``, ``ratings.csv``)
-    through :func:`receval.io.interactions.read_interactions`, every other
-    format (CSV/TSV, Parquet, JSON Lines, TREC, compressed) through
-    :func:`receval.io.files.read_file`. Returns (frame, format, role -> column
-    read, messages)."""
-    return _read_log_info(path, role, fmt, sep, cols, quiet)[:4]
+def _is_file_of_groups(user_groups: str) -> bool:
+    """Whether ``--user-groups`` names a file (else a built-in grouping)."""
+    from receval.evaluation.groups import BUILT_IN
+
+    return user_groups not in BUILT_IN or Path(user_groups).exists()
 
 
-def _read_log_info(
-    path: Path, role: str, fmt: Format, sep: str | None, cols: Any, quiet: bool = True
-) -> tuple[Any, str, dict[str, str], list[str], Any]:
-    """:func:`_read_log`, and the file's FileInfo (None for MovieLens logs),
-    which turns a row into the file's line."""
-    from receval.io.interactions import detect_format, read_interactions
-
-    if fmt is Format.auto and Path(path).is_file():
-        kind = detect_format(path)
-        if kind.startswith("movielens"):
-            frame = read_interactions(path, format=kind)
-            return frame, kind, {"user": "user", "item": "item"}, [], None
-    table, info = _read(path, role, fmt, sep, cols, quiet)
-    return table.to_pandas(), info.format, dict(info.columns), list(info.messages), info
+def _input_files(items: Mapping[str, Path | None], user_groups: str | None) -> dict[str, Path]:
+    """The files of the other inputs by their keyword (``train``,
+    ``catalog``, ..., ``user_groups`` when it names a file): an input error
+    about one of them names its file, as one about the lists does."""
+    files = {name: Path(path) for name, path in items.items() if path is not None}
+    if user_groups is not None and _is_file_of_groups(user_groups):
+        files["user_groups"] = Path(user_groups)
+    return files
 
 
-def _open_streams(recs: Path, truth: Path, fmt: Format, cols: Any, quiet: bool) -> Any:
-    """Both inputs as Parquet streams ((stream, info) each), or None when
-    either is another format or must be read whole."""
-    from receval.io.stream import is_parquet, open_parquet
-
-    if not (is_parquet(recs, fmt.value) and is_parquet(truth, fmt.value)):
-        return None
-    opened = []
-    for path, role in ((recs, "recommendations"), (truth, "truth")):
-        src = open_parquet(path, role, cols)
-        if src is None:
-            return None
-        opened.append((src, src.info))
-    if not quiet:
-        for src, info in opened:
-            for message in info.messages:
-                err.print(f"{src.path}: {message}")
-    return opened
+def _item_inputs(
+    items: Mapping[str, Path | None], user_groups: str | None, sep: str | None
+) -> dict[str, Any]:
+    """``--train``, ``--catalog``, ..., ``--user-groups`` as the library's
+    keywords: their files (any format, ``--sep`` their delimiter), or a
+    built-in grouping's name."""
+    extra = {name: _input(path, Format.auto, sep) for name, path in items.items() if path}
+    if user_groups is not None:
+        grouped = _is_file_of_groups(user_groups)
+        extra["user_groups"] = _input(user_groups, Format.auto, sep) if grouped else user_groups
+    return extra
 
 
-def _items(
+def _as_read(given: Any, role: str, cols: Any) -> Any:
+    """``given`` opened by the one way in (:func:`receval.io.inputs.opened`),
+    as a pandas DataFrame with the file's own column names: what a function
+    that takes tables only (``remove_seen``, ``check``) reads as the library
+    would, the column options applying to it as to the file."""
+    from receval.io.inputs import opened
+
+    table, _, info = opened(given, role, cols)
+    frame = table.to_pandas() if hasattr(table, "to_pandas") else table
+    if info is None:
+        return frame
+    return frame.rename(columns={r: c for r, c in info.columns.items() if r in frame})
+
+
+def _item_files(
     train: Path | None,
     catalog: Path | None,
     item_features: Path | None,
     popular: Path | None,
-    sep: str | None,
-    cols: Any,
-    quiet: bool,
-) -> dict[str, Any]:
-    """The beyond-accuracy inputs read from their files (``train=``, ``catalog=``, ...)."""
-    extra: dict[str, Any] = {}
-    if train is not None:
-        extra["train"] = _read(train, "truth", Format.auto, sep, cols, quiet)[0]
-    if catalog is not None:
-        cat = _read(catalog, "items", Format.auto, sep, cols, quiet)[0]
-        extra["catalog"] = cat.column("item").to_pylist()
-    if popular is not None:
-        pop = _read(popular, "items", Format.auto, sep, cols, quiet)[0]
-        extra["popular"] = pop.column("item").to_pylist()
-    if item_features is not None:
-        feats = _read(item_features, "items", Format.auto, sep, cols, quiet)[0].to_pandas()
-        # numeric columns: vectors (cosine); text columns: categories (Jaccard)
-        extra["item_features"] = feats.drop(
-            columns=[c for c in ("user", "relevance") if c in feats]
-        )
-    return extra
-
-
-def _groups_of(
-    extra: dict[str, Any],
-    user_groups: str | None,
     item_groups: Path | None,
-    sep: str | None,
-    cols: Any,
-    quiet: bool,
-) -> None:
-    """--user-groups and --item-groups into the evaluation's keywords."""
-    if user_groups is not None:
-        extra["user_groups"] = _user_groups(user_groups, sep, cols, quiet)
-    if item_groups is not None:
-        extra["item_groups"] = _read(item_groups, "items", Format.auto, sep, cols, quiet)[0]
+) -> dict[str, Path | None]:
+    """The item-side input files by their keyword (``train=``, ``catalog=``, ...)."""
+    return {
+        "train": train,
+        "catalog": catalog,
+        "item_features": item_features,
+        "popular": popular,
+        "item_groups": item_groups,
+    }
 
 
-def _user_groups(value: str, sep: str | None, cols: Any, quiet: bool) -> Any:
-    """--user-groups: a built-in grouping's name, or its file read as a table."""
-    from receval.evaluation.groups import BUILT_IN
-    from receval.io.files import read_file
+def _locate(exc: InputError, inputs: Mapping[str, tuple[Any, str | None]], cols: Any) -> InputError:
+    """An error of the library about one of the command's inputs (``inputs``:
+    its name in errors -> (what was handed down, the role it is opened as))
+    naming its file, and the file's line of the row when the library gave a
+    row only: the file is opened again (:func:`receval.io.inputs.opened`),
+    on this path only, for where its rows are. ``(path, None)``: the rows
+    are no longer the file's (seen items removed): the file is named alone."""
+    given, role = inputs.get(str(exc.source), (None, None))
+    if given is None:
+        return exc
+    path = str(given)
+    if role is None or exc.row is None or exc.line is not None or not Path(path).is_file():
+        return exc.located(source=path)
+    from receval.io.inputs import opened
 
-    if value in BUILT_IN and not Path(value).exists():
-        return value
-    with _status(f"reading {value}", quiet):
-        table, _ = read_file(value, role="user_groups", sep=sep, cols=cols)
-    return table
+    try:
+        info = opened(given, role, cols)[2]
+    except ReceValError:
+        return exc.located(source=path)
+    return info.locate(exc) if info is not None else exc.located(source=path)
 
 
-def _remove_seen(recs: Any, train: Any, name: str, quiet: bool) -> tuple[Any, int]:
-    """``recs`` without the items the user has in ``train``
-    (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
-    from receval.workflow.checks import remove_seen
-
+def _seen_in(train: Any, options: EvalOptions) -> Any:
+    """``--remove-seen``'s training interactions, opened once (a table, the
+    file's column names)."""
     if train is None:
         raise ReceValError("--remove-seen needs --train (the items each user has seen)")
-    kept = remove_seen(recs.to_pandas(), train.to_pandas())
+    return _as_read(train, "train", options.columns())
+
+
+def _remove_seen(
+    recs: Any, train: Any, name: str, options: EvalOptions, quiet: bool
+) -> tuple[Any, int]:
+    """``recs`` (opened: :func:`_as_read`) without the items the user has in
+    ``train`` (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
+    from receval.workflow.checks import remove_seen
+
+    kept = remove_seen(
+        _as_read(recs, "recommendations", options.columns()),
+        train,
+        user_col=options.user_col,
+        item_col=options.item_col,
+        rank_col=options.rank_col,
+    )
     removed = int(kept.attrs["removed"])
     if not quiet:
-        err.print(f"{name}: {removed} recommendation rows seen in --train removed")
+        _note(f"{name}: {removed} recommendation rows seen in --train removed")
     return kept, removed
 
 
-def _without_columns(options: EvalOptions) -> EvalOptions:
-    """The options for tables the CLI has read: their columns already carry
-    receval's names, so the column options are not applied again."""
-    return options.replace(**dict.fromkeys(_COLUMN_NAMES))
+def _note_columns(result: Any, paths: Mapping[str, Any], quiet: bool) -> None:
+    """Say which column of each file (``paths``: role -> file) the library
+    read for a role under another name (``Result.parameters["columns"]``)."""
+    if quiet:
+        return
+    found = result.parameters.get("columns", {})
+    for role, path in paths.items():
+        for read_as, column in found.get(role, {}).items():
+            if column != read_as:
+                _note(f"{path}: using column {column} as {read_as}")
+
+
+def _format_of(path: str | Path, fmt: Format) -> str:
+    """The format a file was read in: ``--format``, else the one its name
+    tells (``auto``: told by its content)."""
+    from receval.io.files import format_by_suffix
+
+    if fmt is not Format.auto:
+        return fmt.value
+    return format_by_suffix(path) or "auto"
+
+
+def _inputs_record(result: Any, paths: Mapping[str, Any], fmt: Format) -> dict[str, Any]:
+    """``Result.parameters["inputs"]``: each file's path, format and columns read."""
+    found = result.parameters.get("columns", {})
+    return {
+        role: {"path": str(path), "format": _format_of(path, fmt), "columns": found.get(role, {})}
+        for role, path in paths.items()
+    }
 
 
 def _render(result: Any, output: Output) -> str:
@@ -711,8 +801,8 @@ def evaluate(
         typer.Option(
             "--per-user",
             metavar="PATH",
-            help="write per-user values (.csv or .parquet; with --engine spark: a folder "
-            "written by Spark)",
+            help="write per-user values to a .csv or .parquet (.pq) file, as the suffix says "
+            "(with --engine spark: a folder of that format, written by Spark)",
         ),
     ] = None,
     output: OutputOpt = Output.table,
@@ -735,11 +825,13 @@ def evaluate(
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
-    from receval.evaluation.api import evaluate as run
-
     metrics = _metrics(metric, k)
     _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
+    items = _item_files(train, catalog, item_features, popular, item_groups)
+    shown_as = Output.json if as_json else output
     if engine is Engine.spark:
+        if per_user_path is not None:
+            _per_user_format(per_user_path, engine)
         _evaluate_spark(
             recs_path,
             truth_path,
@@ -747,16 +839,10 @@ def evaluate(
             options,
             master=master,
             per_user=per_user_path,
-            output=Output.json if as_json else output,
+            output=shown_as,
             fmt=fmt,
             sep=sep,
-            items={
-                "train": train,
-                "catalog": catalog,
-                "item_features": item_features,
-                "popular": popular,
-                "item_groups": item_groups,
-            },
+            items=items,
             user_groups=user_groups,
             remove_seen=remove_seen,
             quiet=quiet,
@@ -767,116 +853,103 @@ def evaluate(
         raise ReceValError("--master chooses the Spark master: it needs --engine spark")
     recs, truth = Path(recs_path), Path(truth_path)
     per_user = None if per_user_path is None else Path(per_user_path)
+    per_user_format = None
     if per_user is not None:
-        _refuse_inputs(
-            "per_user",
-            per_user,
-            recommendations=recs,
-            truth=truth,
-            train=train,
-            catalog=catalog,
-            item_features=item_features,
-            popular=popular,
-            item_groups=item_groups,
-        )
-    cols = _cols(options)
-    streams = None if remove_seen else _open_streams(recs, truth, fmt, cols, quiet)
-    if streams is not None:  # two Parquet files: read chunk by chunk of users
-        (recs_table, recs_info), (truth_table, truth_info) = streams
-    else:
-        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, quiet)
-        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
-    extra = _items(train, catalog, item_features, popular, sep, cols, quiet)
-    _groups_of(extra, user_groups, item_groups, sep, cols, quiet)
+        _refuse_inputs("per_user", per_user, recommendations=recs, truth=truth, **items)
+        per_user_format = _per_user_format(str(per_user), engine)
+    result, inputs = _evaluate_files(
+        (recs, truth), metrics, options, fmt, sep, items, user_groups, remove_seen, quiet
+    )
+    page = None
+    if mlflow and not no_mlflow_report:
+        page = _result_report(result, (recs, truth), inputs, options, quiet)
+    if per_user is not None and per_user_format is not None:
+        _write_per_user(result.per_user.reset_index(), per_user, per_user_format)
+    _show(_render(result, shown_as), shown_as)
+    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
+
+
+def _evaluate_files(
+    files: tuple[Path, Path],
+    metrics: list[str],
+    options: EvalOptions,
+    fmt: Format,
+    sep: str | None,
+    items: Mapping[str, Path | None],
+    user_groups: str | None,
+    remove_seen: bool,
+    quiet: bool,
+) -> tuple[Any, dict[str, Any]]:
+    """``evaluate`` in this process: the files handed down to
+    :func:`receval.evaluate`, which opens them (two Parquet files stream by
+    chunks of users); an input error names the file and its line. Returns
+    the Result (with the files read and their columns in its parameters) and
+    the inputs handed down (``recommendations``, ``truth``, ``train``, ...)."""
+    from receval.evaluation.api import evaluate as run
+
+    recs, truth = files
+    inputs = {"recommendations": _input(recs, fmt, sep), "truth": _input(truth, fmt, sep)}
+    inputs |= _item_inputs(items, user_groups, sep)
+    where: dict[str, tuple[Any, str | None]] = {
+        r: (inputs[r], r) for r in ("recommendations", "truth")
+    }
+    where |= {k: (inputs[k], _ITEM_ROLES[k]) for k in _input_files(items, user_groups)}
     removed = None
     if remove_seen:
-        recs_table, removed = _remove_seen(recs_table, extra.get("train"), str(recs), quiet)
+        inputs["train"] = _seen_in(inputs.get("train"), options)
+        inputs["recommendations"], removed = _remove_seen(
+            inputs["recommendations"], inputs["train"], str(recs), options, quiet
+        )
+        where["recommendations"] = (where["recommendations"][0], None)  # rows are not lines
     try:
-        rows = recs_table.num_rows if streams is not None else len(recs_table)
-        with _progress(rows, quiet) as bar:
-            result = run(
-                recs_table,
-                truth_table,
-                metrics,
-                options=_without_columns(options),
-                progress=bar,
-                **extra,
-            )
+        with _progress(f"reading {recs} and {truth}", quiet) as bar:
+            recs_in, truth_in = inputs["recommendations"], inputs["truth"]
+            extra = {k: v for k, v in inputs.items() if k in _ITEM_ROLES}
+            result = run(recs_in, truth_in, metrics, options=options, progress=bar, **extra)
     except NoSharedUser:
         raise  # about both inputs, not one file's row
     except InputError as exc:
-        if streams is not None and exc.source in (recs_info.path, truth_info.path):
-            raise  # already names the file and its row
-        if exc.source not in ("recommendations", "truth"):  # train=, item_features= ...
-            path = {
-                "train": train,
-                "catalog": catalog,
-                "item_features": item_features,
-                "popular": popular,
-                "item_groups": item_groups,
-            }.get(str(exc.source))
-            raise exc.located(source=str(path)) if path is not None else exc from None
-        info = recs_info if exc.source == "recommendations" else truth_info
-        if removed and info is recs_info:  # rows removed: rows are no longer the file's lines
-            raise exc.located(source=recs_info.path) from None
-        raise info.locate(exc) from None
-    page = None
-    if mlflow and not no_mlflow_report:  # before the CLI's own parameters are added
-        page = _result_report(result, recs, truth, recs_table, truth_table, options, extra, quiet)
-    result.parameters.update({c: getattr(options, c) for c in _COLUMN_NAMES})
+        raise _locate(exc, where, options.columns()) from None
+    paths = {"recommendations": recs, "truth": truth}
+    _note_columns(result, paths, quiet)
     if removed is not None:
         result.parameters["remove_seen"] = True
         result.counts["recommendation_rows_seen_in_train_removed"] = removed
-    result.parameters["inputs"] = {
-        "recommendations": {
-            "path": str(recs),
-            "format": recs_info.format,
-            "columns": recs_info.columns,
-        },
-        "truth": {"path": str(truth), "format": truth_info.format, "columns": truth_info.columns},
-    }
-    if per_user is not None:
-        frame = result.per_user.reset_index()
-        if per_user.suffix.lower() in (".parquet", ".pq"):
-            _write_atomic(per_user, lambda p: frame.to_parquet(p, index=False))
-        else:
-            _write_atomic(per_user, lambda p: _per_user_csv(frame, p))
-    out.print(_render(result, Output.json if as_json else output), markup=False)
-    _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
+    result.parameters["inputs"] = _inputs_record(result, paths, fmt)
+    return result, inputs
 
 
 def _result_report(
     result: Any,
-    recs: Path,
-    truth: Path,
-    recs_table: Any,
-    truth_table: Any,
+    files: tuple[Path, Path],
+    inputs: Mapping[str, Any],
     options: EvalOptions,
-    extra: Mapping[str, Any],
     quiet: bool,
 ) -> Any:
     """``evaluate --mlflow``: the HTML report of the one system evaluated
     (:func:`receval.report`), its leaderboard drawn from ``result`` (means
     without bootstrap intervals: those are ``receval report``'s, with
-    ``--n-resamples``); its curves evaluate the lists once more."""
+    ``--n-resamples``); its curves evaluate the lists once more (``inputs``:
+    what :func:`_evaluate_files` handed down)."""
     from receval.analysis.compare import compare as compare_runs
     from receval.analysis.report import report as make_report
 
+    recs, truth = files
     name = recs.stem or "recommendations"
-    inputs = {k: v for k, v in extra.items() if k != "user_groups"}
-    opts = _without_columns(options)
+    items = {k: v for k, v in inputs.items() if k in _ITEM_ROLES and k != "user_groups"}
+    runs, truth_in = inputs["recommendations"], inputs["truth"]
     with _status("computing the report", quiet):
         cmp = compare_runs(
-            {name: result}, truth_table, result.metrics, ci="none", options=opts, **inputs
+            {name: result}, truth_in, result.metrics, ci="none", options=options, **items
         )
         return make_report(
-            {name: recs_table},
-            truth_table,
+            {name: runs},
+            truth_in,
             comparison=cmp,
             title=f"receval evaluate {recs.name}",
             provenance={"recommendations": str(recs), "truth": str(truth)},
-            options=opts,
-            **inputs,
+            options=options,
+            **items,
         )
 
 
@@ -922,7 +995,7 @@ def _evaluate_spark(
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
     with _status("starting Spark", quiet):
         session = engine.session(master, quiet_log=True)
-    cols = _cols(options)
+    cols = options.columns()
     with _status("reading with Spark", quiet):
         recs_df = engine.read(session, recs, "recommendations", fmt.value, sep)
         truth_df = engine.read(session, truth, "truth", fmt.value, sep)
@@ -940,19 +1013,17 @@ def _evaluate_spark(
             extra["item_features"] = frame.drop(
                 columns=[c for c in ("user", "relevance") if c in frame]
             )
-        if "item_groups" in paths:  # O(items): read here, as in-process
-            extra["item_groups"] = _read(
-                Path(paths["item_groups"]), "items", Format.auto, sep, cols, True
-            )[0]
-        if user_groups is not None:  # a file read here, or a grouping counted by Spark
-            extra["user_groups"] = _user_groups(user_groups, sep, cols, True)
+    # O(items) and O(users): opened by the library in this process, as in-process
+    groups = {"item_groups": items.get("item_groups")}
+    extra |= _item_inputs(groups, user_groups, sep)
     try:
         with _status("evaluating on Spark", quiet):
             result = run(recs_df, truth_df, metrics, options=options, **extra)
     except NoSharedUser:
         raise
     except InputError as exc:
-        where = {"recommendations": recs, "truth": truth, **paths}.get(str(exc.source))
+        files = {k: str(v) for k, v in _input_files({}, user_groups).items()}
+        where = {"recommendations": recs, "truth": truth, **paths, **files}.get(str(exc.source))
         raise exc.located(source=where) if where is not None else exc from None
     result.parameters["inputs"] = {
         "recommendations": {"path": recs, "format": engine.format_of(recs, fmt.value)},
@@ -961,7 +1032,7 @@ def _evaluate_spark(
     if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
         with _status(f"writing {per_user} with Spark", quiet):
             engine.write_per_user(result.per_user_spark, per_user)
-    out.print(_render(result, output), markup=False)
+    _show(_render(result, output), output)
     if mlflow is not None:
         _log_mlflow(result, True, *mlflow, quiet)
 
@@ -996,9 +1067,10 @@ def evaluate_ratings(
 ) -> None:
     """Rating-prediction metrics (mae, rmse, r2, pearson, ...) of a ratings file."""
     from receval.evaluation.ratings import evaluate_ratings as run
-    from receval.io.files import read_file
+    from receval.io.inputs import opened
 
-    table, info = read_file(ratings, role="ratings", fmt=fmt.value, sep=sep, cols=_cols(options))
+    # evaluate_ratings takes tables only: the file is opened by the one way in
+    table, _, info = opened(_input(ratings, fmt, sep), "ratings", options.columns())
     # the rating columns the reader did not rename already; unset: detected
     named = {
         f"{role}_col": getattr(options, f"{role}_col")
@@ -1009,7 +1081,8 @@ def evaluate_ratings(
         result = run(table, list(metric or []) or ["rmse"], dropna=dropna, **named)
     except InputError as exc:
         raise info.locate(exc) from None
-    out.print(_render(result, Output.json if as_json else output), markup=False)
+    shown_as = Output.json if as_json else output
+    _show(_render(result, shown_as), shown_as)
 
 
 @command("metrics")
@@ -1028,7 +1101,7 @@ def list_metrics() -> None:
             line += f" (also {', '.join(d.aliases)})"
         if params:
             line += f" [{params}]"
-        out.print(f"{line} — {kinds[d.kind]}: {d.description}", markup=False)
+        _show(f"{line} — {kinds[d.kind]}: {d.description}")
 
 
 def _render_compare(table: Any, name: str, output: Output) -> str:
@@ -1098,15 +1171,16 @@ def explain(
     if compare:
         if recs is None or truth is None:
             raise ReceValError("explain --compare needs METRIC RECS TRUTH")
-        cols = _cols(options)
-        recs_table, recs_info = _read(recs, "recommendations", fmt, sep, cols, True)
-        truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, True)
+        inputs = {"recommendations": _input(recs, fmt, sep), "truth": _input(truth, fmt, sep)}
+        named = {c: getattr(options, c) for c in COLUMN_FLAGS if getattr(options, c) is not None}
         try:
-            table = compare_conventions(recs_table, truth_table, metric, names=convention)
+            table = compare_conventions(
+                inputs["recommendations"], inputs["truth"], metric, names=convention, **named
+            )
         except InputError as exc:
-            info = recs_info if exc.source == "recommendations" else truth_info
-            raise info.locate(exc) from None
-        out.print(_render_compare(table, spec.name, output), markup=False)
+            where: dict[str, tuple[Any, str | None]] = {r: (g, r) for r, g in inputs.items()}
+            raise _locate(exc, where, options.columns()) from None
+        _show(_render_compare(table, spec.name, output), output)
         return
     if recs is not None or truth is not None:
         raise ReceValError(
@@ -1135,7 +1209,28 @@ def explain(
     if others:
         lines.append("under other tools' conventions (docs/conventions.md):")
         lines += [f"  {c}: {v}" for c, v in others.items()]
-    out.print("\n".join(lines), markup=False)
+    _show("\n".join(lines))
+
+
+def _inspected(
+    path: Path, role: str, fmt: Format, sep: str | None, cols: Any
+) -> tuple[Any, str, dict[str, str], list[str], Any]:
+    """The file ``inspect`` summarises, as receval reads it: a DataFrame with
+    receval's column names, its format, role -> column read, the reader's
+    messages and its FileInfo (None for a MovieLens log), which turns a row
+    into the file's line. MovieLens logs (``u.data``, ``ratings.dat``,
+    ``ratings.csv``) are read by :func:`receval.io.interactions.read_interactions`,
+    every other file opened by the one way in (:func:`receval.io.inputs.opened`)."""
+    from receval.io.inputs import opened
+    from receval.io.interactions import detect_format, read_interactions
+
+    if fmt is Format.auto and Path(path).is_file():
+        kind = detect_format(path)
+        if kind.startswith("movielens"):
+            frame = read_interactions(path, format=kind)
+            return frame, kind, {"user": "user", "item": "item"}, [], None
+    table, _, info = opened(_input(path, fmt, sep), role, cols)
+    return table.to_pandas(), info.format, dict(info.columns), list(info.messages), info
 
 
 @command()
@@ -1152,7 +1247,7 @@ def inspect(
     import pandas as pd
 
     role = "truth" if truth else "recommendations"
-    frame, kind, columns, messages, info = _read_log_info(path, role, fmt, sep, _cols(options))
+    frame, kind, columns, messages, info = _inspected(path, role, fmt, sep, options.columns())
     lines = [f"{path}: {kind}, {len(frame)} rows"]
     lines += [f"column {c} read as {role_}" for role_, c in columns.items()]
     lines += messages
@@ -1173,7 +1268,7 @@ def inspect(
         if len(bad):
             row = int(bad[0])
             exc = InputError(
-                f"{grades} must be a number; found {frame[grades].iloc[row]!r}",
+                f"{grades} must be a number; found {shown(frame[grades].iloc[row])}",
                 source=str(path),
                 row=row,
                 user=frame["user"].iloc[row],
@@ -1185,28 +1280,7 @@ def inspect(
             ("grades: " if grades == "relevance" else "ratings: ")
             + ", ".join(f"{g:g}: {n}" for g, n in counts.items())
         )
-    out.print("\n".join(lines), markup=False)
-
-
-def _read_runs(
-    truth: Path,
-    runs: list[Path],
-    names: str | None,
-    fmt: Format,
-    sep: str | None,
-    cols: Any,
-    quiet: bool,
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """The truth and each named run, read; and what was found in each file
-    (role -> FileInfo: ``truth`` and each run's name), to name the file and
-    line of an error."""
-    systems = _systems(runs, names)
-    truth_table, truth_info = _read(truth, "truth", fmt, sep, cols, quiet)
-    infos = {"truth": truth_info}
-    tables = {}
-    for name, p in systems.items():
-        tables[name], infos[name] = _read(p, "recommendations", fmt, sep, cols, quiet)
-    return truth_table, tables, infos
+    _show("\n".join(lines))
 
 
 def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
@@ -1218,6 +1292,19 @@ def _systems(runs: list[Path], names: str | None) -> dict[str, Path]:
     return dict(zip(labels, runs, strict=True))
 
 
+class _Runs(NamedTuple):
+    """compare's and report's inputs as handed down to the library: the
+    truth, each run by its name, the beyond-accuracy inputs; each run's
+    file (its name -> path) and a function that names the file and line of
+    an input error (:func:`_locate`)."""
+
+    truth: Any
+    runs: dict[str, Any]
+    extra: dict[str, Any]
+    files: dict[str, Path]
+    locate: Callable[[InputError], InputError]
+
+
 def _runs_and_items(
     truth: Path,
     runs: list[Path],
@@ -1225,38 +1312,40 @@ def _runs_and_items(
     fmt: Format,
     sep: str | None,
     options: EvalOptions,
-    items: tuple[Path | None, Path | None, Path | None, Path | None],
+    items: Mapping[str, Path | None],
+    user_groups: str | None,
     remove_seen: bool,
     quiet: bool,
-) -> tuple[Any, dict[str, Any], dict[str, Any], Callable[[InputError], InputError]]:
-    """compare's and report's inputs: the truth, the runs (seen items removed
-    with ``remove_seen``) and the beyond-accuracy inputs; and a function that
-    puts the file and line of a run or of the truth in an error about them,
-    as ``evaluate``'s errors have."""
+) -> _Runs:
+    """compare's and report's inputs (:class:`_Runs`): files handed down,
+    the runs opened only to remove seen items (``remove_seen``); an error
+    about a run, the truth or another input names its file (and line)."""
     from receval.analysis.compare import run_source
 
-    cols = _cols(options)
-    truth_table, tables, infos = _read_runs(truth, runs, names, fmt, sep, cols, quiet)
-    extra = _items(*items, sep, cols, quiet)
-    removed: dict[str, int] = {}
-    for name in tables:
-        if remove_seen:
-            tables[name], removed[name] = _remove_seen(
-                tables[name], extra.get("train"), name, quiet
-            )
-    sources = {run_source(name): name for name in tables}
+    files = _systems(runs, names)
+    given = {name: _input(path, fmt, sep) for name, path in files.items()}
+    truth_in, extra = _input(truth, fmt, sep), _item_inputs(items, user_groups, sep)
+    where: dict[str, tuple[Any, str | None]] = {"truth": (truth_in, "truth")}
+    where |= {k: (extra[k], _ITEM_ROLES[k]) for k in _input_files(items, user_groups)}
+    where |= {run_source(n): (g, "recommendations") for n, g in given.items()}
+    lists = dict(given)
+    if remove_seen:
+        extra["train"] = _seen_in(extra.get("train"), options)
+        for name in lists:
+            lists[name], removed = _remove_seen(lists[name], extra["train"], name, options, quiet)
+            if removed:  # rows removed: rows are no longer the file's lines
+                where[run_source(name)] = (given[name], None)
+    cols = options.columns()
+    return _Runs(truth_in, lists, extra, files, lambda exc: _locate(exc, where, cols))
 
-    def locate(exc: InputError) -> InputError:
-        if exc.source == "truth":
-            return infos["truth"].locate(exc)
-        name = sources.get(str(exc.source))
-        if name is None:
-            return exc
-        if removed.get(name):  # rows removed: rows are no longer the file's lines
-            return exc.located(source=infos[name].path)
-        return infos[name].locate(exc)
 
-    return truth_table, tables, extra, locate
+def _note_runs(cmp: Any, files: Mapping[str, Path], truth: Path, quiet: bool) -> None:
+    """The columns of each run's file (and the truth's) read under another
+    name (:func:`_note_columns`)."""
+    for i, (name, res) in enumerate(cmp.results.items()):
+        if name in files:
+            paths = {"recommendations": files[name], **({"truth": truth} if i == 0 else {})}
+            _note_columns(res, paths, quiet)
 
 
 def _tests(
@@ -1276,7 +1365,7 @@ def _tests(
         "alpha": alpha,
         "n_resamples": n_resamples,
         "seed": seed,
-        "options": _without_columns(options),
+        "options": options,
     }
 
 
@@ -1326,33 +1415,28 @@ def compare(
 
     metrics = _metrics(metric, k)
     _mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
-    truth_table, tables, extra, locate = _runs_and_items(
-        truth,
-        runs,
-        names,
-        fmt,
-        sep,
-        options,
-        (train, catalog, item_features, popular),
-        remove_seen,
-        quiet,
+    items = _item_files(train, catalog, item_features, popular, item_groups)
+    given = _runs_and_items(
+        truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
     )
     settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
-    _groups_of(extra, user_groups, item_groups, sep, _cols(options), quiet)
-    with _status("comparing", quiet):
-        result = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
+    with _status("reading and comparing", quiet):
+        result = _located(
+            given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+        )
+    _note_runs(result, given.files, truth, quiet)
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
-        out.print(result.to_csv(), markup=False)
+        _show(result.to_csv(), output)
     else:
-        out.print(_render(result, output), markup=False)
+        _show(_render(result, output), output)
     page = None
     if mlflow and not no_mlflow_report:  # the report of this comparison: curves added
         from receval.analysis.report import report as make_report
 
-        inputs = {k: v for k, v in extra.items() if k != "user_groups"}
+        inputs = {k: v for k, v in given.extra.items() if k != "user_groups"}
         with _status("computing the report", quiet):
             page = make_report(
-                tables, truth_table, comparison=result, options=settings["options"], **inputs
+                given.runs, given.truth, comparison=result, options=options, **inputs
             )
     _log_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
 
@@ -1363,9 +1447,9 @@ def report(
     truth: Annotated[Path, typer.Argument(help="the truth file")],
     runs: Annotated[list[Path], typer.Argument(help="one or more recommendation files")],
     options: EvalOptions,
-    out_path: Annotated[Path, typer.Option("--out", help="the HTML file to write")] = Path(
-        "report.html"
-    ),
+    out_path: Annotated[
+        Path, typer.Option("--out", help="the HTML file to write (.html or .htm)")
+    ] = Path("report.html"),
     metric: Metrics = None,
     k: Cutoffs = None,
     names: Names = None,
@@ -1407,16 +1491,11 @@ def report(
         popular=popular,
         item_groups=item_groups,
     )
-    truth_table, tables, extra, locate = _runs_and_items(
-        truth,
-        runs,
-        names,
-        fmt,
-        sep,
-        options,
-        (train, catalog, item_features, popular),
-        remove_seen,
-        quiet,
+    html = dict.fromkeys(REPORT_SUFFIXES, "html")
+    _suffix_format("out", out_path, html, "the report is an HTML page")
+    items = _item_files(train, catalog, item_features, popular, item_groups)
+    given = _runs_and_items(
+        truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
     )
     if png is not None and png.exists() and not png.is_dir():
         from receval.errors import OutputError
@@ -1427,17 +1506,19 @@ def report(
         )
     # everything is computed first; the files are written only at the end, each whole
     settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
-    _groups_of(extra, user_groups, item_groups, sep, _cols(options), quiet)
-    with _status("computing the report", quiet):
-        rep = _located(locate, run, tables, truth_table, metrics, **settings, **extra)
+    with _status("reading and computing the report", quiet):
+        rep = _located(
+            given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+        )
+    _note_runs(rep.comparison, given.files, truth, quiet)
     with _status("writing the report", quiet):
         if png is not None:
             rep.save_images(png)
         rep.save(out_path)
     if not quiet:
-        err.print(f"report written to {out_path}", markup=False)
+        _note(f"report written to {out_path}")
         for note in rep.notes:  # e.g. PNGs asked for without matplotlib
-            err.print(f"note: {note}", markup=False)
+            _note(f"note: {note}")
 
 
 @command()
@@ -1467,6 +1548,14 @@ def demo(
     item_col: Annotated[
         str | None, typer.Option("--item-col", metavar="NAME", help="item column of --interactions")
     ] = None,
+    rating_col: Annotated[
+        str | None,
+        typer.Option("--rating-col", metavar="NAME", help="rating column of --interactions"),
+    ] = None,
+    timestamp_col: Annotated[
+        str | None,
+        typer.Option("--timestamp-col", metavar="NAME", help="timestamp column of --interactions"),
+    ] = None,
     seed: Seed = 0,
     quiet: Quiet = False,
 ) -> None:
@@ -1475,27 +1564,45 @@ def demo(
 
     if users <= 0:
         raise OptionError("users", users, expected="a positive number of users")
-    log: Any = interactions
-    if interactions is not None and (user_col or item_col):
-        from receval.io.interactions import read_interactions
-
-        named = {"user_col": user_col, "item_col": item_col}
-        log = read_interactions(interactions, **{c: v for c, v in named.items() if v})
-    elif user_col or item_col:
-        raise ReceValError("--user-col and --item-col name the columns of --interactions")
-    kwargs: dict[str, Any] = {}
+    kwargs = _demo_log(interactions, user_col, item_col, rating_col, timestamp_col)
     if threshold is not None:  # validated as every threshold is; unset: the demo's own
         kwargs["threshold"] = EvalOptions(threshold=threshold).threshold
     run_demo(
         out_dir,
         users=users,
-        interactions=log,
         seed=seed,
         quiet=quiet,
-        console=lambda line: print(for_cli(line)),
+        console=lambda line: _show(for_cli(line)),
         progress=lambda what: _status(what, quiet),  # a spinner naming the step
         **kwargs,
     )
+
+
+def _demo_log(
+    interactions: Path | None,
+    user_col: str | None,
+    item_col: str | None,
+    rating_col: str | None,
+    timestamp_col: str | None,
+) -> dict[str, Any]:
+    """``demo``'s keywords for its log: ``interactions=`` and the columns
+    named. With --user-col/--item-col the file is read here
+    (:func:`receval.io.interactions.read_interactions`, every column named
+    there); else ``rating_col=``/``timestamp_col=`` go to
+    :func:`receval.workflow.demo.run_demo` with the path."""
+    named = {"user_col": user_col, "item_col": item_col}
+    columns = {"rating_col": rating_col, "timestamp_col": timestamp_col}
+    given = {c: v for c, v in {**named, **columns}.items() if v}
+    if interactions is None:
+        if given:
+            flags = _one_of((option(c) for c in given), "and")
+            raise ReceValError(f"{flags}: columns of --interactions, which is not given")
+        return {"interactions": None}
+    if user_col or item_col:
+        from receval.io.interactions import read_interactions
+
+        return {"interactions": read_interactions(interactions, **given)}
+    return {"interactions": interactions, **{c: v for c, v in columns.items() if v}}
 
 
 def _size(flag: str, text: str | None) -> int | float | None:
@@ -1557,26 +1664,36 @@ def split(
         bool, typer.Option("--drop-unseen", help="drop test rows of users/items unseen in train")
     ] = False,
     timestamp_col: Annotated[
-        str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
-    ] = "timestamp",
+        str | None,
+        typer.Option(
+            "--timestamp-col",
+            metavar="NAME",
+            help="timestamp column (default: detected: timestamp, time, ts, datetime, ...)",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
     quiet: Quiet = False,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
     from receval.io.write import refuse_inputs
-    from receval.workflow.split import split as run
+    from receval.workflow.split import split_file
 
     for name in ("train.parquet", "test.parquet", "validation.parquet", "split.json"):
         what = f"{option('out', out_dir)} ({name})"  # the files save() writes
         refuse_inputs((what, out_dir / name), [("interactions file", interactions)])
-    with _status(f"reading {interactions}", quiet):
-        log = _read_interactions(interactions, fmt, sep, options, timestamp_col)
-    with _status(f"splitting {len(log)} interactions ({method})", quiet):
-        result = run(
-            log,
+    # read whole by receval.io.interactions.read_log: every part keeps the file's columns
+    reading = _status(f"reading and splitting {interactions} ({method})", quiet)
+    with reading, _naming({"interactions": interactions}):
+        result = split_file(
+            interactions,
             method,  # type: ignore[arg-type]
-            test_size=_size("test_size", test_size),  # type: ignore[arg-type]
+            format=fmt.value,
+            sep=sep,
+            user_col=options.user_col,
+            item_col=options.item_col,
+            timestamp_col=timestamp_col,
+            test_size=_size("test_size", test_size),
             validation_size=_size("validation_size", validation_size),
             seed=seed,
             min_user_interactions=min_user_interactions,
@@ -1584,58 +1701,23 @@ def split(
             drop_unseen_users=drop_unseen,
             drop_unseen_items=drop_unseen,
         )
-    back = log.attrs["names"]  # the file's own column names
-    for part in ("train", "test", "validation"):
-        if getattr(result, part) is not None:
-            setattr(result, part, getattr(result, part).rename(columns=back))
-    out.print(str(result), markup=False)
+    _show(str(result))
     with _status(f"writing {out_dir}", quiet):
         saved = result.save(out_dir)
     for name, path in saved.items():
         if not quiet:
-            err.print(f"{name}: {path}", markup=False)
+            _note(f"{name}: {path}")
 
 
-def _read_interactions(
-    path: Path, fmt: Format, sep: str | None, options: EvalOptions, timestamp_col: str
-) -> Any:
-    """An interactions log with the columns ``user``, ``item`` and, when the
-    file has them, ``rating``, ``timestamp`` (from ``timestamp_col``) and its
-    other columns; ``attrs["names"]`` maps each renamed column to the file's
-    own name (what ``split`` writes back).
+def _log(path: Path | None, fmt: Format, sep: str | None, options: EvalOptions) -> Any:
+    """An interactions log ``check`` reads, as the file holds it (every
+    column under its own name: :func:`receval.io.interactions.read_log`), or None."""
+    from receval.io.interactions import read_log
 
-    :func:`receval.io.interactions.read_interactions` reads it (CSV/TSV,
-    Parquet, MovieLens); a file it cannot read (JSON Lines, TREC qrels,
-    compressed, ...) is read by :func:`receval.io.files.read_file`, whose
-    error is shown when neither can."""
-    from receval.io.interactions import read_interactions
-
-    named = {c: getattr(options, c) for c in ("user_col", "item_col")}
-    frame = None
-    if fmt in (Format.auto, Format.csv, Format.tsv, Format.parquet) and sep is None:
-        try:
-            frame = read_interactions(
-                path,
-                format="auto" if fmt is Format.auto else fmt.value,
-                timestamp_col=timestamp_col,
-                **{c: v for c, v in named.items() if v is not None},
-            )
-        except ValueError:  # not a log it reads: read_file says why, or reads it
-            frame = None
-        else:
-            names = {"user": options.user_col, "item": options.item_col}
-            names["timestamp"] = timestamp_col
-    if frame is None:
-        frame, _, columns, _ = _read_log(path, "truth", fmt, sep, _cols(options))
-        grade = columns.get("relevance")
-        if grade and grade != "relevance" and grade not in frame:  # a log keeps its name
-            frame = frame.rename(columns={"relevance": grade})
-        names = {r: c for r, c in columns.items() if r in ("user", "item")}
-        if timestamp_col != "timestamp" and timestamp_col in frame:
-            frame = frame.rename(columns={timestamp_col: "timestamp"})
-            names["timestamp"] = timestamp_col
-    frame.attrs["names"] = {r: c for r, c in names.items() if c and c != r}
-    return frame
+    if path is None:
+        return None
+    named = {"user_col": options.user_col, "item_col": options.item_col}
+    return read_log(path, format=fmt.value, sep=sep, **named)
 
 
 @command()
@@ -1664,21 +1746,32 @@ def check(
 
     if recs is None and train is None and test is None:
         raise ReceValError("check needs at least one of --recs, --train, --test")
-    with _status("reading and checking", quiet):
-        report_ = run(
-            train=None
-            if train is None
-            else _read_interactions(train, fmt, sep, options, timestamp_col),
-            test=None
-            if test is None
-            else _read_interactions(test, fmt, sep, options, timestamp_col),
-            recs=None
-            if recs is None
-            else _read_log(recs, "recommendations", fmt, sep, _cols(options))[0],
+    files = {"train": train, "test": test, "recommendations": recs}
+    lists = None if recs is None else _input(recs, fmt, sep)
+    with _status("reading and checking", quiet), _naming(files):
+        report_ = run(  # it takes tables: the files are opened by receval.io
+            train=_log(train, fmt, sep, options),
+            test=_log(test, fmt, sep, options),
+            recs=None if lists is None else _as_read(lists, "recommendations", options.columns()),
             k=k,
             chronological=chronological,
+            options=options,
+            timestamp_col=timestamp_col,
         )
-    out.print(report_.render(cli=True), markup=False)
+    _show(report_.render(cli=True))
+
+
+@contextlib.contextmanager
+def _naming(files: Mapping[str, Path | None]) -> Iterator[None]:
+    """An input error about one of ``files`` (by its role: train, test, ...)
+    names the file given for it."""
+    try:
+        yield
+    except InputError as exc:
+        path = files.get(str(exc.source))
+        if path is None:
+            raise
+        raise exc.located(source=str(path)) from None
 
 
 @app.callback(invoke_without_command=True)
@@ -1686,7 +1779,7 @@ def _main(
     version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
 ) -> None:
     if version:
-        out.print(f"receval {__version__}")
+        _show(f"receval {__version__}")
         raise typer.Exit()
 
 
@@ -1709,7 +1802,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 def _interrupted(code: int) -> int:
     """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
-    err.print(SIGNAL_MESSAGES[code], markup=False)
+    _note(SIGNAL_MESSAGES[code])
     return code
 
 
@@ -1760,11 +1853,8 @@ def _internal_error(exc: BaseException) -> int:
         if isinstance(cause, KeyboardInterrupt):
             raise cause
         cause = cause.__cause__ or cause.__context__
-    err.print(
-        f"internal error: {type(exc).__name__}: {exc}\n"
-        "please report it with the command you ran (receval " + __version__ + ")",
-        markup=False,
-    )
+    _note(f"internal error: {type(exc).__name__}: {exc}")
+    _note("please report it with the command you ran (receval " + __version__ + ")")
     return 1
 
 
@@ -1785,14 +1875,14 @@ def _main_unguarded(argv: list[str] | None) -> int:
     try:
         returned = app(args=argv, standalone_mode=False)
     except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
-        err.print(f"error: {exc.cli_message()}", markup=False)
+        _fail(exc.cli_message())
         return 2
     except MemoryError as exc:
-        err.print(f"error: {_out_of_memory(exc)}", markup=False)
+        _fail(_out_of_memory(exc))
         return 2
     except OSError as exc:  # reading: no such file, permission, I/O error, ...
         where = f"{exc.filename}: " if exc.filename else ""
-        err.print(f"error: {where}{exc.strerror or exc}", markup=False)
+        _fail(f"{where}{exc.strerror or exc}")
         return 2
     except typer.Exit as exc:
         return exc.exit_code
@@ -1801,7 +1891,7 @@ def _main_unguarded(argv: list[str] | None) -> int:
     except ImportError as exc:
         text = str(exc).lower()
         if "failed to map segment" in text or "cannot allocate memory" in text:
-            err.print(f"error: {_out_of_memory(MemoryError())}", markup=False)
+            _fail(_out_of_memory(MemoryError()))
             return 2  # a library could not be loaded for lack of memory
         return _internal_error(exc)
     except Exception as exc:  # usage errors of the parser, and everything unexpected

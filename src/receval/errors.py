@@ -19,11 +19,13 @@ __all__ = [
     "OutputError",
     "PolicyError",
     "ReceValError",
+    "as_written",
     "for_cli",
     "for_python",
     "option",
     "plain",
     "said",
+    "shown",
 ]
 
 # A phrase with one spelling for Python and one for the shell: the two texts
@@ -31,6 +33,15 @@ __all__ = [
 _OPEN, _SEP, _CLOSE = "\ue000", "\ue001", "\ue002"
 _SAID = re.compile(f"{_OPEN}([^{_SEP}]*){_SEP}([^{_CLOSE}]*){_CLOSE}")
 _NOTHING = object()
+
+# NumPy scalars as repr() writes them (np.int64(1), np.str_('a'), np.True_),
+# in a message some caller formatted with !r: shown as the value itself.
+_NUMPY_REPR = re.compile(
+    r"\bnp\.(?:(?P<bool>True|False)_"
+    r"|(?:str_|bytes_)\((?P<text>b?'(?:[^'\\]|\\.)*'|b?\"(?:[^\"\\]|\\.)*\")\)"
+    r"|(?:u?int|float|complex|longdouble|clongdouble|half|single|double|longlong|ulonglong"
+    r"|intc|uintc|intp|uintp|short|ushort|byte|ubyte|bool)\d*\('?(?P<number>[^()'\"]*)'?\))"
+)
 
 
 def said(python: str, cli: str) -> str:
@@ -59,8 +70,9 @@ def option(name: str, value: Any = _NOTHING, *, flag: str | None = None) -> str:
     flag = flag or "--" + name.replace("_", "-")
     if value is _NOTHING:
         return said(f"{name}=", flag)
-    shown = "" if value is True else " " + (str(value).lower() if value is False else str(value))
-    return said(f"{name}={value!r}", flag + shown)
+    value = plain(value)
+    typed = "" if value is True else " " + (str(value).lower() if value is False else str(value))
+    return said(f"{name}={value!r}", flag + typed)
 
 
 def for_python(text: str) -> str:
@@ -74,9 +86,49 @@ def for_cli(text: str) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A NumPy scalar as the Python value it holds (for messages and attributes)."""
+    """A NumPy scalar as the Python value it holds (for messages and attributes):
+    ``np.int64(1)`` is 1, ``np.str_('a')`` is ``'a'``; anything else as it is.
+
+    >>> import numpy as np
+    >>> plain(np.int64(1)), plain(np.str_("a")), plain(np.float64(0.5)), plain([1])
+    (1, 'a', 0.5, [1])
+    """
+    if isinstance(value, str):
+        return str.__str__(value)  # np.str_ and other subclasses: the text itself
+    if isinstance(value, bytes):
+        return bytes(value)
     item = getattr(value, "item", None)
-    return item() if callable(item) and not isinstance(value, (str, bytes)) else value
+    if not callable(item):
+        return value
+    try:
+        return item()
+    except (TypeError, ValueError):  # not one value (an array of several)
+        return value
+
+
+def shown(value: Any) -> str:
+    """``value`` in a message as its user wrote it: ``repr`` of :func:`plain`
+    (``1``, ``'abc'``, ``0.5``; never ``np.int64(1)``).
+
+    >>> import numpy as np
+    >>> shown(np.int64(1)), shown(np.str_("abc"))
+    ('1', "'abc'")
+    """
+    return repr(plain(value))
+
+
+def as_written(text: str) -> str:
+    """``text`` with each NumPy scalar that a ``!r`` put in it written as its
+    value: ``user np.int64(1)`` is ``user 1``, ``np.str_('a')`` is ``'a'``.
+
+    >>> as_written("user np.int64(1), item np.str_('x'), np.float64(0.5), np.True_")
+    "user 1, item 'x', 0.5, True"
+    """
+
+    def value(match: re.Match[str]) -> str:
+        return match.group("bool") or match.group("text") or match.group("number")
+
+    return _NUMPY_REPR.sub(value, text)
 
 
 #: The command's one line on stderr for each signal's exit code (130 Ctrl-C, 143 SIGTERM).
@@ -92,11 +144,11 @@ class ReceValError(ValueError):
     """
 
     def __str__(self) -> str:
-        return for_python(super().__str__())
+        return as_written(for_python(super().__str__()))
 
     def cli_message(self) -> str:
         """The message with the command line's syntax."""
-        return for_cli(super().__str__())
+        return as_written(for_cli(super().__str__()))
 
 
 class MetricError(ReceValError):
@@ -126,10 +178,10 @@ class OptionError(ReceValError):
         self.value = plain(value)
         self.allowed = tuple(allowed)
         self.expected = expected or (
-            "one of " + ", ".join(repr(a) for a in allowed) if allowed else "another value"
+            "one of " + ", ".join(shown(a) for a in allowed) if allowed else "another value"
         )
         self.reason = reason
-        super().__init__(self._render(f"{option}={self.value!r}", repr))
+        super().__init__(self._render(f"{option}={self.value!r}", shown))
 
     def _render(self, given: str, show: Callable[[Any], str]) -> str:
         expected = (
@@ -142,12 +194,12 @@ class OptionError(ReceValError):
         """The message with the command line's syntax: ``--empty-truth zeros``."""
         flag = flag or "--" + self.option.replace("_", "-")
         value = self.value
-        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        typed = str(value).lower() if isinstance(value, bool) else str(value)
         if isinstance(value, str):  # as the shell would need it typed: --sep '' , --sep ';;'
             import shlex
 
-            shown = shlex.quote(shown)
-        return for_cli(self._render(f"{flag} {shown}", str))
+            typed = shlex.quote(typed)
+        return as_written(for_cli(self._render(f"{flag} {typed}", lambda a: str(plain(a)))))
 
 
 class PolicyError(ReceValError):

@@ -22,11 +22,15 @@ __all__ = [
     "spreadsheet_cell",
     "spreadsheet_safe",
     "superscript",
+    "visible",
 ]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: The control characters (Unicode category Cc: C0, DEL and C1).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 _SUPERSCRIPT = dict(
     zip(
@@ -67,6 +71,25 @@ def superscript(text: str) -> str:
     if all(ch in _SUPERSCRIPT for ch in text):
         return "".join(_SUPERSCRIPT[ch] for ch in text)
     return "^" + text
+
+
+def visible(text: Any, *, lines: bool = False) -> str:
+    r"""``text`` safe to show on a terminal: every control character (Unicode
+    category Cc: C0, DEL, C1) written as Python writes it in a string literal
+    (``\x1b``, ``\t``), so that an id cannot move the cursor, recolour the
+    terminal or ring its bell; ``lines``: line breaks (``\n``) kept, for
+    text of several lines. Files keep their values as they are: this is for
+    the terminal only.
+
+    Example:
+        >>> print(visible("\x1b[31mEVIL\x07 a\tb"))
+        \x1b[31mEVIL\x07 a\tb
+        >>> print(visible("one\ntwo\r", lines=True))
+        one
+        two\r
+    """
+    pattern = _CONTROL_BUT_LINES if lines else _CONTROL
+    return pattern.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def fmt_value(value: Any, digits: int = 4) -> str:

@@ -42,7 +42,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, ReceValError, for_cli, for_python, option, said
+from receval.analysis.formatting import visible
+from receval.errors import InputError, ReceValError, for_cli, for_python, option, plain, said, shown
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, distinct, unify
 from receval.io.columns import RECS, TRAIN, resolve
@@ -74,9 +75,12 @@ class Finding:
     cli_message: str | None = None
 
     def render(self, cli: bool = False) -> str:
-        """One line: mark, code, message (the command line's with ``cli``)."""
+        """One line: mark, code, message (the command line's with ``cli``);
+        the examples' control characters written as escapes (``\\x1b``),
+        so that an id can neither break the line nor drive the terminal."""
         mark = "ok  " if self.count == 0 else ("WARN" if self.severity == "warning" else "info")
-        ex = f" (e.g. {', '.join(map(str, self.examples))})" if self.count and self.examples else ""
+        shown_ = ", ".join(visible(_example(e)) for e in self.examples)
+        ex = f" (e.g. {shown_})" if self.count and self.examples else ""
         message = (self.cli_message or self.message) if cli else self.message
         return f"[{mark}] {self.code}: {message}{ex}"
 
@@ -140,7 +144,27 @@ class CheckReport:
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
+    return plain(value)
+
+
+def _example(value: Any) -> str:
+    """An example as a report line shows it: an id as it is, a pair as a tuple."""
+    return str(tuple(plain(v) for v in value) if isinstance(value, tuple) else plain(value))
+
+
+def _finding(
+    code: str,
+    count: int,
+    text: str,
+    severity: Literal["warning", "info"] = "warning",
+    examples: list[Any] | None = None,
+) -> Finding:
+    """A finding whose ``text`` may name options (:func:`~receval.errors.option`):
+    its message in Python's syntax, and in the command line's for ``receval check``."""
+    python, cli = for_python(text), for_cli(text)
+    return Finding(
+        code, count, python, severity, examples or [], cli_message=cli if cli != python else None
+    )
 
 
 def _frames(train: Any, test: Any, recs: Any, cols: Columns) -> list[pd.DataFrame | None]:
@@ -184,7 +208,7 @@ def _pair_keys(users: list[np.ndarray], items: list[np.ndarray]) -> list[np.ndar
 
 def _examples(values: Any, n: int = 5) -> list[Any]:
     return [
-        tuple(_plain(x) for x in v) if isinstance(v, tuple) else _plain(v) for v in list(values)[:n]
+        tuple(plain(x) for x in v) if isinstance(v, tuple) else plain(v) for v in list(values)[:n]
     ]
 
 
@@ -225,10 +249,10 @@ def check(
         chronological = "user"
     if chronological not in (False, "user", "global"):
         raise ReceValError(
-            f"chronological must be False, 'user' or 'global'; got {chronological!r}"
+            f"chronological must be False, 'user' or 'global'; got {shown(chronological)}"
         )
     if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
-        raise ReceValError(f"k must be an integer >= 1; got {k!r}")
+        raise ReceValError(said("k", "-k") + f" must be an integer >= 1; got {shown(k)}")
     opts = EvalOptions.build(
         options, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col
     )
@@ -266,13 +290,12 @@ def check(
         }[name]
         message = f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}"
         out.append(
-            Finding(
+            _finding(
                 f"duplicate_rows_{name}",
                 n,
-                for_python(message),
+                message,
                 "info" if name == "train" else "warning",
                 _examples(zip(frame[user_col][dup], frame[item_col][dup], strict=True)),
-                cli_message=for_cli(message),
             )
         )
 
@@ -289,18 +312,17 @@ def check(
             )
         )
         out.append(
-            Finding(
+            _finding(
                 "seen_in_train",
                 n,
-                for_python(message),
+                message,
                 examples=_examples(zip(rc[user_col][seen], rc[item_col][seen], strict=True)),
-                cli_message=for_cli(message),
             )
         )
         cold = ~rc[item_col].isin(pd.unique(tr[item_col])).to_numpy()
         items = rc[item_col][cold].unique()
         out.append(
-            Finding(
+            _finding(
                 "recommended_items_not_in_train",
                 len(items),
                 f"{len(items)} recommended items ({int(cold.sum())} rows) never occur in train "
@@ -314,13 +336,14 @@ def check(
         for col, what in ((user_col, "users"), (item_col, "items")):
             unseen = ~te[col].isin(pd.unique(tr[col])).to_numpy()
             ids = te[col][unseen].unique()
+            drop = option(f"drop_unseen_{what}", True, flag="--drop-unseen")
             out.append(
-                Finding(
+                _finding(
                     f"test_{what}_not_in_train",
                     len(ids),
                     f"{len(ids)} of {te[col].nunique()} test {what} ({int(unseen.sum())} test "
-                    f"rows) are absent from train (cold start; drop them with "
-                    f"drop_unseen_{what}=True when splitting)",
+                    f"rows) are absent from train (cold start; drop them with {drop} when "
+                    "splitting)",
                     examples=_examples(ids),
                 )
             )
@@ -332,11 +355,11 @@ def check(
             missing = ~pd.Index(pd.unique(te[user_col])).isin(pd.unique(rc[user_col]))
             ids = pd.unique(te[user_col])[missing]
             out.append(
-                Finding(
+                _finding(
                     "missing_lists",
                     len(ids),
                     f"{len(ids)} of {te[user_col].nunique()} test users have no recommendation "
-                    "(scored 0 by default: missing_recs='zero')",
+                    f"(scored 0 by default: {option('missing_recs', 'zero')})",
                     examples=_examples(ids),
                 )
             )
@@ -344,10 +367,11 @@ def check(
         if k is not None:
             short = sizes[sizes < k]
             out.append(
-                Finding(
+                _finding(
                     "short_lists",
                     len(short),
-                    f"{len(short)} of {len(sizes)} lists have fewer than k={k} items "
+                    f"{len(short)} of {len(sizes)} lists have fewer than "
+                    f"{said(f'k={k}', f'-k {k}')} items "
                     f"(shortest: {int(sizes.min()) if len(sizes) else 0}); precision@{k} still "
                     f"divides by {k}",
                     examples=_examples(short.index),
@@ -357,7 +381,7 @@ def check(
             tied = rc.duplicated([user_col, score_col], keep=False).to_numpy()
             users = rc[user_col][tied].unique()
             out.append(
-                Finding(
+                _finding(
                     "score_ties",
                     int(tied.sum()),
                     f"{int(tied.sum())} recommendation rows ({len(users)} users) share their "
@@ -380,7 +404,9 @@ def _chronology(
     for frame, name in ((tr, "train"), (te, "test")):
         if ts not in frame.columns:
             raise InputError(
-                f"a chronological check needs a timestamp column {ts!r} in {name}", source=name
+                f"a chronological check needs a timestamp column {ts!r} in {name}; name it "
+                f"with {option('timestamp_col')}",
+                source=name,
             )
     if how == "global":
         latest = tr[ts].max()
@@ -393,7 +419,7 @@ def _chronology(
         where = "the same user's latest training row"
     n = int(early.sum())
     users = int(te[user_col][early].nunique())
-    return Finding(
+    return _finding(
         "test_before_train",
         n,
         f"{n} of {len(te)} test rows ({users} users) are earlier than {where}: the model "
