@@ -1,0 +1,145 @@
+"""The entry point: one error boundary for every command (exit codes 0, 1, 2, 130
+and 143, signals, internal errors)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import typer
+
+from receval import __version__, _malloc
+from receval.cli._base import app, fail, note_line, show_out
+from receval.errors import (
+    SIGNAL_MESSAGES,
+    ReceValError,
+)
+
+
+@app.callback(invoke_without_command=True)
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
+) -> None:
+    if version:
+        show_out(f"receval {__version__}")
+        raise typer.Exit()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so the same cleanup runs."""
+
+
+_SIGNALLED: list[int] = []  # the exit code of each signal received during main()
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    import signal
+
+    if signum == signal.SIGTERM:
+        _SIGNALLED.append(143)
+        raise Terminated
+    _SIGNALLED.append(130)
+    raise KeyboardInterrupt
+
+
+def _interrupted(code: int) -> int:
+    """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
+    note_line(SIGNAL_MESSAGES[code])
+    return code
+
+
+def command_line() -> int:
+    """The ``receval`` command (and ``python -m receval``): :func:`main` in a
+    process the command owns, so it may tune the allocator (freed memory kept
+    for reuse during large runs; ``RECEVAL_MALLOC=0`` turns it off). A host
+    that calls :func:`main` keeps its allocator as it is."""
+    _malloc.allow()
+    return main()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code.
+
+    Ctrl-C returns 130 and SIGTERM 143, each with one line on stderr and no traceback; the
+    handlers are installed here, in the command's own process, never on import, and put
+    back on return. (Typer turns KeyboardInterrupt into a plain return value of 130, so
+    the handlers note which signal came.)
+    """
+    import signal
+    import threading
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not if ignored
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_signal)
+    _SIGNALLED.clear()
+    try:
+        code = _main_unguarded(argv)
+    except KeyboardInterrupt as exc:  # Terminated too
+        code = 143 if isinstance(exc, Terminated) else 130
+        return _interrupted(_SIGNALLED[0] if _SIGNALLED else code)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if _SIGNALLED or code == 130:
+        return _interrupted(_SIGNALLED[0] if _SIGNALLED else 130)
+    return code
+
+
+def _internal_error(exc: BaseException) -> int:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # Ctrl-C wrapped by Python, e.g.
+        seen.add(id(cause))  # in a RuntimeError from __set_name__ during an import
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause
+        cause = cause.__cause__ or cause.__context__
+    note_line(f"internal error: {type(exc).__name__}: {exc}")
+    note_line("please report it with the command you ran (receval " + __version__ + ")")
+    return 1
+
+
+def _out_of_memory(exc: MemoryError) -> str:
+    """What ran out, how much was asked for when NumPy says, and what helps."""
+
+    asked = re.search(r"allocate ([0-9.]+ [KMGTP]?i?B)", str(exc))
+    size = f" (an array of {asked.group(1)} could not be allocated)" if asked else ""
+    return (
+        f"out of memory{size}. Ask for fewer metrics or cut-offs; give both inputs as Parquet "
+        "files, which are read by chunks of users in bounded memory (files sorted by user "
+        "need the least); or run on a machine with more memory"
+    )
+
+
+def _main_unguarded(argv: list[str] | None) -> int:
+    try:
+        returned = app(args=argv, standalone_mode=False)
+    except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
+        fail(exc.cli_message())
+        return 2
+    except MemoryError as exc:
+        fail(_out_of_memory(exc))
+        return 2
+    except OSError as exc:  # reading: no such file, permission, I/O error, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        fail(f"{where}{exc.strerror or exc}")
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        return 1
+    except ImportError as exc:
+        text = str(exc).lower()
+        if "failed to map segment" in text or "cannot allocate memory" in text:
+            fail(_out_of_memory(MemoryError()))
+            return 2  # a library could not be loaded for lack of memory
+        return _internal_error(exc)
+    except Exception as exc:  # usage errors of the parser, and everything unexpected
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()  # a usage error: "Missing parameter", "No such option" (exit 2)
+            return int(exc.exit_code)
+        return _internal_error(exc)
+    if returned == 130:  # a KeyboardInterrupt that typer caught and returned as 130
+        return 130  # main() says which signal it was
+    return 0

@@ -1,0 +1,377 @@
+"""Inputs handed down to the library (which opens them: issue #30, one way in),
+outputs written atomically, and rendering."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from receval.analysis.formatting import visible
+from receval.cli._base import Engine, Format, Output, err, note_line
+from receval.errors import (
+    InputError,
+    OutputError,
+    ReceValError,
+    option,
+)
+from receval.evaluation.options import EvalOptions
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def status(message: str, quiet: bool) -> Iterator[None]:
+    """A spinner on stderr while something runs; silent off a terminal or with --quiet."""
+    if quiet or not sys.stderr.isatty():
+        yield
+        return
+    with err.status(visible(message)):
+        yield
+
+
+@contextlib.contextmanager
+def progress_bar(reading: str, quiet: bool) -> Iterator[Any]:
+    """On stderr, a spinner saying what the library is ``reading``, then how
+    many recommendation rows it has evaluated (the inputs are read by the
+    library: their rows are counted as they go). Silent off a terminal or
+    with --quiet."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(visible(reading), total=None)
+        yield lambda done: bar.update(task, description=f"evaluating: {done:,} rows")
+
+
+#: ``--per-user``: the file's suffix -> the format written (with ``--engine spark``,
+#: a folder of part files of that format)
+PER_USER_FORMATS: Mapping[str, str] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: ``report --out``: the suffixes of the HTML page it writes
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def one_of(words: Any, last: str = "or") -> str:
+    """``a, b or c`` (``last``: the last word's conjunction)."""
+    words = list(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def suffix_format(flag: str, path: str | Path, formats: Mapping[str, str], what: str) -> str:
+    """The format the suffix of the output ``--flag path`` chooses; any other
+    suffix is a :class:`~receval.errors.ReceValError` (exit 2, before any
+    work) naming the flag, the file, the suffix found and ``what`` is written
+    (e.g. "the report is an HTML page"): a file is never
+    written in a format its name does not say."""
+    suffix = Path(str(path).rstrip("/")).suffix.lower()
+    if suffix in formats:
+        return formats[suffix]
+    found = f"receval writes no {suffix} file" if suffix else "the name has no suffix"
+    raise ReceValError(
+        f"{option(flag, path)}: {found}; {what}: give a name ending in {one_of(formats)}"
+    )
+
+
+def per_user_suffix_format(path: str, engine: Engine) -> str:
+    """``--per-user``'s format (:data:`PER_USER_FORMATS`), checked before any
+    evaluation; in this process, a folder there is refused at once."""
+    if engine is Engine.numpy and Path(path).is_dir():
+        raise OutputError(
+            f"cannot write {option('per_user', path)}: it is a folder; give a file name "
+            f"ending in {one_of(PER_USER_FORMATS)}",
+            path=path,
+        )
+    what = "the per-user table is CSV or Parquet, as its suffix says"
+    return suffix_format("per_user", path, PER_USER_FORMATS, what)
+
+
+def write_per_user(frame: Any, path: Path, fmt: str) -> None:
+    """The per-user table written whole (:func:`_write_atomic`) as ``fmt``."""
+    if fmt == "parquet":
+        _write_atomic(path, lambda p: frame.to_parquet(p, index=False))
+    else:
+        _write_atomic(path, lambda p: _per_user_csv(frame, p))
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Write through receval.io.write.atomic_write: whole or not at all, links replaced."""
+    from receval.io.write import atomic_write
+
+    atomic_write(path, write)
+
+
+def mlflow_ready(
+    on: bool, experiment: str | None, run_name: str | None, no_report: bool = False
+) -> None:
+    """Exit 2 before any work if --mlflow cannot log (mlflow not installed) or an
+    --mlflow-* flag comes without --mlflow."""
+    if not on:
+        given = {
+            "--mlflow-experiment": experiment is not None,
+            "--mlflow-run-name": run_name is not None,
+            "--no-mlflow-report": no_report,
+        }
+        for flag, is_given in given.items():
+            if is_given:
+                raise ReceValError(f"{flag} goes with --mlflow")
+        return
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        raise ReceValError('--mlflow needs mlflow: pip install "receval[mlflow]"') from None
+
+
+def log_to_mlflow(
+    obj: Any,
+    on: bool,
+    experiment: str | None,
+    run_name: str | None,
+    quiet: bool,
+    page: Any = None,
+) -> None:
+    """--mlflow: log ``obj`` (receval.analysis.tracking.log_mlflow), with the
+    HTML report ``page`` when there is one, and say where."""
+    if not on:
+        return
+    from mlflow.exceptions import MlflowException
+
+    from receval.analysis.tracking import log_mlflow
+
+    try:
+        report = page if page is not None else True
+        run_id = log_mlflow(obj, experiment=experiment, run_name=run_name, report=report)
+    except MlflowException as exc:  # e.g. a tracking server that cannot be reached
+        raise ReceValError(f"--mlflow: MLflow refused: {exc.message}") from None
+    if not quiet:
+        note_line(f"logged to MLflow run {run_id}")
+
+
+def refuse_input_targets(flag: str, path: Path, **inputs: Path | None) -> None:
+    """Exit 2 before any work if the output ``--flag path`` is one of the command's inputs."""
+    from receval.io.write import refuse_inputs
+
+    named = [(k if " " in k else k.replace("_", " ") + " file", p) for k, p in inputs.items()]
+    refuse_inputs((option(flag, path), path), named)
+
+
+def metric_strings(metric: list[str] | None, cutoffs: str | None) -> list[str]:
+    from receval.metrics.spec import parse_metrics
+
+    if not metric:
+        raise ReceValError("give at least one metric with -m, e.g. -m ndcg@10")
+    if cutoffs is None:
+        return list(metric)
+    ks = []
+    for part in cutoffs.split(","):
+        if not re.fullmatch(r"\s*[0-9]+\s*", part) or int(part) <= 0:
+            raise ReceValError(f"-k takes positive integers like 5,10,20; got {part.strip()!r}")
+        ks.append(int(part))
+    out_metrics: list[str] = []
+    for m in metric:
+        specs = parse_metrics(m)
+        if all(s.k is None for s in specs) and "@" not in m:
+            out_metrics += [str(s.with_k(k)) for s in specs for k in ks]
+        else:
+            out_metrics.append(m)
+    return out_metrics
+
+
+# -- the inputs: handed down to the library, which opens them (receval.io.inputs) ------------
+
+#: the beyond-accuracy inputs (keyword of the library -> its role when a file is opened)
+ITEM_ROLES: Mapping[str, str] = {
+    "train": "train",
+    "catalog": "items",
+    "item_features": "items",
+    "popular": "items",
+    "item_groups": "items",
+    "user_groups": "user_groups",
+}
+
+
+def path_input(path: str | Path, fmt: Format = Format.auto, sep: str | None = None) -> Any:
+    """A file as the library takes it: the path, or a
+    :class:`~receval.io.inputs.FileInput` carrying ``--format`` and ``--sep``
+    down to the one reader (:func:`receval.io.inputs.opened`)."""
+    if fmt is Format.auto and sep is None:
+        return path
+    from receval.io.inputs import FileInput
+
+    return FileInput(path, format=fmt.value, sep=sep)
+
+
+def _is_file_of_groups(user_groups: str) -> bool:
+    """Whether ``--user-groups`` names a file (else a built-in grouping)."""
+    from receval.evaluation.groups import BUILT_IN
+
+    return user_groups not in BUILT_IN or Path(user_groups).exists()
+
+
+def input_files(items: Mapping[str, Path | None], user_groups: str | None) -> dict[str, Path]:
+    """The files of the other inputs by their keyword (``train``,
+    ``catalog``, ..., ``user_groups`` when it names a file): an input error
+    about one of them names its file, as one about the lists does."""
+    files = {name: Path(path) for name, path in items.items() if path is not None}
+    if user_groups is not None and _is_file_of_groups(user_groups):
+        files["user_groups"] = Path(user_groups)
+    return files
+
+
+def item_inputs(
+    items: Mapping[str, Path | None], user_groups: str | None, sep: str | None
+) -> dict[str, Any]:
+    """``--train``, ``--catalog``, ..., ``--user-groups`` as the library's
+    keywords: their files (any format, ``--sep`` their delimiter), or a
+    built-in grouping's name."""
+    extra = {name: path_input(path, Format.auto, sep) for name, path in items.items() if path}
+    if user_groups is not None:
+        grouped = _is_file_of_groups(user_groups)
+        extra["user_groups"] = path_input(user_groups, Format.auto, sep) if grouped else user_groups
+    return extra
+
+
+def as_read(given: Any, role: str, cols: Any) -> Any:
+    """``given`` opened by the one way in (:func:`receval.io.inputs.opened`),
+    as a pandas DataFrame with the file's own column names: what a function
+    that takes tables only (``remove_seen``, ``check``) reads as the library
+    would, the column options applying to it as to the file."""
+    from receval.io.inputs import opened
+
+    table, _, info = opened(given, role, cols)
+    frame = table.to_pandas() if hasattr(table, "to_pandas") else table
+    if info is None:
+        return frame
+    return frame.rename(columns={r: c for r, c in info.columns.items() if r in frame})
+
+
+def item_files(
+    train: Path | None,
+    catalog: Path | None,
+    item_features: Path | None,
+    popular: Path | None,
+    item_groups: Path | None,
+) -> dict[str, Path | None]:
+    """The item-side input files by their keyword (``train=``, ``catalog=``, ...)."""
+    return {
+        "train": train,
+        "catalog": catalog,
+        "item_features": item_features,
+        "popular": popular,
+        "item_groups": item_groups,
+    }
+
+
+def located_error(
+    exc: InputError, inputs: Mapping[str, tuple[Any, str | None]], cols: Any
+) -> InputError:
+    """An error of the library about one of the command's inputs (``inputs``:
+    its name in errors -> (what was handed down, the role it is opened as))
+    naming its file, and the file's line of the row when the library gave a
+    row only: the file is opened again (:func:`receval.io.inputs.opened`),
+    on this path only, for where its rows are. ``(path, None)``: the rows
+    are no longer the file's (seen items removed): the file is named alone."""
+    given, role = inputs.get(str(exc.source), (None, None))
+    if given is None:
+        return exc
+    path = str(given)
+    if role is None or exc.row is None or exc.line is not None or not Path(path).is_file():
+        return exc.located(source=path)
+    from receval.io.inputs import opened
+
+    try:
+        info = opened(given, role, cols)[2]
+    except ReceValError:
+        return exc.located(source=path)
+    return info.locate(exc) if info is not None else exc.located(source=path)
+
+
+def seen_in(train: Any, options: EvalOptions) -> Any:
+    """``--remove-seen``'s training interactions, opened once (a table, the
+    file's column names)."""
+    if train is None:
+        raise ReceValError("--remove-seen needs --train (the items each user has seen)")
+    return as_read(train, "train", options.columns())
+
+
+def without_seen(
+    recs: Any, train: Any, name: str, options: EvalOptions, quiet: bool
+) -> tuple[Any, int]:
+    """``recs`` (opened: :func:`as_read`) without the items the user has in
+    ``train`` (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
+    from receval.workflow.checks import remove_seen
+
+    kept = remove_seen(
+        as_read(recs, "recommendations", options.columns()),
+        train,
+        user_col=options.user_col,
+        item_col=options.item_col,
+        rank_col=options.rank_col,
+    )
+    removed = int(kept.attrs["removed"])
+    if not quiet:
+        note_line(f"{name}: {removed} recommendation rows seen in --train removed")
+    return kept, removed
+
+
+def note_columns(result: Any, paths: Mapping[str, Any], quiet: bool) -> None:
+    """Say which column of each file (``paths``: role -> file) the library
+    read for a role under another name (``Result.parameters["columns"]``)."""
+    if quiet:
+        return
+    found = result.parameters.get("columns", {})
+    for role, path in paths.items():
+        for read_as, column in found.get(role, {}).items():
+            if column != read_as:
+                note_line(f"{path}: using column {column} as {read_as}")
+
+
+def _format_of(path: str | Path, fmt: Format) -> str:
+    """The format a file was read in: ``--format``, else the one its name
+    tells (``auto``: told by its content)."""
+    from receval.io.files import format_by_suffix
+
+    if fmt is not Format.auto:
+        return fmt.value
+    return format_by_suffix(path) or "auto"
+
+
+def inputs_record(result: Any, paths: Mapping[str, Any], fmt: Format) -> dict[str, Any]:
+    """``Result.parameters["inputs"]``: each file's path, format and columns read."""
+    found = result.parameters.get("columns", {})
+    return {
+        role: {"path": str(path), "format": _format_of(path, fmt), "columns": found.get(role, {})}
+        for role, path in paths.items()
+    }
+
+
+def render(result: Any, output: Output) -> str:
+    if output is Output.json:
+        return result.to_json() if hasattr(result, "to_json") else json.dumps(result, indent=2)
+    if output is Output.markdown:
+        return result.to_markdown()
+    if output is Output.latex:
+        return result.to_latex()
+    if output is Output.csv:
+        return result.to_frame().to_csv()
+    return str(result)
+
+
+def _per_user_csv(frame: Any, path: Path) -> None:
+    """The per-user table as CSV, ids exact: a text field holding a line break
+    of any kind (a lone carriage return too, which Python's csv module does not
+    quote by itself) is quoted, so the file reads back to the same ids."""
+    import csv
+
+    import pandas as pd
+
+    texts = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    breaks = any(frame[c].astype(str).str.contains("\r", regex=False).any() for c in texts)
+    quoting = csv.QUOTE_NONNUMERIC if breaks else csv.QUOTE_MINIMAL
+    frame.to_csv(path, index=False, na_rep="NaN", quoting=quoting)

@@ -1,0 +1,276 @@
+"""``receval demo``, ``split`` and ``check``."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from receval.cli._base import Format, command, note_line, show_out
+from receval.cli.flags import LOG_FLAGS, FormatOpt, Quiet, Seed, SepOpt, with_options
+from receval.cli.inputs import as_read, one_of, path_input, status
+from receval.errors import (
+    InputError,
+    OptionError,
+    ReceValError,
+    for_cli,
+    option,
+)
+from receval.evaluation.options import EvalOptions
+
+
+@command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="where the demo writes its files")] = Path(
+        "receval-demo"
+    ),
+    users: Annotated[int, typer.Option("--users", help="users of the synthetic log")] = 10_000,
+    interactions: Annotated[
+        Path | None,
+        typer.Option(
+            "--interactions",
+            help="your own log (CSV/TSV/Parquet or MovieLens u.data, ratings.dat, ratings.csv)",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            metavar="GRADE",
+            help="a test item is relevant when its rating is ≥ GRADE (default: the demo's, 4)",
+        ),
+    ] = None,
+    user_col: Annotated[
+        str | None, typer.Option("--user-col", metavar="NAME", help="user column of --interactions")
+    ] = None,
+    item_col: Annotated[
+        str | None, typer.Option("--item-col", metavar="NAME", help="item column of --interactions")
+    ] = None,
+    rating_col: Annotated[
+        str | None,
+        typer.Option("--rating-col", metavar="NAME", help="rating column of --interactions"),
+    ] = None,
+    timestamp_col: Annotated[
+        str | None,
+        typer.Option("--timestamp-col", metavar="NAME", help="timestamp column of --interactions"),
+    ] = None,
+    seed: Seed = 0,
+    quiet: Quiet = False,
+) -> None:
+    """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
+    from receval.workflow.demo import run_demo
+
+    if users <= 0:
+        raise OptionError("users", users, expected="a positive number of users")
+    kwargs = _demo_log(interactions, user_col, item_col, rating_col, timestamp_col)
+    if threshold is not None:  # validated as every threshold is; unset: the demo's own
+        kwargs["threshold"] = EvalOptions(threshold=threshold).threshold
+    run_demo(
+        out_dir,
+        users=users,
+        seed=seed,
+        quiet=quiet,
+        console=lambda line: show_out(for_cli(line)),
+        progress=lambda what: status(what, quiet),  # a spinner naming the step
+        **kwargs,
+    )
+
+
+def _demo_log(
+    interactions: Path | None,
+    user_col: str | None,
+    item_col: str | None,
+    rating_col: str | None,
+    timestamp_col: str | None,
+) -> dict[str, Any]:
+    """``demo``'s keywords for its log: ``interactions=`` and the columns
+    named. With --user-col/--item-col the file is read here
+    (:func:`receval.io.interactions.read_interactions`, every column named
+    there); else ``rating_col=``/``timestamp_col=`` go to
+    :func:`receval.workflow.demo.run_demo` with the path."""
+    named = {"user_col": user_col, "item_col": item_col}
+    columns = {"rating_col": rating_col, "timestamp_col": timestamp_col}
+    given = {c: v for c, v in {**named, **columns}.items() if v}
+    if interactions is None:
+        if given:
+            flags = one_of((option(c) for c in given), "and")
+            raise ReceValError(f"{flags}: columns of --interactions, which is not given")
+        return {"interactions": None}
+    if user_col or item_col:
+        from receval.io.interactions import read_interactions
+
+        return {"interactions": read_interactions(interactions, **given)}
+    return {"interactions": interactions, **{c: v for c, v in columns.items() if v}}
+
+
+def _size(flag: str, text: str | None) -> int | float | None:
+    """``--test-size 2`` is 2 rows (an int), ``--test-size 0.2`` a share (a float)."""
+    if text is None:
+        return None
+    if re.fullmatch(r"\s*[0-9]+\s*", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        raise OptionError(
+            flag, text, expected="a share like 0.2 or a number of rows like 2"
+        ) from None
+
+
+@command()
+@with_options(LOG_FLAGS)
+def split(
+    interactions: Annotated[
+        Path,
+        typer.Argument(
+            help="an interactions file (CSV/TSV/Parquet/JSONL/TREC qrels, MovieLens u.data, "
+            "ratings.dat, ratings.csv)"
+        ),
+    ],
+    options: EvalOptions,
+    out_dir: Annotated[Path, typer.Option("--out", help="where train/test go")] = Path("split"),
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            metavar="random|user_random|time|user_time|leave_one_out",
+            help="how to split",
+        ),
+    ] = "user_time",
+    test_size: Annotated[
+        str,
+        typer.Option(
+            "--test-size",
+            metavar="N|SHARE",
+            help="an integer: rows (per user for user_*), e.g. 2; a number below 1: a share",
+        ),
+    ] = "0.2",
+    validation_size: Annotated[
+        str | None,
+        typer.Option(
+            "--validation-size", metavar="N|SHARE", help="also a validation part, as --test-size"
+        ),
+    ] = None,
+    seed: Seed = 0,
+    min_user_interactions: Annotated[
+        int, typer.Option("--min-user-interactions", help="k-core filter on users")
+    ] = 0,
+    min_item_interactions: Annotated[
+        int, typer.Option("--min-item-interactions", help="k-core filter on items")
+    ] = 0,
+    drop_unseen: Annotated[
+        bool, typer.Option("--drop-unseen", help="drop test rows of users/items unseen in train")
+    ] = False,
+    timestamp_col: Annotated[
+        str | None,
+        typer.Option(
+            "--timestamp-col",
+            metavar="NAME",
+            help="timestamp column (default: detected: timestamp, time, ts, datetime, ...)",
+        ),
+    ] = None,
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    quiet: Quiet = False,
+) -> None:
+    """Split an interactions log into train and test, and say what was dropped."""
+    from receval.io.write import refuse_inputs
+    from receval.workflow.split import split_file
+
+    for name in ("train.parquet", "test.parquet", "validation.parquet", "split.json"):
+        what = f"{option('out', out_dir)} ({name})"  # the files save() writes
+        refuse_inputs((what, out_dir / name), [("interactions file", interactions)])
+    # read whole by receval.io.interactions.read_log: every part keeps the file's columns
+    reading = status(f"reading and splitting {interactions} ({method})", quiet)
+    with reading, _naming({"interactions": interactions}):
+        result = split_file(
+            interactions,
+            method,  # type: ignore[arg-type]
+            format=fmt.value,
+            sep=sep,
+            user_col=options.user_col,
+            item_col=options.item_col,
+            timestamp_col=timestamp_col,
+            test_size=_size("test_size", test_size),
+            validation_size=_size("validation_size", validation_size),
+            seed=seed,
+            min_user_interactions=min_user_interactions,
+            min_item_interactions=min_item_interactions,
+            drop_unseen_users=drop_unseen,
+            drop_unseen_items=drop_unseen,
+        )
+    show_out(str(result))
+    with status(f"writing {out_dir}", quiet):
+        saved = result.save(out_dir)
+    for name, path in saved.items():
+        if not quiet:
+            note_line(f"{name}: {path}")
+
+
+def _log(path: Path | None, fmt: Format, sep: str | None, options: EvalOptions) -> Any:
+    """An interactions log ``check`` reads, as the file holds it (every
+    column under its own name: :func:`receval.io.interactions.read_log`), or None."""
+    from receval.io.interactions import read_log
+
+    if path is None:
+        return None
+    named = {"user_col": options.user_col, "item_col": options.item_col}
+    return read_log(path, format=fmt.value, sep=sep, **named)
+
+
+@command()
+@with_options(LOG_FLAGS)
+def check(
+    options: EvalOptions,
+    recs: Annotated[Path | None, typer.Option("--recs", help="recommendations file")] = None,
+    train: Annotated[Path | None, typer.Option("--train", help="training interactions")] = None,
+    test: Annotated[Path | None, typer.Option("--test", help="test interactions")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="the largest cut-off you will use")] = None,
+    chronological: Annotated[
+        bool,
+        typer.Option("--chronological", help="test rows must not precede the user's train rows"),
+    ] = False,
+    timestamp_col: Annotated[
+        str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
+    ] = "timestamp",
+    fmt: FormatOpt = Format.auto,
+    sep: SepOpt = None,
+    quiet: Quiet = False,
+) -> None:
+    """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates.
+
+    The findings go to stdout; ``-q`` is accepted for symmetry (nothing else is printed)."""
+    from receval.workflow.checks import check as run
+
+    if recs is None and train is None and test is None:
+        raise ReceValError("check needs at least one of --recs, --train, --test")
+    files = {"train": train, "test": test, "recommendations": recs}
+    lists = None if recs is None else path_input(recs, fmt, sep)
+    with status("reading and checking", quiet), _naming(files):
+        report_ = run(  # it takes tables: the files are opened by receval.io
+            train=_log(train, fmt, sep, options),
+            test=_log(test, fmt, sep, options),
+            recs=None if lists is None else as_read(lists, "recommendations", options.columns()),
+            k=k,
+            chronological=chronological,
+            options=options,
+            timestamp_col=timestamp_col,
+        )
+    show_out(report_.render(cli=True))
+
+
+@contextlib.contextmanager
+def _naming(files: Mapping[str, Path | None]) -> Iterator[None]:
+    """An input error about one of ``files`` (by its role: train, test, ...)
+    names the file given for it."""
+    try:
+        yield
+    except InputError as exc:
+        path = files.get(str(exc.source))
+        if path is None:
+            raise
+        raise exc.located(source=str(path)) from None
