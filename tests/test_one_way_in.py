@@ -202,3 +202,14 @@ def test_accumulator_batches_of_users_of_both_kinds_merge() -> None:
     batched = acc.compute()
     assert batched.summary == whole.summary == {"precision@1": 0.5}
     assert batched.per_user.index.tolist() == whole.per_user.index.tolist() == ["1", "x"]
+
+
+def test_the_demo_writes_its_notes_in_one_spelling(tmp_path: Path) -> None:
+    # a note naming an option was written to leaderboard.md with both spellings glued
+    from receval.workflow.demo import run_demo
+
+    run_demo(tmp_path / "d", users=300, threshold=5, quiet=True)
+    board = (tmp_path / "d" / "leaderboard.md").read_text()
+    notes = [line for line in board.splitlines() if line.startswith("- note")]
+    assert any("empty_truth='skip' (counted" in line for line in notes), notes
+    assert not any("--empty-truth" in line for line in notes), notes

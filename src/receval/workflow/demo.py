@@ -152,7 +152,8 @@ class _Protocol:
             "relevance": self.relevance.text,
             "split": self.split_text,
             "systems": f"{', '.join(SYSTEMS)} (receval.baselines), {LIST_LENGTH} unseen items each",
-            **{f"note {i + 1}": n for i, n in enumerate(self.notes)},
+            # files are read from either side: options in their Python spelling
+            **{f"note {i + 1}": for_python(n) for i, n in enumerate(self.notes)},
         }
 
 
@@ -191,7 +192,7 @@ def _relevance(log: pd.DataFrame, threshold: float | None, column: str | None) -
         )
     t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
     if not t > 0:
-        raise ReceValError(f"threshold must be > 0; got {threshold!r}")
+        raise ReceValError(f"{option('threshold', threshold)}: the threshold must be > 0")
     name = column or "rating"
     return Relevance(
         name,
@@ -288,7 +289,7 @@ def _skipped_note(results: Mapping[str, Result], relevance: Relevance) -> str | 
         else "no relevant test item"
     )
     policy = res.parameters.get("empty_truth", "skip")
-    return f"{n} test users have {why}: empty_truth={policy} (counted in results.json)"
+    return f"{n} test users have {why}: {option('empty_truth', policy)} (counted in results.json)"
 
 
 def _markdown(frame: pd.DataFrame, digits: int = 4) -> str:
