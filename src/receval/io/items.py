@@ -274,54 +274,79 @@ def build_context(
     to hold (the Spark engine counts it where it lies): the items seen in
     training, the number of distinct training users of each, and the number
     of distinct training users. The context then has no training pairs."""
-    parts: list[np.ndarray] = []
-    t_users = t_items = None
+    t_users = None
+    ids: dict[str, np.ndarray | None] = dict.fromkeys(
+        ("train", "catalog", "popular", "groups", "features")
+    )
     if train is not None:
-        t_users, t_items = train_pairs(train, cols)
-        parts.append(t_items)
+        t_users, ids["train"] = train_pairs(train, cols)
     elif popularity is not None:
-        t_items = canonical(pa.array(popularity[0]), "item", "train")
-        parts.append(t_items)
-    cat = read_items(catalog, "catalog", cols) if catalog is not None else None
-    if cat is not None:
-        parts.append(cat)
-    pop_items = read_items(popular, "popular", cols) if popular is not None else None
-    if pop_items is not None:
-        parts.append(pop_items)
-    g_name, g_ids, g_labels = (
+        ids["train"] = canonical(pa.array(popularity[0]), "item", "train")
+    if catalog is not None:
+        ids["catalog"] = read_items(catalog, "catalog", cols)
+    if popular is not None:
+        ids["popular"] = read_items(popular, "popular", cols)
+    g_name, ids["groups"], g_labels = (
         read_item_groups(item_groups, cols) if item_groups is not None else ("", None, None)
     )
-    if g_ids is not None:
-        parts.append(g_ids)
-    f_ids = f_unit = f_cats = None
+    f_unit = f_cats = None
     if item_features is not None:
-        f_ids, f_unit, f_cats = _features(item_features, cols)
-        parts.append(f_ids)
-    if any(p.dtype == object for p in parts):
-        parts = [as_str(p) for p in parts]
-        if t_items is not None:
-            t_items = as_str(t_items)
-        cat = None if cat is None else as_str(cat)
-        pop_items = None if pop_items is None else as_str(pop_items)
-        f_ids = None if f_ids is None else as_str(f_ids)
-        g_ids = None if g_ids is None else as_str(g_ids)
-    if parts and any(len(p) for p in parts):
-        distinct = pd.unique(np.concatenate(parts))  # a hash pass, then sort the few
-        ids = (
-            np.array(sorted(set(distinct.tolist())), dtype=object)
-            if distinct.dtype == object
-            else np.sort(distinct)
-        )
-    else:
-        ids = np.empty(0, dtype=np.int64)
+        ids["features"], f_unit, f_cats = _features(item_features, cols)
+    if any(v is not None and v.dtype == object for v in ids.values()):  # one kind: text
+        ids = {k: None if v is None else as_str(v) for k, v in ids.items()}
+    ctx = _context_of(_distinct_items([v for v in ids.values() if v is not None]))
+    n = len(ctx.item_ids)
+    _count_train(ctx, ids["train"], t_users, popularity)
+    if ids["catalog"] is not None:
+        ctx.in_catalog[ctx.index_of(ids["catalog"])] = True
+        ctx.catalog_source = "catalog"
+    elif ids["train"] is not None:
+        ctx.in_catalog[:n] = ctx.seen[:n]
+        ctx.catalog_source = "train"
+    ctx.in_catalog[n] = False
+    if ids["popular"] is not None:
+        flags = np.zeros(n + 1, dtype=bool)
+        flags[ctx.index_of(ids["popular"])] = True
+        flags[n] = False
+        ctx.popular_given = flags
+    if ids["features"] is not None:
+        _put_features(ctx, ids["features"], f_unit, f_cats)
+    if ids["groups"] is not None and g_labels is not None:
+        ctx.groups = ItemGroups.of(g_name, ctx.index_of(ids["groups"]), g_labels, n + 1)
+    return ctx
+
+
+def _distinct_items(parts: list[np.ndarray]) -> np.ndarray:
+    """Every item of the item-side inputs once, sorted."""
+    if not parts or not any(len(p) for p in parts):
+        return np.empty(0, dtype=np.int64)
+    distinct = pd.unique(np.concatenate(parts))  # a hash pass, then sort the few
+    if distinct.dtype == object:
+        return np.array(sorted(set(distinct.tolist())), dtype=object)
+    return np.sort(distinct)
+
+
+def _context_of(ids: np.ndarray) -> ItemContext:
+    """An empty context over ``ids`` (popularity 1, nothing in the catalog)."""
     n = len(ids)
-    ctx = ItemContext(
+    return ItemContext(
         item_ids=ids,
         pop=np.ones(n + 1),
         n_train_users=0,
         in_catalog=np.zeros(n + 1, dtype=bool),
         catalog_source="",
     )
+
+
+def _count_train(
+    ctx: ItemContext,
+    t_items: np.ndarray | None,
+    t_users: np.ndarray | None,
+    popularity: tuple[np.ndarray, np.ndarray, int] | None,
+) -> None:
+    """Each item's training popularity (distinct users), from the training pairs
+    or from counts made elsewhere (Spark), and the items seen in training."""
+    n = len(ctx.item_ids)
     seen = np.zeros(n + 1, dtype=bool)
     if popularity is not None and t_items is not None:
         counts = np.zeros(n + 1)
@@ -337,27 +362,17 @@ def build_context(
         ctx.pop = np.where(seen, counts, 1.0)
         ctx.n_train_users = len(pairs.users)
     ctx.seen = seen
-    if cat is not None:
-        ctx.in_catalog[ctx.index_of(cat)] = True
-        ctx.catalog_source = "catalog"
-    elif t_items is not None:
-        ctx.in_catalog[:n] = seen[:n]
-        ctx.catalog_source = "train"
-    ctx.in_catalog[n] = False
-    if pop_items is not None:
-        flags = np.zeros(n + 1, dtype=bool)
-        flags[ctx.index_of(pop_items)] = True
-        flags[n] = False
-        ctx.popular_given = flags
-    if f_ids is not None:
-        idx = ctx.index_of(f_ids)
-        width = (f_unit if f_unit is not None else f_cats).shape[1]  # type: ignore[union-attr]
-        matrix = np.zeros((n + 1, width))
-        matrix[idx] = f_unit if f_unit is not None else f_cats
-        if f_unit is not None:
-            ctx.features = matrix
-        else:
-            ctx.categories = matrix
-    if g_ids is not None and g_labels is not None:
-        ctx.groups = ItemGroups.of(g_name, ctx.index_of(g_ids), g_labels, n + 1)
-    return ctx
+
+
+def _put_features(
+    ctx: ItemContext, f_ids: np.ndarray, f_unit: np.ndarray | None, f_cats: np.ndarray | None
+) -> None:
+    """The item features as a matrix row per item: unit vectors, or categories."""
+    values = f_unit if f_unit is not None else f_cats
+    assert values is not None
+    matrix = np.zeros((len(ctx.item_ids) + 1, values.shape[1]))
+    matrix[ctx.index_of(f_ids)] = values
+    if f_unit is not None:
+        ctx.features = matrix
+    else:
+        ctx.categories = matrix

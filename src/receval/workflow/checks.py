@@ -257,140 +257,151 @@ def check(
         options, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col
     )
     tr, te, rc = _frames(train, test, recs, opts.columns())
-    user_col, item_col, score_col, rank_col = "user", "item", "score", "rank"
     out: list[Finding] = []
-
     tables = [(name, f) for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None]
     keys = dict(
         zip(
             [name for name, _ in tables],
             _pair_keys(
-                [f[user_col].to_numpy() for _, f in tables],
-                [f[item_col].to_numpy() for _, f in tables],
+                [f["user"].to_numpy() for _, f in tables],
+                [f["item"].to_numpy() for _, f in tables],
             ),
             strict=True,
         )
     )
-    for name, frame in tables:
-        key = keys[name]
-        # counted by a sort; the repeated rows themselves found only when there are some
-        if len(key) == len(distinct(key)):
-            dup = np.zeros(len(key), dtype=bool)
-        else:
-            dup = pd.Series(key).duplicated(keep="first").to_numpy()
-        n = int(dup.sum())
-        what = {
-            "train": "repeated interactions (kept; popularity counts distinct users)",
-            "test": "an error for receval.evaluate as truth ("
-            + option("duplicates", "keep")
-            + " keeps the largest grade)",
-            "recs": "an error for receval.evaluate ("
-            + option("duplicates", "keep")
-            + " keeps the first)",
-        }[name]
-        message = f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}"
-        out.append(
-            _finding(
-                f"duplicate_rows_{name}",
-                n,
-                message,
-                "info" if name == "train" else "warning",
-                _examples(zip(frame[user_col][dup], frame[item_col][dup], strict=True)),
-            )
-        )
-
+    out += [_duplicates(name, frame, keys[name]) for name, frame in tables]
     if rc is not None and tr is not None:
-        seen = pd.Series(keys["recs"]).isin(keys["train"]).to_numpy()
-        n = int(seen.sum())
-        users = int(rc[user_col][seen].nunique())
-        message = (
-            f"{n} of {len(rc)} recommendation rows ({users} of {rc[user_col].nunique()} "
-            "users) recommend an item the user already has in train; remove them with "
-            + said(
-                "receval.workflow.checks.remove_seen(recs, train)",
-                "--remove-seen (receval evaluate/compare/report --train TRAIN --remove-seen)",
-            )
-        )
-        out.append(
-            _finding(
-                "seen_in_train",
-                n,
-                message,
-                examples=_examples(zip(rc[user_col][seen], rc[item_col][seen], strict=True)),
-            )
-        )
-        cold = ~rc[item_col].isin(pd.unique(tr[item_col])).to_numpy()
-        items = rc[item_col][cold].unique()
-        out.append(
-            _finding(
-                "recommended_items_not_in_train",
-                len(items),
-                f"{len(items)} recommended items ({int(cold.sum())} rows) never occur in train "
-                "(novelty and arp give them popularity 1)",
-                "info",
-                _examples(items),
-            )
-        )
-
+        out += _seen_and_unknown(rc, tr, keys)
     if te is not None and tr is not None:
-        for col, what in ((user_col, "users"), (item_col, "items")):
-            unseen = ~te[col].isin(pd.unique(tr[col])).to_numpy()
-            ids = te[col][unseen].unique()
-            drop = option(f"drop_unseen_{what}", True, flag="--drop-unseen")
-            out.append(
-                _finding(
-                    f"test_{what}_not_in_train",
-                    len(ids),
-                    f"{len(ids)} of {te[col].nunique()} test {what} ({int(unseen.sum())} test "
-                    f"rows) are absent from train (cold start; drop them with {drop} when "
-                    "splitting)",
-                    examples=_examples(ids),
-                )
-            )
+        out += _cold_start(te, tr)
         if chronological:
-            out.append(_chronology(tr, te, chronological, user_col, item_col, timestamp_col))
-
+            out.append(_chronology(tr, te, chronological, "user", "item", timestamp_col))
     if rc is not None:
-        if te is not None:
-            missing = ~pd.Index(pd.unique(te[user_col])).isin(pd.unique(rc[user_col]))
-            ids = pd.unique(te[user_col])[missing]
-            out.append(
-                _finding(
-                    "missing_lists",
-                    len(ids),
-                    f"{len(ids)} of {te[user_col].nunique()} test users have no recommendation "
-                    f"(scored 0 by default: {option('missing_recs', 'zero')})",
-                    examples=_examples(ids),
-                )
-            )
-        sizes = rc.groupby(user_col, sort=True).size()
-        if k is not None:
-            short = sizes[sizes < k]
-            out.append(
-                _finding(
-                    "short_lists",
-                    len(short),
-                    f"{len(short)} of {len(sizes)} lists have fewer than "
-                    f"{said(f'k={k}', f'-k {k}')} items "
-                    f"(shortest: {int(sizes.min()) if len(sizes) else 0}); precision@{k} still "
-                    f"divides by {k}",
-                    examples=_examples(short.index),
-                )
-            )
-        if rank_col not in rc.columns and score_col in rc.columns:
-            tied = rc.duplicated([user_col, score_col], keep=False).to_numpy()
-            users = rc[user_col][tied].unique()
-            out.append(
-                _finding(
-                    "score_ties",
-                    int(tied.sum()),
-                    f"{int(tied.sum())} recommendation rows ({len(users)} users) share their "
-                    "score with another item of the same list; receval orders ties by item id "
-                    "ascending, other tools may not",
-                    examples=_examples(users),
-                )
-            )
+        out += _lists(rc, te, k)
     return CheckReport(out)
+
+
+def _duplicates(name: str, frame: pd.DataFrame, key: np.ndarray) -> Finding:
+    """Rows of one input repeating an earlier (user, item) pair."""
+    # counted by a sort; the repeated rows themselves found only when there are some
+    if len(key) == len(distinct(key)):
+        dup = np.zeros(len(key), dtype=bool)
+    else:
+        dup = pd.Series(key).duplicated(keep="first").to_numpy()
+    n = int(dup.sum())
+    what = {
+        "train": "repeated interactions (kept; popularity counts distinct users)",
+        "test": "an error for receval.evaluate as truth ("
+        + option("duplicates", "keep")
+        + " keeps the largest grade)",
+        "recs": "an error for receval.evaluate ("
+        + option("duplicates", "keep")
+        + " keeps the first)",
+    }[name]
+    message = f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}"
+    return _finding(
+        f"duplicate_rows_{name}",
+        n,
+        message,
+        "info" if name == "train" else "warning",
+        _examples(zip(frame["user"][dup], frame["item"][dup], strict=True)),
+    )
+
+
+def _seen_and_unknown(
+    rc: pd.DataFrame, tr: pd.DataFrame, keys: dict[str, np.ndarray]
+) -> list[Finding]:
+    """Recommended items the user has in train; recommended items train never holds."""
+    seen = pd.Series(keys["recs"]).isin(keys["train"]).to_numpy()
+    n = int(seen.sum())
+    users = int(rc["user"][seen].nunique())
+    message = (
+        f"{n} of {len(rc)} recommendation rows ({users} of {rc['user'].nunique()} "
+        "users) recommend an item the user already has in train; remove them with "
+        + said(
+            "receval.workflow.checks.remove_seen(recs, train)",
+            "--remove-seen (receval evaluate/compare/report --train TRAIN --remove-seen)",
+        )
+    )
+    examples = _examples(zip(rc["user"][seen], rc["item"][seen], strict=True))
+    cold = ~rc["item"].isin(pd.unique(tr["item"])).to_numpy()
+    items = rc["item"][cold].unique()
+    return [
+        _finding("seen_in_train", n, message, examples=examples),
+        _finding(
+            "recommended_items_not_in_train",
+            len(items),
+            f"{len(items)} recommended items ({int(cold.sum())} rows) never occur in train "
+            "(novelty and arp give them popularity 1)",
+            "info",
+            _examples(items),
+        ),
+    ]
+
+
+def _cold_start(te: pd.DataFrame, tr: pd.DataFrame) -> list[Finding]:
+    """Test users and items absent from train."""
+    out = []
+    for col, what in (("user", "users"), ("item", "items")):
+        unseen = ~te[col].isin(pd.unique(tr[col])).to_numpy()
+        ids = te[col][unseen].unique()
+        drop = option(f"drop_unseen_{what}", True, flag="--drop-unseen")
+        out.append(
+            _finding(
+                f"test_{what}_not_in_train",
+                len(ids),
+                f"{len(ids)} of {te[col].nunique()} test {what} ({int(unseen.sum())} test "
+                f"rows) are absent from train (cold start; drop them with {drop} when "
+                "splitting)",
+                examples=_examples(ids),
+            )
+        )
+    return out
+
+
+def _lists(rc: pd.DataFrame, te: pd.DataFrame | None, k: int | None) -> list[Finding]:
+    """Test users without a list, lists shorter than k, tied scores."""
+    out = []
+    if te is not None:
+        missing = ~pd.Index(pd.unique(te["user"])).isin(pd.unique(rc["user"]))
+        ids = pd.unique(te["user"])[missing]
+        out.append(
+            _finding(
+                "missing_lists",
+                len(ids),
+                f"{len(ids)} of {te['user'].nunique()} test users have no recommendation "
+                f"(scored 0 by default: {option('missing_recs', 'zero')})",
+                examples=_examples(ids),
+            )
+        )
+    sizes = rc.groupby("user", sort=True).size()
+    if k is not None:
+        short = sizes[sizes < k]
+        out.append(
+            _finding(
+                "short_lists",
+                len(short),
+                f"{len(short)} of {len(sizes)} lists have fewer than "
+                f"{said(f'k={k}', f'-k {k}')} items "
+                f"(shortest: {int(sizes.min()) if len(sizes) else 0}); precision@{k} still "
+                f"divides by {k}",
+                examples=_examples(short.index),
+            )
+        )
+    if "rank" not in rc.columns and "score" in rc.columns:
+        tied = rc.duplicated(["user", "score"], keep=False).to_numpy()
+        users = rc["user"][tied].unique()
+        out.append(
+            _finding(
+                "score_ties",
+                int(tied.sum()),
+                f"{int(tied.sum())} recommendation rows ({len(users)} users) share their "
+                "score with another item of the same list; receval orders ties by item id "
+                "ascending, other tools may not",
+                examples=_examples(users),
+            )
+        )
+    return out
 
 
 def _chronology(
