@@ -127,23 +127,9 @@ def evaluate_spark(
     the part of each cell of users (:func:`~receval.engines.driver.evaluate_cells`),
     combined per group on the driver (``Outcome.groups``)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+    from pyspark.sql.types import DoubleType, StructField, StructType
 
-    if opts.ties == "input":
-        reason = "the rows of a Spark DataFrame have no order: break ties by item id"
-        if "ties" not in opts.given and opts.convention:  # the convention's choice
-            reason = (
-                f"the convention {opts.convention!r} breaks ties by the input's row order, "
-                "which the rows of a Spark DataFrame do not have: give "
-                + option("ties", "item")
-                + " (equal scores ordered by item id) with it"
-            )
-        raise OptionError(
-            "ties",
-            "input",
-            allowed=("item", "item_desc", "item_str", "item_str_desc"),
-            reason=reason,
-        )
+    _refuse_row_order(opts)
     session = (recs if is_spark(recs) else truth).sparkSession
     recs = _on_session(session, recs, "recommendations")
     truth = _on_session(session, truth, "truth")
@@ -153,30 +139,10 @@ def evaluate_spark(
     graded = (opts.graded or opts.grade_cut is not None) and "relevance" in tfound
     if "relevance" in tfound and not graded:
         t = t.drop("relevance")
-    text = {
-        role: isinstance(r.schema[role].dataType, StringType)
-        or isinstance(t.schema[role].dataType, StringType)
-        for role in ("user", "item")
-    }
-    notes = []
     tr = None
     if train is not None and items is not None:
         tr, _ = _roles(train, cols, TRAIN, "train")
-        for role in ("user", "item"):
-            if tr.schema[role].dataType != r.schema[role].dataType:  # as in-process: as text
-                text[role] = True
-    for role, is_text in text.items():
-        if tr is not None and is_text:
-            tr = tr.withColumn(role, F.col(role).cast("string"))
-        if is_text:
-            kinds = {isinstance(df.schema[role].dataType, StringType) for df in (r, t)}
-            if len(kinds) > 1:
-                notes.append(
-                    f"{role} ids are numbers on one side and strings on the other: matched as "
-                    "strings"
-                )
-            r = r.withColumn(role, F.col(role).cast("string"))
-            t = t.withColumn(role, F.col(role).cast("string"))
+    r, t, tr, text, notes = _one_kind(r, t, tr)
     max_grade = 1.0
     if graded and opts.graded:
         top = t.agg(F.max("relevance")).first()[0]
@@ -202,20 +168,7 @@ def evaluate_spark(
         _partition_function(plan, recs_columns, truth_columns, kinds, cells),
         "part binary",
     )
-    groups = None if cells is None else driver.GroupCombiners(plan, cells)
-    combiner = driver.Combiner(plan) if groups is None else groups.whole
-    errors: list[tuple[Any, ReceValError]] = []
-    rows = parts_of(parts_df)
-    for kind, payload in rows:
-        if kind == "error":
-            errors.append(payload)
-        elif groups is not None:
-            groups.add(payload)
-        else:
-            combiner.add(payload)
-    if errors:  # the error of the smallest user, whatever the partitioning
-        raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
-    out = combiner.outcome(notes) if groups is None else groups.outcome(notes)
+    out, n_parts = _combined(parts_of(parts_df), plan, cells, notes)
     res = result_of(out, specs, opts, items)
     names = [str(x) for x in plan.per_user]
     schema = StructType(
@@ -227,8 +180,77 @@ def evaluate_spark(
         _per_user_function(plan, recs_columns, truth_columns, kinds, names), schema
     )
     res.parameters["engine"] = "spark"
-    res.parameters["partitions"] = len(rows)  # partitions holding users
+    res.parameters["partitions"] = n_parts  # partitions holding users
     return with_columns(res, rfound, tfound, max_grade, opts), out
+
+
+def _refuse_row_order(opts: EvalOptions) -> None:
+    """``ties="input"`` has no meaning on Spark: its rows have no order."""
+    if opts.ties != "input":
+        return
+    reason = "the rows of a Spark DataFrame have no order: break ties by item id"
+    if "ties" not in opts.given and opts.convention:  # the convention's choice
+        reason = (
+            f"the convention {opts.convention!r} breaks ties by the input's row order, "
+            "which the rows of a Spark DataFrame do not have: give "
+            + option("ties", "item")
+            + " (equal scores ordered by item id) with it"
+        )
+    raise OptionError(
+        "ties", "input", allowed=("item", "item_desc", "item_str", "item_str_desc"), reason=reason
+    )
+
+
+def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], list[str]]:
+    """The id columns of the inputs (and train) of one kind: strings where any
+    side's are (ids are then read by the text rule in each partition, so
+    ``"7"`` is 7 as in-process), with a note when the two sides differed."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    text = {
+        role: isinstance(r.schema[role].dataType, StringType)
+        or isinstance(t.schema[role].dataType, StringType)
+        for role in ("user", "item")
+    }
+    if tr is not None:
+        for role in ("user", "item"):
+            if tr.schema[role].dataType != r.schema[role].dataType:  # as in-process: as text
+                text[role] = True
+    notes = []
+    for role, is_text in text.items():
+        if not is_text:
+            continue
+        if tr is not None:
+            tr = tr.withColumn(role, F.col(role).cast("string"))
+        if len({isinstance(df.schema[role].dataType, StringType) for df in (r, t)}) > 1:
+            notes.append(
+                f"{role} ids are numbers on one side and strings on the other: matched as strings"
+            )
+        r = r.withColumn(role, F.col(role).cast("string"))
+        t = t.withColumn(role, F.col(role).cast("string"))
+    return r, t, tr, text, notes
+
+
+def _combined(
+    rows: list[Any], plan: driver.Plan, cells: driver.UserCells | None, notes: list[str]
+) -> tuple[driver.Outcome, int]:
+    """The partitions' parts combined (per cell of users too), and how many
+    partitions held users; the error of the smallest user, whatever the
+    partitioning, when a partition failed."""
+    groups = None if cells is None else driver.GroupCombiners(plan, cells)
+    combiner = driver.Combiner(plan) if groups is None else groups.whole
+    errors: list[tuple[Any, ReceValError]] = []
+    for kind, payload in rows:
+        if kind == "error":
+            errors.append(payload)
+        elif groups is not None:
+            groups.add(payload)
+        else:
+            combiner.add(payload)
+    if errors:
+        raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
+    return (combiner.outcome(notes) if groups is None else groups.outcome(notes)), len(rows)
 
 
 def table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
