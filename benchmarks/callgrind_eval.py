@@ -24,7 +24,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
-import _common  # noqa: E402
+import _common
 
 
 def _as_text(table, prefix):  # type: ignore[no-untyped-def]
