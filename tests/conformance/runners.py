@@ -100,8 +100,9 @@ def rectools(w: Workload) -> dict[str, float]:
 
     rows = []
     for u, r in w["recs"].items():
-        # rectools reads ranks: score descending, equal scores by item id ascending
-        ranked = sorted(r, key=lambda p: (-p[1], p[0]))
+        # rectools reads ranks: score descending, equal scores by item id ascending (the
+        # ids are digit strings: numbers, as receval reads them, issue #30)
+        ranked = sorted(r, key=lambda p: (-p[1], int(p[0])))
         rows += [(u, item, n) for n, (item, _) in enumerate(ranked, start=1)]
     reco = pd.DataFrame(rows, columns=[Columns.User, Columns.Item, Columns.Rank])
     pairs = [(u, i) for u, t in w["truth"].items() for i in t]
@@ -124,9 +125,12 @@ def replay(w: Workload) -> dict[str, float]:
     import pandas as pd
     from replay.metrics import MAP, MRR, NDCG, HitRate, Precision, Recall
 
-    rows = [(u, i, float(s)) for u, r in w["recs"].items() for i, s in r]
+    # ids as integers, as RePlay users hold them: RePlay orders equal scores by the
+    # item id's own order (descending), so string ids would be compared as text
+    # (receval: ties="item_str_desc"); the digit strings are numbers for receval (#30)
+    rows = [(int(u), int(i), float(s)) for u, r in w["recs"].items() for i, s in r]
     recs = pd.DataFrame(rows, columns=["query_id", "item_id", "rating"])
-    pairs = [(u, i) for u, t in w["truth"].items() for i in t]
+    pairs = [(int(u), int(i)) for u, t in w["truth"].items() for i in t]
     truth = pd.DataFrame(pairs, columns=["query_id", "item_id"])
     out = {}
     for ours, cls in (

@@ -263,7 +263,12 @@ REPLAY = Convention(
         "rr": "MRR",
         "hit_rate": "HitRate",
     },
-    notes=("Every ground-truth row is relevant (no grades).",),
+    notes=(
+        "Every ground-truth row is relevant (no grades).",
+        "Equal scores are ordered by the item id's own order, descending: numbers "
+        "numerically. Ids held as strings (a str column) are compared as text by RePlay, "
+        "while receval reads digit strings as numbers: give ties='item_str_desc' for those.",
+    ),
     sources={
         "ties": "replay/metrics/base_metric.py: sort by (rating, item) descending",
         "users": "replay/metrics/base_metric.py: _dict_call over the ground truth's users; "
