@@ -329,78 +329,32 @@ def prepare(
     dropped: dict[str, np.ndarray] = {}
     if depth is not None:
         _cut(rows, _beyond(rows, n_users, depth, rank), n_users, dropped, counts, "beyond_depth")
-    rec_judged = rec_pooled = n_judged = None
-    if judged or condense:
-        code = _judgments(rows, tu, ti, truth.grades, n_users)
-        if condense:
-            _cut(rows, code != 1.0, n_users, dropped, counts, "unjudged_dropped")
-            code = code[code == 1.0]
-        rec_judged = (code == 1.0).astype(np.float64)
-        rec_pooled = (code == 2.0).astype(np.float64)
-        if relevant_from == "list":  # the truth is what the lists hold
-            n_judged = np.bincount(rows.ru[code == 1.0], minlength=n_users)
-        else:
-            n_judged = np.bincount(tu[truth.grades >= 0], minlength=n_users)
-    unjudged_rows = truth.grades < 0
-    if unjudged_rows.any():
-        counts["truth_rows_unjudged"] = int(unjudged_rows.sum())
-        dropped["truth_rows_unjudged"] = np.bincount(tu[unjudged_rows], minlength=n_users)
-
-    # --- join: the grade of every listed item in the user's truth -----------
-    # One pass per user (the compiled module) when it is built and finds no
-    # item twice; else, and for every input holding duplicates, one sort of
-    # (user, item) keys on each side. Both give the same arrays, bit for bit.
-    want_grades = positive_grades or relevant_from == "list" or rows.recommended is not None
-    joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
-    if joined is not None:
-        rec_grade, rec_gain, rec_offsets = joined
-        tuser, grades = tu, truth.grades
-    else:
-        if n_items is None:  # raw integer ids so far: codes for the sorting path
-            (rows.ri, ti), n_items = _encode_items([rows.ri, ti], raw=False)
-        n_items = max(n_items, 1)
-        korder, skey = _dedupe_lists(rows, n_users, n_items, duplicates, users[0], items[0], counts)
-        tuser, tkey, grades = _dedupe_truth(
-            truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
-        )
-        rec_grade = _grades_of(korder, skey, tkey, grades)
-        rec_gain = None
-        rec_offsets = user_offsets(rows.ru, n_users)
-    ru = rows.ru
-    if rec_gain is None or rows.recommended is not None:
-        relevant = (rec_grade >= threshold) & (rec_grade > 0)
-        if rows.recommended is not None:  # explicit feedback: only recommended items are hits
-            relevant &= rows.recommended
-        rec_gain = np.where(relevant, rec_grade, 0.0)
+    rec_judged, rec_pooled, n_judged = _judge(
+        rows, tu, ti, truth.grades, n_users, judged, condense, relevant_from, dropped, counts
+    )
+    graded = positive_grades or relevant_from == "list" or rows.recommended is not None
+    rec_grade, rec_gain, rec_offsets, tuser, grades, ti = _join_truth(
+        rows, truth, tu, ti, n_users, n_items, users, items, counts, threshold, duplicates, graded
+    )
 
     # --- the ideal: relevant grades per user, descending --------------------
     if relevant_from == "list":  # the truth is what the lists hold
-        tuser, grades = ru, rec_grade
+        tuser, grades = rows.ru, rec_grade
     ig, ideal_offsets = _ideal(tuser, grades, threshold, n_users)
-    pos_gain = pos_ig = pos_offsets = None
-    if positive_grades:
-        positive = rec_grade > 0
-        if rows.recommended is not None:
-            positive &= rows.recommended
-        pos_gain = np.where(positive, rec_grade, 0.0)
-        pos_ig, pos_offsets = _ideal(tuser, grades, 0.0, n_users)
-
-    tie_start, tie_end = _tie_groups(ru, rows.score, rec_offsets, need_ties, counts)
-    has_recs = np.diff(rec_offsets) > 0
-    has_recs[reu] = True
-    in_truth = np.zeros(n_users, dtype=bool)
-    in_truth[tu] = True
-    in_truth[teu] = True
-    rec_items = items[0] if rows.source_rows is None else items[0][rows.source_rows]
+    pos_gain, pos_ig, pos_offsets = _positive(
+        rows, rec_grade, tuser, grades, n_users, positive_grades
+    )
+    tie_start, tie_end = _tie_groups(rows.ru, rows.score, rec_offsets, need_ties, counts)
+    has_recs, in_truth = _presence(rec_offsets, reu, tu, teu, n_users)
     positions = _rank_positions(rows, rec_offsets, rank, counts)
     return Prepared(
         user_ids=user_ids,
-        rec_item_ids=rec_items,
+        rec_item_ids=items[0] if rows.source_rows is None else items[0][rows.source_rows],
         n=np.diff(rec_offsets),
         has_recs=has_recs,
         in_truth=in_truth,
         n_relevant=np.diff(ideal_offsets),
-        rec_user=ru,
+        rec_user=rows.ru,
         rec_pos=positions,
         positioned=positions is not None,
         rec_gain=rec_gain,
@@ -421,13 +375,145 @@ def prepare(
         truth_user=tu,
         rec_judged=rec_judged,
         rec_pooled=rec_pooled,
-        n_judged=n_judged
-        if n_judged is None
-        or relevant_from == "list"
-        or "truth_rows_duplicate_dropped" not in counts
-        else _distinct_judged(tu, ti, truth.grades, n_users),
+        n_judged=_n_judged(n_judged, tu, ti, truth.grades, n_users, relevant_from, counts),
         dropped=dropped,
     )
+
+
+def _judge(
+    rows: _Rows,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    grades: np.ndarray,
+    n_users: int,
+    judged: bool,
+    condense: bool,
+    relevant_from: str,
+    dropped: dict[str, np.ndarray],
+    counts: dict[str, Any],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The judgments, when ``judged`` or ``condense``: per list row, 1.0 when
+    its item is judged (``rec_judged``) and 1.0 when it is pooled but unjudged
+    (``rec_pooled``); per user, the items judged (``n_judged``). With
+    ``condense``, the unjudged list rows are dropped first. Truth rows of
+    unjudged items (a negative grade) are counted in any case (also per user)."""
+    rec_judged = rec_pooled = n_judged = None
+    if judged or condense:
+        code = _judgments(rows, tu, ti, grades, n_users)
+        if condense:
+            _cut(rows, code != 1.0, n_users, dropped, counts, "unjudged_dropped")
+            code = code[code == 1.0]
+        rec_judged = (code == 1.0).astype(np.float64)
+        rec_pooled = (code == 2.0).astype(np.float64)
+        if relevant_from == "list":  # the truth is what the lists hold
+            n_judged = np.bincount(rows.ru[code == 1.0], minlength=n_users)
+        else:
+            n_judged = np.bincount(tu[grades >= 0], minlength=n_users)
+    unjudged_rows = grades < 0
+    if unjudged_rows.any():
+        counts["truth_rows_unjudged"] = int(unjudged_rows.sum())
+        dropped["truth_rows_unjudged"] = np.bincount(tu[unjudged_rows], minlength=n_users)
+    return rec_judged, rec_pooled, n_judged
+
+
+def _n_judged(
+    n_judged: np.ndarray | None,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    grades: np.ndarray,
+    n_users: int,
+    relevant_from: str,
+    counts: dict[str, Any],
+) -> np.ndarray | None:
+    """Per user, the items judged: as :func:`_judge` counted them, or, when a
+    pair twice in the truth was kept once, its distinct pairs counted."""
+    if n_judged is None or relevant_from == "list" or "truth_rows_duplicate_dropped" not in counts:
+        return n_judged
+    return _distinct_judged(tu, ti, grades, n_users)
+
+
+def _join_truth(
+    rows: _Rows,
+    truth: TruthData,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    n_users: int,
+    n_items: int | None,
+    users: list[np.ndarray],
+    items: list[np.ndarray],
+    counts: dict[str, Any],
+    threshold: float,
+    duplicates: str,
+    want_grades: bool,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The grade of every listed item in the user's truth, joined.
+
+    One pass per user (the compiled module) when it is built and finds no
+    item twice; else, and for every input holding duplicates, one sort of
+    (user, item) keys on each side (duplicates dropped or an error, per
+    ``duplicates``). Both give the same arrays, bit for bit.
+
+    Returns the grade (None from the compiled pass unless ``want_grades``:
+    the grades are read, not only the gains) and the gain (the grade of a
+    relevant, recommended item, else 0) of every list row, the list offsets,
+    the truth's users and grades (de-duplicated on the sorting path) and the
+    truth's item codes.
+    """
+    joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
+    if joined is not None:
+        rec_grade, rec_gain, rec_offsets = joined
+        tuser, grades = tu, truth.grades
+    else:
+        if n_items is None:  # raw integer ids so far: codes for the sorting path
+            (rows.ri, ti), n_items = _encode_items([rows.ri, ti], raw=False)
+        n_items = max(n_items, 1)
+        korder, skey = _dedupe_lists(rows, n_users, n_items, duplicates, users[0], items[0], counts)
+        tuser, tkey, grades = _dedupe_truth(
+            truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
+        )
+        rec_grade = _grades_of(korder, skey, tkey, grades)
+        rec_gain = None
+        rec_offsets = user_offsets(rows.ru, n_users)
+    if rec_gain is None or rows.recommended is not None:
+        relevant = (rec_grade >= threshold) & (rec_grade > 0)
+        if rows.recommended is not None:  # explicit feedback: only recommended items are hits
+            relevant &= rows.recommended
+        rec_gain = np.where(relevant, rec_grade, 0.0)
+    return rec_grade, rec_gain, rec_offsets, tuser, grades, ti
+
+
+def _positive(
+    rows: _Rows,
+    rec_grade: np.ndarray,
+    tuser: np.ndarray,
+    grades: np.ndarray,
+    n_users: int,
+    positive_grades: bool,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """With ``positive_grades``, the gains and the ideal of every grade > 0
+    whatever the threshold (``grades=positive``): per list row its gain, and
+    per user the grades descending with their offsets."""
+    if not positive_grades:
+        return None, None, None
+    positive = rec_grade > 0
+    if rows.recommended is not None:
+        positive &= rows.recommended
+    pos_gain = np.where(positive, rec_grade, 0.0)
+    pos_ig, pos_offsets = _ideal(tuser, grades, 0.0, n_users)
+    return pos_gain, pos_ig, pos_offsets
+
+
+def _presence(
+    rec_offsets: np.ndarray, reu: np.ndarray, tu: np.ndarray, teu: np.ndarray, n_users: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per user: whether it has a list (rows, or declared with an empty one),
+    and whether it is in the truth (rows, or declared with none)."""
+    has_recs = np.diff(rec_offsets) > 0
+    has_recs[reu] = True
+    in_truth = np.zeros(n_users, dtype=bool)
+    in_truth[tu] = True
+    in_truth[teu] = True
+    return has_recs, in_truth
 
 
 def _beyond(rows: _Rows, n_users: int, depth: int, rank: str) -> np.ndarray:
@@ -470,7 +556,7 @@ def _judgments(
     tkey = tu * n_items + ti
     order = np.lexsort((grades, tkey))  # per pair, its largest grade last
     tkey, code = tkey[order], code[order]
-    last = np.append(tkey[1:] != tkey[:-1], True)
+    last = np.append(tkey[1:] != tkey[:-1], True)[: len(tkey)]  # no truth row: none
     tkey, code = tkey[last], code[last]
     rkey = rows.ru * n_items + ri
     at = np.minimum(np.searchsorted(tkey, rkey), max(len(tkey) - 1, 0))

@@ -68,7 +68,7 @@ from receval.io.columns import is_table
 from receval.io.inputs import is_path, opened
 from receval.io.items import read_items, train_pairs
 from receval.io.tables import read_truth
-from receval.records import Columns
+from receval.records import Columns, TruthData
 
 __all__ = ["RECBOLE", "STRATEGIES", "sample_negatives"]
 
@@ -169,15 +169,63 @@ def sample_negatives(
         >>> int(c["item"].iloc[0]), set(c["item"].iloc[1:]) < {1, 2, 4, 5}
         (3, True)
     """
+    n, strategy, per = _options(convention, n, strategy, per, seed, alpha, too_few)
+    cols = Columns(user=user_col, item=item_col)
+    notes: list[str] = []
+    t, users, items, cat = _inputs(truth, train, exclude, catalog, cols, notes)
+    n_items = len(cat)
+
+    # users: those with a held-out item, sorted
+    pos_mask = t.grades > 0
+    user_ids = _distinct(users[0][pos_mask])
+    n_users = len(user_ids)
+    u_code = _lookup(user_ids, np.concatenate(users))
+    i_code = _lookup(cat, np.concatenate(items))
+    weight = _weights(i_code, n_items, strategy, alpha)
+
+    # excluded (user, item) pairs, as sorted keys u * I + i
+    ok = (u_code >= 0) & (i_code >= 0)
+    excluded = _distinct(u_code[ok] * n_items + i_code[ok])
+
+    # positives and how many negatives each user needs
+    pu = u_code[: len(users[0])][pos_mask]
+    positives = pd.DataFrame({"u": pu, "item": items[0][pos_mask]}).drop_duplicates()
+    n_pos = np.bincount(positives["u"].to_numpy(), minlength=n_users)
+    need = n_pos * n if per == "item" else np.full(n_users, n, dtype=np.int64)
+    need = _within_reach(need, weight, excluded, n_items, user_ids, too_few, n, per, strategy)
+
+    keys = _user_keys(user_ids)
+    stream = _Stream(seed)
+    taken_u, taken_i = _draw(need, keys, stream, weight, excluded, n_items)
+    return _candidates(positives, taken_u, taken_i, cat, user_ids, notes)
+
+
+def _options(
+    convention: str | None,
+    n: int | None,
+    strategy: str | None,
+    per: str | None,
+    seed: Any,
+    alpha: Any,
+    too_few: Any,
+) -> tuple[int, str, str]:
+    """``n``, ``strategy`` and ``per``: as given, else from the ``convention``
+    preset, else the defaults (100, uniform, item); every option checked."""
     settings = _preset(convention) if convention is not None else {}
     n = settings.get("n", 100) if n is None else n
     strategy = settings.get("strategy", "uniform") if strategy is None else strategy
     per = settings.get("per", "item") if per is None else per
     _check(n, strategy, per, seed, alpha, too_few)
     assert n is not None and strategy is not None and per is not None
-    cols = Columns(user=user_col, item=item_col)
+    return n, strategy, per
 
-    notes: list[str] = []
+
+def _inputs(
+    truth: Any, train: Any, exclude: Any, catalog: Any, cols: Columns, notes: list[str]
+) -> tuple[TruthData, list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """The truth read, the user and item ids of the truth, ``train`` and
+    ``exclude`` (those given, in that order) under one id rule, and the
+    catalog sorted: candidates are addressed by their position in it."""
     t = read_truth(*_read(truth, "truth", cols))
     pairs = [(t.users, t.items)]
     if train is not None:
@@ -187,67 +235,69 @@ def sample_negatives(
     cat = read_items(catalog, "catalog", cols) if catalog is not None else None
     users = unify([p[0] for p in pairs], "user", notes)
     items = unify([p[1] for p in pairs] + ([cat] if cat is not None else []), "item", notes)
-
-    # the catalog, sorted: candidates are addressed by their position in it
     cat = _distinct(np.concatenate(items[: len(pairs)]) if cat is None else items[-1])
-    n_items = len(cat)
+    return t, users, items[: len(pairs)], cat
 
-    # users: those with a held-out item, sorted
-    pos_mask = t.grades > 0
-    all_users = np.concatenate(users)
-    all_items = np.concatenate(items[: len(pairs)])
-    user_ids = _distinct(users[0][pos_mask])
-    n_users = len(user_ids)
-    u_code = _lookup(user_ids, all_users)
-    i_code = _lookup(cat, all_items)
 
-    # popularity: rows of every input per catalog item, to the power alpha
-    in_cat = i_code >= 0
-    if strategy == "popularity":
-        counts = np.bincount(i_code[in_cat], minlength=n_items).astype(np.float64)
-        weight = counts**alpha if alpha != 1.0 else counts
-        weight[counts == 0] = 0.0
-    else:
-        weight = np.ones(n_items)
+def _weights(i_code: np.ndarray, n_items: int, strategy: str, alpha: float) -> np.ndarray:
+    """Each catalog item's weight: 1 (``uniform``), or (``popularity``) its
+    rows in every input to the power ``alpha`` (0 for an item with none)."""
+    if strategy != "popularity":
+        return np.ones(n_items)
+    counts = np.bincount(i_code[i_code >= 0], minlength=n_items).astype(np.float64)
+    weight = counts**alpha if alpha != 1.0 else counts
+    weight[counts == 0] = 0.0
+    return weight
 
-    # excluded (user, item) pairs, as sorted keys u * I + i
-    ok = (u_code >= 0) & in_cat
-    excluded = _distinct(u_code[ok] * n_items + i_code[ok])
 
-    # positives and how many negatives each user needs
-    n_truth = len(users[0])
-    pu = u_code[:n_truth][pos_mask]
-    pos_items = items[0][pos_mask]
-    positives = pd.DataFrame({"u": pu, "item": pos_items}).drop_duplicates()
-    n_pos = np.bincount(positives["u"].to_numpy(), minlength=n_users)
-    need = n_pos * n if per == "item" else np.full(n_users, n, dtype=np.int64)
-
+def _within_reach(
+    need: np.ndarray,
+    weight: np.ndarray,
+    excluded: np.ndarray,
+    n_items: int,
+    user_ids: np.ndarray,
+    too_few: str,
+    n: int,
+    per: str,
+    strategy: str,
+) -> np.ndarray:
+    """The negatives each user needs, checked against its candidates (the
+    items of weight > 0 not excluded for it): too few is an error naming the
+    first such user, or (``too_few="all"``) all its candidates."""
     ex_u = excluded // n_items if n_items else excluded
     ex_i = excluded - ex_u * n_items
     sampleable = weight > 0
     available = int(sampleable.sum()) - np.bincount(
-        ex_u, weights=sampleable[ex_i].astype(np.float64), minlength=n_users
+        ex_u, weights=sampleable[ex_i].astype(np.float64), minlength=len(need)
     ).astype(np.int64)
     short = np.flatnonzero(available < need)
-    if len(short):
-        if too_few == "error":
-            u = short[0]
-            raise InputError(
-                f"only {int(available[u])} candidate negatives (catalog items the user has not "
-                f"interacted with{', with a popularity > 0' if strategy == 'popularity' else ''}"
-                f") for the {int(need[u])} wanted (n={n}, per={per!r}); {len(short)} user(s) "
-                "are short: lower n, pass a larger catalog=, or take every candidate with "
-                "too_few='all'",
-                source="truth",
-                user=user_ids[u],
-            )
-        need = np.minimum(need, available)
+    if not len(short):
+        return need
+    if too_few == "error":
+        u = short[0]
+        raise InputError(
+            f"only {int(available[u])} candidate negatives (catalog items the user has not "
+            f"interacted with{', with a popularity > 0' if strategy == 'popularity' else ''}"
+            f") for the {int(need[u])} wanted (n={n}, per={per!r}); {len(short)} user(s) "
+            "are short: lower n, pass a larger catalog=, or take every candidate with "
+            "too_few='all'",
+            source="truth",
+            user=user_ids[u],
+        )
+    return np.minimum(need, available)
 
-    keys = _user_keys(user_ids)
-    stream = _Stream(seed)
-    taken_u, taken_i = _draw(need, keys, stream, weight, excluded, n_items)
 
-    neg = pd.DataFrame({"u": taken_u, "item": cat[taken_i] if n_items else taken_i})
+def _candidates(
+    positives: pd.DataFrame,
+    taken_u: np.ndarray,
+    taken_i: np.ndarray,
+    cat: np.ndarray,
+    user_ids: np.ndarray,
+    notes: list[str],
+) -> pd.DataFrame:
+    """The result: per user (sorted), its positives (sorted) then its
+    negatives in draw order, with the id notes in ``attrs["notes"]``."""
+    neg = pd.DataFrame({"u": taken_u, "item": cat[taken_i] if len(cat) else taken_i})
     neg["positive"] = False
     pos = positives.sort_values(["u", "item"], kind="stable")
     pos["positive"] = True
