@@ -263,3 +263,29 @@ def test_no_private_name_is_imported_from_another_module() -> None:
                     if private and target not in _modules() and target != "receval._native":
                         wrong.append(f"{name} imports {alias.name} from {node.module}")
     assert not wrong, "\n".join(wrong)
+
+
+#: the longest body a function may have (issue #30: "no function over ~80
+#: lines except declarative tables", which are module-level data, not functions)
+LONGEST_BODY = 80
+
+
+def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from a function's first statement after its docstring to its end."""
+    body = node.body
+    first = body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    if docstring and isinstance(first.value.value, str) and len(body) > 1:  # type: ignore[attr-defined]
+        body = body[1:]
+    return (node.end_lineno or node.lineno) - body[0].lineno + 1
+
+
+def test_no_function_is_longer_than_a_newcomer_can_read() -> None:
+    long = [
+        f"{name}.{node.name}: {_body_lines(node)} lines of body"
+        for name, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and _body_lines(node) > LONGEST_BODY
+    ]
+    assert not long, "split these into named steps:\n" + "\n".join(long)

@@ -1,7 +1,7 @@
 """What a rank column means: ``order`` (receval's default: ranks order a list,
 gaps close up) or ``position`` (rank r is position r; RecTools).
 
-The engine takes ``rank=`` like ``ties=`` (``driver.run(..., rank="position")``);
+The engine takes ``rank=`` like ``ties=`` (``InProcess(...).run(specs, {"rank": ...})``);
 ``convention="rectools"`` sets it (``Convention.rank``).
 """
 
@@ -15,11 +15,12 @@ import pandas as pd
 import pytest
 
 import receval
-from receval.engines import driver, numpy_engine
+from receval.engines import numpy_engine
+from receval.engines.local import InProcess
 from receval.evaluation.conventions import get
 from receval.io.tables import iter_recs, read_truth
 from receval.metrics.spec import parse_metrics
-from receval.records import Columns
+from receval.records import Columns, Tables
 from tests.reference import ref_metric
 
 COLS = Columns()  # detected
@@ -30,7 +31,7 @@ def run(recs: pd.DataFrame, truth: Any, metrics: list[str], **kw: Any) -> pd.Dat
     options = {"threshold": 1.0, "empty_truth": "skip", "missing_recs": "zero"}
     options |= {"duplicates": "error", **kw}
     specs = parse_metrics(metrics)
-    out = driver.run(iter_recs(recs, COLS), read_truth(truth, COLS), specs, **options)
+    out = InProcess(Tables(iter_recs(recs, COLS), read_truth(truth, COLS))).run(specs, options)
     return pd.DataFrame(out.values.T, index=out.user_ids, columns=[str(s) for s in specs])
 
 
@@ -61,16 +62,9 @@ def test_gaps_are_counted_under_either_meaning() -> None:
     recs = pd.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 2], "rank": [1, 3, 1, 2]})
     for rank in ("order", "position"):
         specs = parse_metrics(["precision@2"])
-        out = driver.run(
-            iter_recs(recs, COLS),
-            read_truth({1: [2], 2: [2]}, COLS),
-            specs,
-            threshold=1.0,
-            empty_truth="skip",
-            missing_recs="zero",
-            duplicates="error",
-            rank=rank,
-        )
+        inputs = Tables(iter_recs(recs, COLS), read_truth({1: [2], 2: [2]}, COLS))
+        options = {"threshold": 1.0, "empty_truth": "skip", "missing_recs": "zero"}
+        out = InProcess(inputs).run(specs, options | {"duplicates": "error", "rank": rank})
         assert out.counts["lists_with_rank_gaps"] == 1
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import receval
 from receval.errors import InputError
-from receval.evaluation import spark as engine
+from receval.io import spark_files as engine
 from receval.io.files import READERS, format_by_suffix, format_of, read_file
 from receval.io.interactions import detect_format, read_interactions, read_log
 from tests import test_spark

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import receval
 from receval.cli import main
-from receval.engines import driver
+from receval.engines import driver, local
 from receval.io import stream
 
 METRICS = [
@@ -124,14 +124,14 @@ def test_sorted_files_merge_in_many_chunks_and_equal_the_whole_tables(
     r, t = _write(tmp_path, recs, truth)
     ways = _spy(small_chunks)
     pairs = []
-    real = driver.run_pairs
+    real = local.evaluated
 
-    def counting(p, *a, **k):  # type: ignore[no-untyped-def]
+    def counting(plan, p, *a, **k):  # type: ignore[no-untyped-def]
         items = list(p)
         pairs.append(len(items))
-        return real(iter(items), *a, **k)
+        return real(plan, iter(items), *a, **k)
 
-    small_chunks.setattr(driver, "run_pairs", counting)
+    small_chunks.setattr(local, "evaluated", counting)
     for threads in (1, 3):
         small_chunks.setattr(driver, "THREADS", threads)
         _same(whole, receval.evaluate(r, t, METRICS))

@@ -8,7 +8,8 @@ truth of the same users.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +17,17 @@ import numpy as np
 
 from receval.ids import as_str
 
-__all__ = ["Columns", "Pair", "RecsData", "TruthData", "as_strings", "subset"]
+__all__ = [
+    "Columns",
+    "Pair",
+    "PairSource",
+    "RecsData",
+    "SparkRows",
+    "Tables",
+    "TruthData",
+    "as_strings",
+    "subset",
+]
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,58 @@ class Pair:
             self.load = None
         assert self.recs is not None and self.truth is not None
         return self.recs, self.truth
+
+
+# -- the forms receval.io opens an evaluation's inputs into; each names its engine ----------
+
+
+@dataclass
+class Tables:
+    """Inputs in memory: the recommendations in chunks of complete users
+    (each a :class:`RecsData` and the input row of its first row) and the
+    whole truth. Evaluated by :class:`receval.engines.local.InProcess`."""
+
+    chunks: Iterable[tuple[RecsData, int]]
+    truth: TruthData
+
+
+class PairSource(ABC):
+    """Inputs read pair by pair of complete users (two files sorted by user,
+    merged, or partitioned by user first): evaluated by
+    :class:`receval.engines.local.Streamed`."""
+
+    @property
+    @abstractmethod
+    def max_grade(self) -> float:
+        """The largest grade of the whole truth (1.0 when grades are not read)."""
+
+    @abstractmethod
+    def over_pairs(self, run: Callable[[Iterator[Pair], list[str]], Any]) -> Any:
+        """``run(pairs, notes)`` over every pair, once, or again from the
+        start when the first way of cutting the files failed (rows found out
+        of order while merging); what ``run`` returned."""
+
+
+#: the column of :attr:`SparkRows.rows` telling the sides apart: 0 recommendations,
+#: 1 truth, 2 the training pairs of the partition's users
+SIDE = "__receval_side"
+
+
+@dataclass
+class SparkRows:
+    """Inputs on Spark: the rows of both (and of a Spark ``train=``) in one
+    DataFrame with columns named by role and a :data:`SIDE` column, and how
+    a partition's rows become a :class:`Pair` (``to_pair``, a module-level
+    function: it pickles to the executors). Evaluated by
+    :class:`receval.engines.spark.Spark`."""
+
+    rows: Any  # pyspark.sql.DataFrame
+    to_pair: Callable[[Any], Pair]  # a pyarrow.Table of a partition -> its Pair
+    user_type: Any  # the Spark type of the user column (of the per-user values)
+    max_grade: float = 1.0
+    train: bool = False  # rows of side 2 hold training pairs
+    partitions: int | None = None  # None: Spark's own number
+    notes: list[str] = field(default_factory=list)
 
 
 def as_strings(data: RecsData | TruthData, users: bool, items: bool) -> None:

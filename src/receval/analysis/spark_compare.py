@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.analysis import resampling as rs
+from receval.engines.spark import part_batch, parts_of, table_of
 from receval.evaluation.result import Result
-from receval.evaluation.spark import part_batch, parts_of, table_of
 
 __all__ = ["passes"]
 

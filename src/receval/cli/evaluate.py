@@ -38,6 +38,7 @@ from receval.cli.flags import (
 )
 from receval.cli.inputs import (
     ITEM_ROLES,
+    file_notes,
     input_files,
     inputs_record,
     item_files,
@@ -142,9 +143,10 @@ def evaluate(
     if per_user is not None:
         refuse_input_targets("per_user", per_user, recommendations=recs, truth=truth, **items)
         per_user_format = per_user_suffix_format(str(per_user), engine)
-    result, inputs = _evaluate_files(
-        (recs, truth), metrics, options, fmt, sep, items, user_groups, remove_seen, quiet
-    )
+    with file_notes(quiet):  # what each file was read as, once it is all read
+        result, inputs = _evaluate_files(
+            (recs, truth), metrics, options, fmt, sep, items, user_groups, remove_seen, quiet
+        )
     page = None
     if mlflow and not no_mlflow_report:
         page = _result_report(result, (recs, truth), inputs, options, quiet)
@@ -256,7 +258,8 @@ def _evaluate_spark(
     mlflow: tuple[str | None, str | None] | None = None,
 ) -> None:
     """``evaluate --engine spark``: the files read by Spark, evaluated on its
-    session (:mod:`receval.evaluation.spark`); errors name the file and the
+    session (:mod:`receval.engines.spark`, the files read by
+    :mod:`receval.io.spark_files`); errors name the file and the
     user (a Spark row has no line number). ``mlflow``: (experiment, run name)
     of ``--mlflow`` (the result is logged without an HTML report: its curves
     read the lists in this process)."""
@@ -269,7 +272,7 @@ def _evaluate_spark(
             reason="--remove-seen runs in this process: remove seen items in Spark first "
             "(a left anti join of the recommendations with --train), or use --engine numpy",
         )
-    from receval.evaluation import spark as engine
+    from receval.io.spark_files import format_of, items_of, read, session, write_per_user
 
     try:
         import pyspark  # noqa: F401
@@ -279,21 +282,21 @@ def _evaluate_spark(
     # pandas version it was built for are not the user's business here
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
     with status("starting Spark", quiet):
-        session = engine.session(master, quiet_log=True)
+        spark = session(master, quiet_log=True)
     cols = options.columns()
     with status("reading with Spark", quiet):
-        recs_df = engine.read(session, recs, "recommendations", fmt.value, sep)
-        truth_df = engine.read(session, truth, "truth", fmt.value, sep)
+        recs_df = read(spark, recs, "recommendations", fmt.value, sep)
+        truth_df = read(spark, truth, "truth", fmt.value, sep)
         extra: dict[str, Any] = {}
         paths = {name: str(path) for name, path in items.items() if path is not None}
         if "train" in paths:
-            extra["train"] = engine.read(session, paths["train"], "truth", "auto", sep)
+            extra["train"] = read(spark, paths["train"], "truth", "auto", sep)
         for name in ("catalog", "popular"):
             if name in paths:
-                df = engine.read(session, paths[name], "items", "auto", sep)
-                extra[name] = engine.items_of(df, cols, paths[name])
+                df = read(spark, paths[name], "items", "auto", sep)
+                extra[name] = items_of(df, cols, paths[name])
         if "item_features" in paths:
-            feats = engine.read(session, paths["item_features"], "items", "auto", sep)
+            feats = read(spark, paths["item_features"], "items", "auto", sep)
             frame = feats.toPandas()
             extra["item_features"] = frame.drop(
                 columns=[c for c in ("user", "relevance") if c in frame]
@@ -311,12 +314,12 @@ def _evaluate_spark(
         where = {"recommendations": recs, "truth": truth, **paths, **files}.get(str(exc.source))
         raise exc.located(source=where) if where is not None else exc from None
     result.parameters["inputs"] = {
-        "recommendations": {"path": recs, "format": engine.format_of(recs, fmt.value)},
-        "truth": {"path": truth, "format": engine.format_of(truth, fmt.value)},
+        "recommendations": {"path": recs, "format": format_of(recs, fmt.value)},
+        "truth": {"path": truth, "format": format_of(truth, fmt.value)},
     }
     if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
         with status(f"writing {per_user} with Spark", quiet):
-            engine.write_per_user(result.per_user_spark, per_user)
+            write_per_user(result.per_user_spark, per_user)
     show_out(render(result, output), output)
     if mlflow is not None:
         log_to_mlflow(result, True, *mlflow, quiet)

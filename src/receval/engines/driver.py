@@ -1,19 +1,22 @@
-"""Evaluation by chunks of complete users.
+"""What every engine shares: the plan, one part's evaluation, the combiner.
 
-Recommendations arrive as one or more chunks (:class:`RecsData`), each holding
-*every* row of the users it contains. Each chunk is evaluated with the part of
-the truth that belongs to its users; users of the truth that no chunk holds are
-evaluated last, with empty lists. Per-user values are then put in the sorted
-order of user ids, so they — and the means computed from them — are
-bit-for-bit the same whatever the chunking: peak memory is bounded by one
-chunk's working set, not by the size of the input.
+A :class:`Plan` holds everything an evaluation of a set of users needs but
+the data. :func:`evaluate_pair` evaluates one :class:`~receval.records.Pair`
+(the lists and the truth of the same complete users) into a :class:`Part`:
+per-user values, exact sums, integer counts, item counts. A
+:class:`Combiner` adds parts up in any order into one :class:`Outcome`, per
+group of users too (:class:`GroupCombiners`). Every engine
+(:mod:`receval.engines.base`) cuts its inputs into pairs its own way and
+goes through these, so the numbers do not depend on the engine, the chunking,
+the partitioning or the number of threads (:func:`evaluated` runs pairs on a
+few threads and gives their parts in order).
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,17 +27,17 @@ import pandas as pd
 from receval import _malloc
 from receval._accel import NATIVE as _native
 from receval.engines import numpy_engine
-from receval.engines.numpy_engine import Prepared, encode, user_offsets
+from receval.engines.numpy_engine import Prepared
 from receval.errors import InputError, NoSharedUser, PolicyError, option, plain
 from receval.exact import ExactSum
-from receval.ids import as_str, distinct, kind, runs
+from receval.ids import as_str, distinct, kind
 from receval.metrics.context import ItemContext, ItemGroups, positions
 from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
-from receval.records import Pair, RecsData, TruthData, as_strings, subset
+from receval.records import Pair, TruthData, subset
 
-__all__ = ["Combiner", "Outcome", "Part", "Plan", "evaluate_pair", "run", "run_pairs"]
+__all__ = ["Combiner", "Outcome", "Part", "Plan", "evaluate_pair", "evaluated"]
 
 
 #: Threads evaluating chunks of users at once.
@@ -218,53 +221,6 @@ class _ExposureCounter:
         return Exposure(counts, in_catalog, n_catalog, self.users, k, ids)
 
 
-class _TruthIndex:
-    """The truth grouped by user, to hand each chunk the rows of its users."""
-
-    def __init__(self, truth: TruthData) -> None:
-        self.truth = truth
-        (codes, _), self.uniq = encode([truth.users, truth.empty_users])
-        self.order = np.argsort(codes, kind="stable")
-        self.offsets = user_offsets(codes, len(self.uniq))
-        self.seen = np.zeros(len(self.uniq), dtype=bool)
-
-    def _codes(self, users: np.ndarray) -> np.ndarray:
-        if self.uniq.dtype == object or users.dtype == object:
-            return np.asarray(pd.Index(self.uniq).get_indexer(users), dtype=np.int64)
-        pos = np.searchsorted(self.uniq, users)
-        pos[pos == len(self.uniq)] = 0
-        ok = self.uniq[pos] == users if len(self.uniq) else np.zeros(len(users), dtype=bool)
-        return np.where(ok, pos, -1)
-
-    def _take(self, codes: np.ndarray) -> tuple[TruthData, np.ndarray]:
-        self.seen[codes] = True
-        starts, ends = self.offsets[codes], self.offsets[codes + 1]
-        lengths = ends - starts
-        total = int(lengths.sum())
-        shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        rows = self.order[shift + np.arange(total)] if total else np.empty(0, dtype=np.int64)
-        t = self.truth
-        sub = TruthData(
-            users=t.users[rows],
-            items=t.items[rows],
-            grades=t.grades[rows],
-            rows=total,
-            graded=t.graded,
-            source=t.source,
-            empty_users=self.uniq[codes[lengths == 0]],
-        )
-        return sub, rows
-
-    def subset(self, users: np.ndarray) -> tuple[TruthData, np.ndarray]:
-        """The truth of these (distinct) users, and the original row of each of its rows."""
-        codes = self._codes(users)
-        return self._take(codes[codes >= 0])
-
-    def rest(self) -> tuple[TruthData, np.ndarray]:
-        """The truth of the users no chunk held."""
-        return self._take(np.flatnonzero(~self.seen))
-
-
 def _apply_policies(
     p: Prepared,
     values: np.ndarray,
@@ -329,111 +285,6 @@ def _add_counts(total: dict[str, Any], part: dict[str, Any]) -> None:
             _add_counts(total.setdefault(key, {}), value)
         else:
             total[key] = total.get(key, 0) + value
-
-
-def _empty_recs(like: RecsData) -> RecsData:
-    return RecsData(
-        users=like.users[:0],
-        items=like.items[:0],
-        score=None if like.score is None else like.score[:0],
-        rank=None if like.rank is None else like.rank[:0],
-        rows=0,
-        source=like.source,
-    )
-
-
-def _distinct(users: np.ndarray) -> np.ndarray:
-    found = None if users.dtype == object else runs(users)
-    return found[0] if found is not None else np.asarray(pd.unique(users))
-
-
-def run(
-    chunks: Iterable[tuple[RecsData, int]],
-    truth: TruthData,
-    specs: Sequence[MetricSpec],
-    *,
-    threshold: float,
-    empty_truth: str,
-    missing_recs: str,
-    duplicates: str,
-    no_truth: str | None = None,
-    ties: str = "item",
-    relevant_from: str = "truth",
-    rank: str = "order",
-    depth: int | None = None,
-    unjudged: str = "keep",
-    negative_grades: str = "error",
-    catalog_size: int | None = None,
-    graded: bool = True,
-    grade_cut: float | None = None,
-    items: ItemContext | None = None,
-    progress: Callable[[int], None] | None = None,
-    cells: UserCells | None = None,
-) -> Outcome:
-    """Evaluate every chunk (a :class:`RecsData` and the table row of its first
-    row) with the truth of its users, then the users of the truth no chunk
-    held; merge in user order. ``progress`` is called with the recommendation
-    rows done after each chunk; ``cells``: also each group's outcome."""
-    notes: list[str] = []
-    iterator: Iterator[tuple[RecsData, int]] = iter(chunks)
-    first = next(iterator, None)
-    if first is None:  # pragma: no cover - callers always give one chunk
-        raise ValueError("no recommendations chunk")
-    template = first[0]
-    str_users = kind(template.users) != kind(truth.users) and len(truth.users) > 0
-    str_items = kind(template.items) != kind(truth.items) and len(truth.items) > 0
-    sides = (("user", str_users, template.users), ("item", str_items, template.items))
-    for what, differ, ids in sides:
-        if differ and len(ids):
-            notes.append(
-                f"{what} ids are numbers on one side and strings on the other: matched as strings"
-            )
-    if str_users:
-        truth.users = as_str(truth.users)
-        truth.empty_users = as_str(truth.empty_users)
-    if str_items:
-        truth.items = as_str(truth.items)
-    index = _TruthIndex(truth)
-
-    def pairs() -> Iterator[Pair]:
-        for recs, offset in [first, *iterator]:
-            as_strings(recs, str_users, str_items)
-            sub, rows = index.subset(_distinct_users(recs))
-            yield Pair(
-                recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r], recs.rows
-            )
-        sub, rows = index.rest()
-        if sub.rows or len(sub.empty_users):
-            yield Pair(_empty_recs(template), sub, lambda r: r, lambda r, rows=rows: rows[r])
-
-    return run_pairs(
-        pairs(),
-        specs,
-        max_grade=numpy_engine._max_grade(truth.grades),
-        notes=notes,
-        threshold=threshold,
-        empty_truth=empty_truth,
-        missing_recs=missing_recs,
-        duplicates=duplicates,
-        no_truth=no_truth,
-        ties=ties,
-        relevant_from=relevant_from,
-        rank=rank,
-        depth=depth,
-        unjudged=unjudged,
-        negative_grades=negative_grades,
-        catalog_size=catalog_size,
-        graded=graded,
-        grade_cut=grade_cut,
-        items=items,
-        progress=progress,
-        cells=cells,
-    )
-
-
-def _distinct_users(recs: RecsData) -> np.ndarray:
-    users, empty = recs.users, recs.empty_users
-    return _distinct(np.concatenate([users, empty]) if len(empty) else users)
 
 
 @dataclass(frozen=True)
@@ -1009,97 +860,35 @@ class Combiner:
         return pd.DataFrame(cols, index=index)
 
 
-def run_pairs(
-    pairs: Iterable[Pair],
-    specs: Sequence[MetricSpec],
-    *,
-    max_grade: float,
-    threshold: float,
-    empty_truth: str,
-    missing_recs: str,
-    duplicates: str,
-    no_truth: str | None = None,
-    ties: str = "item",
-    relevant_from: str = "truth",
-    rank: str = "order",
-    depth: int | None = None,
-    unjudged: str = "keep",
-    negative_grades: str = "error",
-    catalog_size: int | None = None,
-    graded: bool = True,
-    grade_cut: float | None = None,
-    items: ItemContext | None = None,
-    progress: Callable[[int], None] | None = None,
-    notes: list[str] | None = None,
-    cells: UserCells | None = None,
-) -> Outcome:
-    """Evaluate pairs (recommendations, truth) of disjoint sets of users — each
-    user's rows all in one pair — and merge their values in user order.
-
-    ``cells``: also the outcome of each group of users (:class:`UserCells`),
-    in :attr:`Outcome.groups`.
-
-    ``max_grade`` is the largest grade of the whole truth (graded metrics
-    normalise by it). ``rank``: what a rank column means
-    (:data:`~receval.engines.numpy_engine.RANKS`: ``order`` or ``position``).
-    Users are in at most one pair, so the values, and the means taken from
-    them, do not depend on how the users were cut into pairs.
-    """
-    plan = Plan(
-        tuple(specs),
-        max_grade,
-        threshold,
-        empty_truth,
-        missing_recs,
-        duplicates,
-        no_truth,
-        ties,
-        relevant_from,
-        rank,
-        items,
-        depth=depth,
-        unjudged=unjudged,
-        negative_grades=negative_grades,
-        catalog_size=catalog_size,
-        graded=graded,
-        grade_cut=grade_cut,
-    )
-    groups = None if cells is None else GroupCombiners(plan, cells)
-    combiner = Combiner(plan) if groups is None else groups.whole
-
-    def merge(done: Any) -> None:
-        if groups is None:
-            combiner.add(done)
-        else:
-            groups.add(done)
-        if progress is not None:
-            progress(int(combiner.counts.get("recommendation_rows", 0)))
-
-    # Chunks run on a few threads (NumPy releases the GIL); results are merged
-    # in chunk order, so nothing depends on the number of threads.
+def evaluated(plan: Plan, pairs: Iterable[Pair], cells: UserCells | None = None) -> Iterator[Any]:
+    """Each pair's part (with ``cells``, the part and its cells' parts:
+    :func:`evaluate_cells`), in the order of the pairs, evaluated a few at a
+    time on threads (NumPy releases the GIL): what an engine on this machine
+    gives :meth:`receval.engines.base.Engine.combine`. The order of the
+    results does not depend on the number of threads."""
     # Garbage collection stays as the host set it: switching it off here was
     # process-wide (other threads of the host saw it off) and bought nothing
     # measurable (benchmarks/README.md, issue #17). The allocator is tuned only
     # in a process that opted in (receval._malloc.allow: the receval command).
     tuned = False
+    first = True
     try:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             pending: deque[Future[Any]] = deque()
             for pair in pairs:
-                if not combiner.added and not pending:  # large input: keep freed memory
-                    tuned = _malloc.tune(pair.rows)
+                if first:  # large input: keep freed memory
+                    tuned, first = _malloc.tune(pair.rows), False
                 if cells is None:
                     pending.append(pool.submit(evaluate_pair, plan, pair))
                 else:
                     pending.append(pool.submit(evaluate_cells, plan, pair, cells))
                 while len(pending) > THREADS:
-                    merge(pending.popleft().result())
+                    yield pending.popleft().result()
             while pending:
-                merge(pending.popleft().result())
+                yield pending.popleft().result()
     finally:
         if tuned:
             _malloc.release()
-    return combiner.outcome(notes) if groups is None else groups.outcome(notes)
 
 
 _EXAMPLES = 5

@@ -27,15 +27,15 @@ import numpy as np
 import pandas as pd
 
 from receval.engines import driver
+from receval.engines.local import Batches
 from receval.errors import ReceValError
 from receval.evaluation.assemble import result_of
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
-from receval.ids import kind
 from receval.io.items import build_context
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.spec import MetricSpec, parse_metrics
-from receval.records import Columns, Pair, as_strings
+from receval.records import Columns
 
 __all__ = ["Accumulator"]
 
@@ -92,9 +92,8 @@ class Accumulator:
         self.options = opts
         self.specs = list(specs)
         self._items = items
-        self._plan = driver.Plan(tuple(specs), 1.0, items=items, **opts.engine())
+        self._engine = Batches(driver.Plan(tuple(specs), 1.0, items=items, **opts.engine()))
         self._reads_max_grade = [s for s in specs if s.reads_max_grade]
-        self._parts: list[driver.Part] = []
         self._rows = 0  # rows of update_scores so far: the default user ids
 
     # -- feeding -------------------------------------------------------------
@@ -112,12 +111,7 @@ class Accumulator:
                 "which a stream of batches does not know: give it, e.g. "
                 f"err@10[max_grade={float(tr.grades.max()):g}]"
             )
-        str_users = kind(recs.users) != kind(tr.users) and len(tr.users) > 0
-        str_items = kind(recs.items) != kind(tr.items) and len(tr.items) > 0
-        as_strings(recs, str_users, str_items)
-        as_strings(tr, str_users, str_items)
-        pair = Pair(recs, tr, lambda r: r, lambda r: r, recs.rows)
-        self._parts.append(driver.evaluate_pair(self._plan, pair, keep_values=True))
+        self._engine.add(recs, tr)
 
     def update_scores(
         self,
@@ -187,21 +181,22 @@ class Accumulator:
             other.options != self.options
         ):
             raise ReceValError("merge(): the accumulators differ in metrics or options")
-        self._parts.extend(other._parts)
+        self._engine.inputs.extend(other._engine.inputs)
         self._rows += other._rows
         return self
 
     def reset(self) -> None:
         """Forget every batch (a new epoch)."""
-        self._parts = []
+        self._engine.inputs.clear()
         self._rows = 0
 
     def compute(self) -> Result:
         """The :class:`~receval.Result` of every batch so far: bit for bit
         ``receval.evaluate`` on all of them at once."""
-        if not self._parts:
+        parts = self._engine.parts(self._engine.plan)
+        if not parts:
             raise ReceValError("compute(): no batch yet (update() first)")
-        ids = [p.values[0] for p in self._parts if p.values is not None]
+        ids = [p.values[0] for p in parts if p.values is not None]
         every = np.concatenate(ids) if ids else np.empty(0)
         found, counts = np.unique(
             every.astype(str) if every.dtype == object else every, return_counts=True
@@ -214,14 +209,12 @@ class Accumulator:
                 "users, and each user come once (a distributed sampler that repeats users to "
                 "fill the last batch of every worker sends some twice)"
             )
-        combiner = driver.Combiner(self._plan)
-        for part in self._parts:
-            combiner.add(part)
-        return result_of(combiner.outcome([]), self.specs, self.options, self._items)
+        out = self._engine.combine(self._engine.plan, parts)
+        return result_of(out, self.specs, self.options, self._items)
 
     def __len__(self) -> int:
         """The batches so far."""
-        return len(self._parts)
+        return len(self._engine.inputs)
 
 
 def _is_torch(obj: Any) -> bool:

@@ -9,18 +9,20 @@ import numpy as np
 import pandas as pd
 
 from receval._progress import rows_to_stderr
-from receval.engines import driver
-from receval.errors import InputError, ReceValError, option
+from receval.engines import driver, engine_for
+from receval.engines.base import Engine
+from receval.engines.local import InProcess
+from receval.errors import OptionError, ReceValError, option
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
-from receval.evaluation.spark import collected, is_spark
+from receval.io import spark_files
 from receval.io.items import build_context
-from receval.io.stream import opened_pair
-from receval.io.tables import iter_recs, read_recs, read_truth
+from receval.io.pair import open_pair
+from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
 from receval.metrics.spec import MetricSpec, parse_metrics, suggest
-from receval.records import Columns, RecsData, TruthData
+from receval.records import Columns, RecsData, Tables, TruthData
 
 __all__ = ["evaluate", "score"]
 
@@ -198,31 +200,67 @@ def evaluate(
     side = {"train": train, "catalog": catalog, "item_features": item_features}
     side |= {"popular": popular, "item_groups": item_groups}
     check_inputs(specs, _given(side, opts))
-    on_spark = is_spark(recommendations) or is_spark(truth)
-    # a Spark train= stays where it is: its item counts are computed there
-    train_df = train if on_spark and is_spark(train) else None
-    items = _item_context(specs, opts, side, train_df)
-    groupings, cells = _user_groupings(user_groups, specs, opts, train, train_df, on_spark)
-    if on_spark:  # on their Spark session
-        from receval.evaluation.spark import evaluate_spark
-
-        res, out = evaluate_spark(
-            recommendations, truth, specs, opts, items, train=train_df, cells=cells
-        )
-        if groupings is not None:
-            _groups_of_pass(res, out, groupings, specs, opts, items)
-        return res
-    res, out, inputs = _in_process(recommendations, truth, specs, opts, items, progress, cells)
+    # a Spark train= beside Spark inputs stays where it is: its item counts are computed there
+    train_there = spark_files.beside(train, recommendations, truth)
+    items = _item_context(specs, opts, side, train_there)
+    opened = open_pair(
+        recommendations,
+        truth,
+        opts.columns(),
+        graded=opts.graded,
+        grade_cut=opts.grade_cut,
+        negative_grades=opts.negative_grades,
+        train=train_there if items is not None else None,
+    )
+    engine = engine_for(opened.inputs)
+    if not engine.ordered_rows:
+        _refuse_row_order(opts)
+    groupings, cells = _user_groupings(user_groups, specs, opts, train, train_there, engine)
+    with opened.located():  # an error about a row of a file names the file and its line
+        out = engine.run(specs, opts.engine(), items, cells, progress)
+    res = result_of(out, specs, opts, items)
+    with_columns(res, *opened.columns(), engine.plan.max_grade, opts)
+    if engine.remote:
+        _per_user_there(res, engine)
     if groupings is not None and cells is not None:
         _groups_of_pass(res, out, groupings, specs, opts, items)
     elif groupings is not None:
-        _add_groups(res, groupings, *inputs, specs, opts, items)
+        assert opened.sources is not None
+        _add_groups(res, groupings, *opened.sources, specs, opts, items)
     if item_groups is not None and res.item_groups is None:
         res.notes.append(
             "Result.item_groups (each item group's exposure) is computed at a cut-off: no "
             "metric asked has one (e.g. ndcg@10)"
         )
     return res
+
+
+def _per_user_there(res: Result, engine: Engine) -> None:
+    """Per-user values left where the data lies (a lazy Spark DataFrame,
+    ``Result.per_user_spark``, collected by ``per_user`` when first read)."""
+    names = [str(x) for x in engine.plan.per_user]
+    res.per_user = None
+    res.per_user_spark = engine.per_user(engine.plan, names)  # type: ignore[attr-defined]
+    res.parameters["engine"] = engine.name
+    res.parameters["partitions"] = engine.partitions  # type: ignore[attr-defined]
+
+
+def _refuse_row_order(opts: EvalOptions) -> None:
+    """``ties="input"`` has no meaning for an engine whose rows have no order
+    (Spark's)."""
+    if opts.ties != "input":
+        return
+    reason = "the rows of a Spark DataFrame have no order: break ties by item id"
+    if "ties" not in opts.given and opts.convention:  # the convention's choice
+        reason = (
+            f"the convention {opts.convention!r} breaks ties by the input's row order, "
+            "which the rows of a Spark DataFrame do not have: give "
+            + option("ties", "item")
+            + " (equal scores ordered by item id) with it"
+        )
+    raise OptionError(
+        "ties", "input", allowed=("item", "item_desc", "item_str", "item_str_desc"), reason=reason
+    )
 
 
 def _given(side: Mapping[str, Any], opts: EvalOptions) -> dict[str, bool]:
@@ -252,15 +290,13 @@ def _item_context(
     cols = Columns(user=opts.user_col, item=opts.item_col)
     popularity = None
     if train_df is not None:
-        from receval.evaluation.spark import popularity_of
-
-        popularity = popularity_of(train_df, cols)
+        popularity = spark_files.popularity_of(train_df, cols)
     items = build_context(
-        train=None if train_df is not None else collected(side["train"]),
-        catalog=collected(side["catalog"]),
-        item_features=collected(side["item_features"]),
-        popular=collected(side["popular"]),
-        item_groups=collected(side["item_groups"]),
+        train=None if train_df is not None else spark_files.collected(side["train"]),
+        catalog=spark_files.collected(side["catalog"]),
+        item_features=spark_files.collected(side["item_features"]),
+        popular=spark_files.collected(side["popular"]),
+        item_groups=spark_files.collected(side["item_groups"]),
         cols=cols,
         popularity=popularity,
     )
@@ -274,7 +310,7 @@ def _user_groupings(
     opts: EvalOptions,
     train: Any,
     train_df: Any,
-    on_spark: bool,
+    engine: Engine,
 ) -> tuple[Any, driver.UserCells | None]:
     """The groupings of ``user_groups=`` (None: none), and their cells when
     the groups are cut out of the one pass (else each is evaluated alone)."""
@@ -283,58 +319,19 @@ def _user_groupings(
     from receval.evaluation.groups import cells_of, groupings_of
 
     groupings = groupings_of(
-        collected(user_groups),
-        train=train_df if train_df is not None else collected(train),
+        spark_files.collected(user_groups),
+        train=train_df if train_df is not None else spark_files.collected(train),
         cols=opts.columns(),
     )
     alone = _groups_alone(specs, opts)
-    if on_spark and alone:
+    if engine.remote and alone:
         raise ReceValError(
             f"{option('user_groups')} on the Spark engine: a user group's ERR normalises by "
             "the largest grade of that group's truth, which the one pass over the "
             "partitions does not know; give the normaliser, e.g. err@10[max_grade=4], or "
             "evaluate in-process"
         )
-    return groupings, (cells_of(groupings) if on_spark or not alone else None)
-
-
-def _in_process(
-    recommendations: Any,
-    truth: Any,
-    specs: Sequence[MetricSpec],
-    opts: EvalOptions,
-    items: ItemContext | None,
-    progress: Callable[[int], None] | None,
-    cells: driver.UserCells | None,
-) -> tuple[Result, driver.Outcome, tuple[tuple[Any, Columns], tuple[Any, Columns]]]:
-    """Evaluate on this machine: two Parquet files or two tables sorted by
-    user streamed (bounded memory), anything else read whole and cut into
-    chunks of users. Also returns the inputs as opened, each with its columns."""
-    from receval.io.stream import sorted_tables
-
-    (recs, rcols, rinfo), (tr_in, tcols, tinfo), streams = opened_pair(
-        recommendations, truth, opts.columns()
-    )
-    inputs = ((recs, rcols), (tr_in, tcols))
-    sides = (("recommendations", rinfo), ("truth", tinfo))
-    try:  # an error about a row of a file names the file and its line
-        if streams is None:  # tables sorted by user merge like sorted files
-            streams = sorted_tables(recs, tr_in, rcols, tcols)
-        if streams is not None:
-            res, out = _streamed(*streams, specs, opts, items, progress, cells)
-            return res, out, inputs
-        names = [info.path if info else role for role, info in sides]
-        tr = read_truth(tr_in, tcols, names[1], negative_grades=opts.negative_grades)
-        chunks = _Chunks(iter_recs(recs, rcols, source=names[0]))
-        engine = opts.engine()
-        out = driver.run(chunks, tr, specs, items=items, progress=progress, cells=cells, **engine)
-    except InputError as exc:
-        for role, info in sides:
-            if info is not None and exc.source in (info.path, role):
-                raise info.locate(exc) from None
-        raise
-    res = result_of(out, specs, opts, items)
-    return with_columns(res, chunks.columns, tr.columns, tr.max_grade, opts), out, inputs
+    return groupings, (cells_of(groupings) if engine.remote or not alone else None)
 
 
 def _groups_of_pass(
@@ -454,51 +451,6 @@ def _nobody(
     return dict(run([(recs, 0)], truth, specs, opts, items).summary)
 
 
-class _Chunks:
-    """The recommendation chunks, remembering the columns the first was read from."""
-
-    def __init__(self, chunks: Iterable[tuple[RecsData, int]]) -> None:
-        self._chunks = chunks
-        self.columns: dict[str, str] = {}
-
-    def __iter__(self) -> Iterator[tuple[RecsData, int]]:
-        for recs, offset in self._chunks:
-            self.columns = self.columns or dict(recs.columns)
-            yield recs, offset
-
-
-def _streamed(
-    recs: Any,
-    truth: Any,
-    specs: Sequence[MetricSpec],
-    opts: EvalOptions,
-    items: ItemContext | None,
-    progress: Callable[[int], None] | None,
-    cells: driver.UserCells | None = None,
-) -> tuple[Result, driver.Outcome]:
-    """Evaluate two Parquet files chunk by chunk of users (:mod:`receval.io.stream`)."""
-    from receval.io import stream
-
-    def run_pairs(pairs: Any, max_grade: float, notes: list[str]) -> driver.Outcome:
-        return driver.run_pairs(
-            pairs,
-            specs,
-            max_grade=max_grade,
-            notes=notes,
-            items=items,
-            progress=progress,
-            cells=cells,
-            **opts.engine(),
-        )
-
-    out = stream.evaluate(
-        recs, truth, run_pairs, graded=opts.graded, negative_grades=opts.negative_grades
-    )
-    res = result_of(out, specs, opts, items)
-    max_grade = truth.max_grade() if opts.graded and "relevance" in truth.info.columns else 1.0
-    return with_columns(res, recs.info.columns, truth.info.columns, max_grade, opts), out
-
-
 def run(
     chunks: Iterable[tuple[RecsData, int]],
     truth: TruthData,
@@ -509,7 +461,8 @@ def run(
     progress: Callable[[int], None] | None = None,
 ) -> Result:
     """Evaluate already-read inputs and assemble the :class:`Result`."""
-    out = driver.run(chunks, truth, specs, items=items, progress=progress, **opts.engine())
+    engine = InProcess(Tables(chunks, truth))
+    out = engine.run(specs, opts.engine(), items, progress=progress)
     return result_of(out, specs, opts, items, order)
 
 

@@ -174,12 +174,11 @@ def _built_in(name: str, train: Any, cols: Columns) -> Grouping:
             f"{option('user_groups', name)} groups users by their training data: "
             f"give {option('train')}"
         )
-    from receval.evaluation.spark import is_spark
+    from receval.io import spark_files
 
-    if is_spark(train):  # counted by Spark where the data lies
-        from receval.evaluation.spark import activity_of
-
-        ids, counts = activity_of(train, cols)
+    there = spark_files.activity_of(train, cols)  # a Spark train: counted where it lies
+    if there is not None:
+        ids, counts = there
     else:
         from receval.io.items import train_pairs
 

@@ -37,9 +37,10 @@ from receval._version import __version__
 from receval.errors import InputError, MetricError, ReceValError
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
-from receval.evaluation.spark import is_spark
 from receval.exact import ExactSum
-from receval.io.ratings import read_ratings
+from receval.io import spark_files
+from receval.io.inputs import read_located
+from receval.io.ratings import read_part, read_ratings
 from receval.metrics.registry import REGISTRY, MetricDef
 from receval.metrics.registry import lookup as ranking_lookup
 from receval.metrics.spec import GRAMMAR, MetricSpec, parse_params, suggest
@@ -288,8 +289,10 @@ def evaluate_ratings(
     """Rating-prediction metrics of a table of (user, item, actual, predicted) rows.
 
     Args:
-        ratings: a pandas, polars or pyarrow table, or a mapping column name →
-            values (all of one length). The user column is needed only by
+        ratings: a pandas, polars or pyarrow table, a mapping column name →
+            values (all of one length), the path of a file (any format
+            :func:`receval.evaluate` reads; errors name its line) or a Spark
+            DataFrame (evaluated on its session). The user column is needed only by
             ``[per_user=true]`` metrics and the item column only names rows in
             error messages.
         metrics: one rating metric string or several: ``mae``, ``mse``,
@@ -327,21 +330,20 @@ def evaluate_ratings(
     specs = parse_rating_metrics(metrics)
     per_user = [s for s in specs if s.per_user]
     need = ("user",) if per_user else ()
-    if is_spark(ratings):  # on their Spark session
-        from receval.evaluation.spark_ratings import evaluate_ratings_spark
-
-        return evaluate_ratings_spark(ratings, specs, opts, dropna=dropna, build=rating_result)
-    try:
-        r = read_ratings(
+    cols = Columns(
+        user=opts.user_col, item=opts.item_col, actual=opts.actual_col, predicted=opts.predicted_col
+    )
+    there = spark_files.opened_ratings(ratings, cols, per_user[0] if per_user else None)
+    if there is not None:  # a Spark DataFrame: evaluated on its session
+        return _on_spark(*there, specs, opts, dropna)
+    try:  # a path is opened by the one way in; errors name its file and line
+        r = read_located(
             ratings,
-            Columns(
-                user=opts.user_col,
-                item=opts.item_col,
-                actual=opts.actual_col,
-                predicted=opts.predicted_col,
+            "ratings",
+            cols,
+            lambda table, columns, source: read_ratings(
+                table, columns, dropna=dropna, need=need, source=source
             ),
-            dropna=dropna,
-            need=need,
         )
     except InputError as exc:
         if per_user and exc.column is None and "no user column" in exc.reason:
@@ -413,3 +415,80 @@ def rating_result(
         notes=notes,
         version=__version__,
     )
+
+
+def _on_spark(
+    df: Any,
+    found: dict[str, str],
+    specs: Sequence[RatingSpec],
+    opts: EvalOptions,
+    dropna: bool,
+) -> RatingResult:
+    """:func:`evaluate_ratings` of a Spark DataFrame, by the Spark engine of
+    ratings (:mod:`receval.engines.spark_ratings`): the same numbers as in
+    process, bit for bit, whatever the partitioning."""
+    from receval.engines import spark_ratings as engine
+
+    per_user = [s for s in specs if s.per_user]
+    need = ("user",) if per_user else ()
+    total = engine.totals(df, specs, dropna, need, read_part)
+    if total.rows == 0:
+        raise InputError("no rating pairs: the ratings table is empty", source="ratings")
+    if total.used == 0:
+        raise InputError(
+            f"no rating pairs left: all {total.rows} rows have a missing rating", source="ratings"
+        )
+    summary, undefined, pooled = _spark_summary(df, specs, total, dropna)
+    counts: dict[str, Any] = {
+        "rows": total.rows,
+        "rows_used": total.used,
+        "rows_dropped_missing": total.dropped,
+        "users": total.users,
+        "users_evaluated": total.users,
+        "users_single_pair": total.single,
+        "undefined": undefined,
+    }
+    res = rating_result(specs, summary, None, counts, opts, dropna, found, "user" not in found)
+    if pooled:
+        res.notes.append(
+            f"{', '.join(str(s) for s in pooled)} over all pairs: the actual and predicted "
+            "ratings were collected to the driver (16 bytes per pair)"
+        )
+    if "user" in found:
+        res.per_user_spark = engine.per_user_frame(df, per_user, dropna, read_part)
+    else:
+        res.per_user = pd.DataFrame(columns=[str(s) for s in per_user])
+    res.parameters["engine"] = "spark"
+    return res
+
+
+def _spark_summary(
+    df: Any, specs: Sequence[RatingSpec], total: Any, dropna: bool
+) -> tuple[dict[str, float], dict[str, int], list[RatingSpec]]:
+    """Each metric's value from the partitions' sums: a per-user metric's
+    mean over users, a metric declared ``from_error_sums`` from the exact
+    means of |a − p| and (a − p)²; any other over all pairs from the pairs
+    collected to the driver (returned: those metrics)."""
+    from receval.engines.spark_ratings import collected_pairs
+
+    per_user = [s for s in specs if s.per_user]
+    pooled = [s for s in specs if not s.per_user and s.definition.from_error_sums is None]
+    pairs = collected_pairs(df, dropna) if pooled else None
+    sums = dict(zip([str(s) for s in per_user], total.sums, strict=True))
+    summary: dict[str, float] = {}
+    undefined: dict[str, int] = {}
+    for s in specs:
+        name = str(s)
+        from_sums = s.definition.from_error_sums
+        if s.per_user:
+            summary[name] = sums[name].mean()
+            if sums[name].nan:
+                undefined[name] = sums[name].nan
+        elif from_sums is not None:
+            summary[name] = float(from_sums(total.absolute.mean(), total.squared.mean()))
+        else:
+            assert pairs is not None
+            a, p = pairs
+            order = np.lexsort((p, a))
+            summary[name] = float(s.definition.kernel(a[order], p[order]))
+    return summary, undefined, pooled

@@ -292,7 +292,7 @@ class Reader:
 
     Attributes:
         name: the format's name (``--format``, ``FileInfo.format``, Spark's
-            readers in :mod:`receval.evaluation.spark` are keyed by it).
+            readers in :mod:`receval.io.spark_files` are keyed by it).
         read: the reader: a :class:`Job` -> a :class:`pyarrow.Table` (with the
             file's column names when ``named``, else the roles' names).
         suffixes: the suffixes that tell the format (after a compression

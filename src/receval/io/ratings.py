@@ -202,3 +202,15 @@ def as_lists(r: Ratings, threshold: float) -> tuple[RecsData, TruthData]:
         columns={k: v for k, v in r.columns.items() if k != "predicted"},
     )
     return recs, truth
+
+
+def read_part(table: Any, dropna: bool, need: tuple[str, ...]) -> Any:
+    """One part of the ratings (a Spark partition's rows, columns named by
+    role) read as any table is (:func:`read_ratings`); None when ``dropna``
+    dropped every row of it (other parts may have pairs)."""
+    try:
+        return read_ratings(table, Columns(), dropna=dropna, need=need)
+    except InputError as exc:
+        if dropna and exc.reason.startswith("no rating pairs left"):
+            return None
+        raise

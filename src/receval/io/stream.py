@@ -12,9 +12,9 @@ Two Parquet inputs are read batch by batch, never whole, and cut into pairs
 
 Sortedness is checked on every batch as it is read; the first batch out of
 order switches to partitioning (an error found on the way is only reported
-once the files are known to be sorted). Each pair goes through the same
-driver as in-memory tables (:func:`receval.engines.driver.run_pairs`), whose
-values do not depend on how users are cut, so the numbers are bit-for-bit
+once the files are known to be sorted). The pairs (:class:`StreamedFiles`) are
+evaluated by the engine of streamed inputs (:class:`receval.engines.local.Streamed`),
+whose values do not depend on how users are cut, so the numbers are bit-for-bit
 those of reading the files whole. Errors name the file and the row of the file.
 """
 
@@ -48,9 +48,9 @@ from receval.io.columns import RECS, TRUTH, normalise, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
 from receval.io.inputs import FileInput, is_path, opened
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
-from receval.records import Columns, Pair
+from receval.records import Columns, Pair, PairSource
 
-__all__ = ["ParquetInput", "is_parquet", "open_parquet", "pairs"]
+__all__ = ["ParquetInput", "StreamedFiles", "is_parquet", "open_parquet", "pairs"]
 
 _CANON = Columns()  # chunks carry their roles' names: detected as such
 
@@ -592,50 +592,53 @@ def _same_kinds(recs: ParquetInput, truth: ParquetInput) -> list[str]:
     return notes
 
 
-def evaluate(
-    recs: ParquetInput,
-    truth: ParquetInput,
-    run: Callable[[Iterator[Any], float, list[str]], Any],
-    *,
-    graded: bool = True,
-    rows: int | None = None,
-    tmp: str | None = None,
-    negative_grades: str = "error",
-) -> Any:
-    """``run(pairs, max_grade, notes)`` over the pairs of both files: merged
-    when sorted, else (or when a batch turns out of order) partitioned. An
-    error met while merging is raised once both files are known to be sorted
-    (else the files are partitioned), so it never comes from a user whose
-    rows were not all read."""
-    mixed = recs.user_kind != truth.user_kind  # strings of numbers: seldom in string order
-    notes = _same_kinds(recs, truth)
-    max_grade = truth.max_grade() if graded else 1.0
-    tmp = tmp or os.environ.get("RECEVAL_TMPDIR") or None
-    if not mixed:
-        try:
-            return run(
-                pairs(recs, truth, rows=rows, negative_grades=negative_grades),
-                max_grade,
-                list(notes),
-            )
-        except _NotSorted:
-            pass
-        except (InputError, PolicyError):
-            # raised before all rows of every user were necessarily read
-            if recs.is_sorted() and truth.is_sorted():
-                raise
-    return run(
-        pairs(
-            recs,
-            truth,
-            rows=rows,
-            tmp=tmp,
-            sorted_files=False,
-            negative_grades=negative_grades,
-        ),
-        max_grade,
-        list(notes),
-    )
+class StreamedFiles(PairSource):
+    """Two inputs read pair by pair of users (:class:`~receval.records.PairSource`,
+    for :class:`receval.engines.local.Streamed`): two Parquet files, or two
+    tables sorted by user (:func:`sorted_tables`). Merged when sorted, else (or
+    when a batch turns out of order) partitioned by user first."""
+
+    def __init__(
+        self,
+        recs: ParquetInput,
+        truth: ParquetInput,
+        *,
+        graded: bool = True,
+        rows: int | None = None,
+        tmp: str | None = None,
+        negative_grades: str = "error",
+    ) -> None:
+        self.recs, self.truth = recs, truth
+        self.graded, self.rows, self.tmp = graded, rows, tmp
+        self.negative_grades = negative_grades
+
+    @property
+    def max_grade(self) -> float:
+        return self.truth.max_grade() if self.graded else 1.0
+
+    def over_pairs(self, run: Callable[[Iterator[Any], list[str]], Any]) -> Any:
+        """``run(pairs, notes)`` over the pairs of both inputs. An error met
+        while merging is raised once both are known to be sorted (else they
+        are partitioned), so it never comes from a user whose rows were not
+        all read."""
+        recs, truth = self.recs, self.truth
+        mixed = recs.user_kind != truth.user_kind  # strings of numbers: seldom in string order
+        notes = _same_kinds(recs, truth)
+        tmp = self.tmp or os.environ.get("RECEVAL_TMPDIR") or None
+        grades = self.negative_grades
+        if not mixed:
+            try:
+                return run(pairs(recs, truth, rows=self.rows, negative_grades=grades), list(notes))
+            except _NotSorted:
+                pass
+            except (InputError, PolicyError):
+                # raised before all rows of every user were necessarily read
+                if recs.is_sorted() and truth.is_sorted():
+                    raise
+        cut = pairs(
+            recs, truth, rows=self.rows, tmp=tmp, sorted_files=False, negative_grades=grades
+        )
+        return run(cut, list(notes))
 
 
 #: an input opened: the table (or mapping, ...), the columns to read it with,

@@ -136,7 +136,9 @@ class MetricDef:
     * a parameter's ``needs`` / ``at_least``: requirements of one value
       (``precision[denominator=recommended]`` needs ratings input; ERR's
       ``max_grade`` may not be below the largest grade of the truth).
-    * ``by_user``: the per-user kernel of a rating metric.
+    * ``by_user``: the per-user kernel of a rating metric;
+      ``from_error_sums``: its value over all pairs from the exact means of
+      ``|a − p|`` and ``(a − p)²`` (None: it needs every pair at once).
     * ``reads_history``: the kernel reads each user's training items
       (``Batch.history``).
     * ``reads_judged``: the kernel reads which listed items are judged
@@ -149,6 +151,9 @@ class MetricDef:
       :class:`~receval.metrics.kernels.groups.GroupTally`).
     * ``per_item_group``: an aggregate that also has a value within each item
       group (a column of ``Result.item_groups``).
+    * :attr:`per_user_of_item_groups` (told by ``needs`` and ``kind``): a
+      per-user metric of the item groups (awrf, miscalibration), whose values
+      are per user rather than columns of ``Result.item_groups``.
     """
 
     name: str
@@ -178,6 +183,10 @@ class MetricDef:
     of_item_groups: bool = False
     tallies: tuple[str, ...] = ()
     per_item_group: bool = False
+    #: a rating metric over all pairs computed from the exact means of |a − p|
+    #: and (a − p)² (what an engine of parts adds up, e.g. Spark); None: it
+    #: needs every pair at once (r2, the correlations)
+    from_error_sums: Callable[[float, float], float] | None = None
     param_map: Mapping[str, ParamDef] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -185,6 +194,22 @@ class MetricDef:
         for need in self.needs:
             if need not in REQUIREMENTS:  # pragma: no cover - a declaration error
                 raise ValueError(f"{self.name}: unknown requirement {need!r}")
+
+    @property
+    def per_user_of_item_groups(self) -> bool:
+        """Whether this is a per-user metric of the item groups: it needs
+        ``item_groups`` and has a value per user (``kind`` is not
+        ``aggregate``), so its values are per user (intervals, tests, the
+        report's distribution of per-user values), not columns of
+        ``Result.item_groups``.
+
+        Example:
+            >>> REGISTRY["miscalibration"].per_user_of_item_groups
+            True
+            >>> REGISTRY["exposure"].per_user_of_item_groups  # an aggregate
+            False
+        """
+        return "item_groups" in self.needs and self.kind != "aggregate"
 
     def requirements(self, k: int | None, params: Mapping[str, Any]) -> tuple[str, ...]:
         """Everything this metric needs at cut-off ``k`` with these parameters
@@ -1176,6 +1201,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         formula="Σ |a_i − p_i| / n",
         kernel=RK.mae,
         by_user=RK.mae_by_user,
+        from_error_sums=RK.mae_from_means,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -1189,6 +1215,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         formula="Σ (a_i − p_i)² / n",
         kernel=RK.mse,
         by_user=RK.mse_by_user,
+        from_error_sums=RK.mse_from_means,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -1202,6 +1229,7 @@ RATING_DEFS: tuple[MetricDef, ...] = (
         formula="sqrt(Σ (a_i − p_i)² / n)",
         kernel=RK.rmse,
         by_user=RK.rmse_by_user,
+        from_error_sums=RK.rmse_from_means,
         params=(_PER_USER,),
         bounds=(0.0, math.inf),
         higher_is_better=False,

@@ -38,14 +38,17 @@ __all__ = [
     "kendall_by_user",
     "mae",
     "mae_by_user",
+    "mae_from_means",
     "mse",
     "mse_by_user",
+    "mse_from_means",
     "pearson",
     "pearson_by_user",
     "r2",
     "r2_by_user",
     "rmse",
     "rmse_by_user",
+    "rmse_from_means",
     "spearman",
     "spearman_by_user",
 ]
@@ -176,6 +179,40 @@ def rmse(actual: np.ndarray, predicted: np.ndarray) -> float:
         0.5
     """
     return math.sqrt(mse(actual, predicted))
+
+
+def mae_from_means(mean_abs: float, mean_sq: float) -> float:
+    """MAE from the exact means of ``|a − p|`` and ``(a − p)²`` over all pairs,
+    the sums an engine of parts adds up (Spark): the first. Bit for bit
+    :func:`mae` of the same pairs.
+
+    Example:
+        >>> mae_from_means(0.5, 0.25)
+        0.5
+    """
+    return mean_abs
+
+
+def mse_from_means(mean_abs: float, mean_sq: float) -> float:
+    """MSE from the exact means of ``|a − p|`` and ``(a − p)²``: the second
+    (bit for bit :func:`mse`).
+
+    Example:
+        >>> mse_from_means(0.5, 0.25)
+        0.25
+    """
+    return mean_sq
+
+
+def rmse_from_means(mean_abs: float, mean_sq: float) -> float:
+    """RMSE from the exact means of ``|a − p|`` and ``(a − p)²``:
+    ``sqrt(mean_sq)`` (bit for bit :func:`rmse`).
+
+    Example:
+        >>> rmse_from_means(0.5, 0.25)
+        0.5
+    """
+    return math.sqrt(mean_sq)
 
 
 def r2(actual: np.ndarray, predicted: np.ndarray) -> float:
