@@ -1,16 +1,19 @@
 """Comparing systems on the same truth (SPEC §10): :func:`compare`.
 
-Each run is evaluated once with :func:`receval.evaluate`; the per-user values
-of each metric are aligned by user id over the users that every run has a
-value for, and the statistics of :mod:`receval.analysis.stats` are applied to them.
+Each run is evaluated once with :func:`receval.evaluate` (a truth file is
+read once for all of them); the per-user values of each metric are aligned by
+user id over the users that every run has a value for, and the statistics of
+:mod:`receval.analysis.stats` are applied to them. :class:`Comparison` holds
+the result; its renderings live beside it in
+:mod:`receval.analysis.comparison_render`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,36 +21,25 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from receval._progress import Step, silent, steps_of
 from receval._version import __version__
+from receval.analysis import comparison_render as render
 from receval.analysis import stats
-from receval.analysis.formatting import (
-    fmt_p,
-    fmt_value,
-    letters_for,
-    spreadsheet_csv,
-    superscript,
-)
+from receval.analysis.formatting import letters_for
 from receval.errors import InputError, OptionError, ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
-from receval.evaluation.result import Result, clean, latex_escape, markdown_escape
+from receval.evaluation.result import Result
+from receval.io.columns import TRUTH, renamed, resolve
+from receval.io.files import FileInfo, is_parquet
+from receval.io.inputs import FileInput, is_path, opened
+from receval.io.spark_files import is_spark
 from receval.metrics.spec import MetricSpec, parse_metrics
+from receval.records import Columns
 
 __all__ = ["LONG_COLUMNS", "Comparison", "compare", "letters_for"]
 
-_TEST_LABEL = {
-    "t": "paired t-test",
-    "wilcoxon": "Wilcoxon signed-rank test",
-    "randomization": "paired randomization test",
-    "tukey": "randomised Tukey HSD test",
-}
-_CORRECTION_LABEL = {
-    "holm": "Holm",
-    "bonferroni": "Bonferroni",
-    "bh": "Benjamini–Hochberg",
-    "none": "no",
-}
 _PAIR_COLUMNS = [
     "diff",
     "ci_low",
@@ -88,7 +80,9 @@ LONG_COLUMNS = [
 
 @dataclass
 class Comparison:
-    """What :func:`compare` returns.
+    """What :func:`compare` returns: data. Its renderings (``str()``,
+    :meth:`to_markdown`, :meth:`to_latex`, :meth:`to_csv`, :meth:`to_json`,
+    the footnotes) are :mod:`receval.analysis.comparison_render`'s.
 
     Attributes:
         systems: the system names, in the order given.
@@ -177,43 +171,13 @@ class Comparison:
         """One sentence saying what the superscript marks mean (and nothing
         about intervals: :meth:`interval_note` describes those where they are
         shown)."""
-        s = self.settings
-        if s["comparisons"] == 0:
-            if len(self.systems) < 2:
-                why = "one system, nothing to compare with"
-            elif not self.aligned:
-                why = "no per-user metric, so no paired test"
-            else:
-                why = "too few users compared for a test"
-            return f"No significance marks: {why}."
-        corr = _CORRECTION_LABEL[s["correction"]]
-        scope = (
-            f"against the baseline {s['baseline']}" if s["baseline"] is not None else "all pairs"
-        )
-        if s["test"] == "tukey":  # family-wise over each metric's pairs by construction
-            return (
-                f"Superscript letters name the systems a system beats significantly "
-                f"({_TEST_LABEL['tukey']}, {scope}: p-values family-wise over all pairs of "
-                f"systems of each metric, {s['comparisons']} comparisons, α = {s['alpha']})."
-            )
-        return (
-            f"Superscript letters name the systems a system beats significantly "
-            f"({_TEST_LABEL[s['test']]}, {scope}, {corr} correction over "
-            f"{s['comparisons']} comparisons, α = {s['alpha']})."
-        )
+        return render.footnote(self)
 
     def interval_note(self, where: str = "") -> str:
         """What the intervals are, e.g. ``interval_note("in brackets")`` →
         "Intervals in brackets: 95% bootstrap over users (bca, 10000 resamples,
         seed 0)."; empty when none were computed."""
-        s = self.settings
-        if not self.has_intervals:
-            return ""
-        kind = "Poisson bootstrap" if s.get("resampling") == "poisson" else "bootstrap"
-        return (
-            f"Intervals{' ' + where if where else ''}: {s['confidence']:.0%} {kind} over "
-            f"users ({s['ci']}, {s['n_resamples']} resamples, seed {s['seed']})."
-        )
+        return render.interval_note(self, where)
 
     # -- tables ------------------------------------------------------------------
 
@@ -272,6 +236,8 @@ class Comparison:
         frame["users"] = frame["users"].astype("Int64")
         return frame
 
+    # -- renderings (receval.analysis.comparison_render) --------------------------
+
     def to_csv(self, path: str | Path | None = None) -> str:
         """:meth:`to_long` as CSV (p-values in full precision, NaN as an empty
         field, no index); also written to ``path`` when given.
@@ -281,271 +247,37 @@ class Comparison:
         carriage return is written with a leading ``'`` so that no spreadsheet
         runs it as a formula (numbers, negative ones too, are written as
         numbers). :meth:`to_long` keeps the names exact."""
-        text = spreadsheet_csv(self.to_long(), index=False)
-        if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
-        return text
+        return render.csv_text(self, path)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form: settings, systems, every metric's means, intervals,
         comparisons and marks, the users left out, each evaluation's counts."""
-        return clean(
-            {
-                "systems": [{"name": s, "letter": self.letters[s]} for s in self.systems],
-                "settings": self.settings,
-                "metrics": {m: self._metric_dict(m) for m in self.metrics},
-                "missing": {
-                    s: {str(k): v for k, v in row.items()}
-                    for s, row in self.missing.to_dict(orient="index").items()
-                },
-                "evaluations": {s: r.to_dict() for s, r in self.results.items()},
-                **(
-                    {"omnibus": self.omnibus.reset_index().to_dict(orient="records")}
-                    if self.omnibus is not None
-                    else {}
-                ),
-                **(
-                    {
-                        "by_group": [
-                            {
-                                "grouping": g,
-                                "group": v,
-                                "metrics": {m: sub._metric_dict(m) for m in sub.metrics},
-                            }
-                            for (g, v), sub in self.by_group.items()
-                        ]
-                    }
-                    if self.by_group
-                    else {}
-                ),
-                "version": self.version,
-            }
-        )
-
-    def _metric_dict(self, m: str) -> dict[str, Any]:
-        sub = self.table.loc[m]
-        per_user = self.is_per_user(m)
-        return {
-            "kind": "ranking" if per_user else "aggregate",
-            "higher_is_better": bool(sub["higher_is_better"].iloc[0]),
-            "users": int(sub["users"].iloc[0]) if per_user else None,
-            "systems": {
-                name: {
-                    "mean": float(sub.loc[name, "mean"]),
-                    "ci": [float(sub.loc[name, "ci_low"]), float(sub.loc[name, "ci_high"])],
-                    "wins": str(sub.loc[name, "wins"]),
-                    "beats": list(sub.loc[name, "beats"]),
-                }
-                for name in self.systems
-            },
-            "comparisons": [
-                {
-                    "system": a,
-                    "versus": b,
-                    "diff": float(r["diff"]),
-                    "ci": [float(r["ci_low"]), float(r["ci_high"])],
-                    "statistic": float(r["statistic"]),
-                    "p_value": float(r["p_value"]),
-                    "p_adjusted": float(r["p_adjusted"]),
-                    "effect_size": float(r["effect_size"]),
-                    "effect_ci": [float(r["effect_ci_low"]), float(r["effect_ci_high"])],
-                    "significant": bool(r["significant"]),
-                    "winner": r["winner"],
-                }
-                for (a, b), r in self.compared_pairs(m).iterrows()
-            ],
-        }
+        return render.json_ready(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text (NaN and infinities written as null)."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
-
-    # -- text renderings ---------------------------------------------------------
-
-    def _cells(self, system: str, digits: int, mark: Any, bold: Any) -> list[str]:
-        """The leaderboard cells of one system: value (bold when best) + marks."""
-        cells = []
-        for m in self.metrics:
-            r = self.table.loc[(m, system)]
-            value = fmt_value(r["mean"], digits)
-            if bold is not None and system in self.best(m):
-                value = bold(value)
-            wins = str(r["wins"])
-            cells.append(value + (mark(wins) if wins else ""))
-        return cells
+        return render.json_text(self, indent)
 
     def to_markdown(self, digits: int = 4) -> str:
         """Markdown: the leaderboard with superscript marks (``<sup>``) and their
         footnote, then per metric the means (with intervals when computed) and
         every comparison, then the users left out."""
-        esc = markdown_escape
-        lines = ["| | system | " + " | ".join(esc(m) for m in self.metrics) + " |"]
-        lines.append("|---|---|" + "---:|" * len(self.metrics))
-        for name in self.systems:
-            cells = self._cells(name, digits, lambda w: f"<sup>{w}</sup>", lambda v: f"**{v}**")
-            lines.append(f"| {self.letters[name]} | {esc(name)} | " + " | ".join(cells) + " |")
-        lines += ["", esc(self.footnote()), ""]
-        if self.has_intervals and self.aligned:
-            lines += [self.interval_note("in the tables below"), ""]
-        for m in self.metrics:
-            lines += self._markdown_metric(m, digits)
-        lines += self._missing_lines(esc)
-        return "\n".join(lines).rstrip("\n") + "\n"
-
-    def _markdown_metric(self, m: str, digits: int) -> list[str]:
-        esc = markdown_escape
-        sub = self.table.loc[m]
-        hib = bool(sub["higher_is_better"].iloc[0])
-        direction = "higher is better" if hib else "lower is better"
-        if not self.is_per_user(m):
-            return [
-                f"### {esc(m)}",
-                "",
-                f"Aggregate metric ({direction}): no per-user values, no test.",
-                "",
-            ]
-        ci = self.has_intervals
-        conf = f"{self.settings['confidence']:.0%}"
-        lines = [
-            f"### {esc(m)}",
-            "",
-            f"{int(sub['users'].iloc[0])} users compared; {direction}.",
-            "",
-        ]
-        lines += [
-            "| system | mean |" + (f" {conf} CI |" if ci else ""),
-            "|---|---:|" + ("---|" if ci else ""),
-        ]
-        for name in self.systems:
-            r = sub.loc[name]
-            interval = f" {_interval_text(r, digits)} |" if ci else ""
-            lines.append(
-                f"| {self.letters[name]} {esc(name)} | {fmt_value(r['mean'], digits)} |{interval}"
-            )
-        pairs = self.compared_pairs(m)
-        if len(pairs):
-            corr = self.settings["correction"]
-            lines += [
-                "",
-                "| comparison | Δ mean |"
-                + (f" {conf} CI of Δ |" if ci else "")
-                + f" statistic | p | p ({corr}) | d |",
-                "|---|---:|" + ("---|" if ci else "") + "---:|---:|---:|---:|",
-            ]
-            for (a, b), r in pairs.iterrows():
-                star = " *" if r["significant"] else ""
-                interval = f" {_interval_text(r, digits)} |" if ci else ""
-                lines.append(
-                    f"| {esc(a)} − {esc(b)} | {float(r['diff']):+.{digits}f} |{interval} "
-                    f"{fmt_value(r['statistic'], 3)} | {fmt_p(r['p_value'])} | "
-                    f"{fmt_p(r['p_adjusted'])}{star} | {fmt_value(r['effect_size'], 3)} |"
-                )
-        return [*lines, ""]
-
-    def _missing_lines(self, esc: Callable[[str], str] = str) -> list[str]:
-        """The users left out, one list item per system (``esc`` renders a name)."""
-        out = []
-        for name in self.systems:
-            row = self.missing.loc[name]
-            parts = []
-            if row["no_recommendations"]:
-                parts.append(
-                    f"{int(row['no_recommendations'])} users without recommendations "
-                    f"(counted as {row['counted_as']})"
-                )
-            for m in self.aligned:
-                if row[m]:
-                    parts.append(f"{int(row[m])} users without a value for {m} (left out)")
-            if parts:
-                out.append(f"- {esc(name)}: " + "; ".join(parts))
-        return (["Users:", "", *out, ""]) if out else []
+        return render.markdown(self, digits)
 
     def to_latex(self, digits: int = 4, details: bool = False) -> str:
         """A LaTeX ``tabular`` (booktabs) of the leaderboard: best value in bold,
         ``\\textsuperscript`` letters for significant wins, the footnote as a
         comment; with ``details`` one more tabular per per-user metric with
         every comparison."""
-        esc = latex_escape
-        lines = [
-            rf"\begin{{tabular}}{{ll{'r' * len(self.metrics)}}}",
-            r"\toprule",
-            " & system & " + " & ".join(esc(m) for m in self.metrics) + r" \\",
-            r"\midrule",
-        ]
-        for name in self.systems:
-            cells = self._cells(
-                name, digits, lambda w: rf"\textsuperscript{{{w}}}", lambda v: rf"\textbf{{{v}}}"
-            )
-            lines.append(f"({self.letters[name]}) & {esc(name)} & " + " & ".join(cells) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}", "% " + self.footnote()]
-        if details:
-            for m in self.metrics:
-                lines += self._latex_pairs(m, digits)
-        return "\n".join(lines) + "\n"
-
-    def _latex_pairs(self, m: str, digits: int) -> list[str]:
-        pairs = self.compared_pairs(m)
-        if not len(pairs):
-            return []
-        esc = latex_escape
-        ci = self.has_intervals
-        corr = self.settings["correction"]
-        lines = [
-            "",
-            rf"\begin{{tabular}}{{lr{'r' if ci else ''}rrr}}",
-            r"\toprule",
-            rf"{esc(m)} & $\Delta$ & "
-            + (r"CI of $\Delta$ & " if ci else "")
-            + rf"$p$ & $p$ ({esc(corr)}) & $d$ \\",
-            r"\midrule",
-        ]
-        for (a, b), r in pairs.iterrows():
-            lines.append(
-                f"{esc(a)} -- {esc(b)} & {float(r['diff']):+.{digits}f} & "
-                + (f"{_interval_text(r, digits)} & " if ci else "")
-                + f"{fmt_p(r['p_value'])} & {fmt_p(r['p_adjusted'])} & "
-                f"{fmt_value(r['effect_size'], 3)} \\\\"
-            )
-        lines += [r"\bottomrule", r"\end{tabular}"]
-        if ci:
-            lines.append("% " + self.interval_note())
-        return lines
+        return render.latex(self, digits, details)
 
     def __str__(self) -> str:
-        out = self._table_lines()
-        out += ["", self.footnote()]
-        out += [line for line in self._missing_lines() if line.startswith("- ")]
-        for (g, v), sub in (self.by_group or {}).items():
-            users = sub.results[sub.systems[0]].counts.get("users_evaluated", "?")
-            out += ["", f"{g} = {v} ({users} users):", *sub._table_lines()]
-        if self.by_group:
-            out += ["", "Each group is compared alone: its own tests and correction."]
-        return "\n".join(out)
-
-    def _table_lines(self) -> list[str]:
-        rows = [["", "system", *self.metrics]]
-        for name in self.systems:
-            cells = self._cells(name, 4, superscript, None)
-            rows.append([self.letters[name], name, *cells])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        out = []
-        for j, r in enumerate(rows):
-            out.append(
-                "  ".join(
-                    c.ljust(w) if i < 2 else c.rjust(w)
-                    for i, (c, w) in enumerate(zip(r, widths, strict=True))
-                ).rstrip()
-            )
-            if j == 0:
-                out.append("-" * len(out[0]))
-        return out
+        """The console text: the leaderboard with superscript letters, its
+        footnote, the users left out, then one leaderboard per user group."""
+        return render.text(self)
 
     def __repr__(self) -> str:
         return f"Comparison(systems={self.systems!r}, metrics={self.metrics!r})"
-
-
-def _interval_text(row: pd.Series, digits: int) -> str:
-    return f"[{fmt_value(row['ci_low'], digits)}, {fmt_value(row['ci_high'], digits)}]"
 
 
 # -- compare ---------------------------------------------------------------------------
@@ -585,7 +317,10 @@ def compare(
             :class:`~receval.Result` holding the metrics). Systems are
             lettered a, b, c, … in this order. One system is allowed: its
             means and intervals, and no test.
-        truth: the truth, as for :func:`receval.evaluate`.
+        truth: the truth, as for :func:`receval.evaluate`. A file is read
+            once for all the runs (not once per run; a pipe works too), with
+            the numbers and errors of reading it in each evaluation; a
+            Parquet file is opened by each (it streams beside Parquet runs).
         metrics: metric strings, as for :func:`receval.evaluate`.
         baseline: compare every system with this one; None: all pairs.
         test: ``t`` (paired t-test), ``wilcoxon`` (signed-rank),
@@ -644,66 +379,22 @@ def compare(
     settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
     user_groups = evaluate_kwargs.pop("user_groups", None)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="compare")
-    step = silent
-    if isinstance(inputs.get("progress"), bool):  # True: the steps on stderr
-        step = steps_of(inputs["progress"], "compare")
-        inputs = {**inputs, "progress": None}
+    step, inputs = _steps(inputs)
     specs = parse_metrics(metrics, opts.metric_defaults)
     names = list(dict.fromkeys(str(s) for s in specs))
-    per_user = [str(s) for s in specs if s.definition.kind != "aggregate"]
     hib = {str(s): s.definition.higher_is_better for s in specs}
     grouped = inputs if user_groups is None else {**inputs, "user_groups": user_groups}
     results = _evaluate_runs(runs, truth, specs, opts, grouped, step)
-    metrics_compared = list(dict.fromkeys(per_user))
-    pair_list = _pair_list(systems, settings["baseline"])
+    per_user = list(dict.fromkeys(str(s) for s in specs if s.definition.kind != "aggregate"))
     on_spark = _on_spark(results)
     settings["resampling"] = _resampling(resampling, on_spark, settings["test"])
-    if settings["resampling"] == "poisson":
-        from receval.analysis import resampling as rs
-
-        layout = rs.layout_of(metrics_compared, systems, pair_list, settings)
-        with step(f"Poisson bootstrap and sign flips ({settings['n_resamples']} resamples)"):
-            if on_spark:
-                from receval.analysis.spark_compare import passes
-
-                first, second, aligned = passes(layout, results)
-            else:
-                aligned, _ = _align(results, systems, metrics_compared)
-                first, second = _local_passes(layout, results)
-        found = rs.finish(layout, first, second, alpha, settings["test"])
-        missing = {
-            s: {m: first.missing[j][i] for j, m in enumerate(metrics_compared)}
-            for i, s in enumerate(systems)
-        }
-        users = dict(zip(metrics_compared, first.compared, strict=True))
-        units = _units(metrics_compared, systems, pair_list)
-        outputs = [found[(u.metric, u.systems)] for u in units]
-    else:
-        aligned, missing = _align(results, systems, metrics_compared)
-        users = {m: len(frame) for m, frame in aligned.items()}
-        units = _units(metrics_compared, systems, pair_list)
-        outputs = _run_units(units, aligned, settings, n_jobs, step)
-    done = list(zip(units, outputs, strict=True))
-    pairs = _pairs_frame(
-        [(u, out) for u, out in done if u.kind == "pair"],
-        settings["correction"],
-        alpha,
-        hib,
-    )
-    means = {(u.metric, u.systems[0]): out for u, out in done if u.kind == "mean"}
+    tested = _tested(results, systems, per_user, settings, on_spark, n_jobs, step)
+    pairs = _pairs_frame(tested.of_pairs(), settings["correction"], alpha, hib)
     letters = dict(zip(systems, letters_for(len(systems)), strict=True))
-    table = _table_frame(names, systems, letters, results, users, means, pairs, hib)
-    settings["comparisons"] = int(pairs["p_value"].notna().sum())
-    settings["family"] = (
-        "all pairs of systems of each metric"
-        if settings["test"] == "tukey"
-        else "all comparisons of all metrics"
-    )
-    omnibus = None if on_spark or len(systems) < 3 else _omnibus(aligned, systems)
-    settings["evaluate"] = {
-        **{k: v for k, v in opts.to_dict().items() if v is not None},
-        **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
-    }
+    table = _table_frame(names, systems, letters, results, tested.users, tested.means(), pairs, hib)
+    settings |= _family(pairs, settings["test"])
+    omnibus = None if on_spark or len(systems) < 3 else _omnibus(tested.aligned, systems)
+    settings["evaluate"] = _evaluated_with(opts, inputs)
     by_group = None
     if user_groups is not None:
         settings["evaluate"]["user_groups"] = True
@@ -716,13 +407,123 @@ def compare(
         metrics=names,
         table=table,
         pairs=pairs,
-        missing=_missing_frame(systems, results, missing),
+        missing=_missing_frame(systems, results, tested.missing),
         settings=settings,
         results=results,
-        aligned=aligned,
+        aligned=tested.aligned,
         omnibus=omnibus,
         by_group=by_group,
     )
+
+
+def _steps(inputs: dict[str, Any]) -> tuple[Step, dict[str, Any]]:
+    """The steps of ``progress=True`` (a line on stderr as each starts, its
+    time as it ends; the evaluations then report no rows of their own) and
+    the inputs handed to the evaluations; any other ``progress`` (a function
+    of the rows, None) is the evaluations' own, and the steps are silent."""
+    if isinstance(inputs.get("progress"), bool):  # True: the steps on stderr
+        return steps_of(inputs["progress"], "compare"), {**inputs, "progress": None}
+    return silent, inputs
+
+
+@dataclass
+class _Tested:
+    """The numbers of a comparison's units of work (:func:`_units`), and what
+    they were computed over: per per-user metric, the users × systems frame of
+    the users compared (``aligned``) and their number (``users``), and per
+    system the users it lacked a value for while another run had one
+    (``missing``)."""
+
+    aligned: dict[str, pd.DataFrame]
+    missing: dict[str, dict[str, int]]
+    users: dict[str, int]
+    done: list[tuple[_Unit, dict[str, float]]]
+
+    def of_pairs(self) -> list[tuple[_Unit, dict[str, float]]]:
+        """Each pair's unit and numbers (difference, interval, test, effect size)."""
+        return [(u, out) for u, out in self.done if u.kind == "pair"]
+
+    def means(self) -> dict[tuple[str, str], dict[str, float]]:
+        """(metric, system) → its mean and interval."""
+        return {(u.metric, u.systems[0]): out for u, out in self.done if u.kind == "mean"}
+
+
+def _tested(
+    results: Mapping[str, Result],
+    systems: Sequence[str],
+    metrics: Sequence[str],
+    settings: Mapping[str, Any],
+    on_spark: bool,
+    n_jobs: int,
+    step: Step,
+) -> _Tested:
+    """Every unit of work of the per-user ``metrics`` (each system's mean,
+    each pair's test), resampled as ``settings["resampling"]`` says: by index
+    in this process (:func:`_run_units`), or the Poisson bootstrap
+    (:func:`_poisson_tested`)."""
+    pair_list = _pair_list(systems, settings["baseline"])
+    units = _units(metrics, systems, pair_list)
+    if settings["resampling"] == "poisson":
+        return _poisson_tested(
+            results, systems, metrics, pair_list, units, settings, on_spark, step
+        )
+    aligned, missing = _align(results, systems, metrics)
+    users = {m: len(frame) for m, frame in aligned.items()}
+    outputs = _run_units(units, aligned, settings, n_jobs, step)
+    return _Tested(aligned, missing, users, list(zip(units, outputs, strict=True)))
+
+
+def _poisson_tested(
+    results: Mapping[str, Result],
+    systems: Sequence[str],
+    metrics: Sequence[str],
+    pair_list: Sequence[tuple[str, str]],
+    units: Sequence[_Unit],
+    settings: Mapping[str, Any],
+    on_spark: bool,
+    step: Step,
+) -> _Tested:
+    """The units' numbers from :mod:`receval.analysis.resampling`'s two
+    passes over the users (on Spark: over its partitions, never collected),
+    with resamples and sign flips seeded per user."""
+    from receval.analysis import resampling as rs
+
+    layout = rs.layout_of(metrics, systems, pair_list, settings)
+    with step(f"Poisson bootstrap and sign flips ({settings['n_resamples']} resamples)"):
+        if on_spark:
+            from receval.analysis.spark_compare import passes
+
+            first, second, aligned = passes(layout, results)
+        else:
+            aligned, _ = _align(results, systems, metrics)
+            first, second = _local_passes(layout, results)
+    found = rs.finish(layout, first, second, settings["alpha"], settings["test"])
+    missing = {
+        s: {m: first.missing[j][i] for j, m in enumerate(metrics)} for i, s in enumerate(systems)
+    }
+    users = dict(zip(metrics, first.compared, strict=True))
+    done = [(u, found[(u.metric, u.systems)]) for u in units]
+    return _Tested(aligned, missing, users, done)
+
+
+def _family(pairs: pd.DataFrame, test: str) -> dict[str, Any]:
+    """The settings that say what was corrected together: the number of
+    comparisons with a p-value, and their family."""
+    return {
+        "comparisons": int(pairs["p_value"].notna().sum()),
+        "family": "all pairs of systems of each metric"
+        if test == "tukey"
+        else "all comparisons of all metrics",
+    }
+
+
+def _evaluated_with(opts: EvalOptions, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings["evaluate"]``: the evaluation options set, and ``True`` for
+    each input given (``train``, ``catalog``, ...)."""
+    return {
+        **{k: v for k, v in opts.to_dict().items() if v is not None},
+        **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
+    }
 
 
 def _by_group(
@@ -839,6 +640,7 @@ def _evaluate_runs(
     from receval.evaluation.api import evaluate
 
     names = [str(s) for s in specs]
+    shared = _SharedTruth(truth, runs.values(), opts.columns())
     out: dict[str, Result] = {}
     for name, run in runs.items():
         if isinstance(run, Result):
@@ -850,15 +652,115 @@ def _evaluate_runs(
                 )
             _same_options(name, run, opts)
             out[name] = run
-        else:
-            try:
-                with step(f"evaluating {name}"):
-                    out[name] = evaluate(run, truth, specs, options=opts, **inputs)
-            except InputError as exc:  # say which run: "recommendations of 'b', row 3"
-                if exc.source != "recommendations":
-                    raise
-                raise exc.located(source=run_source(name)) from None
+            continue
+        try:
+            with step(f"evaluating {name}"):
+                given = shared.for_run(run)
+                out[name] = evaluate(run, given, specs, options=opts, **inputs)
+        except InputError as exc:  # say which run: "recommendations of 'b', row 3"
+            about_truth = shared.located(exc, run)
+            if about_truth is not None:  # a row of the truth read once: its file and line
+                raise about_truth from None
+            if exc.source != "recommendations":
+                raise
+            raise exc.located(source=run_source(name)) from None
     return out
+
+
+class _SharedTruth:
+    """The truth of a comparison, read once for all its runs rather than once
+    per evaluation (a pipe can be read only once, and a large text file is
+    parsed once).
+
+    A truth file that at least two runs evaluate in this process is opened by
+    :func:`receval.io.inputs.opened` — as :func:`receval.evaluate` opens it,
+    with the evaluation's columns — when the first of them is evaluated, and
+    that table is handed to each of them; an error about one of its rows
+    names the file and its line (:meth:`FileInfo.locate`), as it did. The
+    numbers, notes, recorded columns and errors are those of reading the file
+    in each evaluation. The truth is handed down as given:
+
+    * when it is no file (a table, a mapping), or one run at most reads it;
+    * to a run on Spark (Spark reads the file);
+    * when it is a Parquet file: it streams alongside Parquet runs in chunks
+      of users (bounded memory) and its columns are read from the file itself;
+    * when opening a regular file fails: each evaluation then reports the
+      error where it did (a pipe's error is raised at once: it cannot be
+      read again);
+    * when the table could not be read under the evaluation's column names
+      exactly as the file is (:func:`_readable_alike`).
+    """
+
+    def __init__(self, truth: Any, runs: Iterable[Any], cols: Columns) -> None:
+        self.given = truth
+        self.cols = cols
+        self.info: FileInfo | None = None
+        self._table: Any = None
+        readers = sum(1 for run in runs if self._reads_table(run))
+        fmt = truth.format if isinstance(truth, FileInput) else "auto"
+        self._open = is_path(truth) and not is_parquet(truth, fmt) and readers >= 2
+
+    @staticmethod
+    def _reads_table(run: Any) -> bool:
+        """Whether the run is evaluated in this process from its lists."""
+        return not isinstance(run, Result) and not is_spark(run)
+
+    def for_run(self, run: Any) -> Any:
+        """The truth to evaluate ``run`` with: the table read once, or as given."""
+        if not self._reads_table(run):
+            return self.given
+        if self._open:
+            self._open = False
+            self._read()
+        return self.given if self._table is None else self._table
+
+    def located(self, exc: InputError, run: Any) -> InputError | None:
+        """``exc`` naming the truth file (and the line of its row) when it is
+        about the table read once that ``run`` was handed; None otherwise."""
+        if exc.source != "truth" or self.info is None or not self._reads_table(run):
+            return None
+        return self.info.locate(exc)
+
+    def _read(self) -> None:
+        """Open the file (once); on a failure a regular file is handed down."""
+        path = os.fspath(self.given)
+        try:
+            table, _, info = opened(self.given, "truth", self.cols)
+        except ReceValError:
+            if _is_pipe(path):  # read once, as it came: not again by each evaluation
+                raise
+            return  # each evaluation reads it and says what is wrong, where it did
+        table = _readable_alike(table, self.cols)
+        if table is not None:
+            self._table, self.info = table, info
+
+
+def _is_pipe(path: str) -> bool:
+    """Whether ``path`` is read once, as it comes: ``-`` (the standard
+    input), ``<(...)``, a named pipe (anything there but a file or a folder)."""
+    p = Path(path)
+    return path == "-" or (p.exists() and not p.is_file() and not p.is_dir())
+
+
+def _readable_alike(table: pa.Table, cols: Columns) -> pa.Table | None:
+    """A truth table as :func:`receval.io.inputs.opened` gives it (columns
+    named by their roles, each remembering the file's name), made readable
+    under the evaluation's column names ``cols`` exactly as under
+    ``Columns()`` (how an evaluation reads a file it opened): a role whose
+    column ``cols`` names (``user_col="uid"``, ``truth_user_col=``, ...) is
+    renamed to that name, remembering its origin. None when the two readings
+    would differ."""
+    given = cols.for_truth()
+    names = {r: getattr(given, r) for r in TRUTH[0] if r in table.column_names}
+    names = {r: n for r, n in names.items() if n is not None and n != r}
+    out = renamed(table, {n: r for r, n in names.items()}) if names else table
+    try:
+        before = resolve(table.column_names, Columns(), TRUTH, "truth")
+        after = resolve(out.column_names, cols, TRUTH, "truth")
+    except InputError:
+        return None
+    alike = before == {r: r for r in before} and after == {r: names.get(r, r) for r in before}
+    return out if alike else None
 
 
 def run_source(name: str) -> str:

@@ -659,12 +659,12 @@ def _item_groups(cmp: Comparison, figures: Sequence[_Figure]) -> str:
             f"<tr><td class='name'>{escape(str(key[1]))}</td><td>{int(first.loc[key, 'items'])}"
             f"</td><td>{fmt_value(first.loc[key, 'catalog_share'])}</td>{cells}</tr>"
         )
-    calibration = [m for m in cmp.metrics if parse_metric(m).name == "miscalibration"]
+    per_user = [m for m in cmp.metrics if parse_metric(m).definition.per_user_of_item_groups]
     note = (
         "Columns: each system's value (by letter). The per-user distribution of "
-        + ", ".join(calibration)
-        + " is under 'Distribution of per-user values'."
-        if calibration
+        + ", ".join(per_user)
+        + f" {'is' if len(per_user) == 1 else 'are'} under 'Distribution of per-user values'."
+        if per_user
         else "Columns: each system's value (by letter)."
     )
     return (
