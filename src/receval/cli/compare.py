@@ -41,6 +41,7 @@ from receval.cli.flags import (
 from receval.cli.inputs import (
     ITEM_ROLES,
     REPORT_SUFFIXES,
+    file_notes,
     input_files,
     item_files,
     item_inputs,
@@ -129,6 +130,17 @@ def _note_runs(cmp: Any, files: Mapping[str, Path], truth: Path, quiet: bool) ->
             note_columns(res, paths, quiet)
 
 
+def _png_folder(png: Path | None) -> None:
+    """``report --png``: a folder (or nothing yet), not a file."""
+    if png is not None and png.exists() and not png.is_dir():
+        from receval.errors import OutputError
+
+        raise OutputError(
+            f"cannot write charts into --png {png}: it is a file, not a folder; give a folder",
+            path=str(png),
+        )
+
+
 def _tests(
     baseline: str | None,
     test: str,
@@ -197,15 +209,16 @@ def compare(
     metrics = metric_strings(metric, k)
     mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
     items = item_files(train, catalog, item_features, popular, item_groups)
-    given = _runs_and_items(
-        truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
-    )
-    settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
-    with status("reading and comparing", quiet):
-        result = _located(
-            given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+    with file_notes(quiet):  # what each file was read as, once it is all read
+        given = _runs_and_items(
+            truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
         )
-    _note_runs(result, given.files, truth, quiet)
+        settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
+        with status("reading and comparing", quiet):
+            result = _located(
+                given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+            )
+        _note_runs(result, given.files, truth, quiet)
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
         show_out(result.to_csv(), output)
     else:
@@ -275,23 +288,18 @@ def report(
     html = dict.fromkeys(REPORT_SUFFIXES, "html")
     suffix_format("out", out_path, html, "the report is an HTML page")
     items = item_files(train, catalog, item_features, popular, item_groups)
-    given = _runs_and_items(
-        truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
-    )
-    if png is not None and png.exists() and not png.is_dir():
-        from receval.errors import OutputError
-
-        raise OutputError(
-            f"cannot write charts into --png {png}: it is a file, not a folder; give a folder",
-            path=str(png),
+    with file_notes(quiet):  # what each file was read as, once it is all read
+        given = _runs_and_items(
+            truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet
         )
-    # everything is computed first; the files are written only at the end, each whole
-    settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
-    with status("reading and computing the report", quiet):
-        rep = _located(
-            given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
-        )
-    _note_runs(rep.comparison, given.files, truth, quiet)
+        _png_folder(png)
+        # everything is computed first; the files are written only at the end, each whole
+        settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
+        with status("reading and computing the report", quiet):
+            rep = _located(
+                given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+            )
+        _note_runs(rep.comparison, given.files, truth, quiet)
     with status("writing the report", quiet):
         if png is not None:
             rep.save_images(png)

@@ -8,6 +8,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -237,11 +238,69 @@ def item_inputs(
     return extra
 
 
+class _FileNotes:
+    """The notes of one command's input files, gathered in the order found,
+    each line once (:func:`file_notes`)."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, None] = {}  # a dict: ordered, and each line once
+
+    def file(self, info: Any) -> None:
+        """What the reader noted about a file it read (its ``FileInfo``)."""
+        for message in info.messages:
+            self.add(f"{info.path}: {message}")
+
+    def add(self, line: str) -> None:
+        self.lines.setdefault(line)
+
+
+#: the notes being gathered (:func:`file_notes`); None: a note is printed at once
+_NOTES: ContextVar[_FileNotes | None] = ContextVar("receval_cli_notes", default=None)
+
+
+@contextlib.contextmanager
+def file_notes(quiet: bool) -> Iterator[None]:
+    """Say what each input file of the command was read as, once the block
+    has read them: the notes of every file the library opens in it
+    (:func:`receval.io.inputs.files_read`: ``PATH: using column uid as
+    user``, ``PATH: item lists expanded to one row per item, ...``), the
+    recommendations, the truth, ``--train``, ``--catalog``,
+    ``--item-features``, ``--popular``, ``--item-groups`` and
+    ``--user-groups`` alike, with those of :func:`note_columns` and
+    :func:`without_seen`, go to stderr at its end, each line once (a file
+    opened twice is noted once). Nothing with ``--quiet``; nothing when the
+    block fails (its error is what is said)."""
+    if quiet:
+        yield
+        return
+    from receval.io.inputs import files_read
+
+    notes = _FileNotes()
+    token = _NOTES.set(notes)
+    try:
+        with files_read(notes.file):
+            yield
+    finally:
+        _NOTES.reset(token)
+    for line in notes.lines:
+        note_line(line)
+
+
+def _say(line: str) -> None:
+    """A note about the inputs: gathered by :func:`file_notes`, else printed now."""
+    notes = _NOTES.get()
+    if notes is None:
+        note_line(line)
+    else:
+        notes.add(line)
+
+
 def as_read(given: Any, role: str, cols: Any) -> Any:
     """``given`` opened by the one way in (:func:`receval.io.inputs.opened`),
-    as a pandas DataFrame with the file's own column names: what a function
-    that takes tables only (``remove_seen``, ``check``) reads as the library
-    would, the column options applying to it as to the file."""
+    as a pandas DataFrame with the file's own column names: an input read
+    once here and handed down twice (``--remove-seen``'s ``--train``: to
+    :func:`receval.workflow.checks.remove_seen`, then as ``train=``), the
+    column options applying to it as to the file."""
     from receval.io.inputs import opened
 
     table, _, info = opened(given, role, cols)
@@ -303,33 +362,38 @@ def seen_in(train: Any, options: EvalOptions) -> Any:
 def without_seen(
     recs: Any, train: Any, name: str, options: EvalOptions, quiet: bool
 ) -> tuple[Any, int]:
-    """``recs`` (opened: :func:`as_read`) without the items the user has in
-    ``train`` (:func:`receval.workflow.checks.remove_seen`), and how many rows went."""
+    """``recs`` (a file: opened by :func:`receval.workflow.checks.remove_seen`,
+    the table it holds under its own column names) without the items the user
+    has in ``train``, and how many rows went."""
     from receval.workflow.checks import remove_seen
 
     kept = remove_seen(
-        as_read(recs, "recommendations", options.columns()),
+        recs,
         train,
         user_col=options.user_col,
         item_col=options.item_col,
         rank_col=options.rank_col,
+        score_col=options.score_col,
     )
     removed = int(kept.attrs["removed"])
     if not quiet:
-        note_line(f"{name}: {removed} recommendation rows seen in --train removed")
+        _say(f"{name}: {removed} recommendation rows seen in --train removed")
     return kept, removed
 
 
 def note_columns(result: Any, paths: Mapping[str, Any], quiet: bool) -> None:
     """Say which column of each file (``paths``: role -> file) the library
-    read for a role under another name (``Result.parameters["columns"]``)."""
+    read for a role under another name (``Result.parameters["columns"]``):
+    a file the library streamed (Parquet) is not opened by
+    :func:`receval.io.inputs.opened`, so :func:`file_notes` has no note of it;
+    one it read whole has the same line, said once."""
     if quiet:
         return
     found = result.parameters.get("columns", {})
     for role, path in paths.items():
         for read_as, column in found.get(role, {}).items():
             if column != read_as:
-                note_line(f"{path}: using column {column} as {read_as}")
+                _say(f"{path}: using column {column} as {read_as}")
 
 
 def _format_of(path: str | Path, fmt: Format) -> str:

@@ -12,7 +12,7 @@ import typer
 
 from receval.cli._base import Format, command, note_line, show_out
 from receval.cli.flags import LOG_FLAGS, FormatOpt, Quiet, Seed, SepOpt, with_options
-from receval.cli.inputs import as_read, one_of, path_input, status
+from receval.cli.inputs import one_of, path_input, status
 from receval.errors import (
     InputError,
     OptionError,
@@ -249,12 +249,11 @@ def check(
     if recs is None and train is None and test is None:
         raise ReceValError("check needs at least one of --recs, --train, --test")
     files = {"train": train, "test": test, "recommendations": recs}
-    lists = None if recs is None else path_input(recs, fmt, sep)
     with status("reading and checking", quiet), _naming(files):
-        report_ = run(  # it takes tables: the files are opened by receval.io
+        report_ = run(  # the recommendations opened by the library, as evaluate opens them
             train=_log(train, fmt, sep, options),
             test=_log(test, fmt, sep, options),
-            recs=None if lists is None else as_read(lists, "recommendations", options.columns()),
+            recs=None if recs is None else path_input(recs, fmt, sep),
             k=k,
             chronological=chronological,
             options=options,

@@ -9,6 +9,11 @@ readers, the sampled evaluation) call :func:`opened` first, so a path works
 wherever a table does, with the same columns, ids and errors (naming the
 file and its line).
 
+The library says nothing about the files it reads (no line on stderr); what
+the reader noted about each (:attr:`~receval.io.files.FileInfo.messages`:
+``using column uid as user``, ``item lists expanded ...``) goes to whoever
+asks, with :func:`files_read`: the command line prints those notes.
+
 Example:
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"uid": [1], "item": [2]})
@@ -18,17 +23,22 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from receval.errors import InputError
 from receval.records import Columns
 
-__all__ = ["FileInput", "is_path", "opened", "read_located"]
+__all__ = ["FileInput", "files_read", "is_path", "opened", "read_located"]
 
 T = TypeVar("T")
+
+#: who is told of each file :func:`opened` reads (:func:`files_read`); None: nobody
+_WATCHER: ContextVar[Callable[[Any], None] | None] = ContextVar("receval_files_read", default=None)
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,37 @@ def opened(obj: Any, role: str, cols: Columns) -> tuple[Any, Columns, Any]:
         table, info = read_file(obj.path, role=role, fmt=obj.format, sep=obj.sep, cols=cols)
     else:
         table, info = read_file(obj, role=role, cols=cols)
+    watcher = _WATCHER.get()
+    if watcher is not None:
+        watcher(info)
     return table, Columns(), info
+
+
+@contextlib.contextmanager
+def files_read(note: Callable[[Any], None]) -> Iterator[None]:
+    """Within the block, ``note(info)`` is called with the
+    :class:`~receval.io.files.FileInfo` of each file :func:`opened` reads, in
+    the order read (a file opened twice, twice): its path, format, the columns
+    read for each role and the reader's notes (``info.messages``). How the
+    command line says, once per file, what each of its input files was read
+    as; the library itself prints nothing.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> seen = []
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = pathlib.Path(d, "train.csv")
+        ...     _ = path.write_text("uid,item\\n1,2\\n")
+        ...     with files_read(seen.append):
+        ...         _ = opened(path, "train", Columns())
+        >>> seen[0].messages
+        ['using column uid as user']
+    """
+    token = _WATCHER.set(note)
+    try:
+        yield
+    finally:
+        _WATCHER.reset(token)
 
 
 def read_located(obj: Any, role: str, cols: Columns, read: Callable[[Any, Columns, str], T]) -> T:

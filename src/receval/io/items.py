@@ -1,5 +1,10 @@
 """Reading the item-side inputs (``train=``, ``catalog=``, ``item_features=``,
-``popular=``, ``item_groups=``) into an :class:`~receval.metrics.context.ItemContext`."""
+``popular=``, ``item_groups=``) into an :class:`~receval.metrics.context.ItemContext`.
+
+Each is a table, a mapping, ... or the path of a file, opened by the one way
+in (:func:`receval.io.inputs.read_located`): an error about a row of a file
+names the file and its line, and what the reader noted about the file goes
+to whoever asks (:func:`receval.io.inputs.files_read`: the command line)."""
 
 from __future__ import annotations
 
@@ -14,18 +19,11 @@ import pyarrow as pa
 from receval.errors import InputError, option
 from receval.ids import as_str, canonical
 from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
-from receval.io.inputs import opened
+from receval.io.inputs import read_located
 from receval.metrics.context import ItemContext, ItemGroups, TrainPairs
 from receval.records import Columns
 
 __all__ = ["build_context", "read_item_groups", "read_items", "train_pairs"]
-
-
-def _from_path(obj: Any, role: str, cols: Columns) -> tuple[Any, Columns]:
-    """A path read as a file (CSV/TSV, Parquet, JSON Lines): its table, and
-    the columns to read it with (:func:`receval.io.inputs.opened`)."""
-    table, columns, _ = opened(obj, role, cols)
-    return table, columns
 
 
 def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
@@ -40,7 +38,11 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
         >>> read_items(pd.DataFrame({"item": [3, 1]}), "catalog").tolist()
         [3, 1]
     """
-    obj, cols = _from_path(obj, "items", cols)
+    return read_located(obj, "items", cols, lambda table, columns, _: _items(table, what, columns))
+
+
+def _items(obj: Any, what: str, cols: Columns) -> np.ndarray:
+    """:func:`read_items` of an input opened."""
     if is_table(obj):
         table, _ = normalise(obj, cols, ITEMS, what)
         return canonical(table.column("item"), "item", what)
@@ -60,7 +62,11 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
 def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     """The (user, item) rows of ``train`` (a table, a file or a mapping user ->
     items) as two id arrays under the id rule."""
-    train, cols = _from_path(train, "train", cols)
+    return read_located(train, "train", cols, lambda table, columns, _: _pairs(table, columns))
+
+
+def _pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`train_pairs` of an input opened."""
     if isinstance(train, Mapping):
         users: list[Any] = []
         items: list[Any] = []
@@ -103,8 +109,12 @@ def read_item_groups(obj: Any, cols: Columns = Columns()) -> tuple[str, np.ndarr
         >>> name, items.tolist(), groups.tolist()
         ('group', [1, 2, 2], ['a', 'a', 'b'])
     """
+    return read_located(obj, "items", cols, lambda table, columns, _: _groups(table, columns))
+
+
+def _groups(obj: Any, cols: Columns) -> tuple[str, np.ndarray, np.ndarray]:
+    """:func:`read_item_groups` of an input opened."""
     what = "item_groups"
-    obj, cols = _from_path(obj, "items", cols)
     if isinstance(obj, Mapping):
         items: list[Any] = []
         groups: list[Any] = []
@@ -143,8 +153,12 @@ def read_item_groups(obj: Any, cols: Columns = Columns()) -> tuple[str, np.ndarr
             source=what,
         )
     keep = [g is not None and not (isinstance(g, float) and math.isnan(g)) for g in groups]
-    ids = canonical([i for i, k in zip(items, keep, strict=True) if k], "item", what)
-    labels = [g for g, k in zip(groups, keep, strict=True) if k]
+    rows = [r for r, k in enumerate(keep) if k]
+    try:
+        ids = canonical([items[r] for r in rows], "item", what)
+    except InputError as exc:  # a row of the pairs kept: the input's row
+        raise exc.remap(lambda r: rows[r]) from None
+    labels = [groups[r] for r in rows]
     if labels and len({type(g) for g in labels}) > 1:
         labels = [str(g) for g in labels]
     out = np.empty(len(labels), dtype=object)
@@ -186,7 +200,11 @@ def _features(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, n
     A table with an item column (detected, or ``cols.item``) takes its other
     columns as the features; a pandas DataFrame without one takes its index.
     """
-    obj, cols = _from_path(obj, "items", cols)
+    return read_located(obj, "items", cols, lambda table, columns, _: _vectors(table, columns))
+
+
+def _vectors(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """:func:`_features` of an input opened."""
     column = _item_column(obj, cols) if is_table(obj) else None
     if column is not None:
         table = to_arrow(obj, "item_features")

@@ -36,6 +36,8 @@ remove them with receval.workflow.checks.remove_seen(recs, train)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,10 +49,14 @@ from receval.errors import InputError, ReceValError, for_cli, for_python, option
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, distinct, unify
 from receval.io.columns import RECS, TRAIN, resolve
+from receval.io.inputs import opened
 from receval.io.interactions import as_frame
 from receval.records import Columns
 
 __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
+
+#: the roles an input has (required, then detected), as :mod:`receval.io.columns` takes them
+_Roles = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass
@@ -167,22 +173,58 @@ def _finding(
     )
 
 
-def _frames(train: Any, test: Any, recs: Any, cols: Columns) -> list[pd.DataFrame | None]:
-    """The inputs as frames whose user/item (and score/rank) columns are
-    detected as :func:`receval.evaluate` detects them and renamed to their
-    roles, with ids under the one id rule, matched as one kind."""
+@dataclass
+class _Input:
+    """One input of :func:`check` or :func:`remove_seen` as read: a frame with
+    the input's own column names (a file's, as it names them), the name its
+    errors give (the file's path, or ``train``/``test``/``recommendations``)
+    and the :class:`~receval.io.files.FileInfo` of a file (None: a table)."""
+
+    frame: pd.DataFrame
+    source: str
+    info: Any = None
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """An input error about this input's rows names its file and line."""
+        try:
+            yield
+        except InputError as exc:
+            if self.info is None:
+                raise
+            raise self.info.locate(exc) from None
+
+
+def _read(obj: Any, what: str, role: str, cols: Columns) -> _Input:
+    """``obj`` opened by the one way in (:func:`receval.io.inputs.opened`: a
+    path of any format receval reads, a FileInput, a table) as a pandas frame
+    with its own column names: a file's columns named back from their roles
+    (``uid``, not ``user``), so the column options apply to it as to the
+    file and the frame is the table the file holds (ids under the id rule)."""
+    table, _, info = opened(obj, role, cols)
+    if info is None:
+        return _Input(as_frame(table, what), what)
+    frame = as_frame(table, info.path)
+    own = {role: column for role, column in info.columns.items() if role in frame}
+    return _Input(frame.rename(columns=own), info.path, info)
+
+
+def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[pd.DataFrame | None]:
+    """The inputs (:func:`_read`) as frames whose user/item (and score/rank)
+    columns are detected as :func:`receval.evaluate` detects them and renamed
+    to their roles, with ids under the one id rule, matched as one kind."""
     columns: list[dict[str, Any] | None] = []
-    inputs = ((train, "train", TRAIN), (test, "test", TRAIN), (recs, "recommendations", RECS))
-    for obj, what, roles in inputs:
-        if obj is None:
+    for given, roles in inputs:
+        if given is None:
             columns.append(None)
             continue
-        frame = as_frame(obj, what).rename(columns=str)  # a new frame: the input stays as is
-        found = resolve(list(frame.columns), cols, roles, what)
-        frame = frame.rename(columns={name: role for role, name in found.items()})
-        data: dict[str, Any] = {c: frame[c] for c in frame.columns}
-        for r in ("user", "item"):
-            data[r] = canonical(frame[r].to_numpy(), r, what)
+        with given.located():
+            frame = given.frame.rename(columns=str)  # a new frame: the input stays as is
+            found = resolve(list(frame.columns), cols, roles, given.source)
+            frame = frame.rename(columns={name: role for role, name in found.items()})
+            data: dict[str, Any] = {c: frame[c] for c in frame.columns}
+            for r in ("user", "item"):
+                data[r] = canonical(frame[r].to_numpy(), r, given.source)
         columns.append(data)
     present = [d for d in columns if d is not None]
     for role in ("user", "item"):
@@ -228,9 +270,17 @@ def check(
 ) -> CheckReport:
     """Run every check the given inputs allow; see the module docstring.
 
+    Each input is a table (pandas, polars, pyarrow) or the path of a file
+    (CSV/TSV, Parquet, JSON Lines, TREC, RecBole, compressed; a
+    :class:`~receval.io.inputs.FileInput` to give its format or delimiter),
+    opened as :func:`receval.evaluate` opens it
+    (:func:`receval.io.inputs.opened`): the findings of a file are those of
+    the table read from it, and an error in it names the file and its line.
+
     Args:
-        train, test: interaction tables (user, item[, timestamp]).
-        recs: recommendations (user, item, score or rank).
+        train, test: interactions (user, item[, timestamp]): tables or files
+            (every column of a file is read: the timestamp too).
+        recs: recommendations (user, item, score or rank): a table or a file.
         k: the largest cut-off you will evaluate (``short_lists``).
         chronological: ``"user"`` (or True) / ``"global"``: the protocol is
             chronological, so test rows must not precede train rows (per user,
@@ -256,7 +306,15 @@ def check(
     opts = EvalOptions.build(
         options, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col
     )
-    tr, te, rc = _frames(train, test, recs, opts.columns())
+    cols = opts.columns()
+    given = {
+        "train": None if train is None else _read(train, "train", "log", cols),
+        "test": None if test is None else _read(test, "test", "log", cols),
+        "recs": None if recs is None else _read(recs, "recommendations", "recommendations", cols),
+    }
+    tr, te, rc = _frames(
+        [(given["train"], TRAIN), (given["test"], TRAIN), (given["recs"], RECS)], cols
+    )
     out: list[Finding] = []
     tables = [(name, f) for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None]
     keys = dict(
@@ -275,7 +333,8 @@ def check(
     if te is not None and tr is not None:
         out += _cold_start(te, tr)
         if chronological:
-            out.append(_chronology(tr, te, chronological, "user", "item", timestamp_col))
+            sources = {k: v.source for k, v in given.items() if v is not None}
+            out.append(_chronology(tr, te, chronological, timestamp_col, sources))
     if rc is not None:
         out += _lists(rc, te, k)
     return CheckReport(out)
@@ -405,19 +464,17 @@ def _lists(rc: pd.DataFrame, te: pd.DataFrame | None, k: int | None) -> list[Fin
 
 
 def _chronology(
-    tr: pd.DataFrame,
-    te: pd.DataFrame,
-    how: str,
-    user_col: str,
-    item_col: str,
-    ts: str,
+    tr: pd.DataFrame, te: pd.DataFrame, how: str, ts: str, sources: dict[str, str]
 ) -> Finding:
+    """Test rows earlier than the training rows (``sources``: each input's
+    name in errors: its file, or ``train``/``test``)."""
+    user_col, item_col = "user", "item"
     for frame, name in ((tr, "train"), (te, "test")):
         if ts not in frame.columns:
             raise InputError(
                 f"a chronological check needs a timestamp column {ts!r} in {name}; name it "
                 f"with {option('timestamp_col')}",
-                source=name,
+                source=sources[name],
             )
     if how == "global":
         latest = tr[ts].max()
@@ -446,11 +503,23 @@ def remove_seen(
     user_col: str | None = None,
     item_col: str | None = None,
     rank_col: str | None = None,
+    score_col: str | None = None,
 ) -> pd.DataFrame:
     """The recommendations without the (user, item) pairs present in train.
 
-    Columns are detected as :func:`receval.evaluate` detects them (or named
-    by the keywords) and ids matched under the one id rule.
+    ``recs`` and ``train`` are tables (pandas, polars, pyarrow) or paths of
+    files (any format :func:`receval.evaluate` reads, or a
+    :class:`~receval.io.inputs.FileInput`), opened as it opens them
+    (:func:`receval.io.inputs.opened`); an error in a file names the file and
+    its line. Columns are detected as :func:`receval.evaluate` detects them
+    (or named by the keywords: ``score_col`` keeps a file's score column of
+    another name) and ids matched under the one id rule.
+
+    Returns a pandas DataFrame: the rows of ``recs`` kept, with its columns.
+    When ``recs`` is a file, that is the table read from it: its user, item
+    and score or rank columns under the file's own names (a list of items per
+    user expanded to one row per item, with a ``rank``), its ids under the id
+    rule; the same rows as for that table given as a table.
 
     Rows keep their order; a ``rank`` column is renumbered 1, 2, ... within
     each user in rank order, so lists stay gap-free. The number of rows removed
@@ -463,16 +532,20 @@ def remove_seen(
         >>> out[["item", "rank"]].values.tolist(), out.attrs["removed"]
         ([[5, 1], [7, 2]], 1)
     """
-    cols = Columns(user=user_col, item=item_col, rank=rank_col)
-    rc = as_frame(recs, "recommendations")
-    found = resolve([str(c) for c in rc.columns], cols, RECS, "recommendations")
+    cols = Columns(user=user_col, item=item_col, rank=rank_col, score=score_col)
+    given = _read(recs, "recommendations", "recommendations", cols)
+    rc = given.frame
+    with given.located():
+        found = resolve([str(c) for c in rc.columns], cols, RECS, given.source)
     named = {str(c): c for c in rc.columns}
-    canon, _, _ = _frames(rc, None, None, cols)
-    train_canon, _, _ = _frames(train, None, None, Columns(user=user_col, item=item_col))
+    train_cols = Columns(user=user_col, item=item_col)
+    seen_by = _read(train, "train", "train", train_cols)
+    canon, train_canon = _frames([(given, TRAIN), (seen_by, TRAIN)], train_cols)
     assert canon is not None and train_canon is not None
-    u, tu = unify([canon["user"].to_numpy(), train_canon["user"].to_numpy()], "user", [])
-    i, ti = unify([canon["item"].to_numpy(), train_canon["item"].to_numpy()], "item", [])
-    key, train_key = _pair_keys([u, tu], [i, ti])
+    key, train_key = _pair_keys(
+        [canon["user"].to_numpy(), train_canon["user"].to_numpy()],
+        [canon["item"].to_numpy(), train_canon["item"].to_numpy()],
+    )
     seen = pd.Series(key).isin(train_key).to_numpy()
     out = rc[~seen].reset_index(drop=True)
     if "rank" in found:
