@@ -213,3 +213,23 @@ def test_the_demo_writes_its_notes_in_one_spelling(tmp_path: Path) -> None:
     notes = [line for line in board.splitlines() if line.startswith("- note")]
     assert any("empty_truth='skip' (counted" in line for line in notes), notes
     assert not any("--empty-truth" in line for line in notes), notes
+
+
+def test_a_parquet_file_beside_a_csv_file_names_its_own_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a Parquet file read whole (its partner is not Parquet) lost its column
+    # names: the result said "user" for the file's "uid", and the command line
+    # could not say which column it read
+    recs = pd.DataFrame({"uid": [1, 1, 2], "iid": [1, 2, 3], "score": [0.9, 0.5, 0.3]})
+    truth = pd.DataFrame({"uid": [1, 2], "iid": [2, 3]})
+    recs.to_parquet(tmp_path / "r.parquet")
+    truth.to_csv(tmp_path / "t.csv", index=False)
+    res = receval.evaluate(str(tmp_path / "r.parquet"), str(tmp_path / "t.csv"), ["rr"])
+    want = receval.evaluate(recs, truth, ["rr"])
+    assert res.summary == want.summary
+    assert res.parameters["columns"] == want.parameters["columns"]
+    assert res.parameters["columns"]["recommendations"]["user"] == "uid"
+    code = main(["evaluate", str(tmp_path / "r.parquet"), str(tmp_path / "t.csv"), "-m", "rr"])
+    assert code == 0
+    assert "r.parquet: using column uid as user" in capsys.readouterr().err

@@ -118,22 +118,23 @@ def evaluate(
     if engine is Engine.spark:
         if per_user_path is not None:
             per_user_suffix_format(per_user_path, engine)
-        _evaluate_spark(
-            recs_path,
-            truth_path,
-            metrics,
-            options,
-            master=master,
-            per_user=per_user_path,
-            output=shown_as,
-            fmt=fmt,
-            sep=sep,
-            items=items,
-            user_groups=user_groups,
-            remove_seen=remove_seen,
-            quiet=quiet,
-            mlflow=(mlflow_experiment, mlflow_run_name) if mlflow else None,
-        )
+        with file_notes(quiet):  # the files opened here (groups); Spark reads the rest
+            _evaluate_spark(
+                recs_path,
+                truth_path,
+                metrics,
+                options,
+                master=master,
+                per_user=per_user_path,
+                output=shown_as,
+                fmt=fmt,
+                sep=sep,
+                items=items,
+                user_groups=user_groups,
+                remove_seen=remove_seen,
+                quiet=quiet,
+                mlflow=(mlflow_experiment, mlflow_run_name) if mlflow else None,
+            )
         return
     if master is not None:
         raise ReceValError("--master chooses the Spark master: it needs --engine spark")

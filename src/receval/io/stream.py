@@ -44,7 +44,7 @@ from receval.ids import (
     distinct_sorted,
     kind,
 )
-from receval.io.columns import RECS, TRUTH, normalise, resolve
+from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
 from receval.io.inputs import FileInput, is_path, opened
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
@@ -176,8 +176,10 @@ class ParquetInput:
         return _pieces(self.file, rows, columns)
 
     def read_all(self) -> pa.Table:
-        """The whole file (for the in-memory path)."""
-        return self.file.read(columns=self.read).rename_columns(self.names)
+        """The whole file (for the in-memory path), its columns named by their
+        roles, each remembering the file's own name (:func:`renamed`)."""
+        table = self.file.read(columns=self.read)
+        return renamed(table, dict(zip(self.names, self.read, strict=True)))
 
     def max_grade(self) -> float:
         """The largest grade of the file (1 without grades), from the row
