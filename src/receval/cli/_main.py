@@ -14,6 +14,7 @@ from receval.errors import (
     SIGNAL_MESSAGES,
     ReceValError,
 )
+from receval.io.write import output_notes
 
 
 @app.callback(invoke_without_command=True)
@@ -114,7 +115,9 @@ def _out_of_memory(exc: MemoryError) -> str:
 
 def _main_unguarded(argv: list[str] | None) -> int:
     try:
-        returned = app(args=argv, standalone_mode=False)
+        # a stale lock taken over is said even under -q: an earlier run was killed
+        with output_notes(lambda n: note_line(f"note: {n}")):
+            returned = app(args=argv, standalone_mode=False)
     except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
         fail(exc.cli_message())
         return 2

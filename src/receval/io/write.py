@@ -22,7 +22,8 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = [
     "atomic_write_text",
     "cannot_write",
     "make_folder",
+    "output_notes",
     "refuse_inputs",
     "umask",
 ]
@@ -189,8 +191,29 @@ class OutputSet:
       (``.receval.lock``: an exclusive ``flock`` on a file holding the
       writer's pid, host, command and start time). A second writer fails at
       once with an :class:`~receval.errors.OutputError` naming the holder.
-      The system releases the lock when its process ends, however it ends, so
-      a lock can never be stale; the file itself is removed on exit.
+      The system releases the flock when its process ends, however it ends;
+      the file itself is removed on exit.
+    - **A lock never writes through a link**: the file is created with
+      ``O_CREAT | O_EXCL | O_NOFOLLOW`` and an existing one opened with
+      ``O_NOFOLLOW``. A symbolic link at the lock's path, or anything but a
+      plain file with one name (a named pipe, a folder, a device, a second
+      hard link to another file), is refused with an
+      :class:`~receval.errors.OutputError` naming it ("... is a symbolic link,
+      not a receval lock: remove it"), exit 2 on the command line; it is left
+      as it is and so is what it points to. Refused rather than replaced: the
+      lock's path is receval's own, so something else there is a mistake or a
+      trap the user should see, and removing it would hide both.
+    - **A stale lock is taken over, and said**: a lock file whose flock no
+      process holds was left by a run that ended without removing it
+      (``kill -9``, a crash, a power cut). The flock decides, not the pid
+      written in the file (a pid is reused; a lock on another host cannot be
+      checked): the new run takes the file over, and :attr:`notes` gets one
+      line naming the run that left it and whether its process is gone (on
+      this host). Each note also goes to the watcher of :func:`output_notes`,
+      which is how the command line prints it.
+    - **An interrupted lock is no lock**: Ctrl-C or SIGTERM while the lock is
+      being taken (or while entering) removes the lock file this run created
+      or took over; a lock held by another run is never removed.
     - **Manifest last**: entering removes the folder's manifest
       (``manifest.json``); leaving without an error writes a new one listing
       every file of the set with its size and SHA-256, the command and its
@@ -221,6 +244,8 @@ class OutputSet:
         self._fd: int | None = None
         self._lock = self.folder / f"{prefix}{LOCK}"
         self._started = ""
+        #: What the set's writer should be told (a stale lock taken over), in order.
+        self.notes: list[str] = []
 
     @property
     def manifest(self) -> Path:
@@ -234,9 +259,11 @@ class OutputSet:
         self._take_lock()
         try:
             self.manifest.unlink(missing_ok=True)
-        except OSError as exc:
+        except BaseException as exc:  # Ctrl-C too: __exit__ will not run, release here
             self._release()
-            raise cannot_write(self.manifest, exc, "remove") from None
+            if isinstance(exc, OSError):
+                raise cannot_write(self.manifest, exc, "remove") from None
+            raise
         return self
 
     def write(self, name: str, write: Callable[[Path], Any]) -> Path:
@@ -288,66 +315,204 @@ class OutputSet:
         )
         atomic_write_text(self.manifest, text + "\n")
 
-    def _holder(self) -> str:
-        import json
-
-        try:
-            who = json.loads(self._lock.read_text(encoding="utf-8"))
-            return (
-                f"{who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
-                f"started {who.get('started')}"
-            )
-        except (OSError, ValueError):
+    def _holder(self, fd: int) -> str:
+        """Who holds (or held) the lock open at ``fd``, as its file says."""
+        who = _lock_facts(fd)
+        if not who:
             return "another process"
+        return (
+            f"{who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
+            f"started {who.get('started')}"
+        )
+
+    def _not_a_lock(self, what: str) -> OutputError:
+        return OutputError(
+            f"{self._lock} is {what}, not a receval lock: remove it or write elsewhere",
+            path=str(self._lock),
+        )
+
+    def _open_lock(self) -> int | None:
+        """The lock file opened read-write, made (exclusively) if need be, never
+        through a link; None when it vanished between two looks (try again).
+        Anything at the path but a plain file with one name is refused."""
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            return os.open(self._lock, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise cannot_write(self._lock, exc, "lock") from None
+        try:
+            st = os.lstat(self._lock)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise cannot_write(self._lock, exc, "lock") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise self._not_a_lock(_kind(st.st_mode))
+        try:
+            fd = os.open(self._lock, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # became a link since the look above
+                raise self._not_a_lock("a symbolic link") from None
+            raise cannot_write(self._lock, exc, "lock") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # replaced between the look and the open
+                raise self._not_a_lock(_kind(st.st_mode))
+            if st.st_nlink > 1:  # a second name of some file: writing would change it
+                raise self._not_a_lock("a second name (hard link) of another file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _take_lock(self) -> None:
-        import json
-        import socket
-        import sys
-
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock, the manifest still tells
             return
         for _ in range(10):
-            try:
-                fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise cannot_write(self._lock, exc, "lock") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise OutputError(
-                    f"{self.folder} is being written by another receval run "
-                    f"({self._holder()}); wait for it to finish or write elsewhere",
-                    path=str(self.folder),
-                ) from None
-            # the file may have been removed by the holder as we opened it: lock the one there
-            try:
-                same = os.stat(self._lock).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:
-                os.close(fd)
+            fd = self._open_lock()
+            if fd is None:
                 continue
-            os.ftruncate(fd, 0)
-            who = {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "command": f"receval {self.command}",
-                "argv": " ".join(sys.argv),
-                "started": self._started,
-            }
-            os.write(fd, json.dumps(who).encode())
-            self._fd = fd
-            return
+            try:
+                if self._lock_open_file(fd, fcntl):
+                    return
+            except BaseException:  # held by another run, or Ctrl-C / SIGTERM meanwhile
+                _abandon(fd, self._lock, fcntl)
+                raise
+            os.close(fd)
         raise OutputError(f"could not lock {self.folder}", path=str(self.folder))
+
+    def _lock_open_file(self, fd: int, fcntl: Any) -> bool:
+        """Lock the file open at ``fd`` and write this run into it: True, the lock is
+        held (``self._fd``); False, the file at the path is no longer this one."""
+        import json
+        import socket
+        import sys
+
+        st = os.fstat(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputError(
+                f"{self.folder} is being written by another receval run "
+                f"({self._holder(fd)}); wait for it to finish or write elsewhere",
+                path=str(self.folder),
+            ) from None
+        # the holder may have removed the file as we opened it: lock the one there
+        try:
+            if os.lstat(self._lock).st_ino != st.st_ino:
+                return False
+        except FileNotFoundError:
+            return False
+        if st.st_size:
+            self._note(f"took over the lock {self._lock}: {_stale(_lock_facts(fd))}")
+        os.ftruncate(fd, 0)
+        who = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": f"receval {self.command}",
+            "argv": " ".join(sys.argv),
+            "started": self._started,
+        }
+        os.pwrite(fd, json.dumps(who).encode(), 0)
+        self._fd = fd
+        return True
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        watcher = _NOTES.get()
+        if watcher is not None:
+            watcher(text)
 
     def _release(self) -> None:
         if self._fd is None:
             return
+        fd, self._fd = self._fd, None
         with contextlib.suppress(OSError):
-            os.unlink(self._lock)
-        os.close(self._fd)  # closing releases the flock
-        self._fd = None
+            if os.lstat(self._lock).st_ino == os.fstat(fd).st_ino:  # ours, not a newcomer's
+                os.unlink(self._lock)
+        os.close(fd)  # closing releases the flock
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a plain file is, in words."""
+    kinds = [
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    ]
+    return next((words for test, words in kinds if test(mode)), "not a plain file")
+
+
+def _lock_facts(fd: int) -> dict[str, Any]:
+    """The JSON a lock file open at ``fd`` holds (read without moving its offset), or {}."""
+    import json
+
+    try:
+        who = json.loads(os.pread(fd, 1 << 16, 0).decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return who if isinstance(who, dict) else {}
+
+
+def _stale(who: dict[str, Any]) -> str:
+    """Why a lock file nobody holds is stale: who left it, and whether it is gone."""
+    import socket
+
+    if not who:
+        return "it was left by an interrupted run and no process holds it"
+    left = (
+        f"it was left by {who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
+        f"started {who.get('started')}, which ended without removing it"
+    )
+    pid = who.get("pid")
+    if who.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return f"{left} (no process holds it)"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f"{left} (process {pid} is gone)"
+    except OSError:
+        pass
+    return f"{left} (pid {pid} is now another process, which does not hold it)"
+
+
+def _abandon(fd: int, lock: Path, fcntl: Any) -> None:
+    """Undo a lock being taken when an exception stops it (Ctrl-C, SIGTERM, another
+    run holding it): close ``fd``, removing the file at ``lock`` first if it is still
+    the one at ``fd`` and no other run holds it. Safe whoever made the file: a run
+    that opened it but has not locked it yet finds it gone once locked, and makes
+    a new one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # at once if this run holds it
+        if os.lstat(lock).st_ino == os.fstat(fd).st_ino:
+            os.unlink(lock)
+    except OSError:  # held by another run (BlockingIOError), or gone: leave it
+        pass
+    finally:
+        os.close(fd)
+
+
+#: who is told of each note of an :class:`OutputSet` (:func:`output_notes`); None: nobody
+_NOTES: ContextVar[Callable[[str], None] | None] = ContextVar("receval_output_notes", default=None)
+
+
+@contextlib.contextmanager
+def output_notes(note: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, ``note(text)`` is called with each note of an
+    :class:`OutputSet` (e.g. a stale lock taken over), as it is made; the
+    library itself prints nothing. The command line prints each as
+    ``note: ...``."""
+    token = _NOTES.set(note)
+    try:
+        yield
+    finally:
+        _NOTES.reset(token)
