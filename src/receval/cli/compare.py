@@ -274,20 +274,18 @@ def report(
     from receval.analysis.report import report as run
 
     metrics = metric_strings(metric or ["ndcg@10", "recall@10", "precision@10", "ap@10"], k)
+    items = item_files(train, catalog, item_features, popular, item_groups)
     refuse_input_targets(
-        "out",
-        out_path,
-        truth=truth,
-        **{f"recommendations file {i}": r for i, r in enumerate(runs, 1)},
-        train=train,
-        catalog=catalog,
-        item_features=item_features,
-        popular=popular,
-        item_groups=item_groups,
+        {
+            "truth": truth,
+            **{f"recommendations file {i}": r for i, r in enumerate(runs, 1)},
+            **input_files(items, user_groups),
+        },
+        files={"out": out_path},
+        folders={"png": png},
     )
     html = dict.fromkeys(REPORT_SUFFIXES, "html")
     suffix_format("out", out_path, html, "the report is an HTML page")
-    items = item_files(train, catalog, item_features, popular, item_groups)
     with file_notes(quiet):  # what each file was read as, once it is all read
         given = _runs_and_items(
             truth, runs, names, fmt, sep, options, items, user_groups, remove_seen, quiet

@@ -114,6 +114,12 @@ def evaluate(
     metrics = metric_strings(metric, k)
     mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
     items = item_files(train, catalog, item_features, popular, item_groups)
+    read = {"recommendations": recs_path, "truth": truth_path, **input_files(items, user_groups)}
+    written = {"per_user": per_user_path}  # with Spark, a folder of part files
+    if engine is Engine.spark:
+        refuse_input_targets(read, folders=written)
+    else:
+        refuse_input_targets(read, files=written)
     shown_as = Output.json if as_json else output
     if engine is Engine.spark:
         if per_user_path is not None:
@@ -142,7 +148,6 @@ def evaluate(
     per_user = None if per_user_path is None else Path(per_user_path)
     per_user_format = None
     if per_user is not None:
-        refuse_input_targets("per_user", per_user, recommendations=recs, truth=truth, **items)
         per_user_format = per_user_suffix_format(str(per_user), engine)
     with file_notes(quiet):  # what each file was read as, once it is all read
         result, inputs = _evaluate_files(

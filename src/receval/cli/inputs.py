@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -154,12 +155,86 @@ def log_to_mlflow(
         note_line(f"logged to MLflow run {run_id}")
 
 
-def refuse_input_targets(flag: str, path: Path, **inputs: Path | None) -> None:
-    """Exit 2 before any work if the output ``--flag path`` is one of the command's inputs."""
+def _input_label(key: str) -> str:
+    """An input's name in an error: ``user_groups`` -> ``user groups file``; a
+    key with a space is the label itself (``recommendations file 2``)."""
+    return key if " " in key else key.replace("_", " ") + " file"
+
+
+def refuse_input_targets(
+    inputs: Mapping[str, str | Path | None],
+    files: Mapping[str, str | Path | None] | None = None,
+    folders: Mapping[str, str | Path | None] | None = None,
+    writes: Iterable[str] = (),
+) -> None:
+    """No input is ever an output (issue #31): exit 2, before any work and any
+    write, if an output of the command would write over one of its ``inputs``
+    (keyword or label -> path; None, ``-`` and URLs are skipped: :func:`_local`).
+
+    ``files``: the output files by their flag (``{"per_user": path}``): each is
+    refused when it is an input, compared by file (``os.path.samefile``: a hard
+    link, a symbolic link or another spelling of the path counts;
+    :func:`receval.io.write.refuse_inputs`).
+
+    ``folders``: the output folders by their flag (``split --out``, ``demo
+    --out``, ``report --png``, ``--per-user`` with ``--engine spark``): each
+    is refused when it is an input, when an input lies inside it (the input's
+    real path, or where the link given as the input lies), or when an input is
+    one of the files ``writes`` names (paths relative to the folder: the files
+    the command writes there) through a hard link.
+
+    The error is one line naming both: ``--per-user ug.csv would write over the
+    user groups file ug.csv; choose another output file``."""
     from receval.io.write import refuse_inputs
 
-    named = [(k if " " in k else k.replace("_", " ") + " file", p) for k, p in inputs.items()]
-    refuse_inputs((option(flag, path), path), named)
+    named = [(_input_label(key), path) for key, path in inputs.items() if _local(path)]
+    for flag, path in (files or {}).items():
+        if _local(path):
+            refuse_inputs((option(flag, Path(path)), path), named)
+    for flag, path in (folders or {}).items():
+        if _local(path):
+            _refuse_inside(flag, Path(path), named, tuple(writes))
+
+
+def _local(path: str | Path | None) -> bool:
+    """Whether ``path`` names a local file: not None, not ``-`` (standard
+    input or output), not a URL (``s3://...``, read and written by Spark)."""
+    return path is not None and str(path) != "-" and "://" not in str(path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _refuse_inside(
+    flag: str, folder: Path, inputs: list[tuple[str, str | Path]], writes: tuple[str, ...]
+) -> None:
+    """:func:`refuse_input_targets` for the output folder ``--flag folder``."""
+    what = option(flag, folder)
+    root = folder.resolve()
+    written = {Path(name).as_posix(): root / name for name in writes}
+    for label, path in inputs:
+        given = Path(path)
+        if not given.exists() and not given.is_symlink():
+            continue  # nothing there to write over (reading it will say so)
+        if _same_file(folder, given):
+            raise ReceValError(
+                f"{what} would write over the {label} {path}; choose another output folder"
+            )
+        places = (given.resolve(), given.absolute().parent.resolve() / given.name)
+        inside = [p.relative_to(root).as_posix() for p in places if p.is_relative_to(root)]
+        inside += [name for name, target in written.items() if _same_file(target, given)]
+        if not inside:
+            continue
+        name = next((n for n in inside if n in written), None)
+        if name is not None:
+            said = f"{what} ({name}) would write over the {label} {path}"
+        else:
+            said = f"{what} would write into the folder holding the {label} {path}"
+        raise ReceValError(f"{said}; choose another output folder")
 
 
 def metric_strings(metric: list[str] | None, cutoffs: str | None) -> list[str]:

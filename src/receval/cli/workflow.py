@@ -12,7 +12,7 @@ import typer
 
 from receval.cli._base import Format, command, note_line, show_out
 from receval.cli.flags import LOG_FLAGS, FormatOpt, Quiet, Seed, SepOpt, with_options
-from receval.cli.inputs import one_of, path_input, status
+from receval.cli.inputs import one_of, path_input, refuse_input_targets, status
 from receval.errors import (
     InputError,
     OptionError,
@@ -62,8 +62,9 @@ def demo(
     quiet: Quiet = False,
 ) -> None:
     """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
-    from receval.workflow.demo import run_demo
+    from receval.workflow.demo import FILES, run_demo
 
+    refuse_input_targets({"interactions": interactions}, folders={"out": out_dir}, writes=FILES)
     if users <= 0:
         raise OptionError("users", users, expected="a positive number of users")
     kwargs = _demo_log(interactions, user_col, item_col, rating_col, timestamp_col)
@@ -178,12 +179,9 @@ def split(
     quiet: Quiet = False,
 ) -> None:
     """Split an interactions log into train and test, and say what was dropped."""
-    from receval.io.write import refuse_inputs
-    from receval.workflow.split import split_file
+    from receval.workflow.split import FILES, split_file
 
-    for name in ("train.parquet", "test.parquet", "validation.parquet", "split.json"):
-        what = f"{option('out', out_dir)} ({name})"  # the files save() writes
-        refuse_inputs((what, out_dir / name), [("interactions file", interactions)])
+    refuse_input_targets({"interactions": interactions}, folders={"out": out_dir}, writes=FILES)
     # read whole by receval.io.interactions.read_log: every part keeps the file's columns
     reading = status(f"reading and splitting {interactions} ({method})", quiet)
     with reading, _naming({"interactions": interactions}):

@@ -57,6 +57,7 @@ from receval.evaluation.result import Result, markdown_escape
 from receval.io.interactions import as_frame, as_log, read_log
 from receval.io.write import OutputSet
 from receval.workflow import baselines
+from receval.workflow.split import FILES as SPLIT_FILES
 from receval.workflow.split import Split, split
 from receval.workflow.synthetic import synthetic_interactions
 
@@ -87,6 +88,18 @@ DEMO_METRICS: list[str] = [
 
 #: The systems, best expected first.
 SYSTEMS: tuple[str, ...] = ("item_knn", "popular", "random")
+
+#: The files the demo writes into its folder, relative to it (``manifest.json`` last).
+FILES: tuple[str, ...] = (
+    *(f"split/{name}" for name in SPLIT_FILES),
+    *(f"runs/{system}.parquet" for system in SYSTEMS),
+    "leaderboard.csv",
+    "leaderboard.md",
+    "significance.csv",
+    "results.json",
+    "report.html",
+    "manifest.json",
+)
 
 #: Length of every recommended list.
 LIST_LENGTH = 20

@@ -86,6 +86,16 @@ METHODS: tuple[str, ...] = ("random", "user_random", "time", "user_time", "leave
 
 _EPS = 1e-9
 
+#: The files :meth:`Split.save` writes into its folder (a validation part only when
+#: there is one; ``manifest.json`` last).
+FILES: tuple[str, ...] = (
+    "train.parquet",
+    "test.parquet",
+    "validation.parquet",
+    "split.json",
+    "manifest.json",
+)
+
 
 @dataclass
 class Split:
