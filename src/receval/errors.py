@@ -151,6 +151,24 @@ class ReceValError(ValueError):
         return as_written(for_cli(super().__str__()))
 
 
+def check_seed(seed: Any, name: str = "seed") -> None:
+    """Raise an :class:`OptionError` unless ``seed`` is a whole number >= 0,
+    what NumPy's generators take (``--seed -1`` was an internal error).
+
+    Example:
+        >>> check_seed(7)
+        >>> try:
+        ...     check_seed(-1)
+        ... except OptionError as exc:
+        ...     print(exc.cli_message())
+        --seed -1 is not allowed: expected a whole number >= 0 (NumPy's SeedSequence)
+    """
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise OptionError(name, seed, expected="a whole number >= 0 (NumPy's SeedSequence)")
+
+
 class MetricError(ReceValError):
     """An unknown metric, parameter or parameter value, or a malformed metric string."""
 

@@ -28,7 +28,7 @@ from receval._version import __version__
 from receval.analysis import comparison_render as render
 from receval.analysis import stats
 from receval.analysis.formatting import letters_for
-from receval.errors import InputError, OptionError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError, check_seed
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.columns import TRUTH, renamed, resolve
@@ -596,8 +596,7 @@ def _settings(
         raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
     if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
         raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise OptionError("seed", seed, expected="a whole number >= 0 (NumPy's SeedSequence)")
+    check_seed(seed)
     ci = str(ci).lower()
     if ci not in (*stats.CI_METHODS, "none"):
         raise OptionError("ci", ci, allowed=(*stats.CI_METHODS, "none"))

@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from receval._accel import NATIVE
 from receval.engines.driver import THREADS
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, ReceValError, check_seed
 from receval.io.interactions import as_frame
 
 __all__ = [
@@ -259,6 +259,7 @@ class RandomRecommender(Recommender):
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
+        check_seed(seed)
         self.seed = seed
 
     def recommend(

@@ -50,7 +50,7 @@ from receval._progress import Step, silent, steps_of
 from receval.analysis.compare import Comparison, compare
 from receval.analysis.formatting import spreadsheet_csv
 from receval.analysis.report import report
-from receval.errors import ReceValError, for_python, option
+from receval.errors import ReceValError, check_seed, for_python, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result, markdown_escape
@@ -441,6 +441,7 @@ def run_demo(
         >>> out["relevance"].threshold, list(out["comparison"].systems)
         (4.0, ['item_knn', 'popular', 'random'])
     """
+    check_seed(seed)  # before the output folder is taken
     t0 = time.perf_counter()
     step: Step = silent if quiet else steps_of(progress, "demo")
     asked = _Asked(interactions, users, seed, threshold, rating_col, timestamp_col)

@@ -63,7 +63,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, ReceValError, option
+from receval.errors import InputError, OptionError, ReceValError, check_seed, option
 from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log
 from receval.io.write import OutputSet
 
@@ -311,6 +311,20 @@ def _check_size(name: str, size: Any, allow_none: bool = False) -> None:
     raise ReceValError(
         f"{name} must be a share in (0, 1) (a float) or a number of rows (an int); got {size!r}"
     )
+
+
+def _check_shares(test_size: Any, validation_size: Any) -> None:
+    """Two shares (of all rows, or of each user's) must leave train a share:
+    test 0.6 and validation 0.5 left none, and were accepted."""
+    shares = [s for s in (test_size, validation_size) if s is not None and not _is_count(s)]
+    if len(shares) == 2 and sum(shares) >= 1:
+        raise OptionError(
+            "validation_size",
+            validation_size,
+            expected=f"a share below {1 - test_size:g}",
+            reason=f"test_size={test_size:g} and validation_size={validation_size:g} leave "
+            "no share to train on",
+        )
 
 
 def _how_many(size: Any, n: np.ndarray | int) -> np.ndarray:
@@ -620,6 +634,8 @@ def split(
         test_size = 1
     _check_size("test_size", test_size)
     _check_size("validation_size", validation_size, allow_none=True)
+    _check_shares(test_size, validation_size)
+    check_seed(seed)
     frame, info, o = _prepare(interactions, o)
     params: dict[str, Any] = {"test_size": test_size}
     if validation_size is not None:
@@ -844,6 +860,7 @@ def kfold(
     if order not in ("random", "time"):
         raise ReceValError(f"order must be random or time; got {order!r}")
     _check_size("holdout", holdout)
+    check_seed(seed)
     frame, base_info, o = _prepare(interactions, o)
     n = len(frame)
     rng = np.random.default_rng(seed)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from receval.errors import ReceValError
+from receval.errors import ReceValError, check_seed
 
 __all__ = ["synthetic_interactions"]
 
@@ -84,6 +84,7 @@ def synthetic_interactions(
         raise ReceValError(f"interactions must be >= users ({users}); got {total}")
     if not 0 <= taste <= 1:
         raise ReceValError(f"taste must be in [0, 1]; got {taste}")
+    check_seed(seed)
     rng = np.random.default_rng(seed)
 
     # Items: genre and popularity weight; cumulative weights laid out by genre.
