@@ -92,6 +92,7 @@ class Accumulator:
         self.options = opts
         self.specs = list(specs)
         self._items = items
+        self._items_digest = _digest(items)
         self._engine = Batches(driver.Plan(tuple(specs), 1.0, items=items, **opts.engine()))
         self._reads_max_grade = [s for s in specs if s.reads_max_grade]
         self._rows = 0  # rows of update_scores so far: the default user ids
@@ -181,6 +182,12 @@ class Accumulator:
             other.options != self.options
         ):
             raise ReceValError("merge(): the accumulators differ in metrics or options")
+        if getattr(other, "_items_digest", None) != self._items_digest:
+            raise ReceValError(
+                "merge(): the accumulators differ in their item inputs (train=, catalog=, "
+                "item_features=, popular=, item_groups=): their parts would be counted against "
+                "different items; build every worker's accumulator with the same ones"
+            )
         self._engine.inputs.extend(other._engine.inputs)
         self._rows += other._rows
         return self
@@ -215,6 +222,21 @@ class Accumulator:
     def __len__(self) -> int:
         """The batches so far."""
         return len(self._engine.inputs)
+
+
+def _digest(items: Any) -> str | None:
+    """A fingerprint of the item context (None: none), to tell whether two
+    accumulators were given the same item inputs."""
+    if items is None:
+        return None
+    import dataclasses
+    import hashlib
+    import pickle
+
+    # arrays and plain values only (not the lazily filled cache): the same
+    # inputs give the same bytes in every worker process
+    state = [(f.name, getattr(items, f.name)) for f in dataclasses.fields(items)]
+    return hashlib.sha256(pickle.dumps([x for x in state if x[0] != "_cache"])).hexdigest()
 
 
 def _is_torch(obj: Any) -> bool:
