@@ -9,6 +9,7 @@ so the window before this runs is Python's own start-up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -19,18 +20,31 @@ from receval.errors import SIGNAL_MESSAGES
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM during start-up."""
+    """SIGTERM or SIGHUP during start-up; ``code`` is the command's exit code for it."""
+
+    def __init__(self, code: int = 143) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _on_term(signum: int, frame: Any) -> None:
-    raise _Terminated
+    raise _Terminated(129 if signum == getattr(signal, "SIGHUP", None) else 143)
+
+
+def _hold_signals() -> None:
+    """SIGTERM, and SIGHUP unless it is ignored (``nohup``), end the start-up as Ctrl-C
+    does: the command's own process only; main() re-installs its handlers."""
+    signal.signal(signal.SIGTERM, _on_term)
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:
+        signal.signal(hup, _on_term)
 
 
 def command_line() -> int:
     """Start the command: :func:`receval.cli.command_line` once it is loaded."""
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
-        signal.signal(signal.SIGTERM, _on_term)  # the command's own process; main() re-installs
+        _hold_signals()
     code: int | None = None
     try:
         from receval import cli
@@ -38,21 +52,23 @@ def command_line() -> int:
         code = cli.command_line()  # main() holds the signals itself while it runs
     except KeyboardInterrupt as exc:  # while loading, or after main() gave them back
         if code is None:
-            code = 143 if isinstance(exc, _Terminated) else 130
+            code = exc.code if isinstance(exc, _Terminated) else 130
             sys.stderr.write(SIGNAL_MESSAGES[code] + "\n")
     finally:
         if main_thread:
             # The process is about to exit with its code: a signal still pending (a
             # library may re-deliver one it intercepted, as Arrow's readers do) must not
             # turn that exit into a kill by the signal (exit -2) after the message.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if code in (130, 143):
+            for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+                if signum is not None:
+                    signal.signal(signum, signal.SIG_IGN)
+    if code in SIGNAL_MESSAGES:
         # Stopped by a signal, message written, outputs cleaned up: exit with the code
         # now. Going through the interpreter's shutdown instead let a signal received
         # during start-up end the process as killed by SIGINT (exit -2) in about 1 of 30
         # runs (benchmarks/interrupts.py), after the message.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+                stream.flush()
         os._exit(code)
     return code

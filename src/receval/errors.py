@@ -131,8 +131,13 @@ def as_written(text: str) -> str:
     return _NUMPY_REPR.sub(value, text)
 
 
-#: The command's one line on stderr for each signal's exit code (130 Ctrl-C, 143 SIGTERM).
-SIGNAL_MESSAGES = {130: "interrupted (Ctrl-C)", 143: "terminated (SIGTERM)"}
+#: The command's one line on stderr for each signal's exit code (129 SIGHUP, 130 Ctrl-C,
+#: 143 SIGTERM: 128 + the signal's number, as shells report a process the signal killed).
+SIGNAL_MESSAGES = {
+    129: "hung up (SIGHUP)",
+    130: "interrupted (Ctrl-C)",
+    143: "terminated (SIGTERM)",
+}
 
 
 class ReceValError(ValueError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from enum import StrEnum
@@ -67,9 +68,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+class _Out(Console):
+    """The console of stdout: a closed pipe (``receval demo | head``) ends the output
+    quietly (:func:`stdout_closed`) instead of rich's ``SystemExit(1)``, which would
+    stop the command half way through writing its files."""
+
+    def on_broken_pipe(self) -> None:
+        stdout_closed()  # not ``quiet``: a host calling main() again gets its output
+        with contextlib.suppress(AttributeError):
+            del self._buffer[:]  # what could not be written is dropped, not sent again
+
+
 # no markup, emoji codes or highlighting: what they print is text, never read as markup
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
-out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+out = _Out(highlight=False, soft_wrap=True, markup=False, emoji=False)
 command = functools.partial(app.command, cls=_Command)
 
 
@@ -92,11 +106,32 @@ def show_out(text: str, output: Output | None = None) -> None:
     ``output`` None or table) never read as markup, its control characters
     escaped (lines kept); JSON, CSV, Markdown and LaTeX as they are, byte for
     byte: data whose ids stay exact when redirected to a file."""
-    if output is None or output is Output.table:
-        out.print(visible(text, lines=True), markup=False, emoji=False)
-        return
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    try:
+        if output is None or output is Output.table:
+            out.print(visible(text, lines=True), markup=False, emoji=False)
+            return
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+
+
+def stdout_closed() -> None:
+    """The reader of stdout went away (``receval demo | head``): what is left to print
+    is dropped quietly and the command goes on, so the files it writes are complete
+    (or, interrupted, absent); its exit code is what it would have been. Stdout is
+    pointed at the null device, so no later write (nor the interpreter's last flush)
+    meets the closed pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind sys.stdout
+        pass
 
 
 class Output(StrEnum):

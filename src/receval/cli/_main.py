@@ -1,5 +1,5 @@
-"""The entry point: one error boundary for every command (exit codes 0, 1, 2, 130
-and 143, signals, internal errors)."""
+"""The entry point: one error boundary for every command (exit codes 0, 1, 2, 129,
+130 and 143, signals, internal errors)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,12 @@ def _main(
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so the same cleanup runs."""
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C so the same cleanup
+    runs; ``code`` is the command's exit code for it (143, 129)."""
+
+    def __init__(self, code: int = 143) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 _SIGNALLED: list[int] = []  # the exit code of each signal received during main()
@@ -36,15 +41,17 @@ _SIGNALLED: list[int] = []  # the exit code of each signal received during main(
 def _on_signal(signum: int, frame: Any) -> None:
     import signal
 
-    if signum == signal.SIGTERM:
-        _SIGNALLED.append(143)
-        raise Terminated
-    _SIGNALLED.append(130)
-    raise KeyboardInterrupt
+    if signum == signal.SIGINT:
+        _SIGNALLED.append(130)
+        raise KeyboardInterrupt
+    code = 129 if signum == getattr(signal, "SIGHUP", None) else 143
+    _SIGNALLED.append(code)
+    raise Terminated(code)
 
 
 def _interrupted(code: int) -> int:
-    """One line on stderr; the shell's code for the signal (130 SIGINT, 143 SIGTERM)."""
+    """One line on stderr; the shell's code for the signal (129 SIGHUP, 130 SIGINT,
+    143 SIGTERM)."""
     note_line(SIGNAL_MESSAGES[code])
     return code
 
@@ -61,10 +68,11 @@ def command_line() -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code.
 
-    Ctrl-C returns 130 and SIGTERM 143, each with one line on stderr and no traceback; the
-    handlers are installed here, in the command's own process, never on import, and put
-    back on return. (Typer turns KeyboardInterrupt into a plain return value of 130, so
-    the handlers note which signal came.)
+    Ctrl-C returns 130, SIGTERM 143 and SIGHUP 129 (the terminal closed: handled as
+    SIGTERM is, unless SIGHUP is ignored, as under ``nohup``), each with one line on
+    stderr and no traceback; the handlers are installed here, in the command's own
+    process, never on import, and put back on return. (Typer turns KeyboardInterrupt
+    into a plain return value of 130, so the handlers note which signal came.)
     """
     import signal
     import threading
@@ -72,13 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     previous = {}
     if threading.current_thread() is threading.main_thread():
         previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_signal)
+        hup = getattr(signal, "SIGHUP", None)
+        if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:
+            previous[hup] = signal.signal(hup, _on_signal)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not if ignored
             previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_signal)
     _SIGNALLED.clear()
     try:
         code = _main_unguarded(argv)
     except KeyboardInterrupt as exc:  # Terminated too
-        code = 143 if isinstance(exc, Terminated) else 130
+        code = exc.code if isinstance(exc, Terminated) else 130
         return _interrupted(_SIGNALLED[0] if _SIGNALLED else code)
     finally:
         for signum, handler in previous.items():
