@@ -260,16 +260,18 @@ def test_demo_reads_its_log_from_a_pipe(tmp_path: Path) -> None:
     assert "nothing came through the pipe" in _one_error_line(empty)
 
 
-def test_sigterm_during_a_demo_leaves_no_manifest(tmp_path: Path) -> None:
+def test_sigterm_during_a_demo_leaves_the_old_set_whole(tmp_path: Path) -> None:
+    """The new set is written aside and published whole at the end: a demo stopped
+    half way leaves the folder's previous set as it was, manifest and all."""
     first = receval("demo", "--users", "300", "--out", "d", "-q", cwd=tmp_path)
     assert first.returncode == 0
-    _manifest_matches(tmp_path / "d")
+    before = _manifest_matches(tmp_path / "d")
     proc = _demo_holding_the_folder(tmp_path, 100000)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143
-    # the old set's manifest went first: the folder says it is incomplete
-    assert not (tmp_path / "d" / "manifest.json").exists()
+    assert _manifest_matches(tmp_path / "d") == before  # one run's files, the first's
+    assert not (tmp_path / "d" / ".receval-new").exists()
     _no_temporaries(tmp_path / "d")
 
 

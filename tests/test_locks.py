@@ -20,7 +20,7 @@ import pytest
 import receval.io.write as write
 from receval.cli import main
 from receval.errors import OutputError
-from receval.io.write import LOCK, OutputSet, output_notes
+from receval.io.write import LOCK, STAGING, OutputSet, output_notes
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="flock and POSIX file kinds")
 
@@ -227,7 +227,7 @@ def _once(real: Any, when: Any) -> Any:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
 @pytest.mark.parametrize("stale", [False, True], ids=["new", "stale"])
-@pytest.mark.parametrize("at", ["flock", "ftruncate", "pwrite", "manifest"])
+@pytest.mark.parametrize("at", ["flock", "ftruncate", "pwrite", "staging"])
 def test_a_signal_while_locking_leaves_no_lock(
     here: Path, monkeypatch: pytest.MonkeyPatch, at: str, stale: bool
 ) -> None:
@@ -238,9 +238,9 @@ def test_a_signal_while_locking_leaves_no_lock(
         (folder / LOCK).write_text('{"pid": 1, "host": "elsewhere", "command": "receval x"}')
     if at == "flock":
         monkeypatch.setattr(fcntl, "flock", _once(fcntl.flock, lambda fd, *_: _is_lock(fd)))
-    elif at == "manifest":  # entering removes the manifest once the lock is held
-        manifest = _once(Path.unlink, lambda p, *_: p.name == "manifest.json")
-        monkeypatch.setattr(Path, "unlink", manifest)
+    elif at == "staging":  # entering makes the set's hidden folder once the lock is held
+        made = _once(Path.mkdir, lambda p, *_, **__: p.name == STAGING)
+        monkeypatch.setattr(Path, "mkdir", made)
     else:  # only receval.io.write's calls are interrupted, through its own `os`
         proxy = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os)})
         setattr(proxy, at, _once(getattr(os, at), lambda fd, *_: _is_lock(fd)))

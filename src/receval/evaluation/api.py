@@ -18,6 +18,7 @@ from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.io import spark_files
 from receval.io.items import build_context
+from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
@@ -232,6 +233,7 @@ def evaluate(
             "Result.item_groups (each item group's exposure) is computed at a cut-off: no "
             "metric asked has one (e.g. ndcg@10)"
         )
+    res.notes.extend(set_notes({"recommendations": recommendations, "truth": truth, **side}))
     return res
 
 

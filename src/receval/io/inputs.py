@@ -76,11 +76,13 @@ def opened(obj: Any, role: str, cols: Columns) -> tuple[Any, Columns, Any]:
     if not is_path(obj):
         return obj, cols, None
     from receval.io.files import read_file
+    from receval.io.manifest import notes_for
 
     if isinstance(obj, FileInput):
         table, info = read_file(obj.path, role=role, fmt=obj.format, sep=obj.sep, cols=cols)
     else:
         table, info = read_file(obj, role=role, cols=cols)
+    info.messages.extend(notes_for(obj))  # checked against its set's manifest, if any
     watcher = _WATCHER.get()
     if watcher is not None:
         watcher(info)

@@ -47,6 +47,7 @@ from receval.ids import (
 from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
 from receval.io.inputs import FileInput, is_path, opened
+from receval.io.manifest import notes_for
 from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
 from receval.records import Columns, Pair, PairSource
 
@@ -317,6 +318,7 @@ def open_parquet(
         raise fail(name, "no data rows (only a header?)")
     schema = file.schema_arrow
     info = FileInfo(name, "parquet", rows=file.metadata.num_rows)
+    info.messages.extend(notes_for(p))  # checked against its set's manifest, if any
     found = resolve(schema.names, cols, RECS if role == "recommendations" else TRUTH, name)
     info.columns.update(found)
     wanted = ["user", "item"]

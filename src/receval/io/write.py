@@ -2,9 +2,12 @@
 
 Every file receval writes goes through :func:`atomic_write`:
 
-- the bytes go to a temporary file in the target's folder (``.NAME.XXXX.tmp``), created
-  when writing starts, flushed and fsync'd, then renamed over the target: a reader sees
-  the old file or the new one, never half of one;
+- the bytes go to a temporary file in the target's folder (``.NAME.PID-XXXXXXXX.tmp``),
+  created when writing starts, flushed and fsync'd, then renamed over the target: a
+  reader sees the old file or the new one, never half of one; one that a killed process
+  left (its pid gone) is removed by the next write of that file, or of a set
+  (:class:`OutputSet`) into its folder;
+- a file inside a folder that another receval run is writing as a set is refused;
 - the temporary file is removed on any failure, on Ctrl-C and on SIGTERM (the command
   line turns SIGTERM into an exception, so the same cleanup runs);
 - a symbolic link at the target is replaced by the new file, never followed (the file it
@@ -20,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -32,10 +37,12 @@ from receval.errors import OutputError, ReceValError
 __all__ = [
     "LOCK",
     "MANIFEST",
+    "STAGING",
     "OutputSet",
     "atomic_write",
     "atomic_write_text",
     "cannot_write",
+    "held_by_another",
     "make_folder",
     "output_notes",
     "refuse_inputs",
@@ -118,8 +125,13 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
     if target.is_dir() and not target.is_symlink():
         raise cannot_write(target, IsADirectoryError(errno.EISDIR, "Is a directory"))
     folder = target.parent
+    _refuse_held(target)
+    for left in _stale_temporaries(folder, target.name):  # by a killed run into this file
+        with contextlib.suppress(OSError):
+            left.unlink()
     try:
-        fd, name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        prefix = f".{target.name}.{os.getpid()}-"
+        fd, name = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     except OSError as exc:
         raise cannot_write(target, exc) from None
     tmp = Path(name)
@@ -136,12 +148,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
         if isinstance(exc, OSError):
             raise cannot_write(target, exc) from None
         raise
-    with contextlib.suppress(OSError):  # the rename itself, on file systems that need it
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    _sync_folder(folder)  # the rename itself, on file systems that need it
     return result
 
 
@@ -181,18 +188,31 @@ def refuse_inputs(
 MANIFEST = "manifest.json"
 #: The lock file a multi-file output holds while it writes.
 LOCK = ".receval.lock"
+#: The folder (``prefix`` + this name) where a set's new files wait to be published.
+STAGING = ".receval-new"
+
+#: the folders this process holds, by (device, inode), with how many sets hold each:
+#: its own writes into them pass (another process's are refused)
+_HELD: dict[tuple[int, int], int] = {}
+#: the set being written here: a set opened inside its folder is written as part of it
+_ACTIVE: ContextVar[OutputSet | None] = ContextVar("receval_output_set", default=None)
 
 
 class OutputSet:
-    """A folder of files written as one set (the demo's folder, a split's):
-    a reader never sees a mix of two runs or a partial set.
+    """A folder of files written as one set, one generation (the demo's folder,
+    a split's, a report's PNGs): a reader never sees a mix of two runs.
 
-    - **One writer at a time**: entering takes a lock in the folder
-      (``.receval.lock``: an exclusive ``flock`` on a file holding the
-      writer's pid, host, command and start time). A second writer fails at
-      once with an :class:`~receval.errors.OutputError` naming the holder.
-      The system releases the flock when its process ends, however it ends;
-      the file itself is removed on exit.
+    - **One writer at a time, nested folders too**: entering takes a lock in
+      the folder (``.receval.lock``: an exclusive ``flock`` on a file holding
+      the writer's pid, host, command and start time). A second writer fails
+      at once with an :class:`~receval.errors.OutputError` naming the holder;
+      so does a set or a single file (:func:`atomic_write`) written anywhere
+      inside a folder another run holds (``split --out d/split`` while ``demo
+      --out d`` runs), and a set that would write into a subfolder another run
+      holds. The system releases the flock when its process ends, however it
+      ends; the file itself is removed on exit. A set opened in this process
+      inside the folder of a set being written (the demo's split) is written
+      as part of that set, under its lock.
     - **A lock never writes through a link**: the file is created with
       ``O_CREAT | O_EXCL | O_NOFOLLOW`` and an existing one opened with
       ``O_NOFOLLOW``. A symbolic link at the lock's path, or anything but a
@@ -214,13 +234,23 @@ class OutputSet:
     - **An interrupted lock is no lock**: Ctrl-C or SIGTERM while the lock is
       being taken (or while entering) removes the lock file this run created
       or took over; a lock held by another run is never removed.
-    - **Manifest last**: entering removes the folder's manifest
-      (``manifest.json``); leaving without an error writes a new one listing
-      every file of the set with its size and SHA-256, the command and its
-      parameters. A folder with a manifest holds a complete set, and its
-      files are those the manifest lists (a file of the folder not in it is
-      not part of the set); a folder without one is being written or was
-      interrupted.
+    - **One generation**: every file of the set is written into a hidden
+      folder of the set's folder (``.receval-new``), the folder's current set
+      left as it is. Leaving without an error writes the new manifest there
+      (every file with its size and SHA-256, the command, its parameters and
+      a generation id), then publishes: with Ctrl-C, SIGTERM and SIGHUP held
+      back for those few renames, the old manifest is removed, each new file
+      renamed into place, the old set's files that the new one does not have
+      removed (those the old manifest lists, still of its size), and the new
+      manifest renamed into place last. Leaving with an error (Ctrl-C too)
+      removes the hidden folder: the old set stays whole, manifest and all.
+      A folder with a manifest holds one complete set, and its files are
+      those the manifest lists; a folder without one was never written whole,
+      or its publishing was cut by ``kill -9`` or a power cut, which the next
+      run into the folder finishes (the new set was complete), with a note.
+    - **Left-overs cleaned**: entering removes what a killed run left in the
+      folder (an unpublished hidden folder, temporary files of
+      :func:`atomic_write` whose process is gone), with a note.
     - Every file goes through :func:`atomic_write` (:meth:`write`).
 
     Example::
@@ -240,10 +270,15 @@ class OutputSet:
         self.command = command
         self.parameters = dict(parameters or {})
         self.prefix = prefix
+        #: the set's files: name (relative to the folder) -> where it lies once published
         self.files: dict[str, Path] = {}
+        self._outside: dict[str, Path] = {}  # counted, written in place by another writer
         self._fd: int | None = None
         self._lock = self.folder / f"{prefix}{LOCK}"
+        self._staging = self.folder / f"{prefix}{STAGING}"
         self._started = ""
+        self._parent: OutputSet | None = None  # the set this one is written as part of
+        self._token: Any = None
         #: What the set's writer should be told (a stale lock taken over), in order.
         self.notes: list[str] = []
 
@@ -254,76 +289,184 @@ class OutputSet:
     def __enter__(self) -> OutputSet:
         import datetime
 
-        make_folder(self.folder)
         self._started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        self._take_lock()
-        try:
-            self.manifest.unlink(missing_ok=True)
-        except BaseException as exc:  # Ctrl-C too: __exit__ will not run, release here
-            self._release()
-            if isinstance(exc, OSError):
-                raise cannot_write(self.manifest, exc, "remove") from None
-            raise
+        parent = _ACTIVE.get()
+        if parent is not None and parent._holds(self.folder):
+            self._parent = parent  # written as part of the set being written here
+        else:
+            make_folder(self.folder)
+            self._take_lock()
+            try:
+                self._refuse_held_above()
+                self._recover()
+                _clean_temporaries(self.folder, self._note)
+                _fresh_folder(self._staging)
+            except BaseException as exc:  # Ctrl-C too: __exit__ will not run, release here
+                self._release()
+                if isinstance(exc, OSError):
+                    raise cannot_write(self.folder, exc) from None
+                raise
+        self._token = _ACTIVE.set(self)
         return self
 
+    def _holds(self, folder: Path) -> bool:
+        """Whether ``folder`` is this set's folder or lies inside it."""
+        mine = Path(os.path.realpath(self.folder))
+        return Path(os.path.realpath(folder)).is_relative_to(mine)
+
+    def _relative(self, name: str) -> str:
+        """``name`` of this nested set as a name of the set it is written in."""
+        assert self._parent is not None
+        mine = Path(os.path.realpath(self.folder))
+        return (mine.relative_to(os.path.realpath(self._parent.folder)) / name).as_posix()
+
     def write(self, name: str, write: Callable[[Path], Any]) -> Path:
-        """Write the set's file ``name`` (a path relative to the folder) whole."""
-        path = self.folder / name
-        make_folder(path.parent)
-        atomic_write(path, write)
-        self.files[name] = path
-        return path
+        """Write the set's file ``name`` (a path relative to the folder) whole;
+        it is published where it belongs (the returned path) when the set closes."""
+        final = self.folder / name
+        if self._parent is not None:
+            self._parent.write(self._relative(name), write)
+        else:
+            self._refuse_held_below(name)
+            staged = self._staging / name
+            make_folder(staged.parent)
+            atomic_write(staged, write)
+        self.files[name] = final
+        return final
 
     def add(self, name: str, path: Path) -> None:
         """Count a file written by another writer (e.g. a nested set) in the set."""
+        if name in self.files:
+            return  # written as part of this set already
+        if self._parent is not None:
+            self._parent.add(self._relative(name), path)
         self.files[name] = path
+        self._outside[name] = path
+
+    def _staged(self, name: str) -> Path:
+        """Where the set's file ``name`` lies until it is published."""
+        if name in self._outside:
+            return self._outside[name]
+        if self._parent is not None:
+            return self._parent._staged(self._relative(name))
+        return self._staging / name
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         try:
-            if kind is None:
-                self._write_manifest()
+            if self._parent is not None:
+                if kind is None:
+                    text = self._manifest_text()
+                    self.write(self.manifest.name, lambda p: p.write_text(text, "utf-8"))
+                return
+            try:
+                if kind is None:
+                    atomic_write_text(self._staging / self.manifest.name, self._manifest_text())
+                    with _signals_held():
+                        self._publish()
+            finally:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(self._staging)
+                self._release()
         finally:
-            self._release()
+            if self._token is not None:
+                _ACTIVE.reset(self._token)
+                self._token = None
 
-    def _write_manifest(self) -> None:
+    def _manifest_text(self) -> str:
         import datetime
         import hashlib
         import json
         import socket
+        import uuid
 
         from receval._version import __version__
 
         listed = {}
-        for name, path in sorted(self.files.items()):
+        for name in sorted(self.files):
+            if name == self.manifest.name and name not in self._outside:
+                continue
+            path = self._staged(name)
             digest = hashlib.sha256()
             with open(path, "rb") as f:
                 for block in iter(lambda f=f: f.read(1 << 20), b""):
                     digest.update(block)
             listed[name] = {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
-        text = json.dumps(
-            {
-                "receval": __version__,
-                "command": self.command,
-                "parameters": self.parameters,
-                "host": socket.gethostname(),
-                "started": self._started,
-                "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                "files": listed,
-            },
-            indent=2,
-            default=str,
-        )
-        atomic_write_text(self.manifest, text + "\n")
+        facts = {
+            "receval": __version__,
+            "command": self.command,
+            "parameters": self.parameters,
+            "generation": uuid.uuid4().hex,  # os.urandom: no global random state is drawn
+            "host": socket.gethostname(),
+            "started": self._started,
+            "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "files": listed,
+        }
+        return json.dumps(facts, indent=2, default=str) + "\n"
 
-    def _holder(self, fd: int) -> str:
-        """Who holds (or held) the lock open at ``fd``, as its file says."""
-        who = _lock_facts(fd)
-        if not who:
-            return "another process"
-        return (
-            f"{who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
-            f"started {who.get('started')}"
-        )
+    def _publish(self) -> None:
+        """Move the complete new set (manifest in the hidden folder) into place."""
+        new = _manifest_files(self._staging / self.manifest.name) or {}
+        old = _manifest_files(self.manifest) or {}
+        self.manifest.unlink(missing_ok=True)
+        for name in new:
+            staged = self._staging / name
+            if os.path.lexists(staged):
+                target = self.folder / name
+                make_folder(target.parent)
+                os.replace(staged, target)
+        for name, facts in old.items():
+            if name not in new:
+                _remove_old(self.folder, name, facts)
+        os.replace(self._staging / self.manifest.name, self.manifest)
+        _sync_folder(self.folder)
+
+    def _recover(self) -> None:
+        """What a killed run left: its complete set published, an unfinished one removed."""
+        if not os.path.lexists(self._staging):
+            return
+        if not self._staging.is_dir() or self._staging.is_symlink():
+            raise OutputError(
+                f"{self._staging} is {_kind(os.lstat(self._staging).st_mode)}, not receval's "
+                "folder of unpublished files: remove it or write elsewhere",
+                path=str(self._staging),
+            )
+        done = _manifest_files(self._staging / self.manifest.name)
+        if done is not None:
+            with _signals_held():
+                self._publish()
+            self._note(
+                f"finished publishing the files of an interrupted run into {self.folder} "
+                "(it was stopped while moving its complete set into place)"
+            )
+        elif any(self._staging.iterdir()):
+            self._note(f"removed the unfinished files of an interrupted run ({self._staging})")
+        shutil.rmtree(self._staging)
+
+    def _refuse_held_above(self) -> None:
+        """Refuse when a folder above this one is another run's (its own with a prefix)."""
+        mine = Path(os.path.realpath(self.folder))
+        for folder in ([mine] if self.prefix else []) + list(mine.parents):
+            who = held_by_another(folder)
+            if who is not None:
+                raise OutputError(
+                    f"{self.folder} is inside {folder}, which is being written by another "
+                    f"receval run ({who}); wait for it to finish or write elsewhere",
+                    path=str(self.folder),
+                )
+
+    def _refuse_held_below(self, name: str) -> None:
+        """Refuse to write ``name`` into a subfolder that another run holds."""
+        parts = Path(name).parts[:-1]
+        for i in range(1, len(parts) + 1):
+            folder = self.folder.joinpath(*parts[:i])
+            who = held_by_another(folder)
+            if who is not None:
+                raise OutputError(
+                    f"cannot write {self.folder / name}: {folder} is being written by another "
+                    f"receval run ({who}); wait for it to finish or write elsewhere",
+                    path=str(folder),
+                )
+
 
     def _not_a_lock(self, what: str) -> OutputError:
         return OutputError(
@@ -400,7 +543,7 @@ class OutputSet:
         except BlockingIOError:
             raise OutputError(
                 f"{self.folder} is being written by another receval run "
-                f"({self._holder(fd)}); wait for it to finish or write elsewhere",
+                f"({_holder_text(fd)}); wait for it to finish or write elsewhere",
                 path=str(self.folder),
             ) from None
         # the holder may have removed the file as we opened it: lock the one there
@@ -421,6 +564,9 @@ class OutputSet:
         }
         os.pwrite(fd, json.dumps(who).encode(), 0)
         self._fd = fd
+        key = _folder_key(self.folder)
+        if key is not None:
+            _HELD[key] = _HELD.get(key, 0) + 1
         return True
 
     def _note(self, text: str) -> None:
@@ -433,10 +579,190 @@ class OutputSet:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
+        key = _folder_key(self.folder)
+        if key is not None and key in _HELD:
+            _HELD[key] -= 1
+            if not _HELD[key]:
+                del _HELD[key]
         with contextlib.suppress(OSError):
             if os.lstat(self._lock).st_ino == os.fstat(fd).st_ino:  # ours, not a newcomer's
                 os.unlink(self._lock)
         os.close(fd)  # closing releases the flock
+
+
+def _folder_key(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _holder_text(fd: int) -> str:
+    """Who holds (or held) the lock open at ``fd``, as its file says."""
+    who = _lock_facts(fd)
+    if not who:
+        return "another process"
+    return (
+        f"{who.get('command')}, pid {who.get('pid')} on {who.get('host')}, "
+        f"started {who.get('started')}"
+    )
+
+
+def held_by_another(folder: str | Path) -> str | None:
+    """Who holds ``folder`` (its ``.receval.lock`` locked by another process),
+    in words; None when nobody else does (no lock, a stale one, or this
+    process's own)."""
+    lock = Path(folder) / LOCK
+    try:
+        st = os.lstat(lock)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or _folder_key(Path(folder)) in _HELD:
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder_text(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing releases a shared lock taken on a stale file
+    return None
+
+
+def _refuse_held(target: Path) -> None:
+    """Refuse to write ``target`` inside a folder another run holds."""
+    folder = Path(os.path.realpath(target.parent))
+    for above in (folder, *folder.parents):
+        who = held_by_another(above)
+        if who is not None:
+            raise OutputError(
+                f"cannot write {target}: {above} is being written by another receval run "
+                f"({who}); wait for it to finish or write elsewhere",
+                path=str(target),
+            )
+
+
+#: a temporary file of :func:`atomic_write`: ``.NAME.PID-XXXXXXXX.tmp``
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)-[A-Za-z0-9_]{8}\.tmp$")
+
+
+def _gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs on this host."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process
+        return False
+    return False
+
+
+def _stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
+    """The temporary files of :func:`atomic_write` in ``folder`` (of the target
+    ``name`` only, when given) whose process is gone."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            m = _TEMPORARY.match(entry.name)
+            if m is None or (name is not None and m["name"] != name):
+                continue
+            if entry.is_file(follow_symlinks=False) and _gone(int(m["pid"])):
+                found.append(Path(entry.path))
+    return found
+
+
+def _clean_temporaries(folder: Path, note: Callable[[str], None], depth: int = 4) -> None:
+    """Remove the temporary files killed runs left in ``folder`` and its subfolders."""
+    removed = 0
+    for here, subfolders, _ in os.walk(folder):
+        if len(Path(here).relative_to(folder).parts) >= depth:
+            subfolders.clear()
+        subfolders[:] = [d for d in subfolders if not d.endswith(STAGING)]
+        for path in _stale_temporaries(Path(here)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    if removed:
+        note(f"removed {removed} temporary file(s) left in {folder} by runs that were killed")
+
+
+def _fresh_folder(path: Path) -> None:
+    """An empty folder at ``path`` (never a link)."""
+    path.mkdir()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP held back (delivered at the end) in the block:
+    a set's few renames are done whole. Only the main thread can hold them."""
+    import signal
+    import threading
+
+    wanted = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _manifest_files(path: Path) -> dict[str, Any] | None:
+    """The files a receval manifest at ``path`` lists (name -> facts), or None."""
+    import json
+
+    try:
+        facts = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = facts.get("files") if isinstance(facts, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {name: f for name, f in files.items() if _inside_name(name)}
+
+
+def _inside_name(name: Any) -> bool:
+    """Whether a manifest's file name stays inside its folder."""
+    if not isinstance(name, str) or not name:
+        return False
+    parts = Path(name).parts
+    return not Path(name).is_absolute() and ".." not in parts
+
+
+def _remove_old(folder: Path, name: str, facts: Any) -> None:
+    """Remove a file of the set being replaced that the new set does not have,
+    if it is still the plain file of the size its manifest lists."""
+    path = folder / name
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        size = facts.get("bytes") if isinstance(facts, dict) else None
+        if stat.S_ISREG(st.st_mode) and size == st.st_size:
+            path.unlink()
+
+
+def _sync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # the renames, on file systems that need it
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
 
 
 def _kind(mode: int) -> str:

@@ -54,7 +54,9 @@ from receval.errors import ReceValError, check_seed, for_python, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result, markdown_escape
+from receval.io.inputs import is_path
 from receval.io.interactions import as_frame, as_log, read_log
+from receval.io.manifest import notes_for
 from receval.io.write import OutputSet
 from receval.workflow import baselines
 from receval.workflow.split import FILES as SPLIT_FILES
@@ -480,6 +482,9 @@ def _data(
     )
     say(f"columns: {_columns_text(found)}")
     say(f"relevance: {relevance.phrase}")
+    if reading and is_path(asked.interactions):  # checked against its set's manifest
+        for note in notes_for(asked.interactions):
+            say(f"note: {asked.interactions}: {note}")
     return log, source, found, relevance
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from receval.analysis.report.svg import color
-from receval.io.write import atomic_write, make_folder
+from receval.io.write import OutputSet
 
 __all__ = ["write_pngs"]
 
@@ -50,11 +50,31 @@ def write_pngs(
     with training data, ``popularity.png`` (of the top ``max_k``). Returns the
     paths written.
 
+    The images are one set (:class:`receval.io.write.OutputSet`): the folder is
+    locked while they are drawn, and they are published together with a
+    ``manifest.json`` once all are drawn, or not at all.
+
     Raises:
         ImportError: matplotlib is not installed (nothing is written).
     """
     figure, canvas = _figure_class()
-    out = make_folder(out_dir)
+    with OutputSet(out_dir, "report", {"dpi": dpi, "systems": list(systems)}) as out:
+        charts = (curves, distributions, popularity, systems, max_k)
+        return _draw_all(out, figure, canvas, *charts, dpi)
+
+
+def _draw_all(
+    out: OutputSet,
+    figure: Any,
+    canvas: Any,
+    curves: pd.DataFrame,
+    distributions: Mapping[str, pd.DataFrame],
+    popularity: pd.DataFrame | None,
+    systems: list[str],
+    max_k: int | None,
+    dpi: int,
+) -> list[Path]:
+    """Every chart of :func:`write_pngs`, written into the set ``out``."""
     written: list[Path] = []
 
     def save(name: str, draw: Callable[[Any], None], size: tuple[float, float] = (6, 4)) -> None:
@@ -64,8 +84,7 @@ def write_pngs(
         draw(ax)
         fig.tight_layout()
         # whole or not at all: a temporary file renamed over the target (a link is replaced)
-        atomic_write(out / name, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
-        written.append(out / name)
+        written.append(out.write(name, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png")))
 
     for metric in dict.fromkeys(curves["metric"]):
         save(f"curve_{_slug(metric)}.png", lambda ax, m=metric: _curve(ax, curves, m, systems))
