@@ -64,7 +64,9 @@ def test_only_what_inputs_allow() -> None:
     train, test, recs = data()
     r = check(train=train, test=test)
     assert "seen_in_train" not in r.codes()
-    assert "test_before_train" not in r.codes()  # not asked
+    assert r["test_before_train"].count == 1  # timestamps in both: checked unasked
+    r = check(train=train, test=test, chronological=False)
+    assert "test_before_train" not in r.codes()  # a random split: not checked
     r = check(recs=recs)
     assert "short_lists" not in r.codes()  # no k
     assert "score_ties" in r.codes()

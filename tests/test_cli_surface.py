@@ -456,7 +456,8 @@ def test_inspect_check_and_split_read_every_format(
     assert code == 0, err
     assert "users: 4; items: 5" in out and "20 rows" in out
     code, out, err = run(capsys, "check", "--train", path, "--test", path)
-    assert code == 0, err
+    assert code == 1, err  # test is train: every test row leaks
+    assert "[LEAK] train_test_overlap: 20 of 20 test rows (100.0%" in out
     assert "duplicate_rows_train" in out
     code, out, err = run(
         capsys,

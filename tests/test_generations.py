@@ -373,3 +373,16 @@ def test_a_lock_that_lives_in_a_subfolder_does_not_block_the_reader(tmp_path: Pa
         assert time.monotonic() - started < 30
     finally:
         _let_go(holder)
+
+
+def test_check_says_parts_of_two_splits(
+    split_folders: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``receval check --train`` of one split, ``--test`` of another: said on stderr."""
+    a, b = split_folders / "a", split_folders / "b"
+    capsys.readouterr()
+    main(["check", "--train", str(a / "train.parquet"), "--test", str(b / "test.parquet")])
+    err = capsys.readouterr().err
+    assert "2 different runs of receval split" in err and "--train from" in err, err
+    main(["check", "--train", str(a / "train.parquet"), "--test", str(a / "test.parquet")])
+    assert "different runs" not in capsys.readouterr().err

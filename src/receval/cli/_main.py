@@ -156,4 +156,6 @@ def _main_unguarded(argv: list[str] | None) -> int:
         return _internal_error(exc)
     if returned == 130:  # a KeyboardInterrupt that typer caught and returned as 130
         return 130  # main() says which signal it was
+    if isinstance(returned, int) and not isinstance(returned, bool):
+        return returned  # typer.Exit(code=n) raised by a command (check: 1 on leakage)
     return 0

@@ -230,7 +230,17 @@ def check(
     k: Annotated[int | None, typer.Option("-k", help="the largest cut-off you will use")] = None,
     chronological: Annotated[
         bool,
-        typer.Option("--chronological", help="test rows must not precede the user's train rows"),
+        typer.Option(
+            "--chronological",
+            help="the split is chronological: timestamps are required (missing: exit 2)",
+        ),
+    ] = False,
+    not_chronological: Annotated[
+        bool,
+        typer.Option(
+            "--not-chronological",
+            help="the split is random: test rows may precede train rows (time not checked)",
+        ),
     ] = False,
     timestamp_col: Annotated[
         str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
@@ -239,13 +249,20 @@ def check(
     sep: SepOpt = None,
     quiet: Quiet = False,
 ) -> None:
-    """Look for leakage and oddities: seen items recommended, time travel, ties, duplicates.
+    """Look for leakage and oddities: train/test overlap, time travel, seen items
+    recommended, cold start, ties, duplicates.
 
-    The findings go to stdout; ``-q`` is accepted for symmetry (nothing else is printed)."""
+    With --train and --test: test rows also in train, and (when both have the
+    timestamp column) test rows earlier than the user's latest train row, are
+    leakage. The findings go to stdout; exit code 1 when leakage is found, 0
+    otherwise (warnings included), 2 on bad input. ``-q`` is accepted for
+    symmetry (nothing else is printed)."""
     from receval.workflow.checks import check as run
 
     if recs is None and train is None and test is None:
         raise ReceValError("check needs at least one of --recs, --train, --test")
+    if chronological and not_chronological:
+        raise ReceValError("--chronological and --not-chronological exclude each other")
     files = {"train": train, "test": test, "recommendations": recs}
     with status("reading and checking", quiet), _naming(files):
         report_ = run(  # the recommendations opened by the library, as evaluate opens them
@@ -253,11 +270,20 @@ def check(
             test=_log(test, fmt, sep, options),
             recs=None if recs is None else path_input(recs, fmt, sep),
             k=k,
-            chronological=chronological,
+            chronological=True if chronological else (False if not_chronological else None),
             options=options,
             timestamp_col=timestamp_col,
         )
     show_out(report_.render(cli=True))
+    if not quiet:  # each file against its set's manifest; parts of different splits
+        from receval.io.manifest import set_notes
+
+        for line in set_notes({f"--{role}": path for role, path in files.items()}):
+            note_line(f"note: {line}")
+    if report_.leakage:
+        found = ", ".join(f"{f.code} ({f.count})" for f in report_.leakage)
+        show_out(f"leakage found: {found}; exit code 1")
+        raise typer.Exit(code=1)
 
 
 @contextlib.contextmanager

@@ -2,14 +2,21 @@
 
 :func:`check` looks for what silently distorts offline numbers and reports
 each finding with a count and a one-line explanation; it never changes the
-data. What it checks (each only when the inputs it needs are given):
+data. What it checks (each only when the inputs it needs are given), with its
+severity (``leakage``: the split leaks, ``receval check`` exits 1;
+``warning``: likely distorts the numbers; ``info``):
 
+- ``train_test_overlap`` (leakage): test rows whose (user, item) pair is also
+  in train — the model was trained on the answers.
+- ``test_before_train`` (leakage): test rows earlier than the same user's
+  latest training row (``chronological="global"``: than the latest training
+  row of anyone) — the model was trained on the future. Checked whenever
+  train and test both have the timestamp column (else skipped, with a note);
+  ``chronological=True`` makes the timestamp required, ``False`` skips the
+  check (a random split, where test may precede train by design).
 - ``seen_in_train``: recommended (user, item) pairs the user already has in
   train — usually a bug (filter with :func:`remove_seen`), unless re-consumption
   is the task.
-- ``test_before_train`` (``chronological="user"``): test rows earlier than the
-  same user's latest training row; (``chronological="global"``): test rows
-  earlier than the latest training row of anyone — leakage from the future.
 - ``test_users_not_in_train`` / ``test_items_not_in_train``: cold-start users
   and items of the test part (no model trained on train can know them).
 - ``missing_lists``: test users without any recommendation (scored 0 by
@@ -36,6 +43,8 @@ remove them with receval.workflow.checks.remove_seen(recs, train)
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,6 +66,8 @@ __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
 
 #: the roles an input has (required, then detected), as :mod:`receval.io.columns` takes them
 _Roles = tuple[tuple[str, ...], tuple[str, ...]]
+#: how much a finding matters: ``leakage`` makes ``receval check`` exit 1
+Severity = Literal["leakage", "warning", "info"]
 
 
 @dataclass
@@ -67,24 +78,33 @@ class Finding:
         code: the check's name (e.g. ``seen_in_train``).
         count: how many rows / users / items it found (0: nothing found).
         message: one line saying what was found and what it means.
-        severity: ``warning`` (likely distorts the numbers), ``info``.
+        severity: ``leakage`` (the split leaks: test data reached training),
+            ``warning`` (likely distorts the numbers), ``info``.
         examples: up to 5 offending (user, item) pairs or ids.
         cli_message: the message as the command line says it, when it names
             what to type (``--remove-seen`` instead of ``remove_seen(...)``).
+        skipped: the check could not run (count 0; the message says why).
     """
 
     code: str
     count: int
     message: str
-    severity: Literal["warning", "info"] = "warning"
+    severity: Severity = "warning"
     examples: list[Any] = field(default_factory=list)
     cli_message: str | None = None
+    skipped: bool = False
 
     def render(self, cli: bool = False) -> str:
-        """One line: mark, code, message (the command line's with ``cli``);
-        the examples' control characters written as escapes (``\\x1b``),
-        so that an id can neither break the line nor drive the terminal."""
-        mark = "ok  " if self.count == 0 else ("WARN" if self.severity == "warning" else "info")
+        """One line: mark (``LEAK``, ``WARN``, ``info``, ``ok``, ``skip``),
+        code, message (the command line's with ``cli``); the examples'
+        control characters written as escapes (``\\x1b``), so that an id
+        can neither break the line nor drive the terminal."""
+        if self.skipped:
+            mark = "skip"
+        elif self.count == 0:
+            mark = "ok  "
+        else:
+            mark = {"leakage": "LEAK", "warning": "WARN"}.get(self.severity, "info")
         shown_ = ", ".join(visible(_example(e)) for e in self.examples)
         ex = f" (e.g. {shown_})" if self.count and self.examples else ""
         message = (self.cli_message or self.message) if cli else self.message
@@ -112,12 +132,20 @@ class CheckReport:
 
     @property
     def problems(self) -> list[Finding]:
-        """Findings with a count > 0 and severity ``warning``."""
-        return [f for f in self.findings if f.count and f.severity == "warning"]
+        """Findings with a count > 0 and severity ``leakage`` or ``warning``."""
+        return [f for f in self.findings if f.count and f.severity in ("leakage", "warning")]
+
+    @property
+    def leakage(self) -> list[Finding]:
+        """Findings with a count > 0 and severity ``leakage`` (test data that
+        reached training: ``train_test_overlap``, ``test_before_train``);
+        empty (false) when the split does not leak. ``receval check`` exits 1
+        when it is not empty."""
+        return [f for f in self.findings if f.count and f.severity == "leakage"]
 
     @property
     def ok(self) -> bool:
-        """True when no warning was found."""
+        """True when neither leakage nor a warning was found."""
         return not self.problems
 
     def to_frame(self) -> pd.DataFrame:
@@ -128,13 +156,14 @@ class CheckReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{code: {count, severity, message, examples}}``."""
+        """JSON-ready: ``{code: {count, severity, message, examples, skipped}}``."""
         return {
             f.code: {
                 "count": f.count,
                 "severity": f.severity,
                 "message": f.message,
                 "examples": [_plain(e) for e in f.examples],
+                "skipped": f.skipped,
             }
             for f in self.findings
         }
@@ -162,14 +191,21 @@ def _finding(
     code: str,
     count: int,
     text: str,
-    severity: Literal["warning", "info"] = "warning",
+    severity: Severity = "warning",
     examples: list[Any] | None = None,
+    skipped: bool = False,
 ) -> Finding:
     """A finding whose ``text`` may name options (:func:`~receval.errors.option`):
     its message in Python's syntax, and in the command line's for ``receval check``."""
     python, cli = for_python(text), for_cli(text)
     return Finding(
-        code, count, python, severity, examples or [], cli_message=cli if cli != python else None
+        code,
+        count,
+        python,
+        severity,
+        examples or [],
+        cli_message=cli if cli != python else None,
+        skipped=skipped,
     )
 
 
@@ -235,22 +271,59 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
     return [None if d is None else pd.DataFrame(d, copy=False) for d in columns]
 
 
+def _shared(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
+    """Each array's ids as int64 codes shared by the arrays (one hash pass), and
+    the number of distinct ids."""
+    codes, uniq = pd.factorize(np.concatenate(parts), use_na_sentinel=False)
+    return np.split(codes.astype(np.int64), np.cumsum([len(p) for p in parts])[:-1]), len(uniq)
+
+
 def _pair_keys(users: list[np.ndarray], items: list[np.ndarray]) -> list[np.ndarray]:
     """Each table's (user, item) pairs as int64 keys, codes shared by the tables
     (one hash pass per column instead of tuples of a MultiIndex)."""
-
-    def shared(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
-        codes, uniq = pd.factorize(np.concatenate(parts), use_na_sentinel=False)
-        return np.split(codes.astype(np.int64), np.cumsum([len(p) for p in parts])[:-1]), len(uniq)
-
-    u, _ = shared(users)
-    i, width = shared(items)
+    u, _ = _shared(users)
+    i, width = _shared(items)
     return [a * width + b for a, b in zip(u, i, strict=True)]
+
+
+@dataclass
+class _Codes:
+    """The users and items of each table of :func:`check` (``train``, ``test``,
+    ``recs``) as int64 codes shared by the tables, so that membership, distinct
+    counts and per-user maxima are array operations on integers."""
+
+    codes: dict[str, dict[str, np.ndarray]]  # role (user, item) -> table -> codes
+    size: dict[str, int]  # role -> number of distinct ids over the tables
+
+    @classmethod
+    def of(cls, tables: dict[str, pd.DataFrame]) -> _Codes:
+        codes, size = {}, {}
+        for role in ("user", "item"):
+            parts, size[role] = _shared([f[role].to_numpy() for f in tables.values()])
+            codes[role] = dict(zip(tables, parts, strict=True))
+        return cls(codes, size)
+
+    def keys(self, table: str) -> np.ndarray:
+        """The table's (user, item) pairs as int64 keys."""
+        return self.codes["user"][table] * self.size["item"] + self.codes["item"][table]
+
+    def known(self, role: str, table: str, among: str) -> np.ndarray:
+        """Rows of ``table`` whose ``role`` id occurs in the table ``among``."""
+        present = np.zeros(self.size[role], dtype=bool)
+        present[self.codes[role][among]] = True
+        return present[self.codes[role][table]]
+
+    def distinct(self, role: str, table: str, rows: np.ndarray | None = None) -> int:
+        """How many distinct ``role`` ids the table (or its ``rows``, a mask) holds."""
+        codes = self.codes[role][table]
+        codes = codes if rows is None else codes[rows]
+        return int(np.count_nonzero(np.bincount(codes, minlength=self.size[role])))
 
 
 def _examples(values: Any, n: int = 5) -> list[Any]:
     return [
-        tuple(plain(x) for x in v) if isinstance(v, tuple) else plain(v) for v in list(values)[:n]
+        tuple(plain(x) for x in v) if isinstance(v, tuple) else plain(v)
+        for v in itertools.islice(values, n)
     ]
 
 
@@ -260,7 +333,7 @@ def check(
     recs: Any = None,
     *,
     k: int | None = None,
-    chronological: bool | Literal["user", "global"] = False,
+    chronological: bool | Literal["user", "global"] | None = None,
     options: EvalOptions | None = None,
     user_col: str | None = None,
     item_col: str | None = None,
@@ -282,9 +355,15 @@ def check(
             (every column of a file is read: the timestamp too).
         recs: recommendations (user, item, score or rank): a table or a file.
         k: the largest cut-off you will evaluate (``short_lists``).
-        chronological: ``"user"`` (or True) / ``"global"``: the protocol is
-            chronological, so test rows must not precede train rows (per user,
-            or overall); needs timestamps in train and test.
+        chronological: how ``test_before_train`` (time travel: leakage)
+            is checked. None (default): test rows must not precede the same
+            user's latest training row, checked when train and test both
+            have the column ``timestamp_col`` (else the finding says it was
+            skipped). ``"user"`` (or True) / ``"global"``: the protocol is
+            chronological — per user, or overall (no test row before the
+            latest training row) — and the timestamps are required (an
+            :class:`~receval.errors.InputError` without them). False: not
+            checked (a random split, where test may precede train).
         options: an :class:`~receval.EvalOptions`: its column names apply
             (columns are detected as :func:`receval.evaluate` detects them,
             and ids compared under the same id rule).
@@ -293,13 +372,15 @@ def check(
         timestamp_col: the timestamp column of train and test.
 
     Returns:
-        A :class:`CheckReport`; nothing is modified.
+        A :class:`CheckReport` (``report.leakage``: the leakage found;
+        ``report.ok``: neither leakage nor a warning); nothing is modified.
     """
     if chronological is True:
         chronological = "user"
-    if chronological not in (False, "user", "global"):
+    if chronological is not None and chronological not in (False, "user", "global"):
         raise ReceValError(
-            f"chronological must be False, 'user' or 'global'; got {shown(chronological)}"
+            "chronological must be None, True, False, 'user' or 'global'; got "
+            + shown(chronological)
         )
     if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
         raise ReceValError(said("k", "-k") + f" must be an integer >= 1; got {shown(k)}")
@@ -316,25 +397,17 @@ def check(
         [(given["train"], TRAIN), (given["test"], TRAIN), (given["recs"], RECS)], cols
     )
     out: list[Finding] = []
-    tables = [(name, f) for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None]
-    keys = dict(
-        zip(
-            [name for name, _ in tables],
-            _pair_keys(
-                [f["user"].to_numpy() for _, f in tables],
-                [f["item"].to_numpy() for _, f in tables],
-            ),
-            strict=True,
-        )
-    )
-    out += [_duplicates(name, frame, keys[name]) for name, frame in tables]
+    tables = {name: f for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None}
+    codes = _Codes.of(tables)
+    out += [_duplicates(name, frame, codes.keys(name)) for name, frame in tables.items()]
     if rc is not None and tr is not None:
-        out += _seen_and_unknown(rc, tr, keys)
+        out += _seen_and_unknown(rc, codes)
     if te is not None and tr is not None:
-        out += _cold_start(te, tr)
-        if chronological:
+        out.append(_overlap(te, codes))
+        if chronological is not False:
             sources = {k: v.source for k, v in given.items() if v is not None}
-            out.append(_chronology(tr, te, chronological, timestamp_col, sources))
+            out.append(_chronology(tr, te, chronological, timestamp_col, sources, codes))
+        out += _cold_start(te, codes)
     if rc is not None:
         out += _lists(rc, te, k)
     return CheckReport(out)
@@ -367,15 +440,13 @@ def _duplicates(name: str, frame: pd.DataFrame, key: np.ndarray) -> Finding:
     )
 
 
-def _seen_and_unknown(
-    rc: pd.DataFrame, tr: pd.DataFrame, keys: dict[str, np.ndarray]
-) -> list[Finding]:
+def _seen_and_unknown(rc: pd.DataFrame, codes: _Codes) -> list[Finding]:
     """Recommended items the user has in train; recommended items train never holds."""
-    seen = pd.Series(keys["recs"]).isin(keys["train"]).to_numpy()
+    seen = pd.Series(codes.keys("recs")).isin(codes.keys("train")).to_numpy()
     n = int(seen.sum())
-    users = int(rc["user"][seen].nunique())
+    users = codes.distinct("user", "recs", seen)
     message = (
-        f"{n} of {len(rc)} recommendation rows ({users} of {rc['user'].nunique()} "
+        f"{n} of {len(rc)} recommendation rows ({users} of {codes.distinct('user', 'recs')} "
         "users) recommend an item the user already has in train; remove them with "
         + said(
             "receval.workflow.checks.remove_seen(recs, train)",
@@ -383,7 +454,7 @@ def _seen_and_unknown(
         )
     )
     examples = _examples(zip(rc["user"][seen], rc["item"][seen], strict=True))
-    cold = ~rc["item"].isin(pd.unique(tr["item"])).to_numpy()
+    cold = ~codes.known("item", "recs", "train")
     items = rc["item"][cold].unique()
     return [
         _finding("seen_in_train", n, message, examples=examples),
@@ -398,18 +469,20 @@ def _seen_and_unknown(
     ]
 
 
-def _cold_start(te: pd.DataFrame, tr: pd.DataFrame) -> list[Finding]:
-    """Test users and items absent from train."""
+def _cold_start(te: pd.DataFrame, codes: _Codes) -> list[Finding]:
+    """Test users and items absent from train (informational for leakage: a
+    warning, since every model scores them from nothing)."""
     out = []
     for col, what in (("user", "users"), ("item", "items")):
-        unseen = ~te[col].isin(pd.unique(tr[col])).to_numpy()
+        unseen = ~codes.known(col, "test", "train")
         ids = te[col][unseen].unique()
         drop = option(f"drop_unseen_{what}", True, flag="--drop-unseen")
+        of = codes.distinct(col, "test")
         out.append(
             _finding(
                 f"test_{what}_not_in_train",
                 len(ids),
-                f"{len(ids)} of {te[col].nunique()} test {what} ({int(unseen.sum())} test "
+                f"{len(ids)} of {of} test {what} ({int(unseen.sum())} test "
                 f"rows) are absent from train (cold start; drop them with {drop} when "
                 "splitting)",
                 examples=_examples(ids),
@@ -463,37 +536,162 @@ def _lists(rc: pd.DataFrame, te: pd.DataFrame | None, k: int | None) -> list[Fin
     return out
 
 
-def _chronology(
-    tr: pd.DataFrame, te: pd.DataFrame, how: str, ts: str, sources: dict[str, str]
-) -> Finding:
-    """Test rows earlier than the training rows (``sources``: each input's
-    name in errors: its file, or ``train``/``test``)."""
-    user_col, item_col = "user", "item"
+def _share(n: int, total: int) -> str:
+    """``n`` of ``total`` as a percentage that is never 0.0% for n > 0."""
+    share = n / total if total else 0.0
+    return "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
+
+
+def _overlap(te: pd.DataFrame, codes: _Codes) -> Finding:
+    """Test rows whose (user, item) pair is also in train (integer keys, one
+    hash pass): the model was trained on the answers."""
+    key = codes.keys("test")
+    both = pd.Series(key).isin(codes.keys("train")).to_numpy()
+    n = int(both.sum())
+    rows = np.flatnonzero(both)
+    first = rows[~pd.Series(key[rows]).duplicated().to_numpy()]  # each pair's first test row
+    users = codes.distinct("user", "test", both)
+    return _finding(
+        "train_test_overlap",
+        n,
+        f"{n} of {len(te)} test rows ({_share(n, len(te))}; {len(first)} distinct (user, "
+        f"item) pairs, {users} of {codes.distinct('user', 'test')} test users) are also in train "
+        "(leakage: a model fit on train has seen these answers; a split puts each interaction "
+        "in one part)",
+        "leakage",
+        _examples(zip(te["user"].iloc[first[:5]], te["item"].iloc[first[:5]], strict=True)),
+    )
+
+
+def _times(frame: pd.DataFrame, ts: str) -> tuple[str, np.ndarray, np.ndarray] | str:
+    """A timestamp column as comparable values: (kind ``date`` or ``number``,
+    values — int64 nanoseconds (UTC) for dates, int64 or float64 numbers —,
+    the mask of rows that have one); or why it cannot be compared. Text is
+    read as dates, as a chronological split reads it."""
+    s = frame[ts]
+    if s.dtype == object or pd.api.types.is_string_dtype(s):
+        try:
+            with warnings.catch_warnings():  # "could not infer format": parsed one by one
+                warnings.simplefilter("ignore", UserWarning)
+                s = pd.to_datetime(s, utc=True)
+        except (ValueError, TypeError, OverflowError):
+            return "holds values that are neither numbers nor dates"
+    valid = s.notna().to_numpy()
+    if pd.api.types.is_datetime64_any_dtype(s):
+        if getattr(s.dtype, "tz", None) is not None:
+            s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+        ns = s.to_numpy(dtype="datetime64[ns]").view(np.int64)
+        return "date", ns, valid
+    if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
+        return "holds values that are neither numbers nor dates"
+    if pd.api.types.is_integer_dtype(s) and valid.all():
+        return "number", s.to_numpy(dtype=np.int64), valid
+    values = s.to_numpy(dtype=np.float64, na_value=np.nan)
+    return "number", values, valid & np.isfinite(values)
+
+
+def _comparable(
+    tr: pd.DataFrame, te: pd.DataFrame, ts: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | tuple[str, str]:
+    """Train's and test's timestamps on one scale with their masks
+    (:func:`_times`), or (the input at fault, why they cannot be compared)."""
+    missing = [(name, f) for f, name in ((tr, "train"), (te, "test")) if ts not in f.columns]
+    if missing:
+        found = "; ".join(f"{name}: {', '.join(map(str, f.columns))}" for name, f in missing)
+        subject = " and ".join(name for name, _ in missing)
+        verb = "have" if len(missing) > 1 else "has"
+        return subject, f"{verb} no timestamp column {ts!r} (columns found: {found})"
+    got = {}
     for frame, name in ((tr, "train"), (te, "test")):
-        if ts not in frame.columns:
+        times = _times(frame, ts)
+        if isinstance(times, str):
+            return name, f"has a timestamp column {ts!r} that {times}"
+        got[name] = times
+    (k_tr, t_tr, v_tr), (k_te, t_te, v_te) = got["train"], got["test"]
+    if k_tr != k_te:
+        return "test", f"has {k_te}s as timestamps and train {k_tr}s: they cannot be compared"
+    if t_tr.dtype != t_te.dtype:  # int64 and float64 numbers
+        t_tr, t_te = t_tr.astype(np.float64), t_te.astype(np.float64)
+    return t_tr, v_tr, t_te, v_te
+
+
+def _latest_per_user(
+    c_tr: np.ndarray, t_tr: np.ndarray, c_te: np.ndarray, n_users: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each test row (``c_te``: user codes shared with train's ``c_tr``):
+    its user's latest training time, and whether the user has a timed
+    training row (the maximum by one :func:`numpy.maximum.at` pass: no
+    per-user loop)."""
+    low = np.iinfo(np.int64).min if t_tr.dtype == np.int64 else -np.inf
+    latest = np.full(n_users, low, dtype=t_tr.dtype)
+    np.maximum.at(latest, c_tr, t_tr)
+    has = np.zeros(n_users, dtype=bool)
+    has[c_tr] = True
+    return latest[c_te], has[c_te]
+
+
+def _chronology(
+    tr: pd.DataFrame,
+    te: pd.DataFrame,
+    how: str | None,
+    ts: str,
+    sources: dict[str, str],
+    codes: _Codes,
+) -> Finding:
+    """Test rows earlier than the training rows: per user (``how`` None or
+    ``"user"``) or overall (``"global"``). Timestamps that cannot be compared:
+    an error when ``how`` asks for the check, else a skipped finding saying
+    why (``sources``: each input's name in errors: its file, or ``train``/``test``)."""
+    times = _comparable(tr, te, ts)
+    if isinstance(times[0], str):
+        name, why = times
+        if how is not None:
             raise InputError(
-                f"a chronological check needs a timestamp column {ts!r} in {name}; name it "
-                f"with {option('timestamp_col')}",
-                source=sources[name],
+                f"a chronological check needs comparable timestamps in train and test: {name} "
+                f"{why}; name the column with {option('timestamp_col')}",
+                source=sources[str(name).split(" and ")[0]],
             )
+        return _finding(
+            "test_before_train",
+            0,
+            f"not checked: {name} {why}; name the column with {option('timestamp_col')} "
+            f"(or {said('chronological=False', '--not-chronological')} for a random split)",
+            "leakage",
+            skipped=True,
+        )
+    t_tr, v_tr, t_te, v_te = times
     if how == "global":
-        latest = tr[ts].max()
-        early = (te[ts] < latest).to_numpy()
-        where = f"the latest training row ({latest})"
+        latest = t_tr[v_tr].max() if v_tr.any() else None
+        early = v_te & (t_te < latest) if latest is not None else np.zeros(len(te), dtype=bool)
+        shown_latest = _time_text(tr, ts, v_tr, t_tr)
+        where = f"the latest training row ({shown_latest})"
     else:
-        latest_u = tr.groupby(user_col)[ts].max()
-        mapped = te[user_col].map(latest_u)
-        early = (mapped.notna() & (te[ts] < mapped)).to_numpy()
+        user = codes.codes["user"]
+        latest_u, has = _latest_per_user(
+            user["train"][v_tr], t_tr[v_tr], user["test"], codes.size["user"]
+        )
+        early = v_te & has & (t_te < latest_u)
         where = "the same user's latest training row"
     n = int(early.sum())
-    users = int(te[user_col][early].nunique())
+    first = np.flatnonzero(early)[:5]
+    users = codes.distinct("user", "test", early)
+    untimed = int((~v_tr).sum()) + int((~v_te).sum())
+    skipped = f"; {untimed} rows without a timestamp not compared" if untimed else ""
     return _finding(
         "test_before_train",
         n,
-        f"{n} of {len(te)} test rows ({users} users) are earlier than {where}: the model "
-        "was trained on the future",
-        examples=_examples(zip(te[user_col][early], te[item_col][early], strict=True)),
+        f"{n} of {len(te)} test rows ({users} of {codes.distinct('user', 'test')} test users) "
+        f"are earlier than {where} (leakage: a model fit on train has seen the future{skipped})",
+        "leakage",
+        _examples(zip(te["user"].iloc[first], te["item"].iloc[first], strict=True)),
     )
+
+
+def _time_text(frame: pd.DataFrame, ts: str, valid: np.ndarray, values: np.ndarray) -> str:
+    """The latest timestamp of ``frame`` as the input writes it."""
+    if not valid.any():
+        return "none"
+    return str(plain(frame[ts].iloc[int(np.flatnonzero(valid)[np.argmax(values[valid])])]))
 
 
 def remove_seen(
