@@ -109,52 +109,6 @@ def _write_atomic(path: Path, write: Any) -> None:
     atomic_write(path, write)
 
 
-def mlflow_ready(
-    on: bool, experiment: str | None, run_name: str | None, no_report: bool = False
-) -> None:
-    """Exit 2 before any work if --mlflow cannot log (mlflow not installed) or an
-    --mlflow-* flag comes without --mlflow."""
-    if not on:
-        given = {
-            "--mlflow-experiment": experiment is not None,
-            "--mlflow-run-name": run_name is not None,
-            "--no-mlflow-report": no_report,
-        }
-        for flag, is_given in given.items():
-            if is_given:
-                raise ReceValError(f"{flag} goes with --mlflow")
-        return
-    try:
-        import mlflow  # noqa: F401
-    except ImportError:
-        raise ReceValError('--mlflow needs mlflow: pip install "receval[mlflow]"') from None
-
-
-def log_to_mlflow(
-    obj: Any,
-    on: bool,
-    experiment: str | None,
-    run_name: str | None,
-    quiet: bool,
-    page: Any = None,
-) -> None:
-    """--mlflow: log ``obj`` (receval.analysis.tracking.log_mlflow), with the
-    HTML report ``page`` when there is one, and say where."""
-    if not on:
-        return
-    from mlflow.exceptions import MlflowException
-
-    from receval.analysis.tracking import log_mlflow
-
-    try:
-        report = page if page is not None else True
-        run_id = log_mlflow(obj, experiment=experiment, run_name=run_name, report=report)
-    except MlflowException as exc:  # e.g. a tracking server that cannot be reached
-        raise ReceValError(f"--mlflow: MLflow refused: {exc.message}") from None
-    if not quiet:
-        note_line(f"logged to MLflow run {run_id}")
-
-
 def _input_label(key: str) -> str:
     """An input's name in an error: ``user_groups`` -> ``user groups file``; a
     key with a space is the label itself (``recommendations file 2``)."""
