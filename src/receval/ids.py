@@ -77,6 +77,7 @@ __all__ = [
     "order_of",
     "text_value",
     "unify",
+    "whitespace_notes",
 ]
 
 #: The two kinds of id column.
@@ -369,6 +370,56 @@ def unify(parts: list[np.ndarray], what: str, notes: list[str]) -> list[np.ndarr
     if STR in kinds:  # empty int parts (no rows) join the strings
         return [as_str(p) for p in parts]
     return parts
+
+
+def whitespace_notes(ids: np.ndarray, what: str) -> list[str]:
+    """What to say about the text ids among ``ids`` that begin or end with
+    whitespace (Unicode's, as :meth:`str.strip` strips): nothing when none
+    does, or ``ids`` are integers (int64 ids hold no whitespace). Ids are
+    never stripped (an id is what its input holds: ``" 1"`` is not
+    ``"1"``); a padded id that is another id of ``ids`` once stripped (read
+    by the text rule: ``" 1.0"`` is ``1``) is a second user or item, which
+    the first note says.
+
+    Meant for the distinct ids an engine has found anyway (one Arrow pass
+    over them: cheap); repeated ids give the same notes. The notes name no
+    count and no id, so that each chunk of a large input says the same
+    thing, and it is said once.
+
+    Example:
+        >>> ids = np.array([" 1", "1", "u2"], dtype=object)
+        >>> [n.split(":")[0] for n in whitespace_notes(ids, "user")]
+        ['some user ids differ from other user ids only by surrounding whitespace']
+        >>> whitespace_notes(np.array(["1", "u2"], dtype=object), "user")
+        []
+    """
+    if ids.dtype != object or not len(ids):
+        return []
+    arr = pa.array(ids, type=pa.large_string())
+    trimmed = pc.utf8_trim_whitespace(arr)
+    padded = pc.not_equal(trimmed, arr).to_numpy(zero_copy_only=False)
+    if not padded.any():
+        return []
+    # the few padded ids: the same id twice is one id; each stripped, read as ids are
+    distinct = dict(
+        zip(
+            arr.filter(pa.array(padded)).to_pylist(),
+            trimmed.filter(pa.array(padded)).to_pylist(),
+            strict=True,
+        )
+    )
+    stripped = [str(text_value(t)) for t in distinct.values()]
+    plain = set(ids[~padded].tolist())
+    example = f"{' 1'!r} and {'1'!r} are two {what}s"
+    if len(set(stripped)) < len(stripped) or not plain.isdisjoint(stripped):
+        return [
+            f"some {what} ids differ from other {what} ids only by surrounding whitespace: ids "
+            f"are read as written ({example}); strip them if they are the same {what}"
+        ]
+    return [
+        f"some {what} ids begin or end with whitespace: ids are read as written ({example}); "
+        "strip them if the whitespace is not part of the id"
+    ]
 
 
 def runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

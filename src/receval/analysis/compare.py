@@ -38,7 +38,14 @@ from receval.io.spark_files import is_spark
 from receval.metrics.spec import MetricSpec, parse_metrics
 from receval.records import Columns
 
-__all__ = ["LONG_COLUMNS", "Comparison", "compare", "letters_for"]
+__all__ = [
+    "LONG_COLUMNS",
+    "TAIL_RESAMPLES",
+    "Comparison",
+    "compare",
+    "letters_for",
+    "resampling_notes",
+]
 
 _PAIR_COLUMNS = [
     "diff",
@@ -117,6 +124,11 @@ class Comparison:
             ``anova_p``) and Friedman's rank test (``friedman_chi2``,
             ``friedman_p``) over the users compared, and ``users``. Not
             corrected; read before the pairs. None otherwise.
+        notes: what to read before the numbers, one sentence each: resamples
+            too few for the intervals or the tests asked (:func:`resampling_notes`),
+            then the notes of the evaluations (``"name: ..."`` when not every
+            run has it). ``str()``, Markdown, LaTeX and JSON show them; ``receval
+            compare`` prints them on stderr.
         by_group: with ``user_groups=``: (grouping, group) → the comparison of
             the systems on that group's users, each system's group evaluated
             alone (:attr:`~receval.Result.group_results`), with the same
@@ -136,6 +148,7 @@ class Comparison:
     aligned: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     by_group: dict[tuple[str, Any], Comparison] | None = field(default=None, repr=False)
     omnibus: pd.DataFrame | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list)
     version: str = __version__
 
     # -- questions -------------------------------------------------------------
@@ -393,6 +406,7 @@ def compare(
     letters = dict(zip(systems, letters_for(len(systems)), strict=True))
     table = _table_frame(names, systems, letters, results, tested.users, tested.means(), pairs, hib)
     settings |= _family(pairs, settings["test"])
+    notes = resampling_notes(settings, bool(per_user)) + _run_notes(results, systems)
     omnibus = None if on_spark or len(systems) < 3 else _omnibus(tested.aligned, systems)
     settings["evaluate"] = _evaluated_with(opts, inputs)
     by_group = None
@@ -413,6 +427,7 @@ def compare(
         aligned=tested.aligned,
         omnibus=omnibus,
         by_group=by_group,
+        notes=notes,
     )
 
 
@@ -517,6 +532,87 @@ def _family(pairs: pd.DataFrame, test: str) -> dict[str, Any]:
     }
 
 
+#: Resampled means that should lie beyond each end of a bootstrap interval:
+#: with fewer, its ends rest on a handful of draws (a note; docs/compare.md).
+TAIL_RESAMPLES = 25
+
+_RESAMPLED_TESTS = {"randomization": "randomization", "tukey": "randomised Tukey HSD"}
+
+
+def resampling_notes(settings: Mapping[str, Any], per_user: bool = True) -> list[str]:
+    """What :attr:`Comparison.notes` says about ``n_resamples`` (B), from the
+    comparison's settings:
+
+    * intervals (``ci`` not ``none``, a per-user metric) whose ends rest on
+      fewer than :data:`TAIL_RESAMPLES` resampled means beyond each:
+      ``(B + 1) · alpha / 2 < 25`` (B < 999 at 95%, B < 4999 at 99%);
+    * a test with resampled p-values (randomization, Tukey HSD), which are
+      never below ``1 / (B + 1)``, that could not find anything significant
+      at ``alpha``: ``1 / (B + 1)`` times the comparisons (Bonferroni, Holm;
+      once for BH and none) is ``alpha`` or more.
+
+    Example:
+        >>> s = {"n_resamples": 19, "alpha": 0.05, "ci": "percentile",
+        ...      "test": "randomization", "correction": "holm", "comparisons": 3}
+        >>> for note in resampling_notes(s):
+        ...     print(note)  # doctest: +NORMALIZE_WHITESPACE
+        intervals from 19 resamples: a 95% interval has about 0.5 resampled means beyond
+        each end, fewer than 25, so its ends rest on a handful of draws and move with the
+        seed; use at least 999 resamples
+        the randomization test's p-values from 19 resamples are at least 1/20 = 0.05,
+        3 times that after the Holm correction over 3 comparisons: never below alpha =
+        0.05, so no comparison can be significant; use at least 60 resamples
+    """
+    b, alpha = int(settings["n_resamples"]), float(settings["alpha"])
+    notes = []
+    if settings["ci"] != "none" and per_user:
+        floor = math.ceil(2 * TAIL_RESAMPLES / alpha - 1e-9) - 1  # (B + 1) α / 2 >= 25
+        if b < floor:
+            notes.append(
+                f"intervals from {b} resamples: a {1 - alpha:.0%} interval has about "
+                f"{(b + 1) * alpha / 2:.3g} resampled means beyond each end, fewer than "
+                f"{TAIL_RESAMPLES}, so its ends rest on a handful of draws and move with the "
+                f"seed; use at least {floor} resamples"
+            )
+    label, m = _RESAMPLED_TESTS.get(settings["test"]), int(settings.get("comparisons", 0))
+    if label is not None and m:
+        times = m if settings["correction"] in ("bonferroni", "holm") else 1
+        if times / (b + 1) >= alpha:
+            needed = math.floor(times / alpha)
+            while times / (needed + 1) >= alpha:
+                needed += 1
+            scaled = (
+                f", {times} times that after the {settings['correction'].title()} "
+                f"correction over {m} comparisons"
+                if times > 1
+                else ""
+            )
+            notes.append(
+                f"the {label} test's p-values from {b} resamples are at least 1/{b + 1} = "
+                f"{1 / (b + 1):.3g}{scaled}: never below alpha = {alpha:g}, so no comparison "
+                f"can be significant; use at least {needed} resamples"
+            )
+    return notes
+
+
+def _run_notes(results: Mapping[str, Result], systems: Sequence[str]) -> list[str]:
+    """The evaluations' notes: once as it is when every run has it, else
+    ``"name: note"`` for each run that has it (in the order found)."""
+    found: dict[str, list[str]] = {}
+    for name in systems:
+        for note in results[name].notes:
+            found.setdefault(note, [])
+            if name not in found[note]:
+                found[note].append(name)
+    out = []
+    for note, names in found.items():
+        if len(names) == len(systems):
+            out.append(note)
+        else:
+            out += [f"{name}: {note}" for name in names]
+    return out
+
+
 def _evaluated_with(opts: EvalOptions, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """``settings["evaluate"]``: the evaluation options set, and ``True`` for
     each input given (``train``, ``catalog``, ...)."""
@@ -594,8 +690,13 @@ def _settings(
     # each message in the caller's syntax: seed=-1 in Python, --seed -1 in the shell
     if not 0 < alpha < 1:
         raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
-    if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
+    if not isinstance(n_resamples, int | np.integer) or n_resamples < 2:
+        raise OptionError(
+            "n_resamples",
+            n_resamples,
+            expected="a whole number >= 2",
+            reason="one resample gives intervals of zero width and p-values of 0.5 or more",
+        )
     check_seed(seed)
     ci = str(ci).lower()
     if ci not in (*stats.CI_METHODS, "none"):

@@ -73,6 +73,7 @@ class Compared(Protocol):
     results: dict[str, Result]
     aligned: dict[str, pd.DataFrame]
     omnibus: pd.DataFrame | None
+    notes: list[str]
     version: str
 
     @property
@@ -170,6 +171,7 @@ def json_ready(cmp: Compared) -> dict[str, Any]:
                 else {}
             ),
             **({"by_group": _groups_dict(cmp.by_group)} if cmp.by_group else {}),
+            "notes": list(cmp.notes),
             "version": cmp.version,
         }
     )
@@ -295,6 +297,8 @@ def markdown(cmp: Compared, digits: int = 4) -> str:
     for m in cmp.metrics:
         lines += _markdown_metric(cmp, m, digits)
     lines += _missing_lines(cmp, esc)
+    if cmp.notes:
+        lines += ["Notes:", "", *(f"- {esc(n)}" for n in cmp.notes), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -390,7 +394,13 @@ def latex(cmp: Compared, digits: int = 4, details: bool = False) -> str:
     if details:
         for m in cmp.metrics:
             lines += _latex_pairs(cmp, m, digits)
+    lines += [f"% note: {_comment(n)}" for n in cmp.notes]
     return "\n".join(lines) + "\n"
+
+
+def _comment(text: str) -> str:
+    """``text`` on one line of a LaTeX comment (a line break would end it)."""
+    return " ".join(text.split())
 
 
 def _latex_pairs(cmp: Compared, m: str, digits: int) -> list[str]:
@@ -426,10 +436,11 @@ def _latex_pairs(cmp: Compared, m: str, digits: int) -> list[str]:
 # -- console text ------------------------------------------------------------------------------
 
 
-def text(cmp: Compared) -> str:
+def text(cmp: Compared, notes: bool = True) -> str:
     """The console text (``str(cmp)``): the leaderboard with superscript
     letters, its footnote, the users left out, then one leaderboard per user
-    group (each compared alone)."""
+    group (each compared alone), then ``note: ...`` lines (``notes``; the
+    command line prints them on stderr instead)."""
     out = _table_lines(cmp)
     out += ["", footnote(cmp)]
     out += [line for line in _missing_lines(cmp) if line.startswith("- ")]
@@ -438,6 +449,8 @@ def text(cmp: Compared) -> str:
         out += ["", f"{g} = {v} ({users} users):", *_table_lines(sub)]
     if cmp.by_group:
         out += ["", "Each group is compared alone: its own tests and correction."]
+    if notes:
+        out += [f"note: {n}" for n in cmp.notes]
     return "\n".join(out)
 
 

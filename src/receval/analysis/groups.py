@@ -83,11 +83,7 @@ def group_gap(
             "(Result.per_user_spark); evaluate in-process for the test, or compare the groups' "
             "means in Result.groups"
         )
-    test = str(test).lower()
-    if test not in _TESTS:
-        raise OptionError("test", test, allowed=_TESTS)
-    if not 0 < alpha < 1:
-        raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
+    test = _checked(test, alpha, n_resamples)
     values = {}
     for label in (a, b):
         key = (grouping, label)
@@ -150,3 +146,25 @@ def group_gap(
     frame = pd.DataFrame(rows, columns=columns, index=pd.Index(names, name="metric"))
     frame.attrs.update({"grouping": grouping, "a": a, "b": b, "alpha": alpha})
     return frame
+
+
+def _checked(test: str, alpha: float, n_resamples: Any) -> str:
+    """The test's name, checked with ``alpha`` and (for the permutation test)
+    ``n_resamples``: one relabelling gives p-values of 0.5 or more."""
+    test = str(test).lower()
+    if test not in _TESTS:
+        raise OptionError("test", test, allowed=_TESTS)
+    if not 0 < alpha < 1:
+        raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")
+    if test == "permutation" and (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, int | np.integer)
+        or n_resamples < 2
+    ):
+        raise OptionError(
+            "n_resamples",
+            n_resamples,
+            expected="a whole number >= 2",
+            reason="one relabelling gives p-values of 0.5 or more",
+        )
+    return test

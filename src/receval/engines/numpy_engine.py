@@ -19,7 +19,7 @@ import pandas as pd
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, option
-from receval.ids import distinct, order_of, sorted_runs, unify
+from receval.ids import distinct, order_of, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.spec import MetricSpec
@@ -156,7 +156,9 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     return codes, uniq
 
 
-def _encode_items(parts: list[np.ndarray], raw: bool = True) -> tuple[list[np.ndarray], int | None]:
+def _encode_items(
+    parts: list[np.ndarray], raw: bool = True, notes: list[str] | None = None
+) -> tuple[list[np.ndarray], int | None]:
     """Item codes ordered like the ids, and the number of codes.
 
     With the compiled join and integer ids, the ids themselves (``None``
@@ -174,6 +176,8 @@ def _encode_items(parts: list[np.ndarray], raw: bool = True) -> tuple[list[np.nd
         if hi - lo < 2**31:
             return [p - lo for p in parts], hi - lo + 1
     codes, uniq = encode(parts)
+    if notes is not None:  # text ids: those with surrounding whitespace said
+        notes += whitespace_notes(uniq, "item")
     return codes, len(uniq)
 
 
@@ -323,7 +327,8 @@ def prepare(
     users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
     items = unify([recs.items, truth.items], "item", notes)
     (ru, reu, tu, teu), user_ids = encode(users)
-    (ri, ti), n_items = _encode_items(items)
+    notes += whitespace_notes(user_ids, "user")
+    (ri, ti), n_items = _encode_items(items, notes=notes)
     n_users = len(user_ids)
     rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
     dropped: dict[str, np.ndarray] = {}

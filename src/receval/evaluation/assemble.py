@@ -13,9 +13,11 @@ import pandas as pd
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
+from receval.evaluation.groups import item_group_notes
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import Result
 from receval.metrics.context import ItemContext
+from receval.metrics.kernels.corrected import range_notes
 from receval.metrics.spec import MetricSpec
 
 __all__ = ["result_of", "with_columns"]
@@ -49,7 +51,7 @@ def result_of(
         "truth_rows_duplicate_dropped", 0
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
-    notes = list(out.notes) + _warnings(counts, opts.ties)
+    notes = list(out.notes) + _warnings(counts, opts.ties) + range_notes(summary, specs)
 
     index = pd.Index(out.user_ids, name="user")
     per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
@@ -62,7 +64,7 @@ def result_of(
         parameters["catalog"] = items.catalog_source or None
         parameters["catalog_items"] = int(items.in_catalog.sum())
         parameters["training_users"] = items.n_train_users
-    return Result(
+    res = Result(
         summary=summary,
         per_user=per_user,
         counts=counts,
@@ -72,6 +74,8 @@ def result_of(
         version=__version__,
         item_groups=out.item_groups,
     )
+    res.notes += item_group_notes(res)  # NaN values of item groups sharing no item
+    return res
 
 
 #: why recommendation rows are not used (``recommendation_rows_<why>``)

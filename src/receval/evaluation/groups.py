@@ -19,7 +19,12 @@ group's rows of the inputs alone (its own truth, its own largest grade, the same
 
 Groups of a table are sorted by value; the built-in ones in their own order.
 A group whose users have recommendations but no truth (or the reverse)
-cannot be evaluated alone: its row holds NaN and 0 users, with a note.
+cannot be evaluated alone: its row holds NaN and 0 users, with a note. A
+group of a table none of whose ids is a user of the evaluation has 0 users,
+with a note (and ``counts["user_groups"][name]["user_ids_not_evaluated"]``);
+a table none of whose ids is, is an :class:`~receval.errors.InputError`.
+:func:`item_group_notes` says why item groups sharing no item with the
+evaluation give NaN.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ __all__ = [
     "group_rows",
     "group_table",
     "groupings_of",
+    "item_group_notes",
 ]
 
 #: Lower edges of the ``activity`` buckets (distinct training items per user).
@@ -59,11 +65,13 @@ BUILT_IN = ("activity", "cold_start")
 class Grouping:
     """One grouping: its name, and for each of its groups (in order) the sorted
     distinct ids of its users; ``unassigned`` counts the table's users with no
-    group (null values)."""
+    group (null values); ``source``: where its ids come from (a file's path,
+    ``user_groups``; None for the built-in groupings, computed from ``train``)."""
 
     name: str
     groups: tuple[tuple[Any, np.ndarray], ...]
     unassigned: int = 0
+    source: str | None = None
 
 
 def _activity_labels() -> list[str]:
@@ -119,7 +127,7 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
         has = values.notna().to_numpy()
         fast = _sorted_grouping(str(name), users, values, has)
         if fast is not None:
-            out.append(fast)
+            out.append(Grouping(fast.name, fast.groups, fast.unassigned, source))
             continue
         pairs = pd.DataFrame({"user": users[has], "group": values[has].to_numpy()})
         pairs = pairs.drop_duplicates()
@@ -141,7 +149,7 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
         members = pairs["user"].to_numpy()
         groups = tuple((label, _sorted_ids(members[labels == label])) for label in order)
         unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
-        out.append(Grouping(str(name), groups, unassigned))
+        out.append(Grouping(str(name), groups, unassigned, source))
     return out
 
 
@@ -293,14 +301,50 @@ def group_table(
                     keys[grouping.name, label] = (j, g)
             rows.append({**values, "users": users})
             index.append((grouping.name, label))
-        placed = sum(results.users((j, g)) for g in range(len(grouping.groups)))
+        sizes = [results.users((j, g)) for g in range(len(grouping.groups))]
         counts[grouping.name] = {
             "groups": len(grouping.groups),
-            "users_without_group": n_users - placed,
+            "users_without_group": n_users - sum(sizes),
         }
         if grouping.unassigned:
             counts[grouping.name]["users_with_a_null_group"] = grouping.unassigned
+        notes += _matched(grouping, sizes, counts[grouping.name])
     return _frame(rows, index, metrics), counts, notes, _Renamed(results, keys)
+
+
+def _matched(grouping: Grouping, sizes: Sequence[int], counts: dict[str, Any]) -> list[str]:
+    """How the ids of a grouping given as a table (or mapping, or file)
+    matched the users of the evaluation (``sizes``: each group's users found
+    in it): ``counts["user_ids_not_evaluated"]`` (ids of the table that are no
+    user of the recommendations or the truth), and a note naming the groups
+    with no user (their values: those of no rows). No id matching any user is
+    an :class:`~receval.errors.InputError`: every group would be empty (ids
+    written otherwise: ``u1`` for ``1``, another user column)."""
+    if grouping.source is None:  # built in: computed from train, for these users
+        return []
+    listed = sum(len(ids) for _, ids in grouping.groups)
+    counts["user_ids_not_evaluated"] = listed - int(sum(sizes))
+    if listed and not sum(sizes):
+        ids = np.concatenate([ids for _, ids in grouping.groups])[:3].tolist()
+        raise InputError(
+            f"none of the {listed} user ids of the user groups (e.g. "
+            f"{', '.join(map(repr, ids))}) is a user of the recommendations or the truth, "
+            f"so every group of {grouping.name!r} would be empty: are they written as the "
+            f"evaluation's ids are, and is their user column the right one "
+            f"({option('user_col')} names it)?",
+            source=grouping.source,
+        )
+    empty = [label for (label, _), n in zip(grouping.groups, sizes, strict=True) if not n]
+    if not empty:
+        return []
+    shown = ", ".join(f"{grouping.name}={label!r}" for label in empty[:5])
+    more = f" and {len(empty) - 5} more" if len(empty) > 5 else ""
+    return [
+        f"user groups with no user of the evaluation: {shown}{more} (0 users: the values "
+        f"of no rows, NaN for per-user metrics); {counts['user_ids_not_evaluated']} of the "
+        f"{listed} user ids of {grouping.source} are not users of the recommendations or "
+        "the truth"
+    ]
 
 
 def _not_shared(name: str, label: Any) -> str:
@@ -353,6 +397,7 @@ def group_rows(
         group_of = np.full(len(all_users) + 1, -1, dtype=np.int64)  # last: absent (-1 index)
         for g, mask in enumerate(masks):
             group_of[:-1][mask] = g
+        sizes = [int(mask.sum()) for mask in masks]
         for g, ((label, _), mask) in enumerate(zip(grouping.groups, masks, strict=True)):
             placed |= mask
             members = all_users[mask]
@@ -381,6 +426,7 @@ def group_rows(
         }
         if grouping.unassigned:
             counts[grouping.name]["users_with_a_null_group"] = grouping.unassigned
+        notes += _matched(grouping, sizes, counts[grouping.name])
     return _frame(rows, index, metrics), counts, notes, alone
 
 
@@ -407,3 +453,60 @@ def _sorted_ids(values: np.ndarray) -> np.ndarray:
 
 #: The id arrays of RecsData and TruthData: the rows' users, the users with no row.
 _LISTS = ("users", "empty_users")
+
+
+#: Why a metric of the item groups is NaN over every user evaluated.
+_ITEM_GROUP_NAN = {
+    "rsp": "no item group has an item a user could be recommended (every group's denominator "
+    "is 0: its items are not in the catalog, or in every user's training data)",
+    "reo": "no item of the truth is in an item group (no relevant pair in any group)",
+    "awrf": "no list holds an item of an item group (every user's value is undefined)",
+    "miscalibration": "no user's training history holds an item of an item group (every "
+    "user's value is undefined)",
+}
+
+
+def item_group_notes(result: Any) -> list[str]:
+    """What to say about the NaN values that item groups sharing no item
+    with the evaluation give (they were said nowhere): a metric of the item
+    groups (``rsp``, ``reo``, ``awrf``, ``miscalibration``) NaN over the users
+    evaluated, and why; the groups of ``Result.item_groups`` whose values
+    within the group are NaN because none of their items is in the catalog.
+
+    Example:
+        >>> import receval, pandas as pd
+        >>> groups = pd.DataFrame({"item": [7, 8], "group": ["a", "b"]})
+        >>> res = receval.evaluate({1: [1, 2]}, {1: [1]}, ["rsp@2", "coverage@2"],
+        ...                        train={1: [3]}, item_groups=groups)
+        >>> for note in item_group_notes(res):
+        ...     print(note.split(":")[0])
+        rsp@2 is NaN
+        item groups with no item in the catalog
+    """
+    notes = []
+    for spec in result.metrics:
+        value = result.summary.get(str(spec))
+        why = _ITEM_GROUP_NAN.get(spec.name)
+        if why is not None and value is not None and value != value:
+            notes.append(f"{spec} is NaN: {why}")
+    table = result.item_groups
+    if table is None or not len(table):
+        return notes
+    within = [c for c in table.columns if c not in ("items", "catalog_share")]
+    within = [c for c in within if not str(c).startswith("exposure@")]
+    share = table["catalog_share"].to_numpy(dtype=np.float64)
+    found: dict[str, tuple[list[str], dict[str, None]]] = {}
+    for (grouping, label), row in table[share == 0].iterrows():
+        nan = [str(c) for c in within if row[c] != row[c]]
+        if nan:
+            named, columns = found.setdefault(str(grouping), ([], {}))
+            named.append(f"{grouping}={label!r} ({int(row['items'])} items)")
+            columns.update(dict.fromkeys(nan))
+    for named, columns in found.values():
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        notes.append(
+            f"item groups with no item in the catalog: {shown}: their {', '.join(columns)} "
+            "within the group are NaN (0 of 0 catalog items); an item group's items count "
+            "only where they are items of the catalog"
+        )
+    return notes

@@ -435,13 +435,16 @@ def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any],
     info["dropped"] = {}
     info["notes"] = []
     if o.min_user_interactions > 1 or o.min_item_interactions > 1:
+        whole = frame
         frame, dropped = filter_interactions(
-            frame,
+            whole,
             min_user_interactions=o.min_user_interactions,
             min_item_interactions=o.min_item_interactions,
             user_col=str(o.user_col),
             item_col=str(o.item_col),
         )
+        if not len(frame) and dropped["rows"]:
+            _nothing_left(whole, o, dropped["rounds"])
         info["dropped"]["min_interactions"] = dropped
         info["sizes"]["filtered"] = _size(frame, o.user_col, o.item_col)
         info["notes"].append(
@@ -450,6 +453,44 @@ def _prepare(interactions: Any, o: _Opts) -> tuple[pd.DataFrame, dict[str, Any],
             f"min_item_interactions={o.min_item_interactions} ({dropped['rounds']} rounds)"
         )
     return frame, info, o
+
+
+def _nothing_left(frame: pd.DataFrame, o: _Opts, rounds: int) -> None:
+    """Raise the :class:`OptionError` of a k-core filter that removed every
+    row of ``frame`` (it was accepted, and ``receval split`` wrote empty
+    files): the option that alone removes everything, with the largest value
+    that keeps something, or both options (together they remove everything,
+    round after round)."""
+    most_user = int(frame.groupby(o.user_col, sort=False).size().max())
+    most_item = int(frame.groupby(o.item_col, sort=False).size().max())
+    mu, mi = o.min_user_interactions, o.min_item_interactions
+    users, items = frame[o.user_col].nunique(), frame[o.item_col].nunique()
+    if mu > most_user:
+        raise OptionError(
+            "min_user_interactions",
+            mu,
+            expected=f"at most {most_user}",
+            reason=f"it removes every user: the most active of the {users} users has "
+            f"{most_user} interactions",
+        )
+    if mi > most_item:
+        raise OptionError(
+            "min_item_interactions",
+            mi,
+            expected=f"at most {most_item}",
+            reason=f"it removes every item: the most frequent of the {items} items has "
+            f"{most_item} interactions",
+        )
+    with_items = option("min_item_interactions", mi)
+    raise OptionError(
+        "min_user_interactions",
+        mu,
+        expected=f"a value that leaves some interactions with {with_items}",
+        reason=f"together they remove every row in {rounds} rounds, each dropping the users "
+        "and items the one before left with too few interactions; the most active of the "
+        f"{users} users has {most_user}, the most frequent of the {items} items {most_item}: "
+        "lower one of them",
+    )
 
 
 def _finish(

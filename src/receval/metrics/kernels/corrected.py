@@ -32,7 +32,7 @@ from receval.metrics.kernels.batch import Batch
 from receval.metrics.kernels.ranking import ratio
 from receval.metrics.kernels.sampled import correction_table
 
-__all__ = ["estimate"]
+__all__ = ["RANGE", "estimate", "range_notes"]
 
 #: the parameters a metric may keep with a correction: those that do not
 #: change its value for one relevant item (None: any value)
@@ -72,3 +72,42 @@ def estimate(b: Batch, k: int | None, metric: str, correction: str, gamma: float
     out = ratio(np.bincount(h.user, weights=values, minlength=b.size), listed)
     out[(listed < b.n_relevant) | (negatives < 1)] = math.nan
     return out
+
+
+#: The range of every metric a correction estimates (hit rate, recall,
+#: precision, ndcg, ap, rr: each between 0 and 1).
+RANGE = (0.0, 1.0)
+
+
+def range_notes(summary: Mapping[str, float], specs: Any) -> list[str]:
+    """A note for each corrected estimate (``correction=`` not ``none``) whose
+    mean lies outside its metric's range (:data:`RANGE`): the correction's
+    table extrapolates from the sampled ranks, so nothing holds the estimate
+    within [0, 1] (``min_bias`` beyond about 20 negatives is ill-posed and
+    oscillates: hit rate 24.2). The value is left as computed, never clipped:
+    clipping would hide how far off the estimator is, and bias it.
+
+    Example:
+        >>> from receval.metrics.spec import parse_metric
+        >>> spec = parse_metric("hit_rate@10[correction=min_bias]")
+        >>> range_notes({str(spec): 24.2}, [spec])[0].split(";")[0]
+        'hit_rate@10[correction=min_bias] = 24.2 is outside the range of hit_rate, [0, 1]'
+    """
+    notes = []
+    low, high = RANGE
+    for spec in specs:
+        correction = dict(spec.params).get("correction", "none")
+        value = summary.get(str(spec))
+        if correction == "none" or value is None or value != value or low <= value <= high:
+            continue  # NaN: undefined, counted elsewhere
+        advice = (
+            "; min_bias is ill-posed beyond about 20 negatives: use correction=bv"
+            if correction == "min_bias"
+            else ""
+        )
+        notes.append(
+            f"{spec} = {value:.4g} is outside the range of {spec.name}, [0, 1]; "
+            f"correction={correction} extrapolates from the sampled ranks and nothing "
+            f"holds its estimate in that range (left as computed, not clipped){advice}"
+        )
+    return notes
