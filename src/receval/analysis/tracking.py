@@ -4,8 +4,11 @@ MLflow and Weights & Biases.
 Neither tracker is a dependency: each is imported inside the function that
 uses it (``pip install "receval[mlflow]"``, ``pip install wandb``), and a
 :class:`~receval.errors.ReceValError` naming the install command is raised
-when it is missing. Nothing global is changed: no tracking URI, experiment or
-environment variable is set; a run receval starts, receval ends. The names
+when it is missing. Nothing global is changed (no tracking URI or experiment
+set, the host's random generators left as they were, MLflow's HTTP settings
+set only during the call), each request to a tracking server is bounded
+(``tracking_timeout=``), and a run receval starts, receval ends: FINISHED,
+FAILED on an error, KILLED when interrupted (docs/tracking.md). The names
 logged and a result's payload are those of :mod:`receval.evaluation.tracking`
 (:func:`tracker_name`); a :class:`~receval.Result` alone also logs itself
 (:meth:`receval.Result.log_mlflow`, :meth:`~receval.Result.log_wandb`).
@@ -23,17 +26,20 @@ from receval.errors import ReceValError
 from receval.evaluation.result import Result
 from receval.evaluation.tracking import (
     TAG_LENGTH,
+    TRACKING_TIMEOUT,
     Names,
     Payload,
     flat,
     folder_of,
-    import_tracker,
     key_of,
+    log_result_mlflow,
     log_result_wandb,
     mlflow_child,
     mlflow_files,
     mlflow_log,
     mlflow_run,
+    mlflow_session,
+    report_files,
     tracker_name,
 )
 
@@ -72,6 +78,7 @@ def log_mlflow(
     step: int | None = None,
     experiment: str | None = None,
     run_name: str | None = None,
+    tracking_timeout: float | None = TRACKING_TIMEOUT,
 ) -> str:
     """Log a :class:`~receval.Result`, a :class:`~receval.Comparison` or a
     :class:`~receval.Report` to MLflow; returns the id of the run logged into.
@@ -81,6 +88,16 @@ def log_mlflow(
     ``MLFLOW_EXPERIMENT_NAME``) named ``run_name``, ended when logging ends.
     The tracking server is MLflow's (``MLFLOW_TRACKING_URI``). With
     ``nested=True`` a child run of that run is made (and ended) and logged into.
+
+    The runs receval makes, receval ends: FINISHED, FAILED when an error
+    stops the logging, KILLED when it is interrupted (Ctrl-C, SIGTERM: any
+    ``BaseException`` that is no ``Exception``); the active run or ``run_id``
+    (or ``MLFLOW_RUN_ID``'s run) is the caller's, logged into and left running.
+    Each request to a tracking server gives up after ``tracking_timeout``
+    seconds, retries included (None or 0: MLflow's own retries, about four
+    minutes for a server that is down; MLflow's ``MLFLOW_HTTP_REQUEST_*``
+    variables that the environment sets are kept). The host's ``random`` and
+    NumPy global generators are restored after the call.
 
     What is logged for a result (names by :func:`tracker_name`, after ``prefix``):
 
@@ -111,6 +128,9 @@ def log_mlflow(
     Raises:
         ReceValError: mlflow is not installed (``pip install "receval[mlflow]"``),
             or ``obj`` is none of the above.
+        OutputError: the logging failed (``could not log to MLflow at <uri>:
+            <reason>``: the server refused or did not answer in time, ...),
+            raised from MLflow's error.
 
     Example:
         >>> import mlflow, receval                                   # doctest: +SKIP
@@ -119,27 +139,27 @@ def log_mlflow(
         ...     receval.log_mlflow(res)         # metrics ndcg_at_10, recall_at_20, ...
     """
     result, cmp, html = _unpack(obj, report)
-    if result is not None:
-        return result.log_mlflow(
+    if result is not None:  # (Result.log_mlflow, with the timeout)
+        files = report_files(html)
+        payload = result.tracking_payload(prefix, per_user, step)  # checked before a run
+        return log_result_mlflow(
+            payload,
+            files,
             run_id=run_id,
             nested=nested,
-            prefix=prefix,
-            report=html,
-            per_user=per_user,
-            step=step,
             experiment=experiment,
             run_name=run_name,
+            tracking_timeout=tracking_timeout,
         )
     assert cmp is not None
-    mlflow = import_tracker("mlflow")
-    from mlflow.tracking import MlflowClient
-
     # everything is computed (and checked) before a run is made
     systems: dict[str, Payload] = {
         s: cmp.results[s].tracking_payload(prefix, per_user, step) for s in cmp.systems
     }
-    client = MlflowClient()
-    with mlflow_run(mlflow, client, run_id, nested, experiment, run_name) as target:
+    with (
+        mlflow_session(tracking_timeout) as (mlflow, client),
+        mlflow_run(mlflow, client, run_id, nested, experiment, run_name) as target,
+    ):
         parent = Names(prefix)
         for system, payload in systems.items():
             with mlflow_child(client, target, system) as child:

@@ -34,6 +34,8 @@ from receval.cli.flags import (
     Seed,
     SepOpt,
     Test,
+    Tracking,
+    TrackingTimeout,
     Train,
     UserGroups,
     with_options,
@@ -46,9 +48,7 @@ from receval.cli.inputs import (
     item_files,
     item_inputs,
     located_error,
-    log_to_mlflow,
     metric_strings,
-    mlflow_ready,
     note_columns,
     path_input,
     refuse_input_targets,
@@ -130,6 +130,13 @@ def _note_runs(cmp: Any, files: Mapping[str, Path], truth: Path, quiet: bool) ->
             note_columns(res, paths, quiet)
 
 
+def _say_notes(notes: list[str], quiet: bool) -> None:
+    """Each note as a ``note: ...`` line on stderr (nothing with ``--quiet``)."""
+    if not quiet:
+        for note in notes:
+            note_line(f"note: {note}")
+
+
 def _png_folder(png: Path | None) -> None:
     """``report --png``: a folder (or nothing yet), not a file."""
     if png is not None and png.exists() and not png.is_dir():
@@ -201,13 +208,17 @@ def compare(
     mlflow_experiment: MlflowExperiment = None,
     mlflow_run_name: MlflowRunName = None,
     no_mlflow_report: MlflowNoReport = False,
+    tracking_timeout: TrackingTimeout = None,
     quiet: Quiet = False,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
     from receval.analysis.compare import compare as run
 
     metrics = metric_strings(metric, k)
-    mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
+    tracking = Tracking(
+        mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report, tracking_timeout
+    )
+    tracking.ready()
     items = item_files(train, catalog, item_features, popular, item_groups)
     with file_notes(quiet):  # what each file was read as, once it is all read
         given = _runs_and_items(
@@ -221,8 +232,13 @@ def compare(
         _note_runs(result, given.files, truth, quiet)
     if output is Output.csv:  # one flat table: means, then each comparison with its p-values
         show_out(result.to_csv(), output)
+    elif output is Output.table:  # its notes go to stderr, below
+        from receval.analysis.comparison_render import text
+
+        show_out(text(result, notes=False), output)
     else:
         show_out(render(result, output), output)
+    _say_notes(result.notes, quiet)
     page = None
     if mlflow and not no_mlflow_report:  # the report of this comparison: curves added
         from receval.analysis.report import report as make_report
@@ -232,7 +248,7 @@ def compare(
             page = make_report(
                 given.runs, given.truth, comparison=result, options=options, **inputs
             )
-    log_to_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
+    tracking.log(result, quiet, page)  # the numbers are printed: a failure leaves them
 
 
 @command()
@@ -304,5 +320,6 @@ def report(
         rep.save(out_path)
     if not quiet:
         note_line(f"report written to {out_path}")
-        for note in rep.notes:  # e.g. PNGs asked for without matplotlib
-            note_line(f"note: {note}")
+    # the comparison's (too few resamples, the evaluations' notes), then the report's
+    # (e.g. PNGs asked for without matplotlib)
+    _say_notes([*rep.comparison.notes, *rep.notes], quiet)

@@ -7,11 +7,12 @@ import functools
 import inspect as _inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from receval.cli._base import Engine, Format, Output
+from receval.cli._base import Engine, Format, Output, note_line
+from receval.errors import ReceValError
 from receval.evaluation.conventions import CONVENTIONS
 from receval.evaluation.options import OPTIONS, EvalOptions, Option
 
@@ -286,3 +287,68 @@ MlflowNoReport = Annotated[
         rich_help_panel=_TRACKING,
     ),
 ]
+TrackingTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--tracking-timeout",
+        metavar="SECONDS",
+        help="with --mlflow: give up on a tracking server that does not answer within SECONDS "
+        "per request, retries included (default 30; 0: MLflow's own retries, minutes)",
+        rich_help_panel=_TRACKING,
+        show_default=False,
+    ),
+]
+
+
+class Tracking(NamedTuple):
+    """What a command's Tracking flags ask: ``--mlflow`` and its options
+    (``timeout``: ``--tracking-timeout``, None when not given: receval's 30 s)."""
+
+    on: bool
+    experiment: str | None = None
+    run_name: str | None = None
+    no_report: bool = False
+    timeout: float | None = None
+
+    def ready(self) -> None:
+        """Exit 2 before any work if ``--mlflow`` cannot log (mlflow not
+        installed, a ``--tracking-timeout`` that is no number of seconds) or
+        one of its options comes without it."""
+        if not self.on:
+            given = {
+                "--mlflow-experiment": self.experiment is not None,
+                "--mlflow-run-name": self.run_name is not None,
+                "--no-mlflow-report": self.no_report,
+                "--tracking-timeout": self.timeout is not None,
+            }
+            for flag, is_given in given.items():
+                if is_given:
+                    raise ReceValError(f"{flag} goes with --mlflow")
+            return
+        from receval.evaluation.tracking import check_tracking_timeout
+
+        check_tracking_timeout(self.timeout)
+        try:
+            import mlflow  # noqa: F401
+        except ImportError:
+            raise ReceValError('--mlflow needs mlflow: pip install "receval[mlflow]"') from None
+
+    def log(self, obj: Any, quiet: bool, page: Any = None) -> None:
+        """``--mlflow``: log ``obj`` (:func:`receval.analysis.tracking.log_mlflow`),
+        with the HTML report ``page`` when there is one, and say where. Called
+        once the numbers are printed: a failure is one line, ``error: could not
+        log to MLflow at <uri>: <reason>``, and exit 2 (docs/tracking.md)."""
+        if not self.on:
+            return
+        from receval.analysis.tracking import log_mlflow
+        from receval.evaluation.tracking import TRACKING_TIMEOUT
+
+        run_id = log_mlflow(
+            obj,
+            experiment=self.experiment,
+            run_name=self.run_name,
+            report=page if page is not None else True,
+            tracking_timeout=TRACKING_TIMEOUT if self.timeout is None else self.timeout,
+        )
+        if not quiet:
+            note_line(f"logged to MLflow run {run_id}")

@@ -195,6 +195,7 @@ class Result:
         step: int | None = None,
         experiment: str | None = None,
         run_name: str | None = None,
+        tracking_timeout: float | None = 30.0,
     ) -> str:
         """Log this result to MLflow; returns the id of the run logged into.
 
@@ -206,7 +207,10 @@ class Result:
         (ended here); ``nested=True``: a child of that run. ``report``: a
         :class:`~receval.Report` (or its HTML) logged as ``receval/report.html``.
         ``per_user=True`` adds ``per_user.parquet``; ``step`` is the metrics'
-        step (an epoch in a training loop).
+        step (an epoch in a training loop). ``tracking_timeout``: seconds each
+        request to a tracking server may take, retries included (None or 0:
+        MLflow's own retries; docs/tracking.md). A run receval started ends
+        KILLED when interrupted, FAILED on an error.
 
         Raises:
             ReceValError: mlflow is not installed (``pip install "receval[mlflow]"``).
@@ -227,6 +231,7 @@ class Result:
             nested=nested,
             experiment=experiment,
             run_name=run_name,
+            tracking_timeout=tracking_timeout,
         )
 
     def log_wandb(

@@ -6,8 +6,12 @@ logs comparisons and reports with it).
 Neither tracker is a dependency: each is imported inside the function that
 uses it (``pip install "receval[mlflow]"``, ``pip install wandb``), and a
 :class:`~receval.errors.ReceValError` naming the install command is raised
-when it is missing. Nothing global is changed: no tracking URI, experiment or
-environment variable is set; a run receval starts, receval ends.
+when it is missing. Nothing global is changed: no tracking URI or experiment
+is set, the host's ``random`` and NumPy global generators are left as they
+were (MLflow draws run names with ``random``), and MLflow's HTTP settings are
+set only during the call (:func:`mlflow_session`); a run receval starts,
+receval ends (:func:`mlflow_run`: FINISHED, FAILED on an error, KILLED on
+Ctrl-C or a signal).
 
 **Names.** Trackers restrict metric and parameter names (MLflow: letters,
 digits, ``_ - . /`` and spaces), and receval's canonical metric names hold
@@ -42,6 +46,7 @@ import contextlib
 import json
 import math
 import numbers
+import os
 import re
 import tempfile
 import time
@@ -50,12 +55,14 @@ from pathlib import Path
 from typing import Any
 
 from receval._version import __version__
-from receval.errors import MetricError, ReceValError
+from receval.errors import MetricError, OptionError, OutputError, ReceValError, option, said
 from receval.metrics.spec import parse_metric
 
 __all__ = [
+    "TRACKING_TIMEOUT",
     "Names",
     "Payload",
+    "check_tracking_timeout",
     "flat",
     "folder_of",
     "import_tracker",
@@ -66,6 +73,8 @@ __all__ = [
     "mlflow_files",
     "mlflow_log",
     "mlflow_run",
+    "mlflow_session",
+    "mlflow_settings",
     "report_files",
     "tracker_name",
 ]
@@ -321,6 +330,171 @@ def _param_limit() -> int:
     return int(MAX_PARAM_VAL_LENGTH)
 
 
+#: receval's bound, in seconds, on one request to an MLflow tracking server,
+#: retries included (``tracking_timeout=``, ``--tracking-timeout``)
+TRACKING_TIMEOUT = 30.0
+
+
+def check_tracking_timeout(value: Any) -> float | None:
+    """``tracking_timeout=`` as seconds: a number > 0; None or 0 for MLflow's
+    own settings (None returned). Anything else is an :class:`OptionError`."""
+    if value is None or (isinstance(value, numbers.Real) and value == 0):
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        ok = False
+    else:
+        ok = math.isfinite(value) and value > 0
+    if not ok:
+        raise OptionError(
+            "tracking_timeout",
+            value,
+            expected=f"seconds > 0, or {said('None', '0')} for MLflow's own retries",
+        )
+    return float(value)
+
+
+def mlflow_settings(timeout: float) -> dict[str, str]:
+    """MLflow's HTTP settings (environment variables) that keep one request to
+    the tracking server within ``timeout`` seconds, retries included: three
+    tries from 8 s up (no pause, then 2 s), else one; each try waits at most
+    ``(timeout - pauses) / tries`` seconds, whole and at least 1 (what MLflow
+    takes), to connect and for each answer; no random jitter, and a server's
+    ``Retry-After`` is not waited for.
+
+    Example:
+        >>> mlflow_settings(30)["MLFLOW_HTTP_REQUEST_TIMEOUT"], mlflow_settings(2)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ('9', {'MLFLOW_HTTP_REQUEST_TIMEOUT': '2', 'MLFLOW_HTTP_REQUEST_MAX_RETRIES': '0',
+        'MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR': '1', 'MLFLOW_HTTP_REQUEST_BACKOFF_JITTER': '0',
+        'MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER': 'false',
+        'MLFLOW_DATABRICKS_ENDPOINT_HTTP_RETRY_TIMEOUT': '2'})
+    """
+    tries = 3 if timeout >= 8 else 1
+    pauses = 2 if tries == 3 else 0  # urllib3: none before the 2nd try, factor * 2 before the 3rd
+    per_try = max(1, int((timeout - pauses) // tries))
+    return {
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(per_try),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(tries - 1),
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+        "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+        "MLFLOW_HTTP_RESPECT_RETRY_AFTER_HEADER": "false",
+        "MLFLOW_DATABRICKS_ENDPOINT_HTTP_RETRY_TIMEOUT": str(max(1, int(timeout))),
+    }
+
+
+@contextlib.contextmanager
+def _environ_during(settings: Mapping[str, str]) -> Iterator[None]:
+    """Each of ``settings`` the environment does not set, set during the block
+    and removed after it: a variable the host set is the host's choice, kept."""
+    added = [name for name in settings if name not in os.environ]
+    for name in added:
+        os.environ[name] = settings[name]
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+@contextlib.contextmanager
+def _random_kept() -> Iterator[None]:
+    """The host's ``random`` and NumPy global generators as they were before
+    the block (MLflow draws run names, experiment ids and retry jitter with
+    ``random``)."""
+    import random
+
+    import numpy as np
+
+    state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(state)
+        np.random.set_state(numpy_state)
+
+
+def _shown_uri(uri: str) -> str:
+    """A tracking URI for a message: a password in it written ``***``."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(uri)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+            return parts._replace(netloc=netloc).geturl()
+    except ValueError:
+        pass
+    return uri
+
+
+def _reason(exc: BaseException, timeout: float | None) -> str:
+    """What went wrong, in one line: the system's word for a failed connection
+    ("Connection refused"), a timeout, else MLflow's message."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and all(cause is not c for c in chain):
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__ for c in chain):
+        seconds = int(timeout) if timeout is not None and timeout.is_integer() else timeout
+        bound = f" (the bound: {option('tracking_timeout', seconds)})" if seconds else ""
+        text = f"timed out: the server did not answer{bound}"
+    elif isinstance(chain[-1], OSError) and chain[-1].strerror:
+        text = str(chain[-1].strerror)
+    else:
+        text = str(getattr(exc, "message", None) or exc)
+    text = " ".join(text.split())
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _could_not_log(mlflow: Any, exc: BaseException, timeout: float | None) -> OutputError:
+    try:
+        uri = _shown_uri(str(mlflow.get_tracking_uri()))
+    except Exception:  # the URI only names the server in the message
+        uri = "the tracking URI"
+    return OutputError(f"could not log to MLflow at {uri}: {_reason(exc, timeout)}", path=uri)
+
+
+@contextlib.contextmanager
+def mlflow_session(timeout: float | None = TRACKING_TIMEOUT) -> Iterator[tuple[Any, Any]]:
+    """``(mlflow, client)`` for one logging call, during which: each request
+    to a tracking server gives up after ``timeout`` seconds, retries included
+    (:func:`mlflow_settings`; None: MLflow's own settings; MLflow's variables
+    the host set are kept); the host's ``random`` and NumPy global states are
+    restored after it; and MLflow's errors (and the system's: a refused
+    connection, a full disk) end it as one :class:`~receval.errors.OutputError`,
+    ``could not log to MLflow at <uri>: <reason>``."""
+    timeout = check_tracking_timeout(timeout)
+    settings = {} if timeout is None else mlflow_settings(timeout)
+    with _random_kept(), _environ_during(settings):
+        mlflow = import_tracker("mlflow")
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        try:
+            yield mlflow, MlflowClient()
+        except (MlflowException, OSError) as exc:
+            raise _could_not_log(mlflow, exc, timeout) from exc
+
+
+def _status(exc: BaseException | None) -> str:
+    """How a run receval made ends: FINISHED, FAILED on an error, KILLED when
+    interrupted (Ctrl-C, SIGTERM, SIGHUP: a BaseException that is no Exception)."""
+    if exc is None:
+        return "FINISHED"
+    return "FAILED" if isinstance(exc, Exception) else "KILLED"
+
+
+def _end(end: Any, status: str, failing: bool) -> None:
+    """End a run; while an error or interrupt is on its way, a failure to end
+    it (the server gone) does not replace that error."""
+    if not failing:
+        end(status)
+        return
+    with contextlib.suppress(Exception):
+        end(status)
+
+
 @contextlib.contextmanager
 def mlflow_run(
     mlflow: Any,
@@ -330,13 +504,17 @@ def mlflow_run(
     experiment: str | None,
     run_name: str | None,
 ) -> Iterator[str]:
-    """The run to log into: ``run_id``, else the active run, else a new run
-    (ended here); with ``nested``, a new child of that run (ended here)."""
+    """The run to log into: ``run_id``, else the active run, else the run
+    ``MLFLOW_RUN_ID`` names (as ``mlflow run`` sets it), else a new run; with
+    ``nested``, a new child of that run. The runs made here are ended here, as
+    :func:`_status` says; the others are the caller's, left running."""
     started = None
     if run_id is None:
         active = mlflow.active_run()
         if active is not None:
             run_id = active.info.run_id
+        elif os.environ.get("MLFLOW_RUN_ID"):  # start_run would resume, end and unset it
+            run_id = os.environ["MLFLOW_RUN_ID"]
         else:
             experiment_id = None
             if experiment is not None:
@@ -344,37 +522,45 @@ def mlflow_run(
                 experiment_id = (
                     found.experiment_id if found else client.create_experiment(experiment)
                 )
-            started = mlflow.start_run(experiment_id=experiment_id, run_name=run_name)
+            try:
+                started = mlflow.start_run(experiment_id=experiment_id, run_name=run_name)
+            except BaseException as exc:
+                if mlflow.active_run() is not None:  # started, then interrupted
+                    _end(mlflow.end_run, _status(exc), failing=True)
+                raise
             run_id = started.info.run_id
-    status = "FINISHED"
     try:
         if nested:
             with mlflow_child(client, run_id, run_name or "receval") as child:
                 yield child
         else:
             yield run_id
-    except BaseException:
-        status = "FAILED"
-        raise
-    finally:
+    except BaseException as exc:
         if started is not None:
-            mlflow.end_run(status)
+            _end(mlflow.end_run, _status(exc), failing=True)
+        raise
+    if started is not None:
+        _end(mlflow.end_run, _status(None), failing=False)
 
 
 @contextlib.contextmanager
 def mlflow_child(client: Any, parent: str, name: str) -> Iterator[str]:
+    """A new child run of ``parent`` named ``name``, ended here (:func:`_status`)."""
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     experiment_id = client.get_run(parent).info.experiment_id
     child = client.create_run(experiment_id, run_name=name, tags={MLFLOW_PARENT_RUN_ID: parent})
-    status = "FINISHED"
+    child_id = child.info.run_id
+
+    def end(status: str) -> None:
+        client.set_terminated(child_id, status)
+
     try:
-        yield child.info.run_id
-    except BaseException:
-        status = "FAILED"
+        yield child_id
+    except BaseException as exc:
+        _end(end, _status(exc), failing=True)
         raise
-    finally:
-        client.set_terminated(child.info.run_id, status)
+    _end(end, _status(None), failing=False)
 
 
 def report_files(report: Any) -> dict[str, str]:
@@ -399,15 +585,16 @@ def log_result_mlflow(
     nested: bool = False,
     experiment: str | None = None,
     run_name: str | None = None,
+    tracking_timeout: float | None = TRACKING_TIMEOUT,
 ) -> str:
     """Log one result's ``payload`` (and the ``extra`` files) to MLflow: into
     ``run_id``, else the active run, else a new run (see
-    :func:`receval.log_mlflow`); returns the id of the run logged into."""
-    mlflow = import_tracker("mlflow")
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient()
-    with mlflow_run(mlflow, client, run_id, nested, experiment, run_name) as target:
+    :func:`receval.log_mlflow`), each request within ``tracking_timeout``
+    seconds (:func:`mlflow_session`); returns the id of the run logged into."""
+    with (
+        mlflow_session(tracking_timeout) as (mlflow, client),
+        mlflow_run(mlflow, client, run_id, nested, experiment, run_name) as target,
+    ):
         mlflow_log(client, target, payload, "result", extra)
     return target
 
