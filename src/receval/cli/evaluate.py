@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,8 @@ from receval.cli.flags import (
     Quiet,
     RemoveSeen,
     SepOpt,
+    Tracking,
+    TrackingTimeout,
     Train,
     UserGroups,
     with_options,
@@ -44,9 +47,7 @@ from receval.cli.inputs import (
     item_files,
     item_inputs,
     located_error,
-    log_to_mlflow,
     metric_strings,
-    mlflow_ready,
     note_columns,
     path_input,
     per_user_suffix_format,
@@ -108,11 +109,15 @@ def evaluate(
     mlflow_experiment: MlflowExperiment = None,
     mlflow_run_name: MlflowRunName = None,
     no_mlflow_report: MlflowNoReport = False,
+    tracking_timeout: TrackingTimeout = None,
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     metrics = metric_strings(metric, k)
-    mlflow_ready(mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report)
+    tracking = Tracking(
+        mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report, tracking_timeout
+    )
+    tracking.ready()
     items = item_files(train, catalog, item_features, popular, item_groups)
     read = {"recommendations": recs_path, "truth": truth_path, **input_files(items, user_groups)}
     written = {"per_user": per_user_path}  # with Spark, a folder of part files
@@ -139,7 +144,7 @@ def evaluate(
                 user_groups=user_groups,
                 remove_seen=remove_seen,
                 quiet=quiet,
-                mlflow=(mlflow_experiment, mlflow_run_name) if mlflow else None,
+                mlflow=tracking if mlflow else None,
             )
         return
     if master is not None:
@@ -158,8 +163,8 @@ def evaluate(
         page = _result_report(result, (recs, truth), inputs, options, quiet)
     if per_user is not None and per_user_format is not None:
         write_per_user(result.per_user.reset_index(), per_user, per_user_format)
-    show_out(render(result, shown_as), shown_as)
-    log_to_mlflow(result, mlflow, mlflow_experiment, mlflow_run_name, quiet, page)
+    show_out(render(result, shown_as), shown_as)  # printed before logging, which may fail
+    tracking.log(result, quiet, page)
 
 
 def _evaluate_files(
@@ -261,16 +266,14 @@ def _evaluate_spark(
     remove_seen: bool,
     quiet: bool,
     user_groups: str | None = None,
-    mlflow: tuple[str | None, str | None] | None = None,
+    mlflow: Tracking | None = None,
 ) -> None:
     """``evaluate --engine spark``: the files read by Spark, evaluated on its
     session (:mod:`receval.engines.spark`, the files read by
     :mod:`receval.io.spark_files`); errors name the file and the
-    user (a Spark row has no line number). ``mlflow``: (experiment, run name)
-    of ``--mlflow`` (the result is logged without an HTML report: its curves
+    user (a Spark row has no line number). ``mlflow``: the flags of
+    ``--mlflow`` (the result is logged without an HTML report: its curves
     read the lists in this process)."""
-    from receval.evaluation.api import evaluate as run
-
     if remove_seen:
         raise OptionError(
             "remove_seen",
@@ -278,7 +281,7 @@ def _evaluate_spark(
             reason="--remove-seen runs in this process: remove seen items in Spark first "
             "(a left anti join of the recommendations with --train), or use --engine numpy",
         )
-    from receval.io.spark_files import format_of, items_of, read, session, write_per_user
+    from receval.io.spark_files import command_session, refuse_existing, write_per_user
 
     try:
         import pyspark  # noqa: F401
@@ -287,8 +290,39 @@ def _evaluate_spark(
     # this process is the command line's own: PySpark's warnings about the
     # pandas version it was built for are not the user's business here
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\.")
-    with status("starting Spark", quiet):
-        spark = session(master, quiet_log=True)
+    # the session of this run: quiet, its jobs cancelled on Ctrl-C, stopped at the end if ours
+    with contextlib.ExitStack() as on_spark:
+        with status("starting Spark", quiet):
+            spark = on_spark.enter_context(command_session(master))
+        if per_user is not None:  # an existing folder: refused before any work
+            refuse_existing(spark, per_user)
+        files = (recs, truth)
+        result = _spark_result(spark, files, metrics, options, fmt, sep, items, user_groups, quiet)
+        if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
+            with status(f"writing {per_user} with Spark", quiet):
+                write_per_user(result.per_user_spark, per_user)
+        show_out(render(result, output), output)
+        if mlflow is not None:
+            mlflow.log(result, quiet)
+
+
+def _spark_result(
+    spark: Any,
+    files: tuple[str, str],
+    metrics: list[str],
+    options: EvalOptions,
+    fmt: Format,
+    sep: str | None,
+    items: Mapping[str, Path | None],
+    user_groups: str | None,
+    quiet: bool,
+) -> Any:
+    """The files of ``evaluate --engine spark`` (recommendations, truth, the
+    item inputs) read by Spark on ``spark``, and evaluated there."""
+    from receval.evaluation.api import evaluate as run
+    from receval.io.spark_files import format_of, items_of, read
+
+    recs, truth = files
     cols = options.columns()
     with status("reading with Spark", quiet):
         recs_df = read(spark, recs, "recommendations", fmt.value, sep)
@@ -323,12 +357,7 @@ def _evaluate_spark(
         "recommendations": {"path": recs, "format": format_of(recs, fmt.value)},
         "truth": {"path": truth, "format": format_of(truth, fmt.value)},
     }
-    if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
-        with status(f"writing {per_user} with Spark", quiet):
-            write_per_user(result.per_user_spark, per_user)
-    show_out(render(result, output), output)
-    if mlflow is not None:
-        log_to_mlflow(result, True, *mlflow, quiet)
+    return result
 
 
 @command("evaluate-ratings")

@@ -49,6 +49,8 @@ __all__ = [
     "part_batch",
     "parts_of",
     "table_of",
+    "user_array",
+    "user_type",
     "without_rows",
 ]
 
@@ -101,12 +103,42 @@ class Spark(Engine):
         one column per name (of ``plan.per_user``), one row per user."""
         from pyspark.sql.types import DoubleType, StructField, StructType
 
+        spark_type, arrow_type = user_type(self.inputs.user_type)
         schema = StructType(
-            [StructField("user", self.inputs.user_type)]
-            + [StructField(name, DoubleType()) for name in names]
+            [StructField("user", spark_type)] + [StructField(name, DoubleType()) for name in names]
         )
-        function = _per_user_function(plan, self.inputs.to_pair, names)
+        function = _per_user_function(plan, self.inputs.to_pair, names, arrow_type)
         return self._grouped().mapInArrow(function, schema)
+
+
+#: the Spark integer types of an id column -> the Arrow type of the same width
+_INTEGERS = {"ByteType": pa.int8(), "ShortType": pa.int16(), "IntegerType": pa.int32()}
+
+
+def user_type(data_type: Any) -> tuple[Any, pa.DataType]:
+    """The user column of per-user values computed on Spark, from the type of
+    the input's user column: (its Spark type, the Arrow type the partitions
+    write it as). Integer ids keep their column's type (a CSV's ``int``, a
+    Parquet ``long``: the ids are read as int64 and fit it); any other type
+    (text, and ids of other types such as doubles, read by the id rule) is
+    text: each user as receval reads it (``"007"``, ``"u1"``; ``1.0`` is
+    ``"1"``)."""
+    from pyspark.sql.types import StringType
+
+    name = type(data_type).__name__
+    if name == "LongType":
+        return data_type, pa.int64()
+    if name in _INTEGERS:
+        return data_type, _INTEGERS[name]
+    return StringType(), pa.string()
+
+
+def user_array(users: Any, arrow_type: pa.DataType) -> pa.Array:
+    """A partition's users (int64 or text ids, canonical) as the Arrow column
+    of the type :func:`user_type` declared."""
+    if pa.types.is_string(arrow_type):
+        return pa.array([str(u) for u in users.tolist()], type=arrow_type)
+    return pa.array(users.tolist(), type=arrow_type)
 
 
 def table_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -191,7 +223,10 @@ def _partition_function(
 
 
 def _per_user_function(
-    plan: driver.Plan, to_pair: Callable[[pa.Table], Pair], names: list[str]
+    plan: driver.Plan,
+    to_pair: Callable[[pa.Table], Pair],
+    names: list[str],
+    arrow_type: pa.DataType,
 ) -> Any:
     """What each partition runs for the per-user values: one row per user."""
 
@@ -202,7 +237,7 @@ def _per_user_function(
         part = driver.evaluate_pair(_with_train(plan, table), to_pair(table), keep_values=True)
         assert part.values is not None
         users, values, _ = part.values
-        columns: dict[str, Any] = {"user": pa.array(users.tolist())}
+        columns: dict[str, Any] = {"user": user_array(users, arrow_type)}
         for j, name in enumerate(names):
             columns[name] = pa.array(values[j], type=pa.float64())
         yield pa.RecordBatch.from_pydict(columns)

@@ -41,6 +41,8 @@ from receval.engines.spark import (
     part_batch,
     parts_of,
     table_of,
+    user_array,
+    user_type,
     without_rows,
 )
 from receval.errors import ReceValError
@@ -182,11 +184,12 @@ def per_user_frame(
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     names = [str(s) for s in specs]
+    spark_type, arrow_type = user_type(df.schema["user"].dataType)
     schema = StructType(
-        [StructField("user", df.schema["user"].dataType)]
-        + [StructField(name, DoubleType()) for name in names]
+        [StructField("user", spark_type)] + [StructField(name, DoubleType()) for name in names]
     )
-    return _grouped(df).mapInArrow(_per_user_rows(specs, dropna, names, read), schema)
+    rows = _per_user_rows(specs, dropna, names, read, arrow_type)
+    return _grouped(df).mapInArrow(rows, schema)
 
 
 def collected_pairs(df: Any, dropna: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +210,7 @@ def _per_user_rows(
     dropna: bool,
     names: list[str],
     read: Callable[[pa.Table, bool, tuple[str, ...]], Any],
+    arrow_type: pa.DataType,
 ) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = table_of(batches)
@@ -216,7 +220,7 @@ def _per_user_rows(
         if r is None:
             return
         uniq, _, values = _per_user(specs, r)
-        columns: dict[str, Any] = {"user": pa.array(uniq.tolist())}
+        columns: dict[str, Any] = {"user": user_array(uniq, arrow_type)}
         for name, v in zip(names, values, strict=True):
             columns[name] = pa.array(v, type=pa.float64())
         yield pa.RecordBatch.from_pydict(columns)

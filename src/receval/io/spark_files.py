@@ -8,16 +8,26 @@
   the Spark engine takes (:class:`~receval.records.SparkRows`).
 - The side inputs counted where they lie (:func:`popularity_of`,
   :func:`activity_of`), or collected (:func:`collected`, :func:`items_of`),
-  the session (:func:`session`) and the per-user values written by Spark.
+  the session of a command-line run (:func:`command_session`) and the
+  per-user values written by Spark.
 
 Spark is imported only inside the functions: the core never imports it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
-from collections.abc import Callable
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -25,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from receval.errors import InputError
+from receval.errors import InputError, OptionError
 from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, resolve
 from receval.io.tables import read_recs, read_truth
 from receval.records import SIDE, Columns, Pair, SparkRows
@@ -33,7 +43,9 @@ from receval.records import SIDE, Columns, Pair, SparkRows
 __all__ = [
     "activity_of",
     "beside",
+    "check_master",
     "collected",
+    "command_session",
     "format_of",
     "is_spark",
     "items_of",
@@ -41,7 +53,7 @@ __all__ = [
     "opened_ratings",
     "popularity_of",
     "read",
-    "session",
+    "refuse_existing",
     "write_per_user",
 ]
 
@@ -348,47 +360,330 @@ def _as_roles(table: pa.Table, columns: list[tuple[str, str]]) -> pa.Table:
 
 # -- Spark sessions and outputs (files are read by receval.io.spark_files) -------------------
 
-#: log4j 2 settings of a Spark driver started by the command line: errors only
-_QUIET_LOG = """rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %p %c{1}: %m%n%ex
-"""
+#: the forms of a Spark master URL (Spark's own: SparkContext's local masters,
+#: the standalone cluster's, and the cluster managers YARN and Kubernetes)
+_MASTER = re.compile(
+    r"local"
+    r"|local\[\s*(\*|[1-9][0-9]*)\s*(,\s*[1-9][0-9]*\s*)?\]"
+    r"|local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]"
+    r"|spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"
+    r"|yarn"
+    r"|k8s://\S+"
+)
+
+#: what a master must look like, said by the error that refuses one
+MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://HOST:PORT"
+
+#: the thread properties of a Spark job group, put back after a run in a session not ours
+_JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
-def session(master: str | None = None, app: str = "receval", quiet_log: bool = False) -> Any:
-    """The Spark session to run on: the active one (e.g. under ``spark-submit``,
-    whose ``--master`` and ``--conf`` apply), else a new one on ``master``
-    (None: Spark's own default, ``local[*]`` outside a cluster)."""
+def check_master(master: str | None) -> None:
+    """Refuse a ``master`` that is no Spark master URL (an
+    :class:`~receval.errors.OptionError` naming ``master``, ``--master`` on
+    the command line), before any Java starts. None: Spark's default."""
+    if master is not None and not _MASTER.fullmatch(master.strip()):
+        raise OptionError(
+            "master", master, expected=f"a Spark master URL: {MASTER_FORMS}", reason=None
+        )
+
+
+@contextlib.contextmanager
+def command_session(master: str | None = None, app: str = "receval") -> Iterator[Any]:
+    """The Spark session of one run of a command (``evaluate --engine spark``),
+    a good guest of its process:
+
+    - an active session (the user's, e.g. under ``spark-submit``) is used as
+      it is: never reconfigured, never stopped;
+    - else a session is started on ``master`` (checked first:
+      :func:`check_master`), and stopped at the end. Its Java process is
+      started with its console (Spark's log, the JVM's warnings, the Python
+      workers' output) in a file, deleted at the end: what the user reads
+      comes from receval (a Java process that cannot start: one error with
+      the line of that file that says why). The workers run this interpreter
+      on a local master unless ``PYSPARK_PYTHON`` or ``spark.pyspark.python``
+      says otherwise; Spark's own ``SPARK_HOME`` is given to the Java
+      launcher only (no ``PATH`` needed). ``os.environ`` is as it was once
+      the session has started;
+    - py4j's log records are not printed during the run (its tracebacks of a
+      connection cut by Ctrl-C); the logging configuration is put back after;
+    - the run's jobs are one job group: an error or Ctrl-C (KeyboardInterrupt)
+      cancels them (only them) before it goes on.
+    """
+    check_master(master)
+    with _quiet_py4j():
+        spark, owned = _started(master, app)
+        sc = spark.sparkContext
+        group = f"receval-{uuid.uuid4().hex}"
+        before: dict[str, str | None] = {}
+        try:
+            before.update((key, sc.getLocalProperty(key)) for key in _JOB_PROPERTIES)
+            sc.setJobGroup(group, f"receval ({app})", interruptOnCancel=True)
+            yield spark
+        except BaseException as exc:
+            _quietly(sc.cancelJobGroup, group)
+            if isinstance(exc, Exception):
+                found = _worker_error(exc)
+                if found is not None:
+                    raise found from None
+            raise
+        finally:
+            if owned is None:
+                for key, value in before.items():
+                    _quietly(sc.setLocalProperty, key, value)
+            else:
+                owned.close()
+
+
+class _Owned:
+    """A session receval started, and the Java process when receval launched it."""
+
+    def __init__(self, spark: Any, console: str | None) -> None:
+        self.spark = spark
+        self.console = console  # the file of the Java process's console, when launched here
+
+    def close(self) -> None:
+        """Stop the session and end the Java process launched here, quietly."""
+        _quietly(self.spark.stop)
+        if self.console is not None:
+            _end_gateway(self.console)
+
+
+def _end_gateway(console: str) -> None:
+    """End the Java process receval launched (its stdin closed: Spark's
+    gateway exits and its shutdown hooks run; killed if it hangs), and remove
+    the file of its console."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    try:
+        proc = getattr(gateway, "proc", None)
+        if gateway is not None:
+            _quietly(gateway.shutdown)
+        if proc is None:
+            return
+        _quietly(proc.stdin.close)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        except BaseException:  # a second Ctrl-C: no waiting
+            proc.kill()
+            raise
+    finally:
+        _remove(console)
+
+
+def _started(master: str | None, app: str) -> tuple[Any, _Owned | None]:
+    """The session to run on, and what receval owns of it (None: the user's)."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    # no console progress bar: the command line shows its own status
-    builder = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false")
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, None
+    if SparkContext._active_spark_context is not None:  # the user's context, as it is
+        return SparkSession.builder.getOrCreate(), None
+    conf = SparkConf().setAppName(app).set("spark.ui.showConsoleProgress", "false")
     if master:
-        builder = builder.master(master)
-    folder = None
-    if quiet_log and SparkSession.getActiveSession() is None:  # a driver started here
-        import tempfile
-
-        folder = tempfile.mkdtemp(prefix="receval-spark-")
-        path = os.path.join(folder, "log4j2.properties")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(_QUIET_LOG)
-        builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{path}"
-        )
+        conf.setMaster(master.strip())
+    console = None
+    handler = _sigint_handler()
     try:
-        spark = builder.getOrCreate()
+        if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+            fd, console = tempfile.mkstemp(prefix="receval-spark-", suffix=".log")
+            os.close(fd)
+            with _signals_deferred():  # a launch cut short leaves a Java process behind
+                _launch(conf, console)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    except BaseException as exc:  # Ctrl-C too: the Java process launched here ends
+        error = _start_error(exc, master, console) if isinstance(exc, Exception) else None
+        if console is not None:
+            _end_gateway(console)
+        if error is None:
+            raise
+        raise error from None
     finally:
-        if folder is not None:  # read by the JVM as it started
-            import shutil
+        if handler is not None:  # PySpark's own, which calls the JVM inside a signal handler
+            signal.signal(signal.SIGINT, handler)
+    sc = spark.sparkContext
+    sc.setLogLevel("ERROR")
+    python = sc.getConf().get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON")
+    if python:
+        sc.pythonExec = python
+    elif sc.master.startswith("local"):  # the workers run here: this interpreter
+        sc.pythonExec = sys.executable
+    return spark, _Owned(spark, console)
 
-            shutil.rmtree(folder, ignore_errors=True)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held until the block ends, then handled as they
+    would have been (in the main thread, where a Python handler is set):
+    PySpark's launcher cut short by one leaves its Java process running, out
+    of reach."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: held.append((number, frame)))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    for signum, frame in held[:1]:
+        previous[signum](signum, frame)
+
+
+def _sigint_handler() -> Any:
+    """The SIGINT handler in place (None off the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGINT)
+
+
+def _launch(conf: Any, console: str) -> None:
+    """Start Spark's Java process (its gateway) with its console in the file
+    ``console``. ``SPARK_HOME`` (PySpark's own Spark, found without ``PATH``)
+    is set for the launcher alone."""
+    from pyspark import SparkContext
+    from pyspark.find_spark_home import _find_spark_home
+    from pyspark.java_gateway import launch_gateway
+
+    with open(console, "wb") as out, _environ(SPARK_HOME=_find_spark_home()):
+        kwargs = {"stdout": out, "stderr": subprocess.STDOUT}
+        gateway = launch_gateway(conf, popen_kwargs=kwargs)
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """``os.environ`` with ``values`` where unset, for the block only."""
+    added = {k: v for k, v in values.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
+def _start_error(exc: Exception, master: str | None, console: str | None) -> Exception | None:
+    """The one-line error of a session that could not start, or None (not Spark's)."""
+    from receval.errors import ReceValError
+
+    on = f" on master {master!r}" if master else ""
+    if getattr(exc, "getCondition", lambda: None)() == "JAVA_GATEWAY_EXITED" or (
+        "JAVA_GATEWAY_EXITED" in str(exc)
+    ):
+        said = _first_said(console)
+        reason = f": {said}" if said else ""
+        java = "" if said and "java" not in said.lower() else _NEEDS_JAVA
+        return ReceValError(f"Spark could not start{on} (its Java process exited{reason}){java}")
+    if type(exc).__module__.startswith(("pyspark.", "py4j.")):
+        return ReceValError(f"Spark could not start{on}: {_first_line(exc)}")
+    return None
+
+
+#: a line of the Java process's console that says why it failed
+_FAILED = re.compile(r"Exception|Error|error|not set|No such file|[Cc]annot|[Uu]nable")
+
+
+#: what Spark needs of Java, said when Java did not start
+_NEEDS_JAVA = "; Spark needs Java 17 or later: `java` on PATH, or JAVA_HOME set"
+
+
+def _first_said(path: str | None) -> str:
+    """Why the Java process's console says it failed: its first line that
+    reads as a failure (else its last line), without Java's class prefixes."""
+    if path is None:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    said = [line for line in lines if not line.startswith(("at ", "..."))]
+    errors = [line for line in said if _FAILED.search(line)]
+    if not said:
+        return ""
+    line = errors[0] if errors else said[-1]
+    line = re.sub(r'^Exception in thread "[^"]*"\s*', "", line)
+    return re.sub(r"^(?:[a-z][\w$]*\.)+[A-Z][\w$]*:\s*", "", line)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception of Spark or py4j in one line: its message's first line,
+    without the JVM's class prefix."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return re.sub(r"^(?:[a-z][\w$]*\.)+[A-Z][\w$]*:\s*", "", line).strip() or type(exc).__name__
+
+
+def _worker_error(exc: Exception) -> Exception | None:
+    """A Python worker that cannot import receval (its interpreter is not
+    this one): an error saying which Python to give Spark, or None."""
+    from receval.errors import ReceValError
+
+    if not type(exc).__module__.startswith(("pyspark.", "py4j.")):
+        return None
+    missing = r"ModuleNotFoundError: No module named '(receval|pyspark|pyarrow)\b"
+    found = re.search(missing, str(exc))
+    if found is None:
+        return None
+    return ReceValError(
+        f"Spark's Python workers cannot import {found.group(1)}: their Python is not one "
+        "with receval[spark] installed; set PYSPARK_PYTHON (or spark.pyspark.python) to "
+        "such a Python on every executor"
+    )
+
+
+class _Py4jRecords(logging.Filter):
+    """Refuses the log records of py4j (it logs on the root logger too)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        where = record.pathname.replace("\\", "/")
+        return not (record.name.startswith("py4j") or "/py4j/" in where)
+
+
+@contextlib.contextmanager
+def _quiet_py4j() -> Iterator[None]:
+    """py4j's log records kept off the console for the block: the ``py4j``
+    loggers stop propagating, the root logger refuses py4j's own records, and
+    any handler added meanwhile (``logging.exception`` configures the root
+    logger when it has none) is removed after."""
+    root = logging.getLogger()
+    py4j = logging.getLogger("py4j")
+    handlers, propagate = list(root.handlers), py4j.propagate
+    refuse = _Py4jRecords()
+    root.addFilter(refuse)
+    py4j.propagate = False
+    try:
+        yield
+    finally:
+        root.removeFilter(refuse)
+        py4j.propagate = propagate
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+
+
+def _quietly(call: Callable[..., Any], *args: Any) -> None:
+    """``call(*args)``, its failure ignored (cleaning up after an error or Ctrl-C)."""
+    with contextlib.suppress(Exception):  # best effort: the first error is the one said
+        call(*args)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def items_of(df: Any, cols: Columns, name: str) -> list[Any]:
@@ -401,22 +696,84 @@ def write_per_user(df: Any, path: str) -> None:
     """Per-user values written by Spark where it can write (a folder of part
     files: Parquet for a ``.parquet``/``.pq`` name, else CSV with a header).
     Spark's committer writes ``_SUCCESS`` last: a folder without it is not
-    complete. An existing path is an :class:`~receval.errors.OutputError`."""
+    complete, and a write that fails or is interrupted (Ctrl-C: the run's
+    job group is cancelled first) leaves no folder. An existing path is an
+    :class:`~receval.errors.OutputError` (:func:`refuse_existing`), left as it is."""
     from receval.errors import OutputError
 
+    spark = df.sparkSession
+    refuse_existing(spark, path)
+    group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
     writer = df.write.mode("error")
     try:
         if path.rstrip("/").lower().endswith((".parquet", ".pq")):
             writer.parquet(path)
         else:
             writer.csv(path, header=True)
-    except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark.", "py4j.")):
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if "PATH_ALREADY_EXISTS" in reason:
-                reason = "it already exists (choose another path, or remove it first)"
+    except BaseException as exc:
+        if "PATH_ALREADY_EXISTS" in str(exc).split("\n", 1)[0]:
+            raise _taken(path) from None  # written meanwhile by someone else: not ours
+        if group is not None and not isinstance(exc, Exception):  # Ctrl-C: stop the job first
+            _quietly(spark.sparkContext.cancelJobGroup, group)
+        _discard(spark, path, group)
+        if isinstance(exc, Exception) and type(exc).__module__.startswith(("pyspark.", "py4j.")):
+            reason = _first_line(exc)
             raise OutputError(f"cannot write {path} with Spark: {reason}", path=path) from None
         raise
+
+
+def refuse_existing(spark: Any, path: str) -> None:
+    """An :class:`~receval.errors.OutputError` when ``path`` exists where
+    Spark would write it (``--per-user``: checked before any work)."""
+    if _exists(spark, path):
+        raise _taken(path)
+
+
+def _taken(path: str) -> Exception:
+    from receval.errors import OutputError
+
+    reason = "it already exists (choose another path, or remove it first)"
+    return OutputError(f"cannot write {path} with Spark: {reason}", path=path)
+
+
+def _hadoop_path(spark: Any, path: str) -> tuple[Any, Any]:
+    """``path`` on the file system Spark writes it to: (file system, path)."""
+    sc = spark.sparkContext
+    where = sc._jvm.org.apache.hadoop.fs.Path(path)
+    return where.getFileSystem(sc._jsc.hadoopConfiguration()), where
+
+
+def _exists(spark: Any, path: str) -> bool:
+    """Whether ``path`` exists where Spark would write it (False when Spark
+    cannot tell: the write then says why)."""
+    try:
+        fs, where = _hadoop_path(spark, path)
+        return bool(fs.exists(where))
+    except Exception:
+        return False
+
+
+def _discard(spark: Any, path: str, group: str | None) -> None:
+    """Remove what a failed write left at ``path`` (any file system Spark
+    writes to), once the jobs of ``group`` have stopped (at most 10 s)."""
+    import time
+
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 10
+    while group is not None and time.monotonic() < deadline:
+        try:
+            jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+        except Exception:  # the JVM is going away: nothing to wait for
+            break
+        if not any(job is not None and job.status == "RUNNING" for job in jobs):
+            break
+        time.sleep(0.1)
+
+    def delete() -> None:
+        fs, where = _hadoop_path(spark, path)
+        fs.delete(where, True)
+
+    _quietly(delete)
 
 
 def activity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray] | None:
