@@ -168,10 +168,10 @@ def test_a_group_nobody_is_in_has_the_values_of_no_rows() -> None:
     row = res.groups.loc[("group", "c")]
     assert math.isnan(row["ndcg@2"]) and math.isnan(alone.summary["ndcg@2"])
     assert row["coverage@2"] == alone.summary["coverage@2"] == 0.0
-    # no group with an evaluated user: the metric columns are still there
-    res = receval.evaluate(RECS, STARS, metrics, catalog=catalog, user_groups={7: "c"})
-    assert list(res.groups.columns) == [*metrics, "users"]
-    assert res.groups.loc[("group", "c"), "coverage@2"] == 0.0
+    assert any("'c'" in n and "0 users" in n for n in res.notes), res.notes  # and said
+    # no id of the groups is an evaluated user: every group would be empty, refused
+    with pytest.raises(receval.InputError, match="none of the 1 user ids"):
+        receval.evaluate(RECS, STARS, metrics, catalog=catalog, user_groups={7: "c"})
 
 
 def test_ids_order_numbers_first_whatever_the_column() -> None:

@@ -145,7 +145,7 @@ def test_an_error_in_a_file_names_the_file_and_its_line(tmp_path: Path) -> None:
 
 def test_an_error_about_a_file_names_the_file(tmp_path: Path) -> None:
     train = _write(TRAIN.drop(columns="ts"), tmp_path / "train.csv")
-    with pytest.raises(receval.InputError, match="timestamp column 'ts' in train") as caught:
+    with pytest.raises(receval.InputError, match="train has no timestamp column 'ts'") as caught:
         receval.check(train, TEST, chronological=True, timestamp_col="ts")
     assert caught.value.source == str(train)
     # a table still names its role
