@@ -18,6 +18,7 @@ import pytest
 
 import receval
 from receval.errors import ReceValError
+from tests.required import imported
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,7 +149,7 @@ def test_state_pickles_for_a_gather_across_workers_and_resets() -> None:
 
 
 def test_torch_tensors_select_on_their_device_the_same_lists() -> None:
-    torch = pytest.importorskip("torch")
+    torch = imported("torch")
     rng = np.random.default_rng(6)
     scores = np.round(rng.random((40, 60)) * 3).astype(np.float32)  # float32, ties
     targets = (rng.random((40, 60)) < 0.1) * rng.integers(1, 4, (40, 60))
@@ -175,8 +176,8 @@ def test_torch_tensors_select_on_their_device_the_same_lists() -> None:
 def test_the_documented_pytorch_loop_runs_on_a_real_process_group(tmp_path) -> None:
     """docs/training.md's plain-PyTorch example, run as written on a gloo group of
     one worker: the gathered, merged state gives evaluate()'s numbers."""
-    torch = pytest.importorskip("torch")
-    dist = pytest.importorskip("torch.distributed")
+    torch = imported("torch")
+    dist = imported("torch.distributed")
     text = (Path(__file__).resolve().parent.parent / "docs" / "training.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict = {}
@@ -252,8 +253,8 @@ def test_the_documented_lightning_module_runs(
     """docs/training.md's Lightning module, as written, validated by a real
     Trainer on the CPU: one device, and two DDP processes (``ddp_spawn``: the
     gather of the exact state runs on a real process group)."""
-    torch = pytest.importorskip("torch")
-    lightning = pytest.importorskip("lightning")
+    torch = imported("torch")
+    lightning = imported("lightning")
     from torch.utils.data import DataLoader, TensorDataset
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "training.md").read_text()
@@ -315,8 +316,8 @@ def test_torchmetrics_retrieval_metrics_are_receval_defaults_with_ap_over_hits()
     scores without ties and users with at least one relevant item, its nDCG,
     recall, precision and MRR at k are receval's defaults and its MAP@k is
     ``ap@k[denominator=hits]``, up to its float32."""
-    torch = pytest.importorskip("torch")
-    retrieval = pytest.importorskip("torchmetrics.retrieval")
+    torch = imported("torch")
+    retrieval = imported("torchmetrics.retrieval")
     gen = torch.Generator().manual_seed(3)
     m, n, k = 50, 80, 10
     scores = torch.randn(m, n, generator=gen)  # continuous: no ties

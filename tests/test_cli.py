@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from receval.cli import main
+from tests.required import REQUIRE_TREC_FILES, need
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -177,8 +178,7 @@ def test_per_user_output_keeps_every_user(
 
 
 def test_trec_files_of_trec_eval(capsys: pytest.CaptureFixture[str]) -> None:
-    if not TREC.exists():
-        pytest.skip("shared/conformance is not beside the repository")
+    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC.exists(), f"no {TREC}")
     code, out, _ = run(
         capsys,
         "evaluate",

@@ -4,7 +4,6 @@ every format read everywhere; bad input exits 2 in one line."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import subprocess
@@ -149,6 +148,7 @@ def test_compare_and_report_honour_the_policy_flags_as_evaluate_does(
 def _documented() -> list[tuple[str | None, str]]:
     """(command or None, flag) for every --flag the README and docs name."""
     found = []
+    commands = set(_commands())  # built once: building the app is the slow part
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for line in path.read_text().splitlines():
             if "benchmarks/" in line or "spark-submit" in line:  # other programs' flags
@@ -156,7 +156,7 @@ def _documented() -> list[tuple[str | None, str]]:
             cmd = None
             for segment in line.split("|"):  # "receval metrics | explain X | check --train T"
                 named = re.match(r"\s*(?:`?receval )?([a-z][a-z-]+)", segment)
-                if named and named.group(1) in _commands():
+                if named and named.group(1) in commands:
                     cmd = named.group(1)
                 elif said := re.search(r"receval ([a-z][a-z-]+)", segment):
                     cmd = said.group(1)
@@ -366,23 +366,6 @@ def test_check_says_remove_seen_in_the_syntax_of_its_door(
 # -- 6. report -------------------------------------------------------------------------------
 
 
-def _report_takes_one_run() -> bool:
-    from receval.analysis.report import report
-
-    try:
-        report({"a": {"u1": [1]}}, {"u1": [1]}, "p@1", n_resamples=10)
-    except receval.ReceValError:
-        return False
-    return True
-
-
-needs_analysis = pytest.mark.skipif(
-    not _report_takes_one_run(),
-    reason="the library's report of one run comes with the analysis branch",
-)
-
-
-@needs_analysis
 def test_report_of_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, truth = _write(tmp_path / "a.csv", RECS), _write(tmp_path / "t.csv", TRUTH)
     html = tmp_path / "one.html"
@@ -393,7 +376,6 @@ def test_report_of_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert html.read_text().lstrip().lower().startswith("<!doctype html")
 
 
-@needs_analysis
 def test_report_png_without_matplotlib_writes_the_html_and_says_how(tmp_path: Path) -> None:
     a, truth = _write(tmp_path / "a.csv", RECS), _write(tmp_path / "t.csv", TRUTH)
     html, png = tmp_path / "r.html", tmp_path / "png"
@@ -506,12 +488,6 @@ def test_split_and_check_take_column_names(
 # -- 8. evaluate-ratings detects its columns -------------------------------------------------
 
 
-def _ratings_detect() -> bool:
-    params = inspect.signature(receval.evaluate_ratings).parameters
-    return params["actual_col"].default is None
-
-
-@pytest.mark.skipif(not _ratings_detect(), reason="ratings column detection comes with ids")
 def test_evaluate_ratings_detects_rating_and_prediction_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -599,13 +575,6 @@ def test_bad_invocations_exit_2_in_one_line(
     assert not list(tmp_path.glob("*.html")) and not (tmp_path / "split").exists()
 
 
-def _demo_takes_threshold() -> bool:
-    from receval.workflow.demo import run_demo
-
-    return "threshold" in inspect.signature(run_demo).parameters
-
-
-@pytest.mark.skipif(not _demo_takes_threshold(), reason="the demo's threshold comes with analysis")
 def test_demo_threshold_and_columns_of_your_own_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,7 @@ import pytest
 
 import receval
 from receval.io import stream
+from tests.required import imported
 
 METRICS = [
     "ndcg@5",
@@ -185,7 +186,7 @@ def _pyarrow(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
 
 
 def _polars(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
-    pl = pytest.importorskip("polars")
+    pl = imported("polars")
     t = {k: pl.from_pandas(v) for k, v in d.items()}
     return _api(t["recs"], t["truth"], t["train"], t["catalog"])
 

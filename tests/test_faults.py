@@ -31,7 +31,7 @@ import pandas as pd
 import pytest
 
 from receval.workflow.synthetic import synthetic_interactions
-from tests.pipes import open_for_writing
+from tests.pipes import default_signals, open_for_writing
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file systems and signals")
 
@@ -200,6 +200,7 @@ def _demo_holding_the_folder(folder: Path, users: int, *extra: str) -> subproces
         env={**os.environ, "PYTHONPATH": SRC},
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,  # a test signals it: not pytest's dispositions
     )
     lock = folder / "d" / ".receval.lock"
     for _ in range(1200):

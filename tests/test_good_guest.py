@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+from tests.required import imported
+
 # 250,000 recommendation rows: above receval._malloc.MIN_ROWS, several chunks.
 _INPUTS = """
 import numpy as np, pandas as pd, receval
@@ -148,7 +150,7 @@ def test_no_warning_during_an_evaluation() -> None:
 
 
 def test_a_report_with_pngs_leaves_matplotlib_as_it_was(tmp_path) -> None:
-    pytest.importorskip("matplotlib")
+    imported("matplotlib")
     out = _run(
         f"""
         import warnings

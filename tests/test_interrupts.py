@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from receval.errors import SIGNAL_MESSAGES
-from tests.pipes import open_for_writing
+from tests.pipes import default_signals, open_for_writing
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -55,6 +55,7 @@ def _start(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,  # not pytest's dispositions (SIGINT ignored in `cmd &`)
     )
 
 
@@ -132,7 +133,13 @@ def test_sigterm_handler_only_in_the_command() -> None:
         "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
     )
     env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        preexec_fn=default_signals,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -161,7 +168,12 @@ def test_signal_while_the_command_starts(sig: signal.Signals, module: str) -> No
     code = _AT_IMPORT.format(module=module, signal=sig.name)
     env = {**os.environ, "PYTHONPATH": SRC}
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=default_signals,
     )
     assert proc.returncode == CODES[sig], proc.stderr
     assert proc.stderr.strip().splitlines() == [SIGNAL_MESSAGES[CODES[sig]]]
@@ -206,10 +218,52 @@ def test_sighup_ignored_under_nohup(tmp_path: Path) -> None:
     )
     env = {**os.environ, "PYTHONPATH": SRC}
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=default_signals,  # SIGHUP ignored by the child itself, above
     )
     assert proc.returncode == 0, proc.stderr
     assert "ndcg" in proc.stdout
+
+
+_SIGNALS_ITSELF = """
+import os, signal, sys
+import receval.cli._main as m
+real = m._main_unguarded
+def signalled(argv):
+    os.kill(os.getpid(), signal.{signal})
+    return real(argv)
+m._main_unguarded = signalled
+sys.argv = ["receval", "metrics"]
+from receval._launch import command_line
+sys.exit(command_line())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["background-job", "nohup"])
+def test_a_signal_ignored_from_the_start_stays_ignored(sig: signal.Signals) -> None:
+    """Started with SIGINT ignored (a background job of a script: ``receval ... &``)
+    or SIGHUP ignored (``nohup``), as inherited through exec, the command leaves the
+    signal ignored and finishes: the terminal's Ctrl-C is for the foreground job."""
+
+    def ignoring() -> None:
+        default_signals()
+        signal.signal(sig, signal.SIG_IGN)
+
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGNALS_ITSELF.format(signal=sig.name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=ignoring,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ndcg" in proc.stdout and proc.stderr == ""
 
 
 def test_closed_stdout_leaves_a_complete_folder(tmp_path: Path) -> None:

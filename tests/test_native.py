@@ -22,11 +22,20 @@ import receval
 from receval import ids
 from receval.engines import numpy_engine
 from receval.metrics.kernels import batch
+from tests.required import REQUIRE_NATIVE, need
 from tests.test_reference_agreement import frames, scenarios
 from tests.test_stream import _same
 
 native = numpy_engine._native
-needs_native = pytest.mark.skipif(native is None, reason="receval._native is not built")
+_NOT_BUILT = "not built (gcc and Python's headers build it at install)"
+
+
+@pytest.fixture(scope="module")
+def _native() -> None:
+    need("receval._native", REQUIRE_NATIVE, native is not None, _NOT_BUILT)
+
+
+needs_native = pytest.mark.usefixtures("_native")
 
 
 def test_native_is_built_where_required() -> None:
@@ -230,8 +239,8 @@ def test_cell_sources_equal_a_plain_scan(
     lengths: list[int], width: int, density: float, seed: int, on: bool
 ) -> None:
     """The relevant cells of each user's first `width` rows, compiled or NumPy."""
-    if on and native is None:
-        pytest.skip("receval._native is not built")
+    if on:
+        need("receval._native", REQUIRE_NATIVE, native is not None, _NOT_BUILT)
     rng = np.random.default_rng(seed)
     off = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     values = np.where(rng.random(int(off[-1])) < density, rng.random(int(off[-1])) + 0.5, 0.0)

@@ -21,6 +21,7 @@ from receval.analysis.report import Report, report, svg
 from receval.analysis.report.data import popularity_deciles, top_k_items
 from receval.analysis.report.svg import bar_chart, box_plot, line_chart
 from receval.errors import ReceValError
+from tests.required import REQUIRE_CHROMIUM, imported, need
 
 CHROMIUM = Path("/usr/bin/chromium")
 N_ITEMS, N_USERS = 60, 80
@@ -237,7 +238,7 @@ def test_report_errors() -> None:
 
 
 def test_png_images(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    imported("matplotlib")
     truth, runs, train = _world()
     r = report(runs, truth, ["ndcg@5"], train=train, png_dir=tmp_path / "png", n_resamples=100)
     names = sorted(p.name for p in r.images)
@@ -482,10 +483,9 @@ def _chromium(*args: str, profile: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (apt-get install -y chromium)"
-)
 def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> None:
+    why = f"{CHROMIUM} is not installed (apt-get install -y chromium)"
+    need("chromium", REQUIRE_CHROMIUM, CHROMIUM.exists(), why)
     assert rep.path is not None
     url = rep.path.resolve().as_uri()
     with tempfile.TemporaryDirectory() as profile:

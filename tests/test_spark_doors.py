@@ -30,6 +30,7 @@ import pytest
 
 import receval
 from receval.errors import OptionError, OutputError
+from tests.pipes import default_signals
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -332,6 +333,7 @@ def test_ctrl_c_during_a_spark_job_is_one_line(spark: Any, tmp_path: Path) -> No
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a job of a shell
+        preexec_fn=default_signals,  # Ctrl-C as a terminal sends it, whatever pytest ignores
     )
     try:
         deadline = time.monotonic() + 240

@@ -24,11 +24,19 @@ import receval
 from receval.analysis.tracking import log_mlflow, tracker_name
 from receval.cli import main
 from receval.errors import ReceValError
+from tests.required import REQUIRE_EXTRAS, need
 
 pytestmark = pytest.mark.timeout(120)
 
 HAS_MLFLOW = importlib.util.find_spec("mlflow") is not None
-needs_mlflow = pytest.mark.skipif(not HAS_MLFLOW, reason='pip install "receval[mlflow]"')
+
+
+@pytest.fixture(scope="module")
+def _mlflow() -> None:
+    need("mlflow", REQUIRE_EXTRAS, HAS_MLFLOW, 'pip install "receval[mlflow]"')
+
+
+needs_mlflow = pytest.mark.usefixtures("_mlflow")
 
 RECS = {"u1": [1, 6, 8], "u2": [2, 3, 9], "u3": [4, 5, 1]}
 OTHER = {"u1": [6, 1, 8], "u2": [9, 3, 2], "u3": [2, 4, 5]}
@@ -39,8 +47,7 @@ METRICS = ["ndcg@3[gain=exp]", "ap@3", "recall@2", "coverage@3"]
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A local MLflow file store; yields a client reading it."""
-    if not HAS_MLFLOW:
-        pytest.skip('pip install "receval[mlflow]"')
+    need("mlflow", REQUIRE_EXTRAS, HAS_MLFLOW, 'pip install "receval[mlflow]"')
     # set before mlflow is first imported: no telemetry, the file store allowed
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -437,8 +444,8 @@ def test_cli_mlflow_options_need_mlflow(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if importlib.util.find_spec("wandb") is None:
-        pytest.skip("pip install wandb")
+    found = importlib.util.find_spec("wandb") is not None
+    need("wandb", REQUIRE_EXTRAS, found, "pip install wandb")
     for name in list(os.environ):
         if name.startswith("WANDB_"):
             monkeypatch.delenv(name)

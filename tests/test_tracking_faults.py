@@ -27,12 +27,16 @@ import receval
 from receval.analysis.tracking import log_mlflow
 from receval.cli import main
 from receval.errors import OptionError, OutputError
+from tests.required import REQUIRE_EXTRAS, need
 from tests.test_tracking import HAS_MLFLOW, _environ, _files, _result
 
-pytestmark = [
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not HAS_MLFLOW, reason='pip install "receval[mlflow]"'),
-]
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _mlflow() -> None:
+    need("mlflow", REQUIRE_EXTRAS, HAS_MLFLOW, 'pip install "receval[mlflow]"')
+
 
 #: what a bounded failure may take at most here (the bound asked is 2 s; a
 #: loaded machine's imports and evaluation come on top): MLflow's own retries

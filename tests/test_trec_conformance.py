@@ -26,12 +26,15 @@ import pytest
 import receval
 from receval.cli import main
 from receval.io.files import read_file
+from tests.required import REQUIRE_TREC_FILES, need
 
 TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "trec_eval"
 
-pytestmark = pytest.mark.skipif(
-    not TREC.exists(), reason="shared/conformance is not beside the repo"
-)
+
+@pytest.fixture(autouse=True, scope="module")
+def _trec_files() -> None:
+    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC.exists(), f"no {TREC}")
+
 
 #: trec_eval's lines that are no measure: the run's name, and relstring (a text)
 _NOT = {"runid", "relstring"}

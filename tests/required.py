@@ -1,0 +1,61 @@
+"""Skips that an environment variable turns into failures.
+
+A test that needs something the repository does not hold (a browser, trec_eval's
+files beside the repository, the compiled part, a package of the ``test`` extra)
+skips where it is missing, unless its variable is ``1``: then it fails, naming
+what is missing. ``.ci/run`` sets every variable, so nothing CI provides is ever
+skipped there. A skip is never a guard for a feature of receval that is broken:
+such a test fails.
+
+========================================  ============================================
+variable                                  what it requires
+========================================  ============================================
+``RECEVAL_REQUIRE_NATIVE``                the compiled join (``receval._native``)
+``RECEVAL_REQUIRE_CHROMIUM``              ``/usr/bin/chromium`` (the report's render)
+``RECEVAL_REQUIRE_TREC_FILES``            ``../shared/conformance/trec_eval``
+``RECEVAL_REQUIRE_EXTRAS``                every package of ``pip install -e ".[test]"``
+``RECEVAL_CONFORMANCE_REQUIRED``          the tools' venvs (``tests/conformance``)
+========================================  ============================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+import pytest
+
+REQUIRE_NATIVE = "RECEVAL_REQUIRE_NATIVE"
+REQUIRE_CHROMIUM = "RECEVAL_REQUIRE_CHROMIUM"
+REQUIRE_TREC_FILES = "RECEVAL_REQUIRE_TREC_FILES"
+REQUIRE_EXTRAS = "RECEVAL_REQUIRE_EXTRAS"
+
+
+def required(env: str) -> bool:
+    """Whether the environment variable ``env`` requires its thing (it is ``1``)."""
+    return os.environ.get(env) == "1"
+
+
+def need(what: str, env: str, ok: bool, why: str) -> None:
+    """Go on when ``ok``; else skip the calling test, or fail it when ``env`` is ``1``.
+
+    ``what`` names the thing needed and ``why`` says what is missing and how to get it.
+    """
+    if ok:
+        return
+    if required(env):
+        pytest.fail(f"{what}: {why} ({env}=1 requires it)", pytrace=False)
+    pytest.skip(f"{what}: {why} (skipped; {env}=1 makes this a failure)")
+
+
+def imported(module: str, extra: str = "test") -> ModuleType:
+    """``pytest.importorskip(module)``, except that it fails when
+    ``RECEVAL_REQUIRE_EXTRAS=1``: CI installs the ``test`` extra, so a package of it
+    that cannot be imported there is a broken install, not a reason to skip."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        why = f"cannot be imported ({e}): pip install -e '.[{extra}]'"
+    need(module, REQUIRE_EXTRAS, False, why)  # skips or fails: outside the except, unchained
+    raise AssertionError("unreachable")  # pragma: no cover
