@@ -3,7 +3,9 @@
 Each row names a case (the inputs below), a metric string, a user (empty: the
 mean over users) and the expected value, printed to 4 decimals in SPEC §11 or
 given in full for hand-worked cases. Both ``receval.evaluate`` and the slow
-reference of ``tests/reference.py`` must reproduce every row.
+reference of ``tests/reference.py`` must reproduce every row. Each row asks one
+metric per call; ``tests/test_known_values_multi.py`` asks several metrics at
+several cut-offs in one call, for every metric of the registry.
 """
 
 from __future__ import annotations
