@@ -91,3 +91,20 @@ def test_merge_carries_the_row_count() -> None:
     assert res.counts["users"] == 5
     assert res.summary["hit_rate@1"] == pytest.approx(3 / 5, abs=0)
     assert sorted(res.per_user.index) == [0, 1, 2, 3, 4]
+
+
+# -- ids: NaN is a missing id, whatever else the column holds ------------------------------
+
+
+def test_nan_is_a_missing_id_in_a_column_of_mixed_values() -> None:
+    """The module's rule says NaN is missing: in a column of floats and in one mixing
+    numbers and text alike (it was called "non-finite" in the mixed one); infinity is
+    non-finite in both."""
+    from receval.ids import canonical
+
+    for values in ([1.0, float("nan")], [1, float("nan"), "x"]):
+        with pytest.raises(receval.InputError, match="row 1: missing user id"):
+            canonical(values, "user", "recs")
+    for values in ([1.0, float("inf")], [1, float("inf"), "x"]):
+        with pytest.raises(receval.InputError, match="row 1: non-finite user id"):
+            canonical(values, "user", "recs")

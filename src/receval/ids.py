@@ -134,6 +134,8 @@ def canonical_value(value: Any) -> int | str:
         return v if _I64_MIN <= v <= _I64_MAX else str(v)
     if isinstance(value, (float, np.floating)):
         f = float(value)
+        if math.isnan(f):  # NaN is a missing id, as in a column of floats
+            raise ValueError("missing")
         if not math.isfinite(f):
             raise ValueError("non-finite")
         if f == math.floor(f) and abs(f) <= _EXACT:
