@@ -457,15 +457,8 @@ class OutputSet:
     def _refuse_held_below(self, name: str) -> None:
         """Refuse to write ``name`` into a subfolder that another run holds."""
         parts = Path(name).parts[:-1]
-        for i in range(1, len(parts) + 1):
-            folder = self.folder.joinpath(*parts[:i])
-            who = held_by_another(folder)
-            if who is not None:
-                raise OutputError(
-                    f"cannot write {self.folder / name}: {folder} is being written by another "
-                    f"receval run ({who}); wait for it to finish or write elsewhere",
-                    path=str(folder),
-                )
+        below = (self.folder.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
+        _refuse_held_in(self.folder / name, below)
 
 
     def _not_a_lock(self, what: str) -> OutputError:
@@ -642,11 +635,16 @@ def held_by_another(folder: str | Path) -> str | None:
 def _refuse_held(target: Path) -> None:
     """Refuse to write ``target`` inside a folder another run holds."""
     folder = Path(os.path.realpath(target.parent))
-    for above in (folder, *folder.parents):
-        who = held_by_another(above)
+    _refuse_held_in(target, (folder, *folder.parents))
+
+
+def _refuse_held_in(target: Path, folders: Iterable[Path]) -> None:
+    """Refuse to write ``target`` when one of ``folders`` is another run's."""
+    for folder in folders:
+        who = held_by_another(folder)
         if who is not None:
             raise OutputError(
-                f"cannot write {target}: {above} is being written by another receval run "
+                f"cannot write {target}: {folder} is being written by another receval run "
                 f"({who}); wait for it to finish or write elsewhere",
                 path=str(target),
             )
