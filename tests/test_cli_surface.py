@@ -149,7 +149,8 @@ def _documented() -> list[tuple[str | None, str]]:
     """(command or None, flag) for every --flag the README and docs name."""
     found = []
     commands = set(_commands())  # built once: building the app is the slow part
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for path in [p for p in pages if p.name != "mutation.md"]:  # benchmarks/mutation.py's
         for line in path.read_text().splitlines():
             if "benchmarks/" in line or "spark-submit" in line:  # other programs' flags
                 continue
