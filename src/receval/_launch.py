@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import Any
 
+from receval import _malloc
 from receval.errors import SIGNAL_MESSAGES
 
 
@@ -46,14 +47,28 @@ def command_line() -> int:
     if main_thread:
         _hold_signals()
     code: int | None = None
+    loaded = False
     try:
+        _malloc.own_process()  # before NumPy and Arrow load: allocators, thread pools
         from receval import cli
 
+        _malloc.settle()
+        loaded = True
         code = cli.command_line()  # main() holds the signals itself while it runs
     except KeyboardInterrupt as exc:  # while loading, or after main() gave them back
         if code is None:
             code = exc.code if isinstance(exc, _Terminated) else 130
             sys.stderr.write(SIGNAL_MESSAGES[code] + "\n")
+    except Exception as exc:  # while loading: a library not mapped, no memory for a thread
+        # (under a limit, a C extension left without memory as it loads may fail
+        # as a SystemError, "error return without exception set")
+        starved = not loaded and isinstance(exc, SystemError)
+        if not (_malloc.is_out_of_memory(exc) or (starved and _malloc.limited())):
+            raise
+        _malloc.say_out_of_memory(exc)  # one line, even with no memory left to word it
+        # at once: nothing is written yet, and a library left half-loaded, or the
+        # interpreter itself without memory, fails on the way out (traceback, exit 139)
+        os._exit(2)
     finally:
         if main_thread:
             # The process is about to exit with its code: a signal still pending (a
@@ -62,11 +77,12 @@ def command_line() -> int:
             for signum in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
                 if signum is not None:
                     signal.signal(signum, signal.SIG_IGN)
-    if code in SIGNAL_MESSAGES:
+    if code in SIGNAL_MESSAGES or _malloc.exhausted():
         # Stopped by a signal, message written, outputs cleaned up: exit with the code
         # now. Going through the interpreter's shutdown instead let a signal received
         # during start-up end the process as killed by SIGINT (exit -2) in about 1 of 30
-        # runs (benchmarks/interrupts.py), after the message.
+        # runs (benchmarks/interrupts.py), after the message. Out of memory, a library
+        # left half-loaded crashed there (exit 139) after the message.
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
                 stream.flush()

@@ -245,6 +245,10 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
         raise _missing(role, source, row)
     typ = col.type
     if pa.types.is_dictionary(typ):
+        if len(col):  # each value its rows use read once, then taken row by row
+            codes, values = used_values(col)
+            if not values.null_count:
+                return _from_arrow(values, role, source)[codes]
         col = col.cast(typ.value_type)
         typ = col.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -256,6 +260,30 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
     if pa.types.is_boolean(typ):
         return _from_numpy(col.to_numpy(zero_copy_only=False), role, source)
     return _from_values(col.to_pylist(), role, source)
+
+
+def used_values(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """The codes of a dictionary-encoded column without nulls (into one
+    dictionary for all its chunks) and the dictionary's values that its rows
+    use (a dictionary may hold others: a shared one, unused categories).
+
+    >>> codes, values = used_values(pa.array(["b", "a", "b"]).dictionary_encode())
+    >>> codes.tolist(), values.to_pylist()
+    ([0, 1, 0], ['b', 'a'])
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = col.unify_dictionaries()
+        chunks = [c for c in col.chunks if len(c)]
+        parts = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
+        codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        values = chunks[0].dictionary
+    else:
+        codes, values = col.indices.to_numpy(zero_copy_only=False), col.dictionary
+    used = np.bincount(codes, minlength=len(values)) > 0
+    if not used.all():
+        values = values.filter(pa.array(used))
+        codes = (np.cumsum(used) - 1)[codes]
+    return codes, values
 
 
 def canonical(

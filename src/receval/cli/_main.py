@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 import typer
@@ -112,16 +111,10 @@ def _internal_error(exc: BaseException) -> int:
     return 1
 
 
-def _out_of_memory(exc: MemoryError) -> str:
-    """What ran out, how much was asked for when NumPy says, and what helps."""
-
-    asked = re.search(r"allocate ([0-9.]+ [KMGTP]?i?B)", str(exc))
-    size = f" (an array of {asked.group(1)} could not be allocated)" if asked else ""
-    return (
-        f"out of memory{size}. Ask for fewer metrics or cut-offs; give both inputs as Parquet "
-        "files, which are read by chunks of users in bounded memory (files sorted by user "
-        "need the least); or run on a machine with more memory"
-    )
+def _out_of_memory(exc: BaseException) -> str:
+    """What ran out, how much was asked for when NumPy says, and what helps
+    (:func:`receval._malloc.out_of_memory`: the start-up says it too)."""
+    return _malloc.out_of_memory(exc)
 
 
 def _main_unguarded(argv: list[str] | None) -> int:
@@ -136,6 +129,9 @@ def _main_unguarded(argv: list[str] | None) -> int:
         fail(_out_of_memory(exc))
         return 2
     except OSError as exc:  # reading: no such file, permission, I/O error, ...
+        if _malloc.is_out_of_memory(exc):  # ENOMEM: a map or a buffer refused
+            fail(_out_of_memory(exc))
+            return 2
         where = f"{exc.filename}: " if exc.filename else ""
         fail(f"{where}{exc.strerror or exc}")
         return 2
@@ -144,12 +140,14 @@ def _main_unguarded(argv: list[str] | None) -> int:
     except typer.Abort:
         return 1
     except ImportError as exc:
-        text = str(exc).lower()
-        if "failed to map segment" in text or "cannot allocate memory" in text:
-            fail(_out_of_memory(MemoryError()))
+        if _malloc.is_out_of_memory(exc):
+            fail(_out_of_memory(exc))
             return 2  # a library could not be loaded for lack of memory
         return _internal_error(exc)
     except Exception as exc:  # usage errors of the parser, and everything unexpected
+        if _malloc.is_out_of_memory(exc):  # a thread (ours, Arrow's, BLAS') not started
+            fail(_out_of_memory(exc))
+            return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()  # a usage error: "Missing parameter", "No such option" (exit 2)
             return int(exc.exit_code)

@@ -876,8 +876,11 @@ def evaluated(plan: Plan, pairs: Iterable[Pair], cells: UserCells | None = None)
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             pending: deque[Future[Any]] = deque()
             for pair in pairs:
-                if first:  # large input: keep freed memory
+                if first:  # large input: keep freed memory from here on, after
+                    # giving back what reading the input left free
                     tuned, first = _malloc.tune(pair.rows), False
+                    if tuned:
+                        _malloc.release()
                 if cells is None:
                     pending.append(pool.submit(evaluate_pair, plan, pair))
                 else:

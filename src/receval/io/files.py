@@ -26,12 +26,14 @@ in plain and compressed files and in pipes.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
@@ -40,8 +42,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from receval import _malloc
+from receval._malloc import check_headroom
 from receval.errors import InputError, OptionError
-from receval.ids import canonical, from_text
+from receval.ids import as_str, canonical, first_true, from_text
 from receval.io.columns import (
     ITEMS,
     RATINGS,
@@ -59,6 +63,7 @@ __all__ = [
     "RECBOLE_TYPES",
     "FileInfo",
     "Reader",
+    "compact_ids",
     "format_by_suffix",
     "format_of",
     "is_number",
@@ -89,6 +94,37 @@ KEEPS_EVERY_COLUMN = frozenset({"items", "user_groups", "log"})
 COMPRESSIONS = (".gz", ".zst", ".zstd")
 
 _BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark
+
+#: Whether the text ids of delimited files come back dictionary-encoded (:func:`compact_ids`).
+_compact: ContextVar[bool] = ContextVar("receval_compact_ids", default=False)
+
+
+@contextlib.contextmanager
+def compact_ids() -> Iterator[None]:
+    """Within the block, a CSV/TSV or RecBole file's id columns that hold
+    text come back dictionary-encoded (int32 codes into the distinct
+    canonical strings: ~4 bytes a row instead of ~16) rather than as large
+    strings: for a reader that puts them under the id rule itself
+    (:func:`receval.ids.canonical` and the table readers of
+    :mod:`receval.io.tables` read both alike), as an evaluation does. The
+    values are the same; a table handed to pandas would turn such columns
+    into categoricals, so files are read plain everywhere else.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = pathlib.Path(d, "recs.csv")
+        ...     _ = path.write_text("user,item,score\\nu1,a,1\\nu1,b,0.5\\n")
+        ...     with compact_ids():
+        ...         table, _ = read_file(path, role="recommendations")
+        >>> str(table.schema.field("item").type)
+        'dictionary<values=large_string, indices=int32, ordered=0>'
+    """
+    token = _compact.set(True)
+    try:
+        yield
+    finally:
+        _compact.reset(token)
 
 
 @dataclass
@@ -697,26 +733,39 @@ def _read_delimited(
     ``tokens`` columns) read as text, then under the text rule of
     :func:`receval.ids.from_text`.
 
-    Arrow parses the file as it streams, block by block on several threads;
-    the raw bytes, the decoded text and a list of its lines are never held
-    (memory: the columns kept plus a few blocks; ``benchmarks/csv_memory.py``).
-    Row-to-line numbers are found only when an error needs one, by a second
-    streaming pass (:func:`_line_of_row`), so quoted fields that span lines
-    and blank lines are counted right."""
+    Arrow parses the file as it streams, block by block on several threads,
+    and each block's ids are put under the text rule as it comes
+    (:class:`_TextIds`): the raw bytes, the decoded text, a list of its lines
+    and the text of the id columns are never held whole (memory: the columns
+    kept plus a few blocks; ``benchmarks/csv_memory.py``). Row-to-line
+    numbers are found only when an error needs one, by a second streaming
+    pass (:func:`_line_of_row`), so quoted fields that span lines and blank
+    lines are counted right."""
     found = resolve(header, job.cols, job.roles, job.name)
     text = job.reader.ids == "text"
     ids = {found[r]: r for r in ("user", "item") if r in found and text}
     job.info.line_of_row = _line_of_row(job.text, sep)
     # Only the columns of the file's roles are read (a list of items keeps all: features).
     keep = None if job.role in KEEPS_EVERY_COLUMN else list(dict.fromkeys(found.values()))
+    names = header if keep is None else keep
+    ids |= {c: "token" for c in tokens if c not in ids and c in names}
     column_types = {**(types or {}), **{c: pa.string() for c in ids}}
-    table = _arrow_csv(job, sep, None if named_by_header else header, column_types, keep)
-    for column, role in ids.items():
-        table = _text_ids(table, column, role, job)
-    for column in tokens:
-        if column not in ids and column in table.column_names:
-            table = _text_ids(table, column, "token", job)
-    return table
+    return _arrow_csv(job, sep, None if named_by_header else header, column_types, keep, ids)
+
+
+#: Bytes of text Arrow parses at a time. Its streaming reader reads a few
+#: dozen blocks ahead of the batch handed out: 1 MiB blocks keep that to
+#: ~40 MB (4 MiB blocks held ~150 MB more at the peak, for the same speed).
+_BLOCK = 1 << 20
+
+#: Blocks parsed between two returns of the free heap to the system (in the
+#: command, :func:`receval._malloc.trim`): a parse frees most of what it
+#: allocates, in holes between the columns kept; at 5M rows the read's peak
+#: went from ~190 MB to ~150 MB above the start (text ids), at no cost in time.
+_TRIM_EVERY = 8
+
+#: Rows per chunk of a column read (its batches are joined up to this).
+_JOINED = 1 << 20
 
 
 def _arrow_csv(
@@ -725,23 +774,26 @@ def _arrow_csv(
     names: list[str] | None,
     column_types: Mapping[str, pa.DataType],
     keep: list[str] | None,
+    ids: Mapping[str, str],
 ) -> pa.Table:
-    """The file parsed by Arrow (``names``: in place of the header line's)."""
+    """The file parsed by Arrow (``names``: in place of the header line's),
+    batch by batch; the ``ids`` columns (column -> role) put under the text
+    rule as they come (:class:`_TextIds`). An empty user or item id is
+    reported (naming its line) once the whole file is known to parse, as when
+    the file was read whole."""
     import pyarrow.csv as pcsv
 
-    table = None
     error: Exception | None = None
     # A value holding a line break, or longer than a block, can fail a fast
     # parse: the file is read again allowing both before an error is reported.
-    for multiline, block in ((False, 1 << 22), (True, 1 << 26)):
+    for multiline, block in ((False, _BLOCK), (True, 1 << 26)):
         try:
             with job.text.open() as stream:
-                # batch by batch (half the peak of read_csv, which holds every parsed block)
                 reader = pcsv.open_csv(
                     stream,
                     parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=multiline),
                     read_options=pcsv.ReadOptions(
-                        use_threads=True,
+                        use_threads=False,
                         block_size=block,
                         column_names=names,
                         skip_rows=0 if names is None else 1,
@@ -752,33 +804,161 @@ def _arrow_csv(
                         include_columns=keep,
                     ),
                 )
-                table = reader.read_all()
+                columns = _batches(reader, ids, job.name)
             break
         except pa.ArrowInvalid as exc:
             error = exc
-    if table is None:
+    else:
         assert error is not None
         raise _csv_error(job.text, sep, job.name, error, names) from None
-    return table
+    for column in columns.values():
+        if isinstance(column, _TextIds) and column.empty is not None:
+            what = f"missing {column.role} id (an empty field)"
+            raise job.info.locate(InputError(what, source=job.name, row=column.empty))
+    compact = _compact.get()
+    names_read = list(columns)
+    arrays = [columns.pop(name).column(compact) for name in names_read]
+    return pa.Table.from_arrays(arrays, names=names_read)
 
 
-def _text_ids(table: pa.Table, column: str, role: str, job: Job) -> pa.Table:
-    """A column read as text put under the text rule (int64, or strings when
-    any value is not an integer); an empty user or item id is an error naming
-    its line."""
-    j = table.column_names.index(column)
-    values = table.column(j)
-    try:
-        if role in ("user", "item"):
-            empty = pc.equal(values, "")
-            if pc.any(empty).as_py():
-                row = int(np.flatnonzero(empty.to_numpy(zero_copy_only=False))[0])
-                raise InputError(f"missing {role} id (an empty field)", source=job.name, row=row)
-        out = from_text(values, role, job.name)
-    except InputError as exc:
-        raise job.info.locate(exc) from None
-    array = pa.array(out, type=pa.large_string() if out.dtype == object else pa.int64())
-    return table.set_column(j, table.schema.field(j).with_type(array.type), [array])
+def _batches(reader: Any, ids: Mapping[str, str], name: str) -> dict[str, _Chunks | _TextIds]:
+    """Every batch of a CSV reader, column by column: the ``ids`` columns put
+    under the text rule as they come, the others kept as parsed."""
+    columns: dict[str, _Chunks | _TextIds] = {
+        f.name: _TextIds(ids[f.name], name) if f.name in ids else _Chunks(f.type)
+        for f in reader.schema
+    }
+    for n, batch in enumerate(reader, 1):
+        check_headroom()  # Arrow's parser aborts the process when it runs out
+        if n % _TRIM_EVERY == 0:  # the parse's free blocks given back (the command)
+            _malloc.trim()
+        for column, values in zip(columns.values(), batch.columns, strict=True):
+            column.add(values)
+    return columns
+
+
+class _Chunks:
+    """The arrays of a column, batch by batch, joined into chunks of about
+    :data:`_JOINED` rows (a file's batches are small)."""
+
+    def __init__(self, typ: pa.DataType) -> None:
+        self.type = typ
+        self.done: list[pa.Array] = []
+        self.pending: list[pa.Array] = []
+        self.rows = 0
+
+    def add(self, values: pa.Array) -> None:
+        """The next batch of the column."""
+        self.pending.append(values)
+        self.rows += len(values)
+        if self.rows >= _JOINED:
+            self._join()
+
+    def _join(self) -> None:
+        if self.pending:
+            pending, self.pending, self.rows = self.pending, [], 0
+            self.done.append(pending[0] if len(pending) == 1 else pa.concat_arrays(pending))
+
+    def column(self, compact: bool = False) -> pa.ChunkedArray:
+        """The whole column (``compact``: as for :meth:`_TextIds.column`)."""
+        self._join()
+        done, self.done = self.done, []
+        return pa.chunked_array(done, type=self.type)
+
+
+class _TextIds:
+    """A column of ids read as text, put under the text rule
+    (:func:`receval.ids.from_text`) batch by batch, so that its text is never
+    held whole: int64 while every value so far is an integer; from the first
+    batch holding text on, int32 codes into one growing dictionary of the
+    distinct values read, which are put under the rule once, at the end (a
+    value's canonical form depends on the value alone).
+
+    Memory: 8 bytes a row (integers) or 4 (text) plus the distinct values.
+    Each batch is dictionary-encoded by Arrow on its own; batches are merged
+    into the shared dictionary (:meth:`_merge`) once their own dictionaries
+    hold as many values as it does, so the work and the memory of merging
+    stay proportional to the rows read, whatever the number of distinct ids."""
+
+    def __init__(self, role: str, name: str) -> None:
+        self.role, self.name = role, name
+        self.rows = 0
+        self.empty: int | None = None  # the first row whose user or item id is empty
+        self.ints: _Chunks | None = _Chunks(pa.int64())
+        self.codes = _Chunks(pa.int32())  # once text came: codes into values
+        self.values = pa.array([], pa.string())  # the distinct values read (a code's value)
+        self.pending: list[pa.Array] = []  # batches encoded alone, not yet merged
+        self.waiting = 0  # the values of their dictionaries
+
+    def add(self, values: pa.Array) -> None:
+        """The next batch of the column (strings, no nulls)."""
+        at = self.rows
+        self.rows += len(values)
+        if self.ints is not None:
+            out = from_text(values, self.role, self.name)
+            if out.dtype != object:  # integers (an empty field is text)
+                self.ints.add(pa.array(out, type=pa.int64()))
+                return
+            # the first text: the integers so far become their decimal strings
+            for ints in self.ints.column().chunks:
+                self._encoded(pc.dictionary_encode(ints.cast(pa.string())))
+            self.ints = None
+        encoded = pc.dictionary_encode(values.cast(pa.string()))
+        self._encoded(encoded)
+        if self.empty is None and self.role in ("user", "item"):
+            code = pc.index(encoded.dictionary, "").as_py()
+            if code >= 0:
+                first = pc.equal(encoded.indices, code).to_numpy(zero_copy_only=False)
+                self.empty = at + first_true(first)
+
+    def _encoded(self, encoded: pa.Array) -> None:
+        self.pending.append(encoded)
+        self.waiting += len(encoded.dictionary)
+        if self.waiting > max(len(self.values), 1 << 16):
+            self._merge()
+
+    def _merge(self) -> None:
+        """The pending batches' codes into the shared dictionary, which keeps
+        its values where they are (Arrow's unification takes the first
+        dictionary as it is), so the codes already held stay valid."""
+        if not self.pending:
+            return
+        held = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), self.values)
+        merged = pa.chunked_array([held, *self.pending]).unify_dictionaries()
+        self.pending, self.waiting = [], 0
+        values = merged.chunk(0).dictionary
+        if not values.slice(0, len(self.values)).equals(self.values):  # not seen so far
+            moved = pc.cast(pc.index_in(self.values, value_set=values), pa.int32())
+            held_codes, self.codes = self.codes.column().chunks, _Chunks(pa.int32())
+            for codes in held_codes:
+                self.codes.add(moved.take(codes))
+        self.values = values
+        for chunk in merged.chunks[1:]:
+            self.codes.add(chunk.indices)
+
+    def column(self, compact: bool) -> pa.ChunkedArray:
+        """The whole column: int64, or (some value is text) the canonical
+        strings: dictionary-encoded (one dictionary) with ``compact``, else
+        large strings."""
+        if self.ints is not None:
+            return self.ints.column()
+        self._merge()
+        canon = pa.array(as_str(from_text(self.values, self.role, self.name)), pa.large_string())
+        self.values = pa.array([], pa.string())
+        remap = None
+        distinct = pc.dictionary_encode(canon)  # "1" and "1.0" are one id: one entry
+        if len(distinct.dictionary) < len(canon):
+            remap, canon = distinct.indices, distinct.dictionary
+        parts = []
+        chunks = self.codes.column().chunks
+        while chunks:
+            codes = chunks.pop(0)
+            codes = codes if remap is None else remap.take(codes)
+            parts.append(
+                pa.DictionaryArray.from_arrays(codes, canon) if compact else canon.take(codes)
+            )
+        out_type = pa.dictionary(pa.int32(), pa.large_string()) if compact else pa.large_string()
+        return pa.chunked_array(parts, type=out_type)
 
 
 def _line_of_row(source: Source, sep: str) -> Callable[[int], int]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from receval.errors import InputError
-from receval.io import spark_files, stream
+from receval.io import files, spark_files, stream
 from receval.io.tables import iter_recs, read_truth
 from receval.records import Columns, RecsData, Tables
 
@@ -109,9 +109,10 @@ def open_pair(
             partitions=partitions,
         )
         return OpenedPair(rows, found=lambda: (rfound, tfound))
-    (recs, rcols, rinfo), (tr_in, tcols, tinfo), streams = stream.opened_pair(
-        recommendations, truth, cols
-    )
+    with files.compact_ids():  # text ids as codes: the engine reads them under the id rule
+        (recs, rcols, rinfo), (tr_in, tcols, tinfo), streams = stream.opened_pair(
+            recommendations, truth, cols
+        )
     out = OpenedPair(sources=((recs, rcols), (tr_in, tcols)), infos=(rinfo, tinfo))
     with out.located():
         if streams is None:  # tables sorted by user merge like sorted files

@@ -48,7 +48,7 @@ from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
 from receval.io.inputs import FileInput, is_path, opened
 from receval.io.manifest import notes_for
-from receval.io.tables import CHUNK_ROWS, read_recs, read_truth
+from receval.io.tables import CHUNK_ROWS, read_recs, read_truth, shared_dictionaries
 from receval.records import Columns, Pair, PairSource
 
 __all__ = ["ParquetInput", "StreamedFiles", "is_parquet", "open_parquet", "pairs"]
@@ -529,6 +529,15 @@ def _partitioned(
 # --- pairs for the driver ----------------------------------------------------
 
 
+#: Recommendation rows per pair of chunks handed to the engine, as a part of
+#: :data:`~receval.io.tables.CHUNK_ROWS` (integer ids, text ids): a few pairs are
+#: in flight at once (one per thread and one waiting), which is the memory of an
+#: evaluation above its input's columns (``benchmarks/csv_memory.py``: 5M rows
+#: read from CSV stay within 2x the file with 250,000 and 125,000 rows); ids held
+#: as text are Python strings in the engine, ~4x the memory of integer ids.
+PAIR_PARTS = (2, 4)
+
+
 def pairs(
     recs: ParquetInput,
     truth: ParquetInput,
@@ -545,15 +554,19 @@ def pairs(
     meets rows out of order raises :class:`_NotSorted` (the caller restarts
     with ``sorted_files=False``).
     """
-    rows = CHUNK_ROWS if rows is None else max(1, rows)
     _same_kinds(recs, truth)
+    if rows is None:
+        ints = recs.user_kind == INT and recs.item_kind == INT
+        rows = CHUNK_ROWS // PAIR_PARTS[0 if ints else 1]
+    rows = max(1, rows)
     source = _merge(recs, truth, rows) if sorted_files else None
     if source is None:
         source = _partitioned(recs, truth, rows, tmp)
+    shared: dict[Any, Any] = {}  # dictionaries of ids, read once for every pair
     for a, arow, t, trow in source:
         # converted to NumPy by the worker that evaluates the pair, not here:
         # the reading thread only reads and cuts
-        load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades)
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades, shared)
         yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
 
 
@@ -565,18 +578,21 @@ def _load(
     recs: ParquetInput,
     truth: ParquetInput,
     negative_grades: str = "error",
+    shared: dict[Any, Any] | None = None,
 ) -> tuple[Any, Any]:
     """One pair's tables as checked NumPy columns (errors name the file row),
-    ids of the kinds of the whole files."""
+    ids of the kinds of the whole files (``shared``: their dictionaries read
+    once, :func:`receval.io.tables.shared_dictionaries`)."""
     kinds = (recs.user_kind, recs.item_kind)
-    try:
-        r = read_recs(a, _CANON, recs.path, kinds)
-    except InputError as exc:
-        raise exc.remap(arow) from None
-    try:
-        tr = read_truth(t, _CANON, truth.path, kinds, negative_grades)
-    except InputError as exc:
-        raise exc.remap(trow) from None
+    with shared_dictionaries({} if shared is None else shared):
+        try:
+            r = read_recs(a, _CANON, recs.path, kinds)
+        except InputError as exc:
+            raise exc.remap(arow) from None
+        try:
+            tr = read_truth(t, _CANON, truth.path, kinds, negative_grades)
+        except InputError as exc:
+            raise exc.remap(trow) from None
     r.columns, tr.columns = dict(recs.info.columns), dict(truth.info.columns)
     return r, tr
 

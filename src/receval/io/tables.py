@@ -7,15 +7,18 @@ naming the table, the 0-based row, the user and the item.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from receval._malloc import check_headroom
 from receval.errors import InputError, option
-from receval.ids import canonical, first_true
+from receval.ids import STR, canonical, first_true
 from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
 from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
@@ -56,6 +59,107 @@ def _numbers(
     if keep_ints and values.dtype.kind in "iu":
         return values
     return values.astype(np.float64, copy=False)
+
+
+#: Within :func:`shared_dictionaries`: the canonical ids of whole dictionaries, by
+#: the dictionary's buffers and the kind asked for.
+_SHARED: ContextVar[dict[Any, np.ndarray | None] | None] = ContextVar(
+    "receval_shared_dictionaries", default=None
+)
+
+
+@contextlib.contextmanager
+def shared_dictionaries(shared: dict[Any, np.ndarray | None]) -> Iterator[None]:
+    """Within the block, the dictionary-encoded id columns read (the chunks
+    of one larger column: :mod:`receval.io.stream`) have their whole
+    dictionary put under the id rule once, kept in ``shared`` (one dict for
+    all the chunks of an evaluation, on every thread), and taken by each
+    chunk's codes: the same Python strings for every chunk, not new ones per
+    chunk. The values are those of each chunk read alone."""
+    token = _SHARED.set(shared)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _whole_dictionary(
+    values: pa.Array, role: str, source: str, kind: str | None, shared: dict[Any, Any]
+) -> np.ndarray | None:
+    """The canonical ids of a whole dictionary (kept in ``shared``), or None
+    when that cannot stand for the chunk's own values: no kind forced (the
+    values used decide it), or a value that this chunk may not use fails the
+    rule or is of another kind (an unused text category among integer ids);
+    the chunk's own values are then read alone, and any error is theirs."""
+    if kind is None:
+        return None
+    key = (tuple(b.address if b is not None else 0 for b in values.buffers()), len(values), kind)
+    if key not in shared:
+        check_headroom((16 << 20) + 128 * len(values) + values.nbytes)
+        try:
+            whole = canonical(values, role, source, kind)
+        except InputError:
+            whole = None
+        if whole is not None and (whole.dtype == object) != (kind == STR):
+            whole = None
+        shared[key] = whole
+    return shared[key]
+
+
+def _one_dictionary(col: pa.ChunkedArray) -> bool:
+    """Whether every chunk of a dictionary-encoded column holds the same
+    dictionary (the same buffers: the slices of one column)."""
+    keys = {
+        tuple(b.address if b is not None else 0 for b in c.dictionary.buffers())
+        for c in col.chunks
+    }
+    return len(keys) <= 1 and col.num_chunks > 0
+
+
+def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.ndarray:
+    """A column of ids under the id rule (:func:`receval.ids.canonical`; ``kind``
+    as there). Strings, plain or dictionary-encoded, are put under the rule once
+    per distinct value and taken back row by row: an id repeated on many rows is
+    one Python string (8 bytes a row, not ~60), read once. The values are those
+    of :func:`~receval.ids.canonical` of the column, whose rule depends on each
+    value alone; a missing value is reported by it (naming the row)."""
+    typ = col.type
+    dictionary = pa.types.is_dictionary(typ)
+    text = typ.value_type if dictionary else typ
+    if (
+        col.null_count
+        or not len(col)
+        or not (pa.types.is_string(text) or pa.types.is_large_string(text))
+    ):
+        return canonical(col, role, source, kind)
+    import pyarrow.compute as pc
+
+    if dictionary and _one_dictionary(col):  # as it is (unifying would copy the dictionary)
+        encoded = col
+    else:
+        encoded = col.unify_dictionaries() if dictionary else pc.dictionary_encode(col)
+    parts = [c.indices.to_numpy() for c in encoded.chunks if len(c)]
+    codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    values = encoded.chunk(0).dictionary
+    if values.null_count:  # a null among a dictionary's values: its row is named there
+        return canonical(col, role, source, kind)
+    shared = _SHARED.get()
+    if dictionary and shared is not None and len(values) <= 2 * len(codes):
+        # a chunk of a larger column whose dictionary is not much longer than the
+        # chunk (the items of a large chunk of recommendations): the whole dictionary
+        # once, for all the chunks (users, or the few items of a chunk of truth: the
+        # values used, each chunk on its own, as below)
+        whole = _whole_dictionary(values, role, source, kind, shared)
+        if whole is not None:
+            return whole[codes]
+    used = np.bincount(codes, minlength=len(values)) > 0
+    if not used.all():  # a dictionary shared with other rows: only this column's values
+        values = values.filter(pa.array(used))
+        codes = (np.cumsum(used) - 1)[codes]
+    # Arrow's conversion to Python strings ends the process when it runs out of
+    # memory: under an address-space limit, room for them is made sure of first
+    check_headroom((16 << 20) + 128 * len(values) + values.nbytes)
+    return canonical(values, role, source, kind)[codes]
 
 
 def _locate(err: InputError, users: np.ndarray, items: np.ndarray) -> InputError:
@@ -155,8 +259,8 @@ def read_recs(
             source=source,
         )
     table, found = normalise(obj, cols, RECS, source)
-    users = canonical(table.column("user"), "user", source, kinds[0])
-    items = canonical(table.column("item"), "item", source, kinds[1])
+    users = _ids(table.column("user"), "user", source, kinds[0])
+    items = _ids(table.column("item"), "item", source, kinds[1])
     score = rank = None
     if "rank" in found:
         try:
@@ -184,15 +288,34 @@ def read_recs(
     return RecsData(users, items, score, rank, rows=table.num_rows, source=source, columns=found)
 
 
+def _run_starts(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """The rows (after the first) where a column's value changes, and how many
+    distinct values it holds (no nulls). A dictionary-encoded column whose
+    dictionary holds each value once (a file read with
+    :func:`receval.io.files.compact_ids`, a pandas categorical) is read by
+    its codes, never decoded."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.unify_dictionaries()
+        dictionary = column.chunk(0).dictionary
+        if len(pc.unique(dictionary)) == len(dictionary):  # codes compare as their values
+            parts = [c.indices.to_numpy(zero_copy_only=False) for c in column.chunks]
+            codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+            return starts, int(np.count_nonzero(np.bincount(codes, minlength=len(dictionary))))
+        column = column.cast(column.type.value_type)
+    change = pc.not_equal(column.slice(1), column.slice(0, len(column) - 1))
+    starts = np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1
+    return starts, int(pc.count_distinct(column).as_py())
+
+
 def _user_boundaries(column: pa.ChunkedArray, chunk_rows: int) -> list[int] | None:
     """Row offsets splitting a table into chunks of complete users, or None when
     the rows of some user are not contiguous."""
-    import pyarrow.compute as pc
-
     n = len(column)
-    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))
-    starts = np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1
-    if len(starts) + 1 != pc.count_distinct(column).as_py():
+    starts, distinct = _run_starts(column)
+    if len(starts) + 1 != distinct:
         return None
     bounds = [0]
     for target in range(chunk_rows, n, chunk_rows):
@@ -358,8 +481,8 @@ def read_truth(
             source=source,
         )
     table, found = normalise(obj, cols, TRUTH, source)
-    users = canonical(table.column("user"), "user", source, kinds[0])
-    items = canonical(table.column("item"), "item", source, kinds[1])
+    users = _ids(table.column("user"), "user", source, kinds[0])
+    items = _ids(table.column("item"), "item", source, kinds[1])
     graded = "relevance" in found
     if graded:
         try:
