@@ -32,9 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Listed", "apart", "listed_in", "notes_for", "set_notes"]
+__all__ = [
+    "MANIFEST",
+    "Listed",
+    "apart",
+    "files_listed",
+    "inside_name",
+    "listed_in",
+    "notes_for",
+    "read_manifest",
+    "set_notes",
+]
 
-MANIFEST = "manifest.json"  # as receval.io.write.MANIFEST (io.write imports errors only)
+#: The name of a set's manifest (``PREFIXmanifest.json`` for a prefixed split);
+#: :class:`receval.io.write.OutputSet` writes it.
+MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,15 @@ def _manifest(path: Path) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=64)
 def _read_manifest(path: str, size: int, mtime: int, inode: int) -> dict[str, Any] | None:
+    return read_manifest(Path(path))
+
+
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    """A receval manifest's content read now (no cache), or None: none,
+    unreadable, not JSON, or someone else's (no ``receval`` key, no ``files``
+    table). The one reader of manifests, for the readers of a set
+    (:func:`notes_for`, cached by the file's identity) and for the writer
+    (:class:`receval.io.write.OutputSet`, which reads what it staged)."""
     try:
         facts = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -67,6 +88,22 @@ def _read_manifest(path: str, size: int, mtime: int, inode: int) -> dict[str, An
     if not isinstance(facts, dict) or "receval" not in facts:
         return None
     return facts if isinstance(facts.get("files"), dict) else None
+
+
+def files_listed(path: Path) -> dict[str, Any] | None:
+    """The files a receval manifest at ``path`` lists (name -> facts), only
+    the names that stay inside its folder; None when there is no such manifest."""
+    facts = read_manifest(path)
+    if facts is None:
+        return None
+    return {name: f for name, f in facts["files"].items() if inside_name(name)}
+
+
+def inside_name(name: Any) -> bool:
+    """Whether a manifest's file name stays inside its folder (relative, no ``..``)."""
+    if not isinstance(name, str) or not name:
+        return False
+    return not Path(name).is_absolute() and ".." not in Path(name).parts
 
 
 def _candidates(path: Path) -> list[tuple[Path, str]]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from receval.errors import OutputError, ReceValError
+from receval.io.manifest import MANIFEST, files_listed
 
 __all__ = [
     "LOCK",
@@ -184,8 +185,6 @@ def refuse_inputs(
             )
 
 
-#: The manifest a multi-file output writes last (``prefix`` + this name).
-MANIFEST = "manifest.json"
 #: The lock file a multi-file output holds while it writes.
 LOCK = ".receval.lock"
 #: The folder (``prefix`` + this name) where a set's new files wait to be published.
@@ -405,8 +404,8 @@ class OutputSet:
 
     def _publish(self) -> None:
         """Move the complete new set (manifest in the hidden folder) into place."""
-        new = _manifest_files(self._staging / self.manifest.name) or {}
-        old = _manifest_files(self.manifest) or {}
+        new = files_listed(self._staging / self.manifest.name) or {}
+        old = files_listed(self.manifest) or {}
         self.manifest.unlink(missing_ok=True)
         for name in new:
             staged = self._staging / name
@@ -430,7 +429,7 @@ class OutputSet:
                 "folder of unpublished files: remove it or write elsewhere",
                 path=str(self._staging),
             )
-        done = _manifest_files(self._staging / self.manifest.name)
+        done = files_listed(self._staging / self.manifest.name)
         if done is not None:
             with _signals_held():
                 self._publish()
@@ -719,28 +718,6 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
-def _manifest_files(path: Path) -> dict[str, Any] | None:
-    """The files a receval manifest at ``path`` lists (name -> facts), or None."""
-    import json
-
-    try:
-        facts = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = facts.get("files") if isinstance(facts, dict) else None
-    if not isinstance(files, dict):
-        return None
-    return {name: f for name, f in files.items() if _inside_name(name)}
-
-
-def _inside_name(name: Any) -> bool:
-    """Whether a manifest's file name stays inside its folder."""
-    if not isinstance(name, str) or not name:
-        return False
-    parts = Path(name).parts
-    return not Path(name).is_absolute() and ".." not in parts
 
 
 def _remove_old(folder: Path, name: str, facts: Any) -> None:
