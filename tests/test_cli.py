@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -505,6 +506,29 @@ def test_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert (tmp_path / "demo" / "report.html").is_file()
     assert "item_knn" in out
+
+
+def test_version_says_the_compiled_part_and_the_extras() -> None:
+    """``receval --version``: the version (the package's metadata agrees), whether
+    the compiled part is in use, and each optional extra, found or not."""
+    import importlib.metadata
+    import importlib.util
+
+    import receval
+    from receval._accel import NATIVE
+
+    exe = [sys.executable, "-m", "receval", "--version"]
+    out = subprocess.run(exe, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == f"receval {receval.__version__}"
+    assert receval.__version__ == importlib.metadata.version("receval")
+    assert out[1].startswith("compiled part: " + ("in use" if NATIVE is not None else "not built"))
+    extras = dict(e.rsplit(" ", 1) for e in out[2].removeprefix("extras: ").split(", "))
+    assert set(extras) == {"polars", "plot", "spark", "torch", "mlflow"}
+    assert extras["plot"] == ("yes" if importlib.util.find_spec("matplotlib") else "no")
+    assert out[3].startswith("Python ")
+    env = {**os.environ, "RECEVAL_NATIVE": "0"}
+    off = subprocess.run(exe, capture_output=True, text=True, check=True, env=env).stdout
+    assert "compiled part: off (RECEVAL_NATIVE=0)" in off
 
 
 def test_console_script_exit_codes(tmp_path: Path) -> None:

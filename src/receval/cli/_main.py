@@ -18,11 +18,60 @@ from receval.io.write import output_notes
 
 @app.callback(invoke_without_command=True)
 def _main(
-    version: Annotated[bool, typer.Option("--version", help="print the version")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="print the version, whether the compiled part is in use, and the extras found",
+        ),
+    ] = False,
 ) -> None:
     if version:
-        show_out(f"receval {__version__}")
+        for line in version_lines():
+            show_out(line)
         raise typer.Exit()
+
+
+#: The optional extras (``pip install 'receval[NAME]'``) and the package each needs.
+EXTRAS = {
+    "polars": "polars",
+    "plot": "matplotlib",
+    "spark": "pyspark",
+    "torch": "torch",
+    "mlflow": "mlflow",
+}
+
+
+def version_lines() -> list[str]:
+    """What ``receval --version`` prints: the version; whether the compiled
+    part (``receval._native``) is in use, or why not; and which optional extras
+    are installed. Extras are looked up (:func:`importlib.util.find_spec`), not
+    imported: torch or Spark would take seconds to load."""
+    import importlib.util
+    import os
+    import platform
+
+    from receval._accel import NATIVE
+
+    if NATIVE is not None:
+        native = "in use (receval._native)"
+    elif os.environ.get("RECEVAL_NATIVE", "1") == "0":
+        native = "off (RECEVAL_NATIVE=0): the NumPy paths, same numbers"
+    else:
+        native = "not built (no C compiler at install time): the NumPy paths, same numbers"
+    found = []
+    for extra, package in EXTRAS.items():
+        try:
+            there = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            there = False
+        found.append(f"{extra} {'yes' if there else 'no'}")
+    return [
+        f"receval {__version__}",
+        f"compiled part: {native}",
+        f"extras: {', '.join(found)}",
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}",
+    ]
 
 
 class Terminated(KeyboardInterrupt):
