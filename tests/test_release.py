@@ -30,3 +30,41 @@ def test_the_citation_file_names_the_version() -> None:
     assert cff["cff-version"] == "1.2.0"
     assert cff["version"] == receval.__version__
     assert cff["title"].startswith("receval") and cff["authors"] and cff["license"] == "MIT"
+
+
+def test_the_package_under_test_is_the_one_asked_for() -> None:
+    """``scripts/release_check.sh`` runs the suite against the installed wheel
+    (``RECEVAL_EXPECT_INSTALLED=1``): receval then comes from site-packages, with
+    its compiled part, and every module of the source tree is in the wheel."""
+    import os
+
+    if os.environ.get("RECEVAL_EXPECT_INSTALLED") != "1":
+        assert Path(receval.__file__).resolve().is_relative_to(ROOT / "src")  # editable
+        return
+    here = Path(receval.__file__).resolve().parent
+    assert "site-packages" in here.parts, here
+    source = {
+        p.relative_to(ROOT / "src" / "receval") for p in (ROOT / "src" / "receval").rglob("*.py")
+    }
+    installed = {p.relative_to(here) for p in here.rglob("*.py")}
+    assert source <= installed, sorted(source - installed)
+    assert any(
+        p.name.startswith("_native.") and p.suffix in (".so", ".pyd") for p in here.iterdir()
+    )
+
+
+def test_the_release_workflow_builds_every_platform_and_publishes_by_trust() -> None:
+    """.github/workflows/release.yml cannot run here: its shape is checked, and the
+    local mirror of its steps (scripts/release_check.sh) is what .ci/run runs."""
+    yaml = imported("yaml")
+    flow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    assert flow[True]["push"]["tags"] == ["v*.*.*"]  # YAML reads the key `on` as True
+    jobs = flow["jobs"]
+    assert set(jobs["wheels"]["strategy"]["matrix"]["os"]) >= {"ubuntu-latest", "windows-latest"}
+    assert any("pypa/cibuildwheel@" in step.get("uses", "") for step in jobs["wheels"]["steps"])
+    assert jobs["publish"]["permissions"] == {"id-token": "write"}
+    assert set(jobs["publish"]["needs"]) == {"wheels", "sdist", "check"}
+    assert "token" not in str(jobs["publish"]["steps"]).replace("id-token", "")
+    cibw = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    assert cibw["build"] == "cp311-*"  # abi3: one wheel per platform
+    assert "bash scripts/release_check.sh" in (ROOT / ".ci/run").read_text()

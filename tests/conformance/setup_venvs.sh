@@ -8,18 +8,8 @@ set -uo pipefail
 dir="${1:-.conformance}"
 mkdir -p "$dir"
 
-# A venv with pip. If Python's ensurepip fails (CI once failed every venv there,
-# with only "returned non-zero exit status 1"), say why it failed (its own output,
-# the free space) and bootstrap pip with the pip of the calling interpreter instead.
-new_venv() {
-    python3 -m venv "$1" && return 0
-    echo "python3 -m venv $1 failed; ensurepip's own output and the free space:"
-    rm -rf "$1"
-    python3 -m venv --without-pip "$1" || return 1
-    "$1/bin/python" -m ensurepip --default-pip && return 0
-    df -h "$dir" "${TMPDIR:-/tmp}"
-    python3 -m pip --python "$1/bin/python" install --quiet pip
-}
+# shellcheck source=../../scripts/venv.sh
+. "$(dirname "$0")/../../scripts/venv.sh"  # new_venv
 
 make_venv() {  # name, then pip install argument lists separated by ";"
     local name="$1"; shift
