@@ -12,7 +12,7 @@ variable                                  what it requires
 ========================================  ============================================
 ``RECEVAL_REQUIRE_NATIVE``                the compiled join (``receval._native``)
 ``RECEVAL_REQUIRE_CHROMIUM``              ``/usr/bin/chromium`` (the report's render)
-``RECEVAL_REQUIRE_TREC_FILES``            ``../shared/conformance/trec_eval``
+``RECEVAL_REQUIRE_TREC_FILES``            trec_eval's test files (:data:`TREC_FILES`)
 ``RECEVAL_REQUIRE_EXTRAS``                every package of ``pip install -e ".[test]"``
 ``RECEVAL_CONFORMANCE_REQUIRED``          the tools' venvs (``tests/conformance``)
 ========================================  ============================================
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -30,6 +31,16 @@ REQUIRE_NATIVE = "RECEVAL_REQUIRE_NATIVE"
 REQUIRE_CHROMIUM = "RECEVAL_REQUIRE_CHROMIUM"
 REQUIRE_TREC_FILES = "RECEVAL_REQUIRE_TREC_FILES"
 REQUIRE_EXTRAS = "RECEVAL_REQUIRE_EXTRAS"
+
+#: trec_eval 10.0's own test files (qrels, runs and the outputs trec_eval printed):
+#: the folder ``RECEVAL_TREC_FILES`` names, else ``../shared/conformance/trec_eval``
+#: beside the repository (where the project keeps them). They are the ``test/``
+#: folder of https://github.com/usnistgov/trec_eval (tag v10.0), not in this
+#: repository: the README's test section says how to point the tests at them.
+TREC_FILES = Path(
+    os.environ.get("RECEVAL_TREC_FILES")
+    or Path(__file__).resolve().parents[2] / "shared" / "conformance" / "trec_eval"
+)
 
 
 def required(env: str) -> bool:

@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from receval.cli import main
-from tests.required import REQUIRE_TREC_FILES, need
+from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-TREC = ROOT.parent / "shared" / "conformance" / "trec_eval"
+TREC = TREC_FILES
 
 RECS = "user,item,score\nu1,1,1.0\nu1,6,0.9\nu1,8,0.8\nu2,1,1.0\nu2,2,0.9\nu2,3,0.8\n"
 TRUTH = "user,item,relevance\nu1,1,1\nu1,6,1\nu2,2,1\nu3,2,1\n"

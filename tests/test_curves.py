@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,7 @@ from receval.analysis.curves import (
     roc_points,
 )
 from receval.errors import InputError, MetricError, ReceValError
-from tests.required import REQUIRE_TREC_FILES, need
+from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
 
 # SPEC §11, seed 004: u1 truth {1..6}, list [1,6,8]; u2 truth {2,4,6}, list [1..5];
 # u3 truth {2,4,6}, no list; u4 no truth, list [1..4]; u5 neither
@@ -309,7 +308,7 @@ def test_roc_errors(call, exc, match: str) -> None:  # type: ignore[no-untyped-d
         call()
 
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "trec_eval"
+CONFORMANCE = TREC_FILES
 
 
 def _trec(name: str, columns: list[str]) -> pd.DataFrame:

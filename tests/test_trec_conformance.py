@@ -26,9 +26,9 @@ import pytest
 import receval
 from receval.cli import main
 from receval.io.files import read_file
-from tests.required import REQUIRE_TREC_FILES, need
+from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
 
-TREC = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "trec_eval"
+TREC = TREC_FILES
 
 
 @pytest.fixture(autouse=True, scope="module")
