@@ -163,8 +163,7 @@ def test_only_the_command_chooses_the_allocators() -> None:
         "assert 'ARROW_DEFAULT_MEMORY_POOL' not in os.environ\n"
         "print(default)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    _python(code)
     command = (
         "import os, sys\n"
         "from receval import _malloc\n"
@@ -175,9 +174,14 @@ def test_only_the_command_chooses_the_allocators() -> None:
         "assert dict(os.environ) == before\n"
         "print(pa.default_memory_pool().backend_name)\n"
     )
-    done = subprocess.run([sys.executable, "-c", command], env=ENV, capture_output=True, text=True)
+    assert _python(command).strip() == "system"
+
+
+def _python(code: str) -> str:
+    """What a fresh Python running ``code`` prints (it must succeed)."""
+    done = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "system"
+    return done.stdout
 
 
 # -- the compact reader: the same ids, errors and chunks as reading the file whole ----------
