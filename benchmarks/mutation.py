@@ -27,6 +27,7 @@ on 2 cores. ``--sample N --seed S`` draws N mutants at random per module.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -84,6 +85,21 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "src/receval/metrics/kernels/groups.py",
         ["tests/test_groups.py", "tests/test_item_groups.py"],
     ),
+    # the engine's tie and merge logic (run with --functions, see FUNCTIONS)
+    "engine": (
+        "src/receval/engines/numpy_engine.py",
+        [
+            "tests/test_engine.py",
+            "tests/test_options.py",
+            "tests/test_rank_position.py",
+            "tests/test_native.py",
+            "tests/test_known_values.py",
+        ],
+    ),
+    "accumulator": (
+        "src/receval/evaluation/accumulator.py",
+        ["tests/test_accumulator.py", "tests/test_pinned.py"],
+    ),
     "sampled": (
         "src/receval/metrics/kernels/sampled.py",
         ["tests/test_sampled.py", "tests/test_sampled_eval.py", "tests/test_values_flagged.py"],
@@ -92,6 +108,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "src/receval/metrics/kernels/corrected.py",
         ["tests/test_sampled.py", "tests/test_values_flagged.py", "tests/test_compare.py"],
     ),
+}
+# module -> the functions --functions=default restricts it to
+FUNCTIONS: dict[str, list[str]] = {
+    "engine": [
+        "_tie_key",
+        "_list_order",
+        "_order_lists",
+        "_dedupe_lists",
+        "_dedupe_truth",
+        "_tie_groups",
+        "_sorted_keys",
+    ],
+    "accumulator": ["Accumulator.merge"],
 }
 EXTRA_TESTS = ["tests/test_mutants.py"]  # the tests written to kill survivors
 
@@ -103,6 +132,18 @@ GEN = (
     "    setup_source_paths, create_mutants)\n"
     "os.makedirs('mutants', exist_ok=True)\n"
     "copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(1)\n"
+)
+
+
+# Put first on the path of every Python a test starts (``python -m receval`` in a
+# temporary folder): while mutmut collects which tests call which functions
+# (MUTANT_UNDER_TEST=stats), such a child would look for mutmut's configuration
+# in its own working folder and fail; it runs the unmutated code instead (its
+# calls are not recorded). While a mutant runs, children run that mutant.
+SITECUSTOMIZE = (
+    "import os\n"
+    "if os.environ.get('MUTANT_UNDER_TEST') == 'stats':\n"
+    "    os.environ['MUTANT_UNDER_TEST'] = ''\n"
 )
 
 
@@ -132,9 +173,20 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
     shutil.copytree(ROOT / "src", work / "src", ignore=ignore)
     shutil.copytree(ROOT / "tests", work / "tests", ignore=ignore)
     shutil.copytree(ROOT / "docs", work / "docs", ignore=ignore)
+    (work / "hooks").mkdir()
+    (work / "hooks" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     text = (ROOT / "pyproject.toml").read_text()
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)  # ours replaces any
     (work / "pyproject.toml").write_text(text + mutmut_config(module, tests))
+
+
+def function_of(name: str) -> str:
+    """The function a mutant's name is in: ``f`` of ``pkg.x_f__mutmut_3``,
+    ``C.m`` of ``pkg.xǁCǁm__mutmut_3``."""
+    stem = name.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+    if stem.startswith("xǁ"):
+        return ".".join(stem[2:].split("ǁ"))
+    return stem.removeprefix("x_")
 
 
 def mutant_names(work: Path, module: str) -> list[str]:
@@ -175,6 +227,54 @@ def classify(code: int | None) -> str:
     return STATUS.get(code, "other") if code is not None else "not run"
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time (user + system, in clock ticks) a process has used; None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of a process (Linux)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):  # the task ended meanwhile
+            found += [int(c) for c in task.read_text().split()]
+    return found
+
+
+def watch(proc: subprocess.Popen, deadline: float, hang: int) -> tuple[int, list[int]]:
+    """Wait for mutmut until ``deadline`` (then stop it: it saves as it goes),
+    ending each mutant process that has used no CPU for ``hang`` seconds.
+
+    A fork of the warm pytest process, which has already run threads (Arrow,
+    the engine's pool), can deadlock; mutmut's timeout is a CPU-time limit,
+    which such a process never reaches. The mutants of the processes ended
+    here count as "other": run them with ``verify()``."""
+    seen: dict[int, tuple[int | None, float]] = {}
+    hung: list[int] = []
+    while True:
+        try:
+            return proc.wait(timeout=min(10.0, max(deadline - time.monotonic(), 0.1))), hung
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            os.killpg(proc.pid, signal.SIGTERM)
+            return proc.wait(), hung
+        if not hang or not Path("/proc").is_dir():
+            continue
+        for pid in children(proc.pid):
+            ticks = cpu_ticks(pid)
+            last, since = seen.get(pid, (None, time.monotonic()))
+            if ticks != last:
+                seen[pid] = (ticks, time.monotonic())
+            elif time.monotonic() - since > hang:
+                os.kill(pid, signal.SIGKILL)
+                hung.append(pid)
+
+
 def run_module(name: str, args: argparse.Namespace) -> dict:
     """Mutate one module, run its tests against the mutants, and tally."""
     module, tests = MODULES[name]
@@ -182,6 +282,10 @@ def run_module(name: str, args: argparse.Namespace) -> dict:
     work = Path(args.scratch) / name
     scratch_copy(work, module, tests)
     names = mutant_names(work, module)
+    every = len(names)
+    only = FUNCTIONS.get(name, []) if args.functions == "default" else args.functions
+    if only:
+        names = [n for n in names if function_of(n) in only]
     chosen = names
     if args.sample and args.sample < len(names):
         chosen = sorted(random.Random(args.seed).sample(names, args.sample))
@@ -189,15 +293,12 @@ def run_module(name: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.workers), *chosen]
     with (work / "mutmut.log").open("w") as log:  # its output, for when it fails
         # tests that start a Python of their own import the mutated copy too
-        env = {**os.environ, "PYTHONPATH": str(work / "mutants" / "src")}
+        path = os.pathsep.join([str(work / "mutants" / "src"), str(work / "hooks")])
+        env = {**os.environ, "PYTHONPATH": path}
         proc = subprocess.Popen(
             cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        try:
-            rc = proc.wait(timeout=args.timeout)
-        except subprocess.TimeoutExpired:  # keep what it finished (mutmut saves as it goes)
-            os.killpg(proc.pid, signal.SIGTERM)
-            rc = proc.wait()
+        rc, hung = watch(proc, started + args.timeout, args.hang)
     seconds = time.monotonic() - started
     meta = json.loads((work / "mutants" / (module + ".meta")).read_text())
     codes = meta["exit_code_by_key"]
@@ -222,12 +323,15 @@ def run_module(name: str, args: argparse.Namespace) -> dict:
         "module": module,
         "tests": tests,
         "mutants_total": len(names),
+        "mutants_module": every,
+        "functions": only or None,
         "mutants_run": len(chosen),
         "sampled": len(chosen) < len(names),
         **tally,
         "kill_rate": round((tally["killed"] + tally["timeout"]) / tested, 4) if tested else None,
         "seconds": round(seconds, 1),
         "mutmut_rc": rc,
+        "hung_ended": len(hung),
         "mutmut_log": str(work / "mutmut.log"),
         "survivors": survivors,
     }
@@ -237,13 +341,14 @@ def print_table(rows: list[dict]) -> None:
     """The per-module table, then every survivor's diff."""
     print(
         f"{'module':45} {'total':>6} {'run':>5} {'killed':>6} {'surv':>5} "
-        f"{'tmo':>4} {'rate':>6} {'s':>6}"
+        f"{'tmo':>4} {'other':>5} {'rate':>6} {'s':>6}"
     )
     for r in rows:
         rate = "-" if r["kill_rate"] is None else f"{100 * r['kill_rate']:.1f}%"
         print(
             f"{r['module']:45} {r['mutants_total']:6} {r['mutants_run']:5} {r['killed']:6} "
-            f"{r['survived'] + r['no tests']:5} {r['timeout']:4} {rate:>6} {r['seconds']:6}"
+            f"{r['survived'] + r['no tests']:5} {r['timeout']:4} "
+            f"{r['other'] + r['not run'] + r['skipped']:5} {rate:>6} {r['seconds']:6}"
         )
     for r in rows:
         for s in r["survivors"]:
@@ -260,8 +365,21 @@ def main(argv: list[str] | None = None) -> int:
         "--sample", type=int, default=0, help="N mutants at random per module (0: all)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--functions",
+        type=lambda text: text if text == "default" else text.split(","),
+        default="default",
+        help="mutate only these functions (comma separated; Class.method for a method); "
+        "'default' (the default): FUNCTIONS' list for the module if it has one, else all",
+    )
     parser.add_argument("--workers", type=int, default=1, help="mutmut --max-children (default 1)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per module")
+    parser.add_argument(
+        "--hang",
+        type=int,
+        default=60,
+        help="end a mutant process that used no CPU for this many seconds (0: never)",
+    )
     parser.add_argument("--scratch", default="/tmp/receval-mutation", help="where the copies go")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)

@@ -8,15 +8,21 @@ path.
 from __future__ import annotations
 
 import datetime
+import math
+import warnings
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
-from receval.errors import InputError
+import receval
+from receval.errors import InputError, ReceValError
 from receval.ids import canonical, canonical_value, from_text, order_of, runs, text_value
+from receval.metrics.kernels import beyond, trec
+from receval.metrics.kernels.batch import Batch, Cells, cumsum_rows
 
 I64_MAX = 2**63 - 1
 I64_MIN = -(2**63)
@@ -267,3 +273,214 @@ def test_precision_needs_k_and_says_so():
     with pytest.raises(ValueError, match=r"^precision needs a cut-off k \(precision@k"):
         metric_at_rank("precision", None, np.array([1, 2]))
     assert metric_at_rank("precision", 2, np.array([1, 2, 3])).tolist() == [0.5, 0.5, 0.0]
+
+
+# --- receval.metrics.kernels.batch ---------------------------------------------
+
+
+def _running_sums(m: int, w: int) -> np.ndarray:
+    """Row u of x is u, u + 1, ..., u + w - 1: its running sum at column j is
+    (j + 1) * u + j * (j + 1) / 2."""
+    j = np.arange(w)
+    return np.array([(j + 1) * u + j * (j + 1) // 2 for u in range(m)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cumsum_rows_of_many_users(dtype):
+    """64 users or more, column-major: the compiled loop (float64) and the
+    column-by-column one (float32, which it does not take) both give each row's
+    running sum (cumsum_rows mutants 33, 49, 61, 69)."""
+    m, w = 70, 5
+    x = np.asfortranarray(np.add.outer(np.arange(m), np.arange(w)).astype(dtype))
+    got = cumsum_rows(x)
+    assert got.dtype == dtype
+    assert got.tolist() == _running_sums(m, w).tolist()
+
+
+def test_cells_from_dense_and_dense_built():
+    """Cells.from_dense keeps each nonzero's value (from_dense mutants 24, 34);
+    asking for the dense ideal matrix alone counts as a dense matrix built
+    (dense_built mutant 6)."""
+    c = Cells.from_dense(np.array([[0.0, 3.0, 0.5], [0.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
+    assert c.value.tolist() == [3.0, 0.5, 2.0]
+    assert c.user.tolist() == [0, 0, 2] and c.pos.tolist() == [1, 2, 0]
+    b = Batch(
+        c,
+        Cells.from_dense(np.array([[3.0], [0.0], [2.0]])),
+        n=np.array([3, 0, 1]),
+        n_relevant=np.array([1, 0, 1]),
+    )
+    assert not b.dense_built()
+    assert b.ideal.tolist() == [[3.0], [0.0], [2.0]]
+    assert b.dense_built()
+
+
+def test_filled_positions_with_gaps():
+    """Ranks as positions with gaps: filled() is True exactly where an item
+    sits (filled mutants 3, 10)."""
+    slots = Cells.from_dense(np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))
+    hits = Cells.from_dense(np.zeros((2, 3)))
+    b = Batch(
+        hits,
+        Cells.from_dense(np.zeros((2, 1))),
+        n=np.array([3, 2]),
+        n_relevant=np.array([0, 0]),
+        slots=slots,
+    )
+    assert b.filled().tolist() == [[True, False, True], [False, True, False]]
+
+
+# --- receval.metrics.kernels.trec ----------------------------------------------
+
+
+def _one_list(grades: list[float], ideal: list[float], **more) -> Batch:
+    """A batch of one user whose list has these grades (0: not relevant)."""
+    return Batch(
+        Cells.from_dense(np.array([grades], dtype=np.float64)),
+        Cells.from_dense(np.array([ideal], dtype=np.float64)),
+        n=np.array([len(grades)]),
+        n_relevant=np.array([len(ideal)]),
+        **more,
+    )
+
+
+def test_iprec_with_a_cut_off():
+    """iprec[recall=1]@k, list relevant at positions 1 and 3, R = 2: the 2nd
+    relevant item is at position 3, precision 2/3 there and nothing after it
+    within @3; @2 never reaches it: 0 (_in_top mutant 8)."""
+    b = _one_list([1.0, 0.0, 1.0, 0.0], [1.0, 1.0])
+    assert trec.iprec(b, 3, recall=1.0).tolist() == [2 / 3]
+    assert trec.iprec(b, 2, recall=1.0).tolist() == [0.0]
+
+
+def test_g_reads_the_positive_grades():
+    """G with grades="positive", threshold 2, list grades (1, 2), ideal (2, 1):
+    C = (2, 3), S = (1, 3), G = (1/log2(3) + 2/log2(2)) / 3; relevant grades
+    only would give (2/log2(3)) / 3 (g mutant 5)."""
+    b = _one_list(
+        [0.0, 2.0],
+        [2.0],
+        positive_hits=Cells.from_dense(np.array([[1.0, 2.0]])),
+        positive_ideal_cells=Cells.from_dense(np.array([[2.0, 1.0]])),
+    )
+    assert trec.g(b, None, grades="positive")[0] == pytest.approx((1 / np.log2(3) + 2) / 3)
+
+
+# --- receval.metrics.kernels.beyond --------------------------------------------
+
+
+def test_mean_over_an_empty_list_is_nan_without_a_warning():
+    """The mean over the top-k of an empty list is NaN, and 0/0 is never
+    computed (a RuntimeWarning on stderr): _mean_over_list mutant 29."""
+    values = np.array([[2.0, 4.0], [5.0, 7.0]])
+    valid = np.array([[True, True], [False, False]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = beyond._mean_over_list(values, valid, np.array([2, 0]))
+    assert got[0] == 3.0 and np.isnan(got[1])
+
+
+# --- receval.metrics.kernels.groups --------------------------------------------
+
+GROUPS_AB = {1: "a", 2: "b", 3: "a", 4: "b"}
+
+
+def test_reo_per_group():
+    """reo@2, groups a = {1, 3}, b = {2, 4}: user 1 (truth 1, 3) gets both a
+    items, user 2 (truth 2, 4) one b item of two: P(a) = 2/2, P(b) = 1/2,
+    REO = std/mean = 0.25/0.75 = 1/3 (reo mutant 3: every group's hits summed
+    gives P = 3/2 for both, REO 0)."""
+    res = receval.evaluate(
+        {1: [1, 3], 2: [2, 1]}, {1: [1, 3], 2: [2, 4]}, "reo@2", item_groups=GROUPS_AB
+    )
+    assert res.summary["reo@2"] == pytest.approx(1 / 3, abs=1e-15)
+
+
+def test_miscalibration_reads_only_the_top_k():
+    """History (1: a, 2: b): p = (1/2, 1/2). miscalibration@1 of the list
+    (1, 2): q = (1, 0), C = ½ ln(0.5 / (0.99 + 0.005)) + ½ ln(0.5 / 0.005); the
+    whole list gives q = p, C = 0 (miscalibration mutant 50; @2 in the same run
+    makes the batch hold both positions)."""
+    metrics = ["miscalibration@1", "miscalibration@2"]
+    res = receval.evaluate({1: [1, 2]}, {1: [1]}, metrics, item_groups=GROUPS_AB, train={1: [1, 2]})
+    want = 0.5 * math.log(0.5 / 0.995) + 0.5 * math.log(100)
+    assert res.summary["miscalibration@1"] == pytest.approx(want, rel=1e-14)
+    assert res.summary["miscalibration@2"] == 0.0
+
+
+def test_awrf_with_a_target_group_the_list_misses():
+    """A list of group a only, uniform target (1/2, 1/2): ε = (1, 0),
+    μ = (3/4, 1/4), JSD = ½ log2(4/3) + ¼ log2(2/3) + ¼ log2(2) bits; the last
+    term is the missed group's (awrf mutant 35)."""
+    res = receval.evaluate({1: [1, 3]}, {1: [1]}, "awrf@2", item_groups=GROUPS_AB)
+    jsd = 0.5 * math.log2(4 / 3) + 0.25 * math.log2(2 / 3) + 0.25
+    assert res.summary["awrf@2"] == pytest.approx(1 - jsd, rel=1e-14)
+
+
+# --- receval.engines.numpy_engine: tie rules -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ties", "first_is_9"),
+    [
+        ("item", True),
+        ("item_desc", False),
+        ("item_str", False),
+        ("item_str_desc", True),
+        ("input", False),
+    ],
+)
+def test_tie_rules_on_numeric_ids(ties, first_is_9):
+    """Items 10 then 9 (input order), equal scores, 9 relevant: precision@1 is
+    1 when 9 comes first. Numerically 9 < 10, as strings "10" < "9"; input
+    order puts 10 first (_tie_key mutants 33, 69)."""
+    recs = pd.DataFrame({"user": [1, 1], "item": [10, 9], "score": [0.5, 0.5]})
+    res = receval.evaluate(recs, {1: [9]}, "precision@1", ties=ties)
+    assert res.summary["precision@1"] == (1.0 if first_is_9 else 0.0)
+
+
+def test_a_rank_twice_names_both_rows_user_and_item():
+    """Ranks 1, 2, 1 in one list: an InputError naming the later row (2, item 7)
+    and the earlier one (0) (_order_lists mutants 34, 56)."""
+    recs = pd.DataFrame({"user": [1, 1, 1], "item": [10, 9, 7], "rank": [1, 2, 1]})
+    message = r"row 2, user 1, item 7: rank 1 appears twice in this user's list \(rows 0 and 2\)"
+    with pytest.raises(InputError, match=message):
+        receval.evaluate(recs, {1: [9]}, "precision@1")
+
+
+# --- receval.evaluation.accumulator: merge -------------------------------------
+
+
+def test_merge_messages():
+    """Each refusal of merge() says what differs, word for word (merge mutants
+    2, 3, 10, 20-26)."""
+    acc = receval.Accumulator(["ndcg@10"])
+    with pytest.raises(ReceValError, match=r"^merge\(\) takes an Accumulator; got int$"):
+        acc.merge(42)
+    with pytest.raises(
+        ReceValError, match=r"^merge\(\): the accumulators differ in metrics or options$"
+    ):
+        acc.merge(receval.Accumulator(["ndcg@5"]))
+    items = (
+        r"^merge\(\): the accumulators differ in their item inputs \(train=, catalog=, "
+        r"item_features=, popular=, item_groups=\): their parts would be counted against "
+        r"different items; build every worker's accumulator with the same ones$"
+    )
+    with pytest.raises(ReceValError, match=items):
+        acc.merge(receval.Accumulator(["ndcg@10"], item_groups={1: "a"}))
+
+
+def test_merge_counts_the_other_rows_for_default_user_ids():
+    """update_scores numbers users by the rows fed so far, merged ones
+    included: 2 rows here, 3 merged, so the next row is user 5 (merge mutant
+    28: 3). An accumulator without ``_items_digest`` (pickled before it
+    existed) merges as one without item inputs (merge mutant 16)."""
+    acc = receval.Accumulator(["precision@1"])
+    acc.update_scores(np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([[1, 0], [1, 0]]))
+    other = receval.Accumulator(["precision@1"])
+    other.update_scores(np.array([[0.5, 0.4]] * 3), np.array([[1, 0]] * 3), users=[10, 11, 12])
+    del other._items_digest
+    acc.merge(other)
+    acc.update_scores(np.array([[0.3, 0.7]]), np.array([[0, 1]]))
+    per_user = acc.compute().per_user["precision@1"]
+    assert per_user.to_dict() == {0: 1.0, 1: 0.0, 5: 1.0, 10: 1.0, 11: 1.0, 12: 1.0}
