@@ -65,13 +65,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "src/receval/metrics/kernels/trec.py",
         [
             "tests/test_known_values.py",
+            "tests/test_known_values_multi.py",
             "tests/test_conventions.py",
             "tests/test_convention_values.py",
         ],
     ),
     "batch": (
         "src/receval/metrics/kernels/batch.py",
-        ["tests/test_known_values.py", "tests/test_pinned.py"],
+        ["tests/test_known_values.py", "tests/test_known_values_multi.py", "tests/test_pinned.py"],
     ),
     "beyond": (
         "src/receval/metrics/kernels/beyond.py",
