@@ -484,3 +484,29 @@ def test_merge_counts_the_other_rows_for_default_user_ids():
     acc.update_scores(np.array([[0.3, 0.7]]), np.array([[0, 1]]))
     per_user = acc.compute().per_user["precision@1"]
     assert per_user.to_dict() == {0: 1.0, 1: 0.0, 5: 1.0, 10: 1.0, 11: 1.0, 12: 1.0}
+
+
+@pytest.mark.parametrize("src", [np.int32, np.float32, np.uint8])
+def test_cumsum_rows_to_int64_from_other_dtypes(src) -> None:  # type: ignore[no-untyped-def]
+    """batch._native_kind: only bool input has a compiled int64 running sum;
+    other dtypes summed into int64 take NumPy's path (``src != np.bool_``
+    read int32/float32/uint8 buffers as bools). 64+ users, column-major:
+    the shape that would reach the compiled loop."""
+    x = np.asfortranarray(np.tile(np.array([[3, 0, 2, 5]], dtype=src), (70, 1)))
+    out = cumsum_rows(x, np.int64)
+    assert out.dtype == np.int64
+    assert (out == np.array([3, 3, 5, 10])).all()
+
+
+def test_ild_of_a_short_list_counts_only_its_items() -> None:
+    """beyond.ild (categories, Jaccard) of a list shorter than k: its padding is
+    no item. By hand, a = {x, y}, b = {y}, c = {y, z}: user 2's list b, c has one
+    pair, 1 - 1/2; user 1's three pairs are 1 - 1/2, 1 - 1/3, 1 - 1/2. (The mutant
+    ``valid | (size > 0)`` still passes this: the padding's slots seem to hold no
+    categories, which would make it equivalent; docs/mutation.md.)"""
+    feats = {"a": {"x", "y"}, "b": {"y"}, "c": {"y", "z"}}
+    res = receval.evaluate(
+        {1: ["a", "b", "c"], 2: ["b", "c"]}, {1: ["a"], 2: ["b"]}, "ild@3", item_features=feats
+    )
+    assert res.per_user.loc[2, "ild@3"] == pytest.approx(0.5, abs=1e-15)
+    assert res.per_user.loc[1, "ild@3"] == pytest.approx((0.5 + 2 / 3 + 0.5) / 3, abs=1e-15)
