@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import platform
 import re
@@ -103,8 +104,15 @@ def _is_glibc() -> bool:
 
 
 def _glibc() -> Any:
+    """The C library's allocator calls, or None (``RECEVAL_MALLOC=0``, not glibc)."""
     if os.environ.get("RECEVAL_MALLOC", "1") == "0":
         return None
+    return _libc_handle()
+
+
+@functools.cache
+def _libc_handle() -> Any:
+    """glibc, loaded once (:func:`trim` asks for it every few blocks of a read)."""
     if platform.system() != "Linux" or not _is_glibc():
         return None
     try:
@@ -134,8 +142,8 @@ def tune(rows: int) -> bool:
 
 def trim() -> None:
     """Give the free heap back to the system now, in a process that
-    :func:`allowed` it (the command: after reading a delimited file, whose
-    parse leaves ~90 MB of free heap at 5M rows)."""
+    :func:`allowed` it (the command: every few blocks of a delimited file's
+    parse, which frees most of what it allocates in holes of the heap)."""
     if allowed():
         libc = _glibc()
         if libc is not None:
