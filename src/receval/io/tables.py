@@ -93,7 +93,7 @@ def _whole_dictionary(
     the chunk's own values are then read alone, and any error is theirs."""
     if kind is None:
         return None
-    key = (tuple(b.address if b is not None else 0 for b in values.buffers()), len(values), kind)
+    key = (_where(values), len(values), kind)
     if key not in shared:
         check_headroom((16 << 20) + 128 * len(values) + values.nbytes)
         try:
@@ -106,13 +106,16 @@ def _whole_dictionary(
     return shared[key]
 
 
+def _where(values: pa.Array) -> tuple[int, ...]:
+    """Where an array's buffers are in memory: the same for the slices of one
+    column's dictionary, which is how chunks that share one are told."""
+    return tuple(b.address if b is not None else 0 for b in values.buffers())
+
+
 def _one_dictionary(col: pa.ChunkedArray) -> bool:
     """Whether every chunk of a dictionary-encoded column holds the same
     dictionary (the same buffers: the slices of one column)."""
-    keys = {
-        tuple(b.address if b is not None else 0 for b in c.dictionary.buffers())
-        for c in col.chunks
-    }
+    keys = {_where(c.dictionary) for c in col.chunks}
     return len(keys) <= 1 and col.num_chunks > 0
 
 
