@@ -510,3 +510,28 @@ def test_ild_of_a_short_list_counts_only_its_items() -> None:
     )
     assert res.per_user.loc[2, "ild@3"] == pytest.approx(0.5, abs=1e-15)
     assert res.per_user.loc[1, "ild@3"] == pytest.approx((0.5 + 2 / 3 + 0.5) / 3, abs=1e-15)
+
+
+def test_cumsum_rows_int64_into_float64_and_bool_into_int64() -> None:
+    """cumsum_rows with 64+ column-major rows, the shape the compiled loop takes:
+    int64 input asked for float64 gives float64 (cumsum_rows mutant 19 passed no
+    dtype on and got int64), and bool input summed into int64 is written into an
+    int64 buffer (mutant 29 wrote the compiled int64 sums into a float64 one)."""
+    m, w = 70, 5
+    ints = np.asfortranarray(np.add.outer(np.arange(m), np.arange(w)).astype(np.int64))
+    got = cumsum_rows(ints, np.float64)
+    assert got.dtype == np.float64
+    assert got.tolist() == _running_sums(m, w).tolist()
+    flags = np.asfortranarray(np.tile(np.array([[True, False, True, True, False]]), (m, 1)))
+    counts = cumsum_rows(flags, np.int64)
+    assert counts.dtype == np.int64
+    assert (counts == np.array([1, 1, 2, 3, 3])).all()
+
+
+def test_cells_from_dense_with_empty_last_rows() -> None:
+    """Cells.from_dense of a matrix whose last rows hold nothing: one offset per
+    row all the same (from_dense mutant 7 counted only up to the last nonzero
+    row and failed)."""
+    c = Cells.from_dense(np.array([[0.0, 1.5], [0.0, 0.0], [0.0, 0.0]]))
+    assert c.offsets.tolist() == [0, 1, 1, 1]
+    assert c.rows == 3

@@ -54,12 +54,14 @@ def cumsum_rows(x: np.ndarray, dtype: Any = None) -> np.ndarray:
 
 
 def _native_kind(src: np.dtype, dst: np.dtype | None) -> int | None:
-    """The compiled running sum that matches (input, output) dtypes, if any."""
+    """The compiled running sum that matches (input, output) dtypes, if any.
+    (``dst is None`` is tested by identity: a dtype compares equal to None, which
+    NumPy reads as float64, so ``dst in (None, np.int64)`` held for float64.)"""
     if _native is None:
         return None
-    if src == np.float64 and dst in (None, np.float64):
+    if src == np.float64 and (dst is None or dst == np.float64):
         return 0
-    if src == np.int64 and dst in (None, np.int64):
+    if src == np.int64 and (dst is None or dst == np.int64):
         return 1
     if src == np.bool_ and dst == np.int64:
         return 2
