@@ -328,6 +328,9 @@ def test_filled_positions_with_gaps():
         slots=slots,
     )
     assert b.filled().tolist() == [[True, False, True], [False, True, False]]
+    # items retrieved: those in the slots, not the positions (retrieved mutant 16)
+    assert b.retrieved(None).tolist() == [2, 1]
+    assert b.retrieved(2).tolist() == [1, 1]
 
 
 # --- receval.metrics.kernels.trec ----------------------------------------------
@@ -514,9 +517,11 @@ def test_ild_of_a_short_list_counts_only_its_items() -> None:
 
 def test_cumsum_rows_int64_into_float64_and_bool_into_int64() -> None:
     """cumsum_rows with 64+ column-major rows, the shape the compiled loop takes:
-    int64 input asked for float64 gives float64 (cumsum_rows mutant 19 passed no
-    dtype on and got int64), and bool input summed into int64 is written into an
-    int64 buffer (mutant 29 wrote the compiled int64 sums into a float64 one)."""
+    int64 input asked for float64 gives float64 (it gave int64 until the seed-2
+    mutation sample found it: ``_native_kind`` read a float64 ``dst`` as None;
+    cumsum_rows mutant 19 passed no dtype on), and bool input summed into int64
+    is written into an int64 buffer (mutant 29 wrote the compiled int64 sums into
+    a float64 one)."""
     m, w = 70, 5
     ints = np.asfortranarray(np.add.outer(np.arange(m), np.arange(w)).astype(np.int64))
     got = cumsum_rows(ints, np.float64)
@@ -526,6 +531,10 @@ def test_cumsum_rows_int64_into_float64_and_bool_into_int64() -> None:
     counts = cumsum_rows(flags, np.int64)
     assert counts.dtype == np.int64
     assert (counts == np.array([1, 1, 2, 3, 3])).all()
+    # bool asked for float64 is not the compiled bool-to-int64 loop (_native_kind mutant 16)
+    as_float = cumsum_rows(flags, np.float64)
+    assert as_float.dtype == np.float64
+    assert (as_float == np.array([1.0, 1.0, 2.0, 3.0, 3.0])).all()
 
 
 def test_cells_from_dense_with_empty_last_rows() -> None:
@@ -535,3 +544,58 @@ def test_cells_from_dense_with_empty_last_rows() -> None:
     c = Cells.from_dense(np.array([[0.0, 1.5], [0.0, 0.0], [0.0, 0.0]]))
     assert c.offsets.tolist() == [0, 1, 1, 1]
     assert c.rows == 3
+
+
+def test_ild_of_dense_features_in_several_blocks() -> None:
+    """beyond.ild with dense feature vectors wide enough (2**19) that 2 users fill
+    a block: the second block holds users 3 and 4 only (ild mutant 41 sliced it
+    from the first user and failed). Cosine by hand: a ⊥ b, c = (a + b)/√2, e ⊥ all."""
+    d = 1 << 19
+
+    def vec(*nonzero: int) -> np.ndarray:
+        x = np.zeros(d)
+        x[list(nonzero)] = 1.0
+        return x
+
+    feats = {"a": vec(0), "b": vec(1), "c": vec(0, 1), "e": vec(d - 1)}
+    res = receval.evaluate(
+        {1: ["a", "b"], 2: ["a", "c"], 3: ["c", "e"], 4: ["b", "nofeat"]},
+        {1: ["a"], 2: ["a"], 3: ["c"], 4: ["b"]},
+        "ild@2",
+        item_features=feats,
+    )
+    got = res.per_user["ild@2"]
+    assert got[1] == 1.0 and got[3] == 1.0
+    assert got[2] == pytest.approx(1 - math.sqrt(0.5), abs=1e-15)
+    assert math.isnan(got[4])  # one item with features: no pair
+
+
+def test_awrf_with_the_catalog_as_target() -> None:
+    """awrf with ``target=catalog``: catalog 1 (a), 2 (b), 3 (a) gives t = (2/3, 1/3);
+    the list's top item is of group a, ε = (1, 0), μ = (5/6, 1/6):
+    JSD = ½ log2(6/5) + ⅓ log2(4/5) + ⅙ log2(2) bits (_target mutant 3 never
+    matched "catalog" and used the uniform target)."""
+    res = receval.evaluate(
+        {1: [1, 2]}, {1: [1]}, "awrf@1[target=catalog]", item_groups=GROUPS_AB, catalog=[1, 2, 3]
+    )
+    jsd = 0.5 * math.log2(6 / 5) + math.log2(4 / 5) / 3 + 1 / 6
+    assert res.summary["awrf@1[target=catalog]"] == pytest.approx(1 - jsd, rel=1e-14)
+
+
+def test_rating_kernels_on_constant_and_empty_users_warn_nothing() -> None:
+    """Per-user R² and Pearson's r of a user whose values are constant are NaN and
+    raise no NumPy warning (0/0 is expected there: r2_by_user mutant 23 and
+    _pearson_sorted mutant 15 let it warn); with no pairs at all every user is NaN
+    (_Groups.constant mutant 5 returned a float mask that cannot index)."""
+    from receval.metrics.kernels import rating
+
+    a, p, u = np.array([2.0, 2, 1, 3]), np.array([2.0, 2, 1, 2]), np.array([0, 0, 1, 1])
+    none, no_users = np.array([]), np.array([], dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r2 = rating.r2_by_user(a, p, u)
+        r = rating.pearson_by_user(a, p, u)
+        empty = rating.r2_by_user(none, none, no_users, n_users=2)
+    assert math.isnan(r2[0]) and r2[1] == 0.5  # 1 - (0 + 1) / 2
+    assert math.isnan(r[0]) and r[1] == 1.0
+    assert np.isnan(empty).all() and len(empty) == 2
