@@ -170,7 +170,7 @@ def _documented() -> list[tuple[str | None, str]]:
 def test_every_documented_flag_exists() -> None:
     commands = _commands()
     flags = {name: set(_options(cmd)) for name, cmd in commands.items()}
-    everywhere = set().union(*flags.values()) | {"--version"}
+    everywhere = set().union(*flags.values()) | {"--version", "--help"}
     missing = []
     for cmd, flag in _documented():
         if cmd in flags:

@@ -1,6 +1,6 @@
 """Ids: how user and item ids are read and compared (one rule for every input).
 
-The rule (README "The rules"). Every id *value* has a canonical form that
+The rule (docs/inputs.md, "The rules"). Every id *value* has a canonical form that
 depends on the value alone, never on its column or its neighbours:
 
 * integers of any type (Python ``int``, NumPy and Arrow int/uint) within

@@ -121,7 +121,10 @@ Cutoffs = Annotated[
     str | None,
     typer.Option("-k", metavar="K,K,...", help="cut-offs for the metrics given without @k"),
 ]
-OutputOpt = Annotated[Output, typer.Option("--output", "-o")]
+OutputOpt = Annotated[
+    Output,
+    typer.Option("--output", "-o", help="how to print the results on stdout"),
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="same as --output json")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="input format")]
 

@@ -128,7 +128,7 @@ def evaluate(
             full ranking would rank (the metrics' ``correction=``; docs/sampled.md).
         user_col, item_col, score_col, rank_col, relevance_col: column
             names; None (the default) detects each by its usual spellings
-            (``user``, ``user_id``, ``userId``, ...; README "Columns"). A
+            (``user``, ``user_id``, ``userId``, ...; docs/inputs.md, "Columns"). A
             truth column named ``relevance``, ``rating``, ``grade``,
             ``label``, ... is the graded relevance.
         truth_user_col, truth_item_col: the truth's user and item columns,

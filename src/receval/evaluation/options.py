@@ -92,7 +92,7 @@ def _col(name: str, what: str, ratings: bool = False) -> Option:
         "column",
         None,
         what,
-        f'The {what}; None: detected by its usual spellings (README "Columns").',
+        f'The {what}; None: detected by its usual spellings (docs/inputs.md, "Columns").',
         metavar="NAME",
         ratings=ratings,
     )
@@ -305,7 +305,7 @@ class EvalOptions:
             docs/sampled.md); the metrics' ``correction=`` estimates their
             full-catalog value from it. None: the lists are full rankings.
         user_col, item_col, score_col, rank_col, relevance_col: column names
-            of the inputs (None: detected, see README "Inputs").
+            of the inputs (None: detected, see docs/inputs.md).
         actual_col, predicted_col: the rating columns of rating inputs.
         truth_user_col, truth_item_col: the truth's user and item columns
             when they are named differently from the recommendations'
@@ -415,7 +415,7 @@ class EvalOptions:
         return conventions.get(self.convention).params
 
     def columns(self) -> Columns:
-        """The column names of the inputs (None: detected, README "Columns")."""
+        """The column names of the inputs (None: detected, docs/inputs.md, "Columns")."""
         return Columns(
             user=self.user_col,
             item=self.item_col,

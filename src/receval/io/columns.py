@@ -5,7 +5,7 @@ Dicts, pandas, polars and Arrow tables and every file format go through
 table holding only the roles' columns, under the roles' names, with its id
 columns under the id rule of :mod:`receval.ids`).
 
-The rule (README "Columns"): a column named explicitly (``user_col=``,
+The rule (docs/inputs.md, "Columns"): a column named explicitly (``user_col=``,
 ``--user-col``, ...) must exist; a role left to detection (None) takes the
 first column whose name matches one of the role's aliases (:data:`ALIASES`,
 compared without case, ``_``, ``-`` or spaces: ``userId`` ≡ ``user_id``).
