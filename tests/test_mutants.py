@@ -327,7 +327,9 @@ def test_filled_positions_with_gaps():
         n_relevant=np.array([0, 0]),
         slots=slots,
     )
+    assert not b.dense_built()
     assert b.filled().tolist() == [[True, False, True], [False, True, False]]
+    assert b.dense_built()  # the filled matrix is a dense one (dense_built mutant 7)
     # items retrieved: those in the slots, not the positions (retrieved mutant 16)
     assert b.retrieved(None).tolist() == [2, 1]
     assert b.retrieved(2).tolist() == [1, 1]
@@ -508,9 +510,11 @@ def test_ild_of_a_short_list_counts_only_its_items() -> None:
     ``valid | (size > 0)`` still passes this: the padding's slots seem to hold no
     categories, which would make it equivalent; docs/mutation.md.)"""
     feats = {"a": {"x", "y"}, "b": {"y"}, "c": {"y", "z"}}
-    res = receval.evaluate(
-        {1: ["a", "b", "c"], 2: ["b", "c"]}, {1: ["a"], 2: ["b"]}, "ild@3", item_features=feats
-    )
+    with warnings.catch_warnings():  # ild mutant 139 (``/ ok``) gave the same values, warning
+        warnings.simplefilter("error")
+        res = receval.evaluate(
+            {1: ["a", "b", "c"], 2: ["b", "c"]}, {1: ["a"], 2: ["b"]}, "ild@3", item_features=feats
+        )
     assert res.per_user.loc[2, "ild@3"] == pytest.approx(0.5, abs=1e-15)
     assert res.per_user.loc[1, "ild@3"] == pytest.approx((0.5 + 2 / 3 + 0.5) / 3, abs=1e-15)
 
@@ -543,6 +547,7 @@ def test_cells_from_dense_with_empty_last_rows() -> None:
     row and failed)."""
     c = Cells.from_dense(np.array([[0.0, 1.5], [0.0, 0.0], [0.0, 0.0]]))
     assert c.offsets.tolist() == [0, 1, 1, 1]
+    assert c.offsets.dtype == np.int64  # offsets index arrays (from_dense mutant 11)
     assert c.rows == 3
 
 
@@ -599,3 +604,120 @@ def test_rating_kernels_on_constant_and_empty_users_warn_nothing() -> None:
     assert math.isnan(r2[0]) and r2[1] == 0.5  # 1 - (0 + 1) / 2
     assert math.isnan(r[0]) and r[1] == 1.0
     assert np.isnan(empty).all() and len(empty) == 2
+
+
+# --- seed-3 sample (docs/mutation.md) ---------------------------------------------
+
+
+def test_ranking_denominators_without_a_cutoff() -> None:
+    """Truth {a, b}, list a, x, b (n = 3), no cut-off: AP with ``denominator=k``
+    divides by n, (1/1 + 2/3) / 3 (average_precision mutant 34 divided by a
+    missing k); nDCG with ``ideal=k`` takes n items at the top grade as ideal,
+    (1 + 1/2) / (1 + 1/log2 3 + 1/2) (ndcg mutant 38); utility@1 counts the
+    first item only, 1, the whole list 2 − 2 = 0 with a, x, y, b (utility mutant 5)."""
+    res = receval.evaluate(
+        {1: ["a", "x", "b"]}, {1: ["a", "b"]}, ["ap[denominator=k]", "ndcg[ideal=k]"]
+    )
+    assert res.summary["ap[denominator=k]"] == pytest.approx(5 / 9, rel=1e-15)
+    idcg = 1 + 1 / math.log2(3) + 0.5
+    assert res.summary["ndcg[ideal=k]"] == pytest.approx(1.5 / idcg, rel=1e-15)
+    util = receval.evaluate({1: ["a", "x", "y", "b"]}, {1: ["a", "b"]}, ["utility@1", "utility"])
+    assert util.summary == {"utility@1": 1.0, "utility": 0.0}
+
+
+def test_r_precision_at_a_multiple_of_r() -> None:
+    """R = 4, mult = 0.5: s = ⌊0.5 · 4 + 0.9⌋ = 2 (trec_eval's Rprec_mult); the
+    list a, x, b holds 1 relevant item in its first 2: 1/2 (r_precision mutant 7)."""
+    res = receval.evaluate({1: ["a", "x", "b"]}, {1: ["a", "b", "c", "d"]}, "r_precision[mult=0.5]")
+    assert res.summary["r_precision[mult=0.5]"] == 0.5
+
+
+def test_graded_metrics_of_positive_grades_under_a_threshold() -> None:
+    """Truth a = 2, b = 1 with threshold 2 (only a relevant), list b, a.
+    RBP: relevant grades only, 0.2 · (0 + 0.8 · 2/2) = 0.16; ``grades=positive``
+    counts b too, 0.2 · (1/2 + 0.8) = 0.26 (rbp mutant 21 swapped them).
+    Rndcg (levels after grade 2 and grade 1, n = R' = 2, so no level at n):
+    (1/2 + (1 + 2/L)/(2 + 1/L)) / 2 with L = log2 3, the same with
+    ``grades=positive`` at threshold 2 as with every grade relevant (rndcg
+    mutant 5 read the ideal of the relevant grades only; mutant 96 added a
+    level at n = R')."""
+    truth = {1: {"a": 2, "b": 1}}
+    metrics = ["rbp", "rbp[grades=positive]", "rndcg[grades=positive]"]
+    res = receval.evaluate({1: ["b", "a"]}, truth, metrics, threshold=2)
+    assert res.summary["rbp"] == pytest.approx(0.16, rel=1e-14)
+    assert res.summary["rbp[grades=positive]"] == pytest.approx(0.26, rel=1e-14)
+    el = math.log2(3)
+    want = (0.5 + (1 + 2 / el) / (2 + 1 / el)) / 2
+    assert res.summary["rndcg[grades=positive]"] == pytest.approx(want, rel=1e-14)
+    every = receval.evaluate({1: ["b", "a"]}, truth, "rndcg")
+    assert every.summary["rndcg"] == pytest.approx(want, rel=1e-14)
+
+
+def test_rank_positions_with_gaps_in_item_and_judgment_metrics() -> None:
+    """rank="position", items at ranks 1 and 3 (rank 2 holds nothing).
+    unjudged@3: only the item at rank 1 is unjudged: 1/3 (trec._filled mutant 6
+    counted the empty rank 2 and dropped rank 3). arp (training popularity p: 2,
+    q: 1): @2 reads rank 1 only, 2; @3 both items, (2 + 1) / 2 (beyond.top_of
+    mutant 7 read one rank more, mutant 8 counted the gap as an item)."""
+    recs = pd.DataFrame({"user": [1, 1], "item": ["u", "j"], "rank": [1, 3]})
+    res = receval.evaluate(recs, {1: ["j"]}, "unjudged@3", rank="position")
+    assert res.summary["unjudged@3"] == pytest.approx(1 / 3, rel=1e-15)
+    recs = pd.DataFrame({"user": [1, 1], "item": ["p", "q"], "rank": [1, 3]})
+    train = {1: ["p"], 2: ["p"], 3: ["q"]}
+    res = receval.evaluate(recs, {1: ["p"]}, ["arp@2", "arp@3"], train=train, rank="position")
+    assert res.summary == {"arp@2": 2.0, "arp@3": 1.5}
+
+
+def test_novelty_with_one_training_user() -> None:
+    """One training user: an item seen by it, or never seen (popularity 1), has
+    −log2(1/1) = 0 bits (novelty mutant 17 divided by at least 2 users)."""
+    res = receval.evaluate({1: ["a", "b"]}, {1: ["a"]}, "novelty@2", train={9: ["a"]})
+    assert res.summary["novelty@2"] == 0.0
+
+
+def test_group_metrics_with_ungrouped_items_and_users_without_history() -> None:
+    """awrf@3 of a list whose first item is in no group: ε from ranks 2 (a) and
+    3 (b), a(r) = 1 / log2(r + 1), so ε = (1/L, 1/2) / (1/L + 1/2), L = log2 3, against
+    the uniform target; no NumPy warning (groups._membership mutant 10 divided
+    by the ungrouped item's zero count). awrf with the geometric discount reads
+    ``patience``: ε = (1, p) / (1 + p) (awrf mutant 44 dropped it). A user
+    without history is NaN for miscalibration, the users before it computed
+    (miscalibration mutant 38 counted histories only up to the last user having
+    one). Nobody evaluated: exposure is NaN (GroupTally.zeros, whose mutants
+    14 and 15 built it with an argument missing)."""
+
+    def awrf_of(e_a: float, e_b: float) -> float:
+        mu = ((e_a + 0.5) / 2, (e_b + 0.5) / 2)
+        kl_e = sum(e * math.log2(e / m) for e, m in zip((e_a, e_b), mu, strict=True) if e > 0)
+        kl_t = sum(0.5 * math.log2(0.5 / m) for m in mu)
+        return 1 - (kl_e + kl_t) / 2
+
+    el = math.log2(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = receval.evaluate({1: [5, 1, 2]}, {1: [1]}, "awrf@3", item_groups=GROUPS_AB)
+    share = (1 / el) / (1 / el + 0.5)
+    assert res.summary["awrf@3"] == pytest.approx(awrf_of(share, 1 - share), rel=1e-14)
+    geo = "awrf@2[discount=geometric,patience=0.9]"
+    res = receval.evaluate({1: [1, 2]}, {1: [1]}, geo, item_groups=GROUPS_AB)
+    assert res.summary[geo] == pytest.approx(awrf_of(1 / 1.9, 0.9 / 1.9), rel=1e-14)
+    res = receval.evaluate(
+        {1: [1, 2], 2: [3, 4]},
+        {1: [1], 2: [3]},
+        "miscalibration@2",
+        item_groups=GROUPS_AB,
+        train={1: [1, 2]},
+    )
+    assert res.per_user.loc[1, "miscalibration@2"] == 0.0  # q = p = (1/2, 1/2)
+    assert math.isnan(res.per_user.loc[2, "miscalibration@2"])
+    truth = pd.DataFrame({"user": [1], "item": [5], "relevance": [0]})  # nobody relevant
+    res = receval.evaluate({1: [1, 2]}, truth, "exposure@2[group=a]", item_groups=GROUPS_AB)
+    assert math.isnan(res.summary["exposure@2[group=a]"])
+
+
+def test_spearman_of_no_pairs() -> None:
+    """Spearman's rho over no pairs is NaN (rating.spearman mutant 9 sized its
+    groups from the data: none, and failed)."""
+    from receval.metrics.kernels import rating
+
+    assert math.isnan(rating.spearman(np.array([]), np.array([])))
