@@ -681,10 +681,8 @@ def test_group_metrics_with_ungrouped_items_and_users_without_history() -> None:
     the uniform target; no NumPy warning (groups._membership mutant 10 divided
     by the ungrouped item's zero count). awrf with the geometric discount reads
     ``patience``: ε = (1, p) / (1 + p) (awrf mutant 44 dropped it). A user
-    without history is NaN for miscalibration, the users before it computed
-    (miscalibration mutant 38 counted histories only up to the last user having
-    one). Nobody evaluated: exposure is NaN (GroupTally.zeros, whose mutants
-    14 and 15 built it with an argument missing)."""
+    without history is NaN for miscalibration, the users before it computed.
+    Nobody evaluated: exposure is NaN."""
 
     def awrf_of(e_a: float, e_b: float) -> float:
         mu = ((e_a + 0.5) / 2, (e_b + 0.5) / 2)
@@ -716,8 +714,22 @@ def test_group_metrics_with_ungrouped_items_and_users_without_history() -> None:
 
 
 def test_spearman_of_no_pairs() -> None:
-    """Spearman's rho over no pairs is NaN (rating.spearman mutant 9 sized its
-    groups from the data: none, and failed)."""
+    """Spearman's rho over no pairs is NaN (an edge of rating.spearman; its
+    mutant 9, groups sized from the data, is equivalent: the empty case returns
+    first, and one group of a non-empty input has size 1 either way)."""
     from receval.metrics.kernels import rating
 
     assert math.isnan(rating.spearman(np.array([]), np.array([])))
+
+
+def test_group_tally_zeros() -> None:
+    """GroupTally.zeros(G, k): (G, k) slots and hits, k slots in all, G relevant
+    and seen, no user (what the engine combines when no part brought a tally;
+    its mutants 14 and 16 left an argument out)."""
+    from receval.metrics.kernels.groups import GroupTally
+
+    t = GroupTally.zeros(2, 3)
+    assert t.slots.shape == t.hits.shape == (2, 3) and t.all_slots.shape == (3,)
+    assert t.relevant.tolist() == t.seen.tolist() == [0, 0] and t.users == 0
+    assert t.slots.dtype == t.all_slots.dtype == np.int64
+    assert t.slots is not t.hits  # independent arrays: tallies are added into them
