@@ -733,3 +733,25 @@ def test_group_tally_zeros() -> None:
     assert t.relevant.tolist() == t.seen.tolist() == [0, 0] and t.users == 0
     assert t.slots.dtype == t.all_slots.dtype == np.int64
     assert t.slots is not t.hits  # independent arrays: tallies are added into them
+
+
+def test_a_missing_id_in_a_numpy_object_array_names_its_role() -> None:
+    """A NumPy object array of ids with a None: the error names the source, the
+    row and the role (ids._from_numpy mutant 57 lost the role)."""
+    with pytest.raises(InputError, match=r"^recs, row 1: missing user id$"):
+        canonical(np.array([1, None, "a"], dtype=object), "user", "recs")
+
+
+def test_unused_dictionary_values_are_dropped() -> None:
+    """ids.used_values keeps the dictionary's values the rows use, and recodes
+    the rows (used_values mutant 23 kept every value): an unused text category
+    beside digit strings no longer decides the ids' kind."""
+    from receval.ids import used_values
+
+    col = pa.DictionaryArray.from_arrays(pa.array([2, 0, 2]), pa.array(["7", "x", "9"]))
+    codes, values = used_values(col)
+    assert values.to_pylist() == ["7", "9"] and codes.tolist() == [1, 0, 1]
+    users = pd.Categorical(["7", "9"], categories=["7", "x", "9"])
+    recs = pd.DataFrame({"user": users, "item": [1, 2], "rank": [1, 1]})
+    res = receval.evaluate(recs, {7: [1], 9: [3]}, "hit_rate@1")
+    assert res.per_user.index.tolist() == [7, 9]  # integers, as the digits read
