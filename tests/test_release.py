@@ -1,4 +1,4 @@
-"""The version has one source, and what cites it agrees (issue #32 point 2, in part)."""
+"""The version has one source, and what cites and records it agrees (issue #32 point 2)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,18 @@ def test_the_citation_file_names_the_version() -> None:
     assert cff["cff-version"] == "1.2.0"
     assert cff["version"] == receval.__version__
     assert cff["title"].startswith("receval") and cff["authors"] and cff["license"] == "MIT"
+
+
+def test_the_changelog_dates_the_version() -> None:
+    """The version has its dated section in CHANGELOG.md (``## X.Y.Z (YYYY-MM-DD)``,
+    what the release workflow checks on a tag); changes since sit above it, under
+    ``## Unreleased`` only."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    heads = re.findall(r"^## (.+)$", text, re.M)
+    dated = [h for h in heads if re.fullmatch(r"\d+\.\d+\.\d+ \(\d{4}-\d{2}-\d{2}\)", h)]
+    assert any(h.startswith(receval.__version__ + " (") for h in dated), heads[:3]
+    assert set(heads) - set(dated) <= {"Unreleased"}
+    assert heads[0] in ("Unreleased", dated[0])
 
 
 def test_the_package_under_test_is_the_one_asked_for() -> None:
