@@ -127,7 +127,12 @@ FUNCTIONS: dict[str, list[str]] = {
     "accumulator": ["Accumulator.merge"],
 }
 #: the tests written to kill survivors
-EXTRA_TESTS = ["tests/test_mutants.py", "tests/test_mutants_more.py"]
+EXTRA_TESTS = [
+    "tests/test_mutants.py",
+    "tests/test_mutants_more.py",
+    # every module's docstring examples, run by the default suite
+    "tests/test_registry.py::test_docstring_examples_run",
+]
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped"}
 TIMEOUT_CODES = {36, 24, -24, 152, 255}
@@ -283,7 +288,7 @@ def watch(proc: subprocess.Popen, deadline: float, hang: int) -> tuple[int, list
 def run_module(name: str, args: argparse.Namespace) -> dict:
     """Mutate one module, run its tests against the mutants, and tally."""
     module, tests = MODULES[name]
-    tests = tests + [t for t in EXTRA_TESTS if (ROOT / t).exists()]
+    tests = tests + [t for t in EXTRA_TESTS if (ROOT / t.partition("::")[0]).exists()]
     work = Path(args.scratch) / name
     scratch_copy(work, module, tests)
     names = mutant_names(work, module)

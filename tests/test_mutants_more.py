@@ -247,3 +247,76 @@ def test_sorted_keys_beyond_63_bits_is_a_stable_argsort():
     order, skey = _sorted_keys(key, 2**62)
     assert order.tolist() == list(range(1, 200, 2)) + list(range(0, 200, 2))
     assert skey.tolist() == [5] * 100 + [big] * 100
+
+
+# --- seed-4 sample (docs/mutation.md) ---------------------------------------------
+
+
+def test_permutation_test_of_values_symmetric_around_zero() -> None:
+    """a = −1 ten times, b = +1 ten times: no resample of 999 puts the same ten
+    values in a (1 in C(20, 10) = 184,756), so p = (1 + 0) / (1 + 999), as for
+    0 and 1 (permutation_test mutant 36 took max + min = 0 for "all values equal"
+    and returned p = 1)."""
+    from receval.analysis.stats import permutation_test
+
+    r = permutation_test([-1.0] * 10, [1.0] * 10, n_resamples=999, seed=1)
+    assert (r.statistic, r.pvalue) == (-2.0, 0.001)
+
+
+def test_power_pairs_a_series_with_a_list_by_position() -> None:
+    """power(a, b) with a Series a and a plain list b pairs them by position, as
+    two arrays (power mutant 35 joined them on the Series' index: no user in
+    common); alpha must be below 1 (power mutant 7 took alpha = 1)."""
+    import pandas as pd
+
+    from receval.analysis.stats import power
+    from receval.errors import OptionError
+
+    a = [0.5, 0.7, 0.2, 0.9, 0.4]
+    b = [0.4, 0.5, 0.3, 0.6, 0.1]
+    by_position = power(np.array(a), np.array(b))
+    with_index = power(pd.Series(a, index=[10, 11, 12, 13, 14]), b)
+    assert with_index == by_position
+    with pytest.raises(OptionError, match="alpha"):
+        power(np.array(a), np.array(b), alpha=1.0)
+
+
+def test_sampled_size_errors_name_the_argument() -> None:
+    """sampled_rank_pmf with a bad catalog_size or negatives names which
+    (sampled._check_sizes mutant 1 misnamed catalog_size); the corrected
+    estimate's error names the largest count of sampled negatives
+    (corrected.estimate mutant 12)."""
+    from receval.metrics.kernels.sampled import sampled_rank_pmf
+
+    with pytest.raises(ValueError, match=r"^catalog_size must be an integer >= 1; got 0$"):
+        sampled_rank_pmf(np.array([1]), 0, 2)
+    with pytest.raises(ValueError, match=r"^negatives must be an integer >= 1; got 0$"):
+        sampled_rank_pmf(np.array([1]), 5, 0)
+    lists = {1: [1, 2, 3], 2: [4, 5]}
+    with pytest.raises(MetricError, match=r"sampled negatives \(2\): give the size"):
+        receval.evaluate(lists, {1: [1], 2: [4]}, "recall@2[correction=rank]", catalog_size=2)
+
+
+def test_rating_kernels_warn_nothing_on_constant_actual_values() -> None:
+    """R² of a user whose actual values are constant but predictions are not:
+    SS_tot = 0 < SS_res, NaN with no division warning (r2_by_user mutant 24 let
+    NumPy warn); integer user codes are required, and the message says so
+    (_Groups mutant 6)."""
+    from receval.metrics.kernels import rating
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r2 = rating.r2_by_user(np.array([2.0, 2.0]), np.array([1.0, 3.0]), np.array([0, 0]))
+    assert math.isnan(r2[0])
+    with pytest.raises(ValueError, match="users must be integer codes"):
+        rating.r2_by_user(np.array([1.0]), np.array([1.0]), np.array([0.5]))
+
+
+def test_numpy_string_ids() -> None:
+    """A NumPy array of strings is read by the text rule (ids._from_numpy mutant
+    48 called from_text without the values): digit strings are integers, a column
+    holding text stays text."""
+    from receval.ids import canonical
+
+    assert canonical(np.array(["7", "8"]), "item", "recs").tolist() == [7, 8]
+    assert canonical(np.array(["7", "x"]), "item", "recs").tolist() == ["7", "x"]

@@ -880,7 +880,10 @@ def power(
     if not 0 < power < 1:
         raise OptionError("power", power, expected="a number between 0 and 1 (exclusive)")
     if b is not None:
-        if hasattr(a, "index") and hasattr(b, "index"):
+        # two Series (per-user values) pair by user; anything else by position (a
+        # list has an ``index`` method too: testing for the attribute paired a
+        # Series with a list by index and found no user in common)
+        if isinstance(a, pd.Series) and isinstance(b, pd.Series):
             both = pd.concat([pd.Series(a), pd.Series(b)], axis=1, join="inner").dropna()
             diff = (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy(dtype=np.float64)
         else:
