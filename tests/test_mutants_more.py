@@ -320,3 +320,40 @@ def test_numpy_string_ids() -> None:
 
     assert canonical(np.array(["7", "8"]), "item", "recs").tolist() == [7, 8]
     assert canonical(np.array(["7", "x"]), "item", "recs").tolist() == ["7", "x"]
+
+
+def test_rank_estimate_beside_a_list_without_negatives() -> None:
+    """A user whose list holds only its relevant item has no sampled negative
+    (m = 0): NaN, and the users with negatives are still estimated (m = 1,
+    r = 1: R̂ = 1 → 1; corrected.estimate mutant 23 stopped at m = 0, the first
+    count, and left everyone at 0)."""
+    metric = "recall@50[correction=rank]"
+    res = receval.evaluate({1: [10, 11], 6: [60]}, {1: [10], 6: [60]}, metric, catalog_size=100)
+    assert res.per_user.loc[1, metric] == 1.0
+    assert math.isnan(res.per_user.loc[6, metric])
+
+
+def test_bv_takes_its_gamma_and_min_bias_is_bv_at_gamma_zero() -> None:
+    """``correction=bv`` with ``gamma=0.5`` is the table built with γ = 0.5 read at
+    the user's sampled rank (corrected.estimate mutant 36 built it with the
+    default γ); ``min_bias`` is ``bv`` with γ = 0. (sampled.correction_table
+    mutant 26, γ None instead of 0.0 for the corrections other than ``bv``, is
+    equivalent: ``_table`` tests ``min_bias`` before γ, and ``rank`` never reads it.)"""
+    from receval.metrics.kernels.sampled import correction_table
+
+    bv0 = correction_table("recall", 5, 100, 4, "bv", 0.0)
+    np.testing.assert_array_equal(correction_table("recall", 5, 100, 4, "min_bias"), bv0)
+    table = correction_table("recall", 5, 100, 4, "bv", 0.5)  # t[0] is NaN: no rank 0
+    assert table[1:].tolist() != correction_table("recall", 5, 100, 4, "bv")[1:].tolist()
+    metric = "recall@5[correction=bv,gamma=0.5]"
+    res = receval.evaluate({1: [7, 10, 11, 12, 13]}, {1: [10]}, metric, catalog_size=100)
+    assert res.summary[metric] == table[2]  # the relevant item at sampled rank 2
+
+
+def test_coverage_of_an_empty_catalog_is_nan_without_a_warning() -> None:
+    """No catalog item: coverage is NaN, and no 0/0 is computed (beyond.coverage
+    mutant 2 divided by the empty catalog's size)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = receval.evaluate({1: ["a", "b"]}, {1: ["a"]}, "coverage@2", catalog=[])
+    assert math.isnan(res.summary["coverage@2"])
