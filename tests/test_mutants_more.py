@@ -357,3 +357,18 @@ def test_coverage_of_an_empty_catalog_is_nan_without_a_warning() -> None:
         warnings.simplefilter("error")
         res = receval.evaluate({1: ["a", "b"]}, {1: ["a"]}, "coverage@2", catalog=[])
     assert math.isnan(res.summary["coverage@2"])
+
+
+def test_tukey_tolerance_is_relative_to_each_users_spread() -> None:
+    """Randomized Tukey HSD: B is A + 0.2 for every user, C is A; one user has
+    1e9 for every system (no spread: it moves no difference). No resample of 999
+    reaches B − A's range, p = 1/1000; A and C tie, p = 1. The tolerance for
+    "as extreme" is 1e-9 of the users' own ranges (tukey_hsd mutant 31 took the
+    global maximum: a tolerance of 30 made every p-value 1)."""
+    from receval.analysis.stats import tukey_hsd
+
+    base = np.arange(30) / 30
+    x = np.vstack([np.column_stack([base, base + 0.2, base]), [1e9, 1e9, 1e9]])
+    p = tukey_hsd(x, n_resamples=999, seed=1)
+    assert p[0, 1] == p[1, 2] == 0.001
+    assert p[0, 2] == 1.0
