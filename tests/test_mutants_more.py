@@ -279,6 +279,8 @@ def test_power_pairs_a_series_with_a_list_by_position() -> None:
     assert with_index == by_position
     with pytest.raises(OptionError, match="alpha"):
         power(np.array(a), np.array(b), alpha=1.0)
+    with pytest.raises(OptionError, match="a nonzero difference to detect"):  # mutant 98
+        power(np.array(a), np.array(b), effect=0.0)
 
 
 def test_sampled_size_errors_name_the_argument() -> None:
