@@ -374,3 +374,62 @@ def test_tukey_tolerance_is_relative_to_each_users_spread() -> None:
     p = tukey_hsd(x, n_resamples=999, seed=1)
     assert p[0, 1] == p[1, 2] == 0.001
     assert p[0, 2] == 1.0
+
+
+# --- seed-5 sample of stats (docs/mutation.md) ------------------------------------
+
+
+def test_stats_edges_seed_5() -> None:
+    """Hand-checked edges of receval.analysis.stats (seed-5 survivors):
+
+    - Welch's test of samples with equal, nonzero variances is Welch's test, not
+      the both-constant case (welch_of mutant 15 tested ``va − vb == 0``):
+      against scipy.stats.ttest_ind(equal_var=False);
+    - constant nonzero paired differences: t = ±inf, p = 0 (t_test_of mutant 23
+      gave p None);
+    - the power of a test of no effect is its level α (t_test_power mutant 21
+      subtracted the lower tail);
+    - Holm's adjustment of integer p-values 0 and 1 (adjust_pvalues mutant 9,
+      the integers kept as such, is equivalent: every later step makes floats);
+    - randomization_test's default seed is 0 (mutant 2: 1);
+    - Power keeps α when the users cap is reached (power mutant 137)."""
+    from scipy import stats as sps
+
+    from receval.analysis.stats import (
+        adjust_pvalues,
+        paired_t_test,
+        power,
+        randomization_test,
+        t_test_power,
+        welch_t_test,
+    )
+
+    a, b = [1.0, 2.0, 3.0, 5.0], [2.0, 3.0, 4.0, 6.0]  # equal variances, means 2.75, 3.75
+    got = welch_t_test(a, b)
+    want = sps.ttest_ind(a, b, equal_var=False)
+    assert got.statistic == pytest.approx(want.statistic, rel=1e-12)
+    assert got.pvalue == pytest.approx(want.pvalue, rel=1e-12)
+    r = paired_t_test([2.0, 3.0, 4.0], [1.0, 2.0, 3.0])
+    assert (r.statistic, r.pvalue) == (math.inf, 0.0)
+    assert t_test_power(0.0, 20, 0.05) == pytest.approx(0.05, abs=1e-12)
+    assert adjust_pvalues([0, 1], "holm").tolist() == [0.0, 1.0]
+    x = (np.arange(40) % 7) / 7.0  # 40 users: resampled, not enumerated
+    y = (np.arange(40) % 5) / 5.0
+    assert randomization_test(x, y) == randomization_test(x, y, seed=0)
+    assert randomization_test(x, y) != randomization_test(x, y, seed=1)
+    capped = power(np.array([0.1, 0.0, 0.05, -0.02]), max_users=10, alpha=0.05)
+    assert capped.users is None and capped.alpha == 0.05
+
+
+def test_effect_size_interval_is_scale_free() -> None:
+    """Cohen's d is free of the scale: the same resamples of differences in
+    micro-units give the same interval (effect_size_interval mutant 21 measured
+    the variance against max(m₂, 1), dropping every resample of small values)."""
+    from receval.analysis.stats import effect_size_interval
+
+    m = np.array([0.1, 0.2, 0.3, 0.25])
+    m2 = m**2 + 0.04
+    whole = effect_size_interval(m, m2, 5, 0.5)
+    small = effect_size_interval(m * 1e-6, m2 * 1e-12, 5, 0.5)
+    assert small == pytest.approx(whole, rel=1e-9)
+    assert not math.isnan(small[0])
