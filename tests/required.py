@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -70,3 +71,31 @@ def imported(module: str, extra: str = "test") -> ModuleType:
         why = f"cannot be imported ({e}): pip install -e '.[{extra}]'"
     need(module, REQUIRE_EXTRAS, False, why)  # skips or fails: outside the except, unchained
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Debian's chromium, which .ci/run installs (the report's and the docs site's renders)
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def need_chromium() -> None:
+    """Skip without chromium, unless ``RECEVAL_REQUIRE_CHROMIUM=1`` makes it a failure."""
+    why = f"{CHROMIUM} is not installed (apt-get install -y chromium)"
+    need("chromium", REQUIRE_CHROMIUM, CHROMIUM.exists(), why)
+
+
+def headless_chromium(*args: str, profile: str) -> subprocess.CompletedProcess[str]:
+    """Run headless chromium with ``args`` on a profile folder of its own, quietly
+    (no network of its own, no first-run pages, no scrollbars in screenshots)."""
+    cmd = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)

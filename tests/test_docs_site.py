@@ -31,10 +31,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.required import REQUIRE_CHROMIUM, imported, need
+from tests.required import headless_chromium, imported, need_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1280, 2000
 
 
@@ -307,23 +306,6 @@ def served(site: Path) -> Iterator[str]:
         server.server_close()
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
-    with tempfile.TemporaryDirectory() as profile:
-        cmd = [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            *args,
-        ]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-
-
 RENDERED = {
     "home": ("", "receval"),
     "metric-family": ("reference/metrics/ranking/", "ndcg"),
@@ -334,19 +316,16 @@ RENDERED = {
 
 @pytest.mark.parametrize("name", list(RENDERED))
 def test_a_page_renders_in_headless_chromium(served: str, name: str, tmp_path: Path) -> None:
-    need(
-        "chromium",
-        REQUIRE_CHROMIUM,
-        CHROMIUM.exists(),
-        f"{CHROMIUM} is not installed (apt-get install -y chromium)",
-    )
+    need_chromium()
     mpimg = imported("matplotlib.image")
     path, expected = RENDERED[name]
     with urllib.request.urlopen(served + path, timeout=30) as response:
         assert response.status == 200
         assert expected in plain(response.read().decode("utf-8"))
     shot = tmp_path / f"{name}.png"
-    run = _chromium(f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", served + path)
+    with tempfile.TemporaryDirectory() as profile:
+        size = f"--window-size={WIDTH},{HEIGHT}"
+        run = headless_chromium(f"--screenshot={shot}", size, served + path, profile=profile)
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     if os.environ.get("RECEVAL_SCREENSHOTS"):
         folder = Path(os.environ["RECEVAL_SCREENSHOTS"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html as htmllib
 import re
-import subprocess
 import sys
 import tempfile
 import zlib
@@ -21,9 +20,8 @@ from receval.analysis.report import Report, report, svg
 from receval.analysis.report.data import popularity_deciles, top_k_items
 from receval.analysis.report.svg import bar_chart, box_plot, line_chart
 from receval.errors import ReceValError
-from tests.required import REQUIRE_CHROMIUM, imported, need
+from tests.required import headless_chromium, imported, need_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
 N_ITEMS, N_USERS = 60, 80
 
 
@@ -467,29 +465,12 @@ def _png_pixels(path: Path) -> np.ndarray:
     return out.reshape(height, width, bpp)[..., :3]
 
 
-def _chromium(*args: str, profile: str) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> None:
-    why = f"{CHROMIUM} is not installed (apt-get install -y chromium)"
-    need("chromium", REQUIRE_CHROMIUM, CHROMIUM.exists(), why)
+    need_chromium()
     assert rep.path is not None
     url = rep.path.resolve().as_uri()
     with tempfile.TemporaryDirectory() as profile:
-        dom = _chromium("--dump-dom", url, profile=profile)
+        dom = headless_chromium("--dump-dom", url, profile=profile)
     assert dom.returncode == 0, dom.stderr[-2000:]
     text = dom.stdout
     for key in (
@@ -512,7 +493,9 @@ def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> Non
 
     shot = tmp_path / "shot.png"
     with tempfile.TemporaryDirectory() as profile:
-        run = _chromium(f"--screenshot={shot}", "--window-size=1280,2000", url, profile=profile)
+        run = headless_chromium(
+            f"--screenshot={shot}", "--window-size=1280,2000", url, profile=profile
+        )
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     try:
         import matplotlib.image as mpimg
