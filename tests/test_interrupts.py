@@ -115,6 +115,50 @@ def test_evaluate_stops_after_start(big: tuple[Path, Path], tmp_path: Path, sign
     assert os.listdir(tmp_path) == []  # no per-user file, no temporary file
 
 
+SWALLOWED = """
+import os, signal, sys
+
+class Swallow:  # what a library that drops the signal's exception as it loads does
+    def find_spec(self, name, path=None, target=None):
+        if name == "receval.cli._main":
+            sys.meta_path.remove(self)
+            try:
+                os.kill(os.getpid(), signal.SIG{name})
+                for _ in range(100_000):
+                    pass  # the handler runs here, and its exception is dropped
+            except BaseException:
+                pass
+        return None
+
+sys.meta_path.insert(0, Swallow())
+sys.argv = ["receval", *sys.argv[1:]]
+from receval._launch import command_line
+sys.exit(command_line())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_dropped_while_loading_still_stops(tmp_path: Path, signum: int) -> None:
+    """A signal whose exception a library drops while the command loads (seen in CI:
+    SIGTERM inside pandas' compiled start-up; the command ran on and exited 0) still
+    ends the command once loaded: its code, one line, nothing written."""
+    (tmp_path / "recs.csv").write_text("user,item,rank\n1,10,1\n")
+    (tmp_path / "truth.csv").write_text("user,item\n1,10\n")
+    code = SWALLOWED.replace("{name}", signal.Signals(signum).name[3:])
+    argv = ["evaluate", "recs.csv", "truth.csv", "--per-user", "pu.csv"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=default_signals,
+    )
+    _check(proc.returncode, proc.stderr, 0.0, signum)
+    assert not (tmp_path / "pu.csv").exists()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_demo_stops(tmp_path: Path, signum: int) -> None:
     code, err, took = _interrupt(["demo", "--users", "200000", "--out", "d"], tmp_path, signum, 2.0)

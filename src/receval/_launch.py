@@ -21,24 +21,52 @@ from receval.errors import SIGNAL_MESSAGES
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during start-up; ``code`` is the command's exit code for it."""
+    """A signal during start-up; ``code`` is the command's exit code for it."""
 
     def __init__(self, code: int = 143) -> None:
         super().__init__(code)
         self.code = code
 
 
+#: The exit code of each signal received while the command loads. A library may
+#: clear the exception a signal raised while it loads (seen: SIGTERM inside
+#: pandas' compiled start-up, in an ``abc`` subclass check whose error it drops):
+#: the command then loads on as if nothing came, so the signal is noted here too.
+_RECEIVED: list[int] = []
+
+
 def _on_term(signum: int, frame: Any) -> None:
-    raise _Terminated(129 if signum == getattr(signal, "SIGHUP", None) else 143)
+    code = 129 if signum == getattr(signal, "SIGHUP", None) else 143
+    _RECEIVED.append(code)
+    raise _Terminated(code)
+
+
+def _on_int(signum: int, frame: Any) -> None:
+    _RECEIVED.append(130)
+    raise KeyboardInterrupt
 
 
 def _hold_signals() -> None:
     """SIGTERM, and SIGHUP unless it is ignored (``nohup``), end the start-up as Ctrl-C
-    does: the command's own process only; main() re-installs its handlers."""
+    does: the command's own process only; main() re-installs its handlers. Ctrl-C is
+    noted too, unless it is ignored (``cmd &``)."""
+    _RECEIVED.clear()
     signal.signal(signal.SIGTERM, _on_term)
     hup = getattr(signal, "SIGHUP", None)
     if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:
         signal.signal(hup, _on_term)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_int)
+
+
+def _loaded() -> None:
+    """End the start-up now if a signal came while loading, even one whose exception
+    a library dropped; else give Ctrl-C back to Python's handler, which main()
+    looks for (a Ctrl-C between here and main() is Python's KeyboardInterrupt)."""
+    if _RECEIVED:
+        raise _Terminated(_RECEIVED[0])
+    if signal.getsignal(signal.SIGINT) is _on_int:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def command_line() -> int:
@@ -54,10 +82,13 @@ def command_line() -> int:
 
         _malloc.settle()
         loaded = True
+        if main_thread:
+            _loaded()
         code = cli.command_line()  # main() holds the signals itself while it runs
     except KeyboardInterrupt as exc:  # while loading, or after main() gave them back
         if code is None:
             code = exc.code if isinstance(exc, _Terminated) else 130
+            code = _RECEIVED[0] if _RECEIVED else code  # the first signal names the exit
             sys.stderr.write(SIGNAL_MESSAGES[code] + "\n")
     except Exception as exc:  # while loading: a library not mapped, no memory for a thread
         # (under a limit, a C extension left without memory as it loads may fail
