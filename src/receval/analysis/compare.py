@@ -1056,17 +1056,20 @@ def _metric_units(
     pairs = [i for i, u in enumerate(units) if u.kind == "pair"]
     effects = {i: (math.nan, math.nan) for i in pairs}
     if settings["ci"] != "none" and n:
-        means = stats.bootstrap_means(x, settings["n_resamples"], stats.rng_from(boot_seed))
+        # one pass of resamples serves the means of every unit and, for Cohen's d,
+        # the means of each pair's squared differences: extra columns of one product
+        both = stats.bootstrap_means(
+            np.column_stack([x, x[:, pairs] ** 2]),
+            settings["n_resamples"],
+            stats.rng_from(boot_seed),
+        )
+        means, sq = both[:, : len(units)], both[:, len(units) :]
         intervals = [
             stats.interval_of(x[:, i], means[:, i], settings["alpha"], settings["ci"])
             for i in range(len(units))
         ]
-        if pairs:  # Cohen's d: the same resamples (the same seed) of the squares
-            sq = stats.bootstrap_means(
-                x[:, pairs] ** 2, settings["n_resamples"], stats.rng_from(boot_seed)
-            )
-            for j, i in enumerate(pairs):
-                effects[i] = stats.effect_size_interval(means[:, i], sq[:, j], n, settings["alpha"])
+        for j, i in enumerate(pairs):
+            effects[i] = stats.effect_size_interval(means[:, i], sq[:, j], n, settings["alpha"])
     if settings["test"] == "tukey" and pairs:  # one draw serves every pair of the metric
         names = list(dict.fromkeys(s for i in pairs for s in units[i].systems))
         names = [c for c in frame.columns if c in names]

@@ -505,9 +505,12 @@ def bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -
     n = x.shape[0]
     out = np.empty((n_resamples, x.shape[1]))
     rows = _block_rows(n, n_resamples)
+    # 32-bit indices where they fit: NumPy draws the same values for either width
+    # (bounded 32-bit draws below 2**32), and writes half the bytes
+    width = np.int32 if n <= np.iinfo(np.int32).max else np.int64
     for start in range(0, n_resamples, rows):
         m = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(m, n), dtype=np.int64)
+        idx = rng.integers(0, n, size=(m, n), dtype=width)
         counts = np.empty((m, n))
         for r in range(m):  # one resample's counts fit in cache: faster than one bincount
             counts[r] = np.bincount(idx[r], minlength=n)
