@@ -59,8 +59,25 @@ def _start(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def _caught(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for ``signum`` (Linux: ``SigCgt`` in
+    /proc/PID/status; elsewhere assumed)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    mask = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), None)
+    return mask is None or bool(int(mask, 16) >> (signum - 1) & 1)
+
+
 def _interrupt(argv: list[str], cwd: Path, signum: int, delay: float) -> tuple[int, str, float]:
+    """Start the command, wait until it holds the signal, then ``delay`` seconds, and
+    send it. (Before the launcher holds the signals, in Python's own start-up, a signal
+    kills the process as it would any program: on a loaded machine that took 0.3 s.)"""
     proc = _start(argv, cwd)
+    deadline = time.monotonic() + 30
+    while not _caught(proc.pid, signum) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
     time.sleep(delay)
     assert proc.poll() is None, "the command finished before the signal: make the input bigger"
     sent = time.monotonic()

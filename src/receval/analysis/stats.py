@@ -744,7 +744,7 @@ def tukey_hsd(
     perms = np.array(list(itertools.permutations(range(m))), dtype=np.int64) if m <= 6 else None
     space = math.factorial(m) ** n if m <= 20 and n * math.log(math.factorial(m)) < 60 else None
     if exact is None:
-        exact = space is not None and space <= n_resamples
+        exact = perms is not None and space is not None and space <= n_resamples
     if exact:
         if perms is None or space is None:
             raise ReceValError(f"tukey_hsd: {m} systems of {n} users are too many to enumerate")
