@@ -844,7 +844,9 @@ def t_test_power(d: float, users: int, alpha: float = 0.05) -> float:
     df = users - 1
     crit = float(_sps.t.ppf(1 - alpha / 2, df))
     ncp = d * math.sqrt(users)
-    return float(_sps.nct.sf(crit, df, ncp) + _sps.nct.cdf(-crit, df, ncp))
+    # the lower tail as the upper tail of -T: SciPy's nct.cdf gives NaN where the tail
+    # underflows (d = 6 with 2 users), which the search for users took as enough power
+    return float(_sps.nct.sf(crit, df, ncp) + _sps.nct.sf(crit, df, -ncp))
 
 
 def power(
