@@ -391,13 +391,14 @@ def compare(
     systems = list(runs)
     settings = _settings(systems, baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs)
     user_groups = evaluate_kwargs.pop("user_groups", None)
+    also: AlsoEvaluated | None = evaluate_kwargs.pop("_also", None)  # the report's curves
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="compare")
     step, inputs = _steps(inputs)
     specs = parse_metrics(metrics, opts.metric_defaults)
     names = list(dict.fromkeys(str(s) for s in specs))
     hib = {str(s): s.definition.higher_is_better for s in specs}
     grouped = inputs if user_groups is None else {**inputs, "user_groups": user_groups}
-    results = _evaluate_runs(runs, truth, specs, opts, grouped, step)
+    results = _evaluate_runs(runs, truth, specs, opts, grouped, step, also)
     per_user = list(dict.fromkeys(str(s) for s in specs if s.definition.kind != "aggregate"))
     on_spark = _on_spark(results)
     settings["resampling"] = _resampling(resampling, on_spark, settings["test"])
@@ -727,6 +728,48 @@ def _settings(
     }
 
 
+@dataclass
+class AlsoEvaluated:
+    """Metrics evaluated in the same pass as a comparison's (the report's curves):
+    ``specs`` asked, ``summaries`` filled with each run's summary of them. Only for
+    metrics that change no count and no note of the comparison's own evaluation
+    (:func:`restricted`); the report checks that (``report.html._one_pass``)."""
+
+    specs: list[MetricSpec]
+    summaries: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def restricted(res: Result, specs: Sequence[MetricSpec]) -> Result:
+    """``res``, an evaluation of ``specs`` and more metrics in one pass, as the
+    evaluation of ``specs`` alone gives it: their summary, per-user values and
+    undefined counts, the groups' values of those metrics (and each group's Result
+    likewise). Counts and notes are kept: the caller evaluates more metrics in one
+    pass only when they change none (same largest cut-off, same item context, no
+    note of their own)."""
+    import dataclasses
+
+    names = list(dict.fromkeys(str(s) for s in specs))
+    per_user = [n for n in res.per_user.columns if n in names]
+    counts = dict(res.counts)
+    if "undefined" in counts:
+        counts["undefined"] = {k: v for k, v in counts["undefined"].items() if k in names}
+    groups = res.groups
+    if groups is not None:
+        groups = groups[[c for c in groups.columns if c in names or c not in res.summary]]
+    inner = res.group_results
+    if inner is not None:
+        inner = {key: restricted(r, specs) for key, r in inner.items()}
+    return dataclasses.replace(
+        res,
+        summary={n: res.summary[n] for n in names},
+        per_user=res.per_user[per_user],  # a copy: the other metrics' values are freed
+        counts=counts,
+        metrics=[s for s in res.metrics if str(s) in names],
+        groups=groups,
+        group_results=inner,
+    )
+
+
 def _evaluate_runs(
     runs: Mapping[str, Any],
     truth: Any,
@@ -734,12 +777,15 @@ def _evaluate_runs(
     opts: EvalOptions,
     inputs: Mapping[str, Any],
     step: Step = silent,
+    also: AlsoEvaluated | None = None,
 ) -> dict[str, Result]:
     """Each run's Result: the one given (evaluated under the same options), or
-    :func:`receval.evaluate` of its lists."""
+    :func:`receval.evaluate` of its lists (with ``also``'s metrics in the same pass,
+    their summaries kept there)."""
     from receval.evaluation.api import evaluate
 
     names = [str(s) for s in specs]
+    extra = [] if also is None else [s for s in also.specs if str(s) not in names]
     shared = _SharedTruth(truth, runs.values(), opts.columns())
     out: dict[str, Result] = {}
     for name, run in runs.items():
@@ -756,7 +802,11 @@ def _evaluate_runs(
         try:
             with step(f"evaluating {name}"):
                 given = shared.for_run(run)
-                out[name] = evaluate(run, given, specs, options=opts, **inputs)
+                res = evaluate(run, given, [*specs, *extra], options=opts, **inputs)
+            if also is not None:
+                also.summaries[name] = res.summary
+                res = restricted(res, specs)
+            out[name] = res
         except InputError as exc:  # say which run: "recommendations of 'b', row 3"
             about_truth = shared.located(exc, run)
             if about_truth is not None:  # a row of the truth read once: its file and line

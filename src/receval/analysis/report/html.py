@@ -19,13 +19,14 @@ import pandas as pd
 
 from receval._progress import silent, steps_of
 from receval._version import __version__
-from receval.analysis.compare import Comparison, compare
+from receval.analysis.compare import AlsoEvaluated, Comparison, compare
 from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
+from receval.io.spark_files import is_spark
 from receval.io.write import atomic_write_text, make_folder
 from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
 
@@ -262,19 +263,23 @@ def report(
                 "groups are drawn: compare(..., user_groups=...))"
             )
         settings["user_groups"] = user_groups
+    train = evaluate_kwargs.get("train")
+    with_catalog = train is not None or evaluate_kwargs.get("catalog") is not None
+    also = _one_pass(runs, metrics, comparison, max_k, with_catalog, opts, inputs)
     with step("comparing the systems"):
-        cmp = _comparison(
-            runs, truth, metrics, comparison, settings, {**evaluate_kwargs, "progress": told}
-        )
+        given = {**evaluate_kwargs, "progress": told}
+        if also is not None:  # the curves' metrics evaluated in the same pass
+            given["_also"] = also
+        cmp = _comparison(runs, truth, metrics, comparison, settings, given)
     specs = parse_metrics(cmp.metrics)
     max_k = _max_k(specs, max_k)
     runs = {s: runs[s] for s in cmp.systems}
-    train = evaluate_kwargs.get("train")
-    with_catalog = train is not None or evaluate_kwargs.get("catalog") is not None
-    with step(f"curves: every system at k = 1..{max_k}"):
-        bases, summaries = _curve_summaries(
-            runs, truth, specs, max_k, with_catalog, cmp, evaluate_kwargs
-        )
+    bases, cspecs = curve_specs(list(specs), max_k, with_catalog)
+    if also is not None:
+        summaries = also.summaries
+    else:
+        with step(f"curves: every system at k = 1..{max_k}"):
+            summaries = _curve_summaries(runs, truth, cspecs, cmp, evaluate_kwargs)
     curves = curves_frame(summaries, bases, max_k)
     popularity = None
     if train is not None:
@@ -372,25 +377,62 @@ def _max_k(specs: Sequence[MetricSpec], max_k: int | None) -> int:
     return max_k
 
 
+def _one_pass(
+    runs: Mapping[str, Any],
+    metrics: Any,
+    comparison: Comparison | None,
+    max_k: int | None,
+    with_catalog: bool,
+    opts: EvalOptions,
+    inputs: Mapping[str, Any],
+) -> AlsoEvaluated | None:
+    """The curves' metrics, to be evaluated in the comparison's own pass, when that
+    changes nothing of the comparison (:func:`receval.analysis.compare.restricted`):
+    no comparison given, every run's lists in this process, the curves' K within the
+    largest cut-off asked (the count of short lists and the items' exposure are taken
+    at the largest cut-off), the same need of item context (train, catalog), and no
+    curve metric that makes a note of its own (a corrected estimate outside its
+    range, an item-group metric). Else None: the curves are a second evaluation."""
+    if comparison is not None or metrics is None:
+        return None
+    if any(is_spark(run) for run in runs.values()):
+        return None
+    specs = parse_metrics(metrics, opts.metric_defaults)
+    cuts = [s.k for s in specs if s.k is not None]
+    if not cuts or (max_k is not None and max_k > max(cuts)):
+        return None
+    _, cspecs = curve_specs(specs, _max_k(specs, max_k), with_catalog)
+    names = {str(s) for s in specs}
+    extra = [s for s in cspecs if str(s) not in names]
+
+    def needs_items(group: Sequence[MetricSpec]) -> bool:  # as evaluate's item context
+        return any(s.definition.needs or s.definition.kind == "aggregate" for s in group)
+
+    if needs_items(specs) != needs_items([*specs, *extra]):
+        return None
+    if any(dict(s.params).get("correction", "none") != "none" for s in extra):
+        return None
+    if any(s.definition.of_item_groups for s in extra):
+        return None
+    return AlsoEvaluated(cspecs)
+
+
 def _curve_summaries(
     runs: Mapping[str, Any],
     truth: Any,
-    specs: Sequence[MetricSpec],
-    max_k: int,
-    with_catalog: bool,
+    cspecs: Sequence[MetricSpec],
     cmp: Comparison,
     evaluate_kwargs: Mapping[str, Any],
-) -> tuple[list[MetricSpec], dict[str, dict[str, float]]]:
+) -> dict[str, dict[str, float]]:
     """Each system evaluated at every cut-off 1..K, under the comparison's parameters."""
     from receval.evaluation.api import evaluate
 
-    bases, cspecs = curve_specs(list(specs), max_k, with_catalog)
     summaries = {}
     for s in cmp.systems:
-        res = evaluate(runs[s], truth, cspecs, **evaluate_kwargs)
+        res = evaluate(runs[s], truth, list(cspecs), **evaluate_kwargs)
         _check_same_parameters(s, cmp.results[s].parameters, res.parameters)
         summaries[s] = res.summary
-    return bases, summaries
+    return summaries
 
 
 def _check_same_parameters(
