@@ -176,10 +176,13 @@ class Moments:
     def of(cls, d: np.ndarray) -> Moments:
         """The moments of an array of finite values."""
         d = np.ascontiguousarray(d, dtype=np.float64)
-        c = d * _SPLIT
-        hi = c - (c - d)
-        lo = d - hi
-        s2 = ExactSum.of(hi * hi) + ExactSum.of(2.0 * hi * lo) + ExactSum.of(lo * lo)
+        # beyond about 1.3e154 the split overflows (the variance is then NaN, as
+        # documented): NumPy's own error state, not the host's warning filters
+        with np.errstate(over="ignore", invalid="ignore"):
+            c = d * _SPLIT
+            hi = c - (c - d)
+            lo = d - hi
+            s2 = ExactSum.of(hi * hi) + ExactSum.of(2.0 * hi * lo) + ExactSum.of(lo * lo)
         return cls(d.size, ExactSum.of(d), s2)
 
     def __add__(self, other: Moments) -> Moments:
