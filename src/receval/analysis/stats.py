@@ -580,6 +580,9 @@ def interval_of(x: np.ndarray, means: np.ndarray, alpha: float, method: str) -> 
         return quantile_interval(means, alpha)
     jack = (x.sum() - x) / (n - 1) if n > 1 else x.copy()
     dev = jack.mean() - jack
+    top = float(np.max(np.abs(dev))) if n else 0.0
+    if top and not 2.0**-300 < top < 2.0**300:  # a is free of scale: a power of 2 is exact
+        dev = np.ldexp(dev, -math.frexp(top)[1])  # (else the cube overflows, or underflows to 0)
     den = float(np.sum(dev**2)) ** 1.5
     acc = float(np.sum(dev**3)) / (6.0 * den) if den > 0 else 0.0
     # resampled means equal to θ̂ in exact arithmetic count as equal: a
