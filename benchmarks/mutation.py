@@ -45,7 +45,18 @@ ROOT = Path(__file__).resolve().parent.parent
 # only those of them that call the mutated function)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "ids": ("src/receval/ids.py", ["tests/test_ids.py", "tests/test_pinned.py"]),
-    "stats": ("src/receval/analysis/stats.py", ["tests/test_stats.py", "tests/test_resampling.py"]),
+    "stats": (
+        "src/receval/analysis/stats.py",
+        [
+            "tests/test_stats.py",
+            "tests/test_resampling.py",
+            "tests/test_mutants_stats_tests.py",
+            "tests/test_mutants_stats_multi.py",
+            "tests/test_mutants_stats_power.py",
+            "tests/test_mutants_stats_resampling.py",
+            "tests/test_mutants_stats_bootstrap.py",
+        ],
+    ),
     "conventions": (
         "src/receval/evaluation/conventions.py",
         [

@@ -390,7 +390,8 @@ def test_stats_edges_seed_5() -> None:
     - the power of a test of no effect is its level α (t_test_power mutant 21
       subtracted the lower tail);
     - Holm's adjustment of integer p-values 0 and 1 (adjust_pvalues mutant 9,
-      the integers kept as such, is equivalent: every later step makes floats);
+      the integers kept as such, makes floats here; it is killed with
+      ``correction="none"`` and ``None`` entries in test_mutants_stats_tests.py);
     - randomization_test's default seed is 0 (mutant 2: 1);
     - Power keeps α when the users cap is reached (power mutant 137)."""
     from scipy import stats as sps
