@@ -150,3 +150,16 @@ def test_one_pass_page_is_the_two_pass_page(
     apart = receval.report(runs, truth, comparison=cmp, max_k=max_k, **kwargs)
     assert page.html == apart.html
     pd.testing.assert_frame_equal(page.curves, apart.curves, check_exact=True)
+
+
+def test_restricted_keeps_no_other_metric_alive() -> None:
+    """The comparison's Result holds its own values, not a view of the block of every
+    metric evaluated in the pass (pandas' copy on write shares it on a selection of
+    columns): the curves' values are freed once their summaries are taken."""
+    recs, truth, _ = _data(0, "int")
+    specs = parse_metrics(["ndcg@10", "recall@5"])
+    _, cspecs = curve_specs(specs, 10, False)
+    both = receval.evaluate(recs, truth, [*specs, *[s for s in cspecs if s not in specs]])
+    mine = restricted(both, specs)
+    for column in mine.per_user.columns:
+        assert not np.shares_memory(mine.per_user[column].to_numpy(), both.per_user.to_numpy())

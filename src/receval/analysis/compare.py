@@ -762,7 +762,9 @@ def restricted(res: Result, specs: Sequence[MetricSpec]) -> Result:
     return dataclasses.replace(
         res,
         summary={n: res.summary[n] for n in names},
-        per_user=res.per_user[per_user],  # a copy: the other metrics' values are freed
+        # a copy of its own: a selection of columns shares the block of every metric
+        # (pandas' copy on write), which would keep the other metrics' values alive
+        per_user=res.per_user[per_user].copy(),
         counts=counts,
         metrics=[s for s in res.metrics if str(s) in names],
         groups=groups,
