@@ -222,7 +222,7 @@ sys.exit(command_line())
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-@pytest.mark.parametrize("module", ["numpy", "pandas", "typer"])
+@pytest.mark.parametrize("module", ["numpy", "pyarrow", "typer"])
 def test_signal_while_the_command_starts(sig: signal.Signals, module: str) -> None:
     """Ctrl-C or SIGTERM while the command is still loading its dependencies
     exits like later: the code, one line, no traceback."""

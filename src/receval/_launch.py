@@ -1,7 +1,7 @@
 """The ``receval`` command's entry point (the console script and ``python -m receval``).
 
 It imports the command line only once it holds the signals, so that Ctrl-C or
-SIGTERM while the command is still starting (loading NumPy, pandas, Arrow,
+SIGTERM while the command is still starting (loading NumPy, Arrow,
 typer) exits as it does later: 130 or 143, one line on stderr, no traceback.
 ``import receval`` loads almost nothing (its public names load on first use),
 so the window before this runs is Python's own start-up.

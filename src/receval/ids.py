@@ -67,6 +67,10 @@ __all__ = [
     "INT",
     "NUMBER_LITERAL",
     "STR",
+    "arrow_bools",
+    "arrow_floats",
+    "arrow_ints",
+    "arrow_strings",
     "as_str",
     "canonical",
     "canonical_value",
@@ -74,6 +78,7 @@ __all__ = [
     "distinct",
     "from_text",
     "kind",
+    "numbers",
     "order_of",
     "text_value",
     "unify",
@@ -254,9 +259,9 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return from_text(col, role, source)
     if pa.types.is_integer(typ):
-        return _from_numpy(col.to_numpy(), role, source)
+        return _from_numpy(numbers(col), role, source)
     if pa.types.is_floating(typ):
-        return _from_floats(col.to_numpy().astype(np.float64, copy=False), role, source)
+        return _from_floats(numbers(col).astype(np.float64, copy=False), role, source)
     if pa.types.is_boolean(typ):
         return _from_numpy(col.to_numpy(zero_copy_only=False), role, source)
     return _from_values(col.to_pylist(), role, source)
@@ -313,6 +318,89 @@ def canonical(
     return as_str(out) if kind == STR else out
 
 
+#: Arrow's fixed-width number types, by the NumPy type of their values
+_NUMBER_TYPES = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint8(): np.uint8,
+    pa.uint16(): np.uint16,
+    pa.uint32(): np.uint32,
+    pa.uint64(): np.uint64,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
+}
+
+
+def arrow_ints(values: np.ndarray) -> pa.Array:
+    """Integers as an int64 Arrow array (no copy when they are int64 already),
+    made without ``pa.array``: that asks pyarrow's pandas shim whether the
+    values are pandas', which loads pandas (0.4 s) into a process that needs
+    none (issue #33)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def arrow_floats(values: np.ndarray) -> pa.Array:
+    """Numbers as a float64 Arrow array, without ``pa.array`` (:func:`arrow_ints`)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(values), [None, pa.py_buffer(values)])
+
+
+def arrow_strings(values: list[str]) -> pa.Array:
+    """Python strings as an Arrow string array, built from its buffers (UTF-8
+    bytes and their offsets) without ``pa.array`` (:func:`arrow_ints`); by
+    ``pa.array`` where that cannot be done (text that is no UTF-8, more than
+    2 GiB of it)."""
+    try:
+        encoded = [v.encode("utf-8") for v in values]
+    except UnicodeEncodeError:
+        return pa.array(values, pa.string())
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return pa.array(values, pa.string())
+    bounds = pa.py_buffer(offsets.astype(np.int32))
+    return pa.StringArray.from_buffers(len(encoded), bounds, pa.py_buffer(b"".join(encoded)))
+
+
+def arrow_bools(values: np.ndarray) -> pa.Array:
+    """Booleans as an Arrow boolean array, without ``pa.array`` (:func:`arrow_ints`)."""
+    bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
+def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``values.to_numpy()``: a read-only view of the buffer of an array (or
+    of a chunked array's one chunk), else a copy. A number column with no
+    nulls is read here from its buffer, because pyarrow's own conversions
+    (``to_numpy``, ``pa.array``) load pandas on first use (its pandas shim:
+    0.4 s), which a process that reads numbers never needs (issue #33); any
+    other column is pyarrow's.
+
+    Example:
+        >>> numbers(pa.chunked_array([[1, 2], [3]])).tolist()
+        [1, 2, 3]
+    """
+    if isinstance(values, pa.ChunkedArray):
+        if values.null_count or values.type not in _NUMBER_TYPES:
+            return values.to_numpy()
+        if values.num_chunks == 1:
+            return numbers(values.chunk(0))
+        dtype = _NUMBER_TYPES[values.type]
+        return np.concatenate([numbers(c) for c in values.chunks] or [np.empty(0, dtype)])
+    if values.null_count or values.type not in _NUMBER_TYPES:
+        return values.to_numpy(zero_copy_only=False)
+    dtype = np.dtype(_NUMBER_TYPES[values.type])
+    data = values.buffers()[1]
+    if data is None:
+        return np.empty(0, dtype)
+    out = np.frombuffer(data, dtype, count=len(values), offset=values.offset * dtype.itemsize)
+    out.flags.writeable = False  # Arrow's memory, as pyarrow's view
+    return out
+
+
 def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:
     """Ids read from untyped text (a CSV column read as strings): int64 when
     every value is an integer literal (or a whole decimal literal), else
@@ -332,7 +420,7 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
     n = len(values)
     short = pc.match_substring_regex(values, _SHORT_INT_LITERAL)
     if pc.all(short).as_py() is not False:
-        return values.cast(pa.int64()).to_numpy() if n else np.empty(0, np.int64)
+        return numbers(values.cast(pa.int64())) if n else np.empty(0, np.int64)
     text = values.to_numpy(zero_copy_only=False).astype(object)
     if not pc.any(pc.match_substring_regex(values, _NUMBER_LITERAL)).as_py():
         return text  # no value is a number: all text, as written

@@ -11,9 +11,11 @@ import csv
 import io
 import math
 import re
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "fmt_p",
@@ -144,6 +146,8 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` for a spreadsheet-bound CSV: :func:`spreadsheet_cell`
     applied to every text cell, index label and column name; numeric columns
     are left untouched (a negative number stays a number)."""
+    import pandas as pd
+
     out = frame.copy()
     for col in out.columns:
         if out[col].dtype == object or isinstance(out[col].dtype, pd.StringDtype):
@@ -177,4 +181,6 @@ def spreadsheet_csv(frame: pd.DataFrame, index: bool = True) -> str:
 
 
 def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    pd = sys.modules.get("pandas")  # no pd.NA without pandas loaded
+    na = pd is not None and value is pd.NA
+    return value is None or na or (isinstance(value, float) and math.isnan(value))

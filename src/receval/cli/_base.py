@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import re
 import sys
-from enum import StrEnum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, get_args, get_origin
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from receval.analysis.formatting import visible
 
 
 def _flags_as_flags(params: list[Any]) -> list[Any]:
-    """Boolean flags shown in ``--help`` as flags, with no ``<bool>`` value."""
+    """Boolean flags shown in ``--help`` as flags, with no ``<bool>`` value;
+    plain values coerced without pydantic (:func:`_plain_coercion`)."""
+    _plain_coercion(params)
     for p in params:
         if getattr(p, "is_flag", False) and not getattr(p, "count", False):
             p.metavar = ""
     return params
+
+
+#: rich's markup tags (rich.markup.escape's pattern): a ``[`` opening one is escaped
+_MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def escape(markup: str) -> str:
+    """``rich.markup.escape``, without loading rich (issue #33): each ``[``
+    that would open a markup tag backslash-escaped (and the backslashes before
+    it doubled), and a lone backslash at the end doubled."""
+    markup = _MARKUP_TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", markup)
+    if markup.endswith("\\") and not markup.endswith("\\\\"):
+        return markup + "\\"
+    return markup
 
 
 def _help_as_written(command: Any) -> None:
@@ -36,9 +52,92 @@ def _help_as_written(command: Any) -> None:
             param.help = escape(param.help)
 
 
+#: what :func:`_plain_value` cannot coerce: typer's own coercion does
+_TYPERS = object()
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+class _PlainValues:
+    """The coercion of one parameter's values where they are plain (issue #33):
+    typer (0.2x) coerces every value, an unset flag's None included, through a
+    pydantic ``TypeAdapter`` it builds on first use, which loads pydantic
+    (0.1–0.2 s) on every command. A value that is None, text, a flag, digits or
+    a choice spelled as one is coerced here as typer's adapter coerces it;
+    any other value (a path, a number in another spelling, a bad choice) goes
+    to typer's own coercion, so what it accepts and what its errors say stay
+    typer's."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        found = _plain_value(value, param.type_descriptor, multi, ctx)
+        if found is not _TYPERS:
+            return found
+        param._runtime_param = None  # typer's own coercion, from here on
+        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def _plain_value(value: Any, desc: Any, multi: bool, ctx: Any) -> Any:
+    """``value`` coerced as typer's adapter for ``desc`` (its type descriptor)
+    would, where that is plain; else :data:`_TYPERS`."""
+    info, annotation = desc.parameter_info, desc.annotation
+    if info.parser is not None or desc.file_annotation is not None or info.min is not None:
+        return _TYPERS
+    if info.max is not None:
+        return _TYPERS
+    if multi:
+        texts = get_origin(annotation) is list and get_args(annotation) == (str,)
+        if texts and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
+            return list(value)
+        return _TYPERS
+    if annotation is str and type(value) is str:
+        return value
+    if annotation is bool and isinstance(value, bool):
+        return value
+    if type(value) is str and annotation in (int, float):
+        if (_DIGITS if annotation is int else _DECIMAL).fullmatch(value):
+            return annotation(value)
+        return _TYPERS
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return _choice(value, annotation, info.case_sensitive, ctx)
+    return _TYPERS
+
+
+def _choice(value: Any, choices: type[Enum], case_sensitive: bool, ctx: Any) -> Any:
+    """A choice's member, matched as typer matches it (the member's value as
+    text, the context's token normalisation, case folded unless case
+    sensitive); :data:`_TYPERS` for no match (typer words the error)."""
+    if isinstance(value, choices):
+        return value
+    if type(value) is not str:
+        return _TYPERS
+
+    def normal(text: str) -> str:
+        if ctx is not None and ctx.token_normalize_func is not None:
+            text = ctx.token_normalize_func(text)
+        return text if case_sensitive else text.casefold()
+
+    wanted = normal(value)
+    for member in choices:
+        if normal(str(member.value)) == wanted:
+            return member
+    return _TYPERS
+
+
+def _plain_coercion(params: list[Any]) -> None:
+    """Each typer parameter's values coerced by :class:`_PlainValues` where
+    plain (a parameter of another typer, with no such hook, is left alone)."""
+    for p in params:
+        if hasattr(p, "type_descriptor") and getattr(p, "_runtime_param", 0) is None:
+            p._runtime_param = _PlainValues()
+
+
 class _Command(TyperCommand):
-    """A command whose ``--help`` shows boolean flags as flags, and its help
-    texts as written (:func:`_help_as_written`)."""
+    """A command whose ``--help`` shows boolean flags as flags, its help
+    texts as written (:func:`_help_as_written`), and its plain values coerced
+    without pydantic (:class:`_PlainValues`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -70,20 +169,57 @@ app = typer.Typer(
 )
 
 
-class _Out(Console):
-    """The console of stdout: a closed pipe (``receval demo | head``) ends the output
-    quietly (:func:`stdout_closed`) instead of rich's ``SystemExit(1)``, which would
-    stop the command half way through writing its files."""
+@functools.cache
+def _consoles() -> tuple[Any, Any]:
+    """The consoles of stderr and stdout, made (and rich loaded) when first
+    printed to: a command whose output is JSON or CSV loads no rich (issue #33).
+    No markup, emoji codes or highlighting: what they print is text, never
+    read as markup."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        stdout_closed()  # not ``quiet``: a host calling main() again gets its output
-        with contextlib.suppress(AttributeError):
-            del self._buffer[:]  # what could not be written is dropped, not sent again
+    class _Out(Console):
+        """The console of stdout: a closed pipe (``receval demo | head``) ends the
+        output quietly (:func:`stdout_closed`) instead of rich's ``SystemExit(1)``,
+        which would stop the command half way through writing its files."""
+
+        def on_broken_pipe(self) -> None:
+            stdout_closed()  # not ``quiet``: a host calling main() again gets its output
+            with contextlib.suppress(AttributeError):
+                del self._buffer[:]  # what could not be written is dropped, not sent again
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+    out = _Out(highlight=False, soft_wrap=True, markup=False, emoji=False)
+    return err, out
 
 
-# no markup, emoji codes or highlighting: what they print is text, never read as markup
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
-out = _Out(highlight=False, soft_wrap=True, markup=False, emoji=False)
+def err_console() -> Any:
+    """The rich console of stderr (:func:`_consoles`)."""
+    return _consoles()[0]
+
+
+def out_console() -> Any:
+    """The rich console of stdout (:func:`_consoles`)."""
+    return _consoles()[1]
+
+
+def stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal, as the console of stderr sees it; a
+    stderr that is no tty, with none of the variables that make rich say
+    otherwise, is answered without loading rich."""
+    forced = ("FORCE_TERMINAL", "TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE")
+    with contextlib.suppress(ValueError, AttributeError):
+        if not sys.stderr.isatty() and not any(v in os.environ for v in forced):
+            return False
+    return bool(err_console().is_terminal)
+
+
+def __getattr__(name: str) -> Any:
+    """``err`` and ``out``: the consoles, made on first use (:func:`_consoles`)."""
+    if name in ("err", "out"):
+        return _consoles()[0 if name == "err" else 1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 command = functools.partial(app.command, cls=_Command)
 
 
@@ -93,7 +229,7 @@ command = functools.partial(app.command, cls=_Command)
 def note_line(text: str) -> None:
     """One line on stderr (a note, a file read or written): never read as
     markup, its control characters written as escapes."""
-    err.print(visible(text), markup=False, emoji=False)
+    err_console().print(visible(text), markup=False, emoji=False)
 
 
 def fail(text: str) -> None:
@@ -108,7 +244,7 @@ def show_out(text: str, output: Output | None = None) -> None:
     byte: data whose ids stay exact when redirected to a file."""
     try:
         if output is None or output is Output.table:
-            out.print(visible(text, lines=True), markup=False, emoji=False)
+            out_console().print(visible(text, lines=True), markup=False, emoji=False)
             return
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -122,8 +258,6 @@ def stdout_closed() -> None:
     (or, interrupted, absent); its exit code is what it would have been. Stdout is
     pointed at the null device, so no later write (nor the interpreter's last flush)
     meets the closed pipe again."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:

@@ -57,7 +57,7 @@ from receval.cli.inputs import (
     seen_in,
     status,
     without_seen,
-    write_per_user,
+    write_result_per_user,
 )
 from receval.errors import (
     InputError,
@@ -162,7 +162,7 @@ def evaluate(
     if mlflow and not no_mlflow_report:
         page = _result_report(result, (recs, truth), inputs, options, quiet)
     if per_user is not None and per_user_format is not None:
-        write_per_user(result.per_user.reset_index(), per_user, per_user_format)
+        write_result_per_user(result, per_user, per_user_format)
     show_out(render(result, shown_as), shown_as)  # printed before logging, which may fail
     tracking.log(result, quiet, page)
 

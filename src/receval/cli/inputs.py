@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from receval.analysis.formatting import visible
-from receval.cli._base import Engine, Format, Output, err, note_line
+from receval.cli._base import Engine, Format, Output, err_console, note_line, stderr_is_terminal
 from receval.errors import (
     InputError,
     OutputError,
@@ -32,7 +32,7 @@ def status(message: str, quiet: bool) -> Iterator[None]:
     if quiet or not sys.stderr.isatty():
         yield
         return
-    with err.status(visible(message)):
+    with err_console().status(visible(message)):
         yield
 
 
@@ -42,13 +42,13 @@ def progress_bar(reading: str, quiet: bool) -> Iterator[Any]:
     many recommendation rows it has evaluated (the inputs are read by the
     library: their rows are counted as they go). Silent off a terminal or
     with --quiet."""
-    if quiet or not err.is_terminal:
+    if quiet or not stderr_is_terminal():
         yield None
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
+    with Progress(*columns, console=err_console(), transient=True) as bar:
         task = bar.add_task(visible(reading), total=None)
         yield lambda done: bar.update(task, description=f"evaluating: {done:,} rows")
 
@@ -92,6 +92,57 @@ def per_user_suffix_format(path: str, engine: Engine) -> str:
         )
     what = "the per-user table is CSV or Parquet, as its suffix says"
     return suffix_format("per_user", path, PER_USER_FORMATS, what)
+
+
+def write_result_per_user(result: Any, path: Path, fmt: str) -> None:
+    """``--per-user`` of an in-process result: its CSV written from the NumPy
+    values, without pandas, where pandas would write the same bytes
+    (:func:`_csv_columns`); else its ``per_user`` frame by :func:`write_per_user`."""
+    from receval.evaluation.result import pending_per_user
+
+    values = pending_per_user(result) if fmt == "csv" else None
+    columns = None if values is None else _csv_columns(values)
+    if values is None or columns is None:
+        write_per_user(result.per_user.reset_index(), path, fmt)
+        return
+    header = ["user", *values.names]
+    _write_atomic(path, lambda p: _write_csv(p, header, columns))
+
+
+def _csv_columns(values: Any) -> list[list[Any]] | None:
+    """The cells of the per-user CSV, column by column, as
+    ``frame.to_csv(index=False, na_rep="NaN")`` writes them (float64 values
+    and integer ids as NumPy's text, NaN as ``NaN``); None where
+    :func:`_per_user_csv` would write otherwise (text ids holding a carriage
+    return, other dtypes): pandas writes those."""
+    import numpy as np
+
+    ids, table = values.user_ids, values.values
+    if ids.dtype.kind == "i":
+        users = ids.astype(str).tolist()
+    elif ids.dtype == object and all(type(u) is str and "\r" not in u for u in ids):
+        users = list(ids)
+    else:
+        return None
+    if table.dtype != np.float64:
+        return None
+    columns = [users]
+    for row in table:
+        text = row.astype(str).astype(object)
+        text[np.isnan(row)] = "NaN"
+        columns.append(text.tolist())
+    return columns
+
+
+def _write_csv(path: Path, header: list[str], columns: list[list[Any]]) -> None:
+    """A CSV file as pandas' ``to_csv`` opens and writes it: UTF-8, ``\n``
+    (the system's line separator) after each record, fields quoted as needed."""
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator=os.linesep)
+        writer.writerow(header)
+        writer.writerows(zip(*columns, strict=True))
 
 
 def write_per_user(frame: Any, path: Path, fmt: str) -> None:
@@ -452,7 +503,9 @@ def render(result: Any, output: Output) -> str:
     if output is Output.latex:
         return result.to_latex()
     if output is Output.csv:
-        return result.to_frame().to_csv()
+        from receval.evaluation.result import Result, means_csv
+
+        return means_csv(result) if isinstance(result, Result) else result.to_frame().to_csv()
     return str(result)
 
 

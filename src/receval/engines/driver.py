@@ -19,10 +19,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from receval import _malloc
 from receval._accel import NATIVE as _native
@@ -36,6 +35,9 @@ from receval.metrics.kernels.beyond import Exposure
 from receval.metrics.kernels.groups import GroupCounts, GroupTally, exposure_shares
 from receval.metrics.spec import MetricSpec
 from receval.records import Pair, TruthData, subset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Combiner", "Outcome", "Part", "Plan", "evaluate_pair", "evaluated"]
 
@@ -116,6 +118,8 @@ def _cell_rows(users: np.ndarray, cells: UserCells) -> dict[int, np.ndarray]:
     of the distinct users, then one per row)."""
     if not len(users):
         return {}
+    import pandas as pd
+
     codes, uniq = pd.factorize(users)
     row_code = cells.codes(np.asarray(uniq, dtype=users.dtype))[codes]
     return {int(c): np.flatnonzero(row_code == c) for c in distinct(row_code)}
@@ -209,6 +213,8 @@ class _ExposureCounter:
             self.parts[k].append(series)
 
     def exposure(self, k: int | None, items: ItemContext | None) -> Exposure:
+        import pandas as pd
+
         parts = [s for s in self.parts[k] if len(s)]
         total = pd.concat(parts).groupby(level=0, sort=True).sum() if parts else pd.Series()
         ids = np.asarray(total.index)
@@ -681,6 +687,8 @@ def _count_items(
     """Item counts in the top-k lists of the users evaluated, per cut-off."""
     if p.rec_item_ids is None:
         return {}
+    import pandas as pd
+
     counted = evaluated[p.rec_user]
     out = {}
     for k in ks:
@@ -830,6 +838,8 @@ class Combiner:
         """``Result.item_groups``: per item group, its items, its share of the
         catalog, its exposure at the largest cut-off, and the value within the
         group of each aggregate metric that has one (``per_item_group``)."""
+        import pandas as pd
+
         items = self.plan.items
         assert items is not None and items.groups is not None
         groups = items.groups

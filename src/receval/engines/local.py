@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from receval.engines import numpy_engine
 from receval.engines.base import Engine, register
@@ -171,6 +170,8 @@ class _TruthIndex:
 
     def _codes(self, users: np.ndarray) -> np.ndarray:
         if self.uniq.dtype == object or users.dtype == object:
+            import pandas as pd
+
             return np.asarray(pd.Index(self.uniq).get_indexer(users), dtype=np.int64)
         pos = np.searchsorted(self.uniq, users)
         pos[pos == len(self.uniq)] = 0
@@ -219,7 +220,11 @@ def _empty_recs(like: RecsData) -> RecsData:
 
 def _distinct(users: np.ndarray) -> np.ndarray:
     found = None if users.dtype == object else runs(users)
-    return found[0] if found is not None else np.asarray(pd.unique(users))
+    if found is not None:
+        return found[0]
+    import pandas as pd
+
+    return np.asarray(pd.unique(users))
 
 
 def _distinct_users(recs: RecsData) -> np.ndarray:

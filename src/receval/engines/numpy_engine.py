@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, option
@@ -122,6 +121,13 @@ def _positions(p: Prepared) -> np.ndarray:
     return p.rec_pos
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values in order of appearance (pandas' ``unique``: one hash pass)."""
+    import pandas as pd
+
+    return pd.unique(values)
+
+
 def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
@@ -131,6 +137,8 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     if any(p.dtype == object for p in parts):
         # one hash pass over every id (pandas' factorize), then the few distinct
         # ids sorted and the codes renumbered in that order
+        import pandas as pd
+
         both = np.concatenate(parts) if len(parts) > 1 else parts[0]
         first, found = pd.factorize(both)
         found = np.asarray(found, dtype=object)
@@ -141,7 +149,7 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
         bounds = np.cumsum([0] + [len(p) for p in parts])
         return [codes[bounds[i] : bounds[i + 1]] for i in range(len(parts))], found[order]
     runs = [sorted_runs(p) for p in parts]
-    candidates = [r[0] if r is not None else pd.unique(p) for p, r in zip(parts, runs, strict=True)]
+    candidates = [r[0] if r is not None else _unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
     for p, r in zip(parts, runs, strict=True):
@@ -576,6 +584,8 @@ def _distinct_judged(
     tu: np.ndarray, ti: np.ndarray, grades: np.ndarray, n_users: int
 ) -> np.ndarray:
     """Per user, the distinct items judged (a pair twice: its largest grade)."""
+    import pandas as pd
+
     frame = pd.DataFrame({"u": tu, "i": ti, "g": grades}).groupby(["u", "i"])["g"].max()
     users = frame.index.get_level_values(0).to_numpy()
     return np.bincount(users[frame.to_numpy() >= 0], minlength=n_users)

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from receval._progress import rows_to_stderr
 from receval.engines import driver, engine_for
@@ -555,6 +554,8 @@ def score(
             raise ReceValError(
                 f"scores has {len(scores)} values but ranked has {len(ranked)} items"
             )
+        import pandas as pd
+
         recs = pd.DataFrame({"user": user, "item": list(ranked), "score": list(scores)})
     res = evaluate(recs, truth, specs, threshold=threshold)
     return float(res.per_user.iloc[0, 0])

@@ -8,14 +8,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
 from receval.evaluation.groups import item_group_notes
 from receval.evaluation.options import EvalOptions
-from receval.evaluation.result import Result
+from receval.evaluation.result import PerUserValues, Result
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.corrected import range_notes
 from receval.metrics.spec import MetricSpec
@@ -53,8 +51,7 @@ def result_of(
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
     notes = list(out.notes) + _warnings(counts, opts.ties) + range_notes(summary, specs)
 
-    index = pd.Index(out.user_ids, name="user")
-    per_user = pd.DataFrame(values.T, index=index, columns=names, copy=False)
+    per_user = PerUserValues(out.user_ids, values, names)  # a frame on first read
     parameters: dict[str, Any] = {
         **opts.to_dict(),
         "order": order or "score descending, then " + TIES[opts.ties],
@@ -66,7 +63,7 @@ def result_of(
         parameters["training_users"] = items.n_train_users
     res = Result(
         summary=summary,
-        per_user=per_user,
+        per_user=per_user,  # type: ignore[arg-type]
         counts=counts,
         parameters=parameters,
         metrics=list(specs),

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from receval.engines.driver import UserCells
 from receval.errors import InputError, NoSharedUser, ReceValError, option
@@ -42,6 +41,9 @@ from receval.ids import canonical, distinct, distinct_sorted
 from receval.io.inputs import is_path, opened
 from receval.metrics.context import positions
 from receval.records import Columns, RecsData, TruthData, subset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ACTIVITY_EDGES",
@@ -87,6 +89,8 @@ def groupings_of(
 ) -> list[Grouping]:
     """The groupings of ``user_groups`` (see the module docstring), checked:
     a user in two groups of one grouping is an error naming the user."""
+    import pandas as pd
+
     if isinstance(user_groups, str) and user_groups in BUILT_IN:
         return [_built_in(user_groups, train, cols)]
     if isinstance(user_groups, Mapping):
@@ -113,6 +117,8 @@ def groupings_of(
 
 
 def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
+    import pandas as pd
+
     names = [c for c in frame.columns if c != "user"]
     if not names:
         raise InputError(
@@ -159,6 +165,8 @@ def _sorted_grouping(
     """A grouping of number ids already sorted (tables usually are), in one
     pass: the same as the general path, or None when it does not apply (text
     ids, unsorted ids, a user in two groups: the general path says which)."""
+    import pandas as pd
+
     u = users[has]
     if u.dtype == object or not bool(np.all(u[1:] >= u[:-1])):
         return None
@@ -177,6 +185,8 @@ def _sorted_grouping(
 
 
 def _built_in(name: str, train: Any, cols: Columns) -> Grouping:
+    import pandas as pd
+
     if train is None:
         raise ReceValError(
             f"{option('user_groups', name)} groups users by their training data: "
@@ -360,6 +370,8 @@ def _frame(
 ) -> pd.DataFrame:
     """One row per (grouping, group): every metric asked (a column even when no
     group has an evaluated user) and the users evaluated."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=[*metrics, "users"])
     frame.index = pd.MultiIndex.from_tuples(index, names=["grouping", "group"])
     frame["users"] = frame["users"].astype(np.int64)

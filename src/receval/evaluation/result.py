@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from receval.metrics.spec import MetricSpec
 
-__all__ = ["Result", "markdown_escape"]
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+__all__ = ["PerUserValues", "Result", "markdown_escape", "means_csv", "pending_per_user"]
 
 
 _LATEX = {
@@ -129,13 +132,23 @@ class Result:
         """One row per metric: its mean and the number of users it averages
         (the users evaluated but those whose value is undefined; aggregate
         metrics: the users evaluated)."""
-        undefined = self.counts.get("undefined", {})
-        evaluated = int(self.counts["users_evaluated"])
-        users = [evaluated - int(undefined.get(str(m), 0)) for m in self.metrics]
+        import pandas as pd
+
         return pd.DataFrame(
-            {"mean": [self.summary[str(m)] for m in self.metrics], "users": users},
+            {"mean": [self.summary[str(m)] for m in self.metrics], "users": self._users()},
             index=pd.Index([str(m) for m in self.metrics], name="metric"),
         )
+
+    def _users(self) -> list[int]:
+        """The number of users each metric's mean averages (:meth:`to_frame`'s ``users``)."""
+        undefined = self.counts.get("undefined", {})
+        evaluated = int(self.counts["users_evaluated"])
+        return [evaluated - int(undefined.get(str(m), 0)) for m in self.metrics]
+
+    def _means(self) -> list[float]:
+        """Each metric's mean as :meth:`to_frame`'s ``mean`` column holds it (float64)."""
+        values = [self.summary[str(m)] for m in self.metrics]
+        return [math.nan if v is None else float(v) for v in values]
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON-ready form: metrics, counts, parameters, notes, version;
@@ -260,10 +273,10 @@ class Result:
         return log_result_wandb([("", payload)], files, run, prefix=prefix, step=step)
 
     def _rows(self, digits: int) -> list[tuple[str, str, str]]:
-        frame = self.to_frame()
+        names = [str(m) for m in self.metrics]
         return [
             (name, "nan" if math.isnan(v) else f"{v:.{digits}f}", str(n))
-            for name, v, n in zip(frame.index, frame["mean"], frame["users"], strict=True)
+            for name, v, n in zip(names, self._means(), self._users(), strict=True)
         ]
 
     def to_markdown(self, digits: int = 4) -> str:
@@ -323,6 +336,29 @@ class Result:
         return f"Result({self.summary!r})"
 
 
+def means_csv(result: Result) -> str:
+    """``result.to_frame().to_csv()`` (``metric,mean,users``), the same bytes,
+    written without pandas where the frame would be :class:`Result`'s own with
+    a float64 ``mean`` column (every mean a float); else by pandas."""
+    import csv
+    import io
+
+    import numpy as np
+
+    floats = all(isinstance(result.summary[str(m)], float) for m in result.metrics)
+    if type(result).to_frame is not Result.to_frame or not floats:
+        return result.to_frame().to_csv()
+    means = np.array(result._means(), dtype=np.float64)
+    shown = means.astype(str)  # pandas' own text of a float64 column
+    shown[np.isnan(means)] = ""  # its na_rep
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=os.linesep)
+    writer.writerow(["metric", "mean", "users"])
+    for m, v, n in zip(result.metrics, shown, result._users(), strict=True):
+        writer.writerow([str(m), str(v), n])
+    return buffer.getvalue()
+
+
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One record per row of a table indexed by (grouping, group)."""
     return [
@@ -331,15 +367,46 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class PerUserValues:
+    """The per-user values of an in-process evaluation before they are a
+    DataFrame: ``values`` (one row per per-user metric, one column per user),
+    ``user_ids`` (sorted), ``names`` (the metrics). :attr:`Result.per_user`
+    builds its frame from them on first read, so that an evaluation whose
+    per-user values nobody reads never loads pandas (issue #33)."""
+
+    user_ids: np.ndarray
+    values: np.ndarray
+    names: list[str]
+
+    def frame(self) -> pd.DataFrame:
+        """The ``per_user`` frame: indexed by ``user``, one column per metric."""
+        import pandas as pd
+
+        index = pd.Index(self.user_ids, name="user")
+        return pd.DataFrame(self.values.T, index=index, columns=self.names, copy=False)
+
+
+def pending_per_user(result: Result) -> PerUserValues | None:
+    """The per-user values of ``result`` while its ``per_user`` frame is not
+    built yet (a writer that needs no pandas reads them); None once it is, or
+    for a result made with a frame."""
+    values = result.__dict__.get("_per_user")
+    return values if isinstance(values, PerUserValues) else None
+
+
 def _per_user(self: Result) -> pd.DataFrame:
     frame = self.__dict__.get("_per_user")
+    if isinstance(frame, PerUserValues):  # built on first read
+        frame = frame.frame()
+        self.__dict__["_per_user"] = frame
     if frame is None and self.per_user_spark is not None:  # collected on first use
         frame = _collected(self.per_user_spark)
         self.__dict__["_per_user"] = frame
     return frame
 
 
-def _set_per_user(self: Result, frame: pd.DataFrame | None) -> None:
+def _set_per_user(self: Result, frame: pd.DataFrame | PerUserValues | None) -> None:
     self.__dict__["_per_user"] = frame
 
 
@@ -351,6 +418,7 @@ def _collected(df: Any) -> pd.DataFrame:
     return frame
 
 
-# ``per_user`` of a Spark result is collected when first read (the dataclass
-# field stays: ``Result(summary, per_user, ...)`` sets it)
+# ``per_user`` of a Spark result is collected when first read, that of an
+# in-process one built when first read (the dataclass field stays:
+# ``Result(summary, per_user, ...)`` sets it)
 Result.per_user = property(_per_user, _set_per_user)  # type: ignore[assignment,method-assign]

@@ -21,11 +21,11 @@ Example:
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,6 +42,7 @@ __all__ = [
     "TRAIN",
     "TRUTH",
     "USER_GROUPS",
+    "is_frame",
     "is_table",
     "normalise",
     "resolve",
@@ -171,11 +172,20 @@ def resolve(
     return out
 
 
+def is_frame(obj: Any, kind: str = "DataFrame") -> bool:
+    """Whether ``obj`` is a pandas ``DataFrame`` (or the pandas class ``kind``),
+    told without loading pandas: an object of pandas means pandas is loaded."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, getattr(pd, kind))
+
+
 def is_table(obj: Any) -> bool:
     """Whether ``obj`` is a pandas, polars or pyarrow table."""
     mod = type(obj).__module__
-    return isinstance(obj, (pd.DataFrame, pa.Table, pa.RecordBatch)) or (
-        mod.startswith("polars") and hasattr(obj, "to_arrow") and hasattr(obj, "columns")
+    return (
+        is_frame(obj)
+        or isinstance(obj, (pa.Table, pa.RecordBatch))
+        or (mod.startswith("polars") and hasattr(obj, "to_arrow") and hasattr(obj, "columns"))
     )
 
 
@@ -204,7 +214,7 @@ def to_arrow(
         obj = pa.Table.from_batches([obj])
     if isinstance(obj, pa.Table):
         return obj if columns is None else obj.select(list(columns))
-    if isinstance(obj, pd.DataFrame):
+    if is_frame(obj):
         frame = obj.reset_index(drop=True)
         frame.columns = [str(c) for c in frame.columns]
         if columns is not None:

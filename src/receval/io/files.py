@@ -45,7 +45,15 @@ import pyarrow.compute as pc
 from receval import _malloc
 from receval._malloc import check_headroom
 from receval.errors import InputError, OptionError
-from receval.ids import as_str, canonical, first_true, from_text
+from receval.ids import (
+    arrow_floats,
+    arrow_ints,
+    arrow_strings,
+    as_str,
+    canonical,
+    first_true,
+    from_text,
+)
 from receval.io.columns import (
     ITEMS,
     RATINGS,
@@ -837,6 +845,11 @@ def _batches(reader: Any, ids: Mapping[str, str], name: str) -> dict[str, _Chunk
     return columns
 
 
+def _no_text() -> pa.Array:
+    """An empty string array, made without ``pa.array`` (:func:`receval.ids.arrow_ints`)."""
+    return pa.nulls(0, pa.string())
+
+
 class _Chunks:
     """The arrays of a column, batch by batch, joined into chunks of about
     :data:`_JOINED` rows (a file's batches are small)."""
@@ -886,7 +899,7 @@ class _TextIds:
         self.empty: int | None = None  # the first row whose user or item id is empty
         self.ints: _Chunks | None = _Chunks(pa.int64())
         self.codes = _Chunks(pa.int32())  # once text came: codes into values
-        self.values = pa.array([], pa.string())  # the distinct values read (a code's value)
+        self.values = _no_text()  # the distinct values read (a code's value)
         self.pending: list[pa.Array] = []  # batches encoded alone, not yet merged
         self.waiting = 0  # the values of their dictionaries
 
@@ -897,7 +910,7 @@ class _TextIds:
         if self.ints is not None:
             out = from_text(values, self.role, self.name)
             if out.dtype != object:  # integers (an empty field is text)
-                self.ints.add(pa.array(out, type=pa.int64()))
+                self.ints.add(arrow_ints(out))
                 return
             # the first text: the integers so far become their decimal strings
             for ints in self.ints.column().chunks:
@@ -1120,9 +1133,9 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
         "item": "docno",
         ("score" if run else "relevance"): ("score" if run else "rel"),
     }
-    grades = np.asarray(values, dtype=np.float64)
+    grades = arrow_floats(np.asarray(values, dtype=np.float64))
     column = "score" if run else "relevance"
-    return pa.table({"user": users, "item": items, column: grades})
+    return pa.table({"user": arrow_strings(users), "item": arrow_strings(items), column: grades})
 
 
 def _map_columns(

@@ -13,12 +13,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from receval.errors import InputError, option
 from receval.ids import as_str, canonical
-from receval.io.columns import ITEMS, TRAIN, is_table, names_of, normalise, resolve, to_arrow
+from receval.io.columns import (
+    ITEMS,
+    TRAIN,
+    is_frame,
+    is_table,
+    names_of,
+    normalise,
+    resolve,
+    to_arrow,
+)
 from receval.io.inputs import read_located
 from receval.metrics.context import ItemContext, ItemGroups, TrainPairs
 from receval.records import Columns
@@ -46,7 +54,7 @@ def _items(obj: Any, what: str, cols: Columns) -> np.ndarray:
     if is_table(obj):
         table, _ = normalise(obj, cols, ITEMS, what)
         return canonical(table.column("item"), "item", what)
-    if isinstance(obj, pd.Series):
+    if is_frame(obj, "Series"):
         return canonical(obj.to_numpy(), "item", what)
     if isinstance(obj, np.ndarray):
         return canonical(obj.reshape(-1), "item", what)
@@ -238,7 +246,7 @@ def _vectors(obj: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray | None, np
                 f"(columns found: {', '.join(table.column_names)})",
                 source="item_features",
             ) from None
-    elif isinstance(obj, pd.DataFrame):
+    elif is_frame(obj):
         ids = canonical(obj.index.to_numpy(), "item", "item_features")
         values = obj.to_numpy(dtype=np.float64)
     elif isinstance(obj, Mapping):
@@ -338,6 +346,8 @@ def _distinct_items(parts: list[np.ndarray]) -> np.ndarray:
     """Every item of the item-side inputs once, sorted."""
     if not parts or not any(len(p) for p in parts):
         return np.empty(0, dtype=np.int64)
+    import pandas as pd
+
     distinct = pd.unique(np.concatenate(parts))  # a hash pass, then sort the few
     if distinct.dtype == object:
         return np.array(sorted(set(distinct.tolist())), dtype=object)

@@ -31,12 +31,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from receval.errors import InputError, OptionError
-from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, resolve
+from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, resolve
 from receval.io.tables import read_recs, read_truth
 from receval.records import SIDE, Columns, Pair, SparkRows
 
@@ -262,7 +261,7 @@ def _on_session(session: Any, obj: Any, name: str) -> Any:
             f"(pandas, polars, pyarrow); got {type(obj).__name__}",
             source=name,
         )
-    frame = obj if isinstance(obj, pd.DataFrame) else pa.table(obj).to_pandas()
+    frame = obj if is_frame(obj) else pa.table(obj).to_pandas()
     return session.createDataFrame(frame)
 
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,10 +38,12 @@ from receval.ids import (
     INT,
     NUMBER_LITERAL,
     STR,
+    arrow_ints,
     canonical,
     combine_kinds,
     distinct_sorted,
     kind,
+    numbers,
 )
 from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
@@ -87,6 +88,8 @@ def _arrow_ids(col: pa.ChunkedArray, want: str, role: str, source: str) -> pa.Ch
     if _type_kind(col.type) == INT or (want == STR and _plain_text(col)):
         return col.cast(target)
     ids = canonical(col, role, source, want)
+    if want == INT:
+        return pa.chunked_array([arrow_ints(ids)], type=target)
     return pa.chunked_array([pa.array(ids, type=target)])
 
 
@@ -117,7 +120,7 @@ def _in_order(user: Any, last: Any) -> bool:
         prev = None if last is None else last.as_py()
         for chunk in user.chunks:  # each chunk as it is (no copy), then the joins
             if len(chunk):
-                ids = chunk.to_numpy(zero_copy_only=True)
+                ids = numbers(chunk)
                 if distinct_sorted(ids) is None or (prev is not None and ids[0] < prev):
                     return False
                 prev = ids[-1]
@@ -406,9 +409,7 @@ def _count_below(user: pa.ChunkedArray, bound: Any) -> int:
     a binary search in each chunk for int64 ids, one comparison pass otherwise."""
     if pa.types.is_int64(user.type) and not user.null_count:
         b = bound.as_py()
-        return sum(
-            int(np.searchsorted(c.to_numpy(zero_copy_only=True), b)) for c in user.chunks if len(c)
-        )
+        return sum(int(np.searchsorted(numbers(c), b)) for c in user.chunks if len(c))
     return int(pc.sum(pc.less(user, bound)).as_py() or 0)
 
 
@@ -441,9 +442,11 @@ def _hash(user: pa.ChunkedArray) -> np.ndarray:
     """A well-mixed unsigned hash of each user id (the same on both files:
     their user columns have one type, int64 or large strings)."""
     if pa.types.is_large_string(user.type):
+        import pandas as pd
+
         text = user.cast(pa.large_string()).to_numpy(zero_copy_only=False)
         return pd.util.hash_array(np.asarray(text, dtype=object))
-    u = user.to_numpy().astype(np.int64, copy=False).view(np.uint64)
+    u = numbers(user).astype(np.int64, copy=False).view(np.uint64)
     return (u * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(17)
 
 
@@ -501,7 +504,7 @@ def _bucket(directory: Path, b: int, like: pa.Schema) -> tuple[pa.Table, np.ndar
     if not path.exists():
         return like.empty_table(), np.empty(0, dtype=np.int64)
     table = pq.read_table(path)
-    rows = table.column("__row").to_numpy()
+    rows = numbers(table.column("__row"))
     if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):  # pragma: no cover - written in order
         order = np.argsort(rows, kind="stable")
         table, rows = table.take(pa.array(order)), rows[order]

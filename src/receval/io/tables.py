@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from receval._malloc import check_headroom
 from receval.errors import InputError, option
-from receval.ids import STR, canonical, first_true
+from receval.ids import STR, arrow_bools, canonical, first_true, numbers
 from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
 from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
@@ -55,7 +55,7 @@ def _numbers(
             source=source,
             row=row,
         )
-    values = col.to_numpy()
+    values = numbers(col)
     if keep_ints and values.dtype.kind in "iu":
         return values
     return values.astype(np.float64, copy=False)
@@ -141,7 +141,7 @@ def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.n
         encoded = col
     else:
         encoded = col.unify_dictionaries() if dictionary else pc.dictionary_encode(col)
-    parts = [c.indices.to_numpy() for c in encoded.chunks if len(c)]
+    parts = [numbers(c.indices) for c in encoded.chunks if len(c)]
     codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
     values = encoded.chunk(0).dictionary
     if values.null_count:  # a null among a dictionary's values: its row is named there
@@ -157,7 +157,7 @@ def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.n
             return whole[codes]
     used = np.bincount(codes, minlength=len(values)) > 0
     if not used.all():  # a dictionary shared with other rows: only this column's values
-        values = values.filter(pa.array(used))
+        values = values.filter(arrow_bools(used))
         codes = (np.cumsum(used) - 1)[codes]
     # Arrow's conversion to Python strings ends the process when it runs out of
     # memory: under an address-space limit, room for them is made sure of first

@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from receval.ids import as_str, distinct
 
@@ -42,6 +41,8 @@ def positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         if found is not None:
             return found
     if len(values) > 4 * max(len(ids), 1024):
+        import pandas as pd
+
         codes, seen = pd.factorize(values)
         return _lookup(ids, np.asarray(seen, dtype=values.dtype))[codes]
     return _lookup(ids, values)
@@ -77,6 +78,8 @@ def _dense(ids: np.ndarray, values: np.ndarray) -> np.ndarray | None:
 def _lookup(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     """:func:`positions` of values of the same kind as ``ids``, looked up one by one."""
     if ids.dtype == object:
+        import pandas as pd
+
         return np.asarray(pd.Index(ids).get_indexer(values), dtype=np.int64)
     if not len(ids):
         return np.full(len(values), -1, dtype=np.int64)
@@ -105,6 +108,8 @@ class TrainPairs:
     @classmethod
     def of(cls, users: np.ndarray, items: np.ndarray, width: int) -> TrainPairs:
         """The pairs of ``users`` (ids) and ``items`` (context indexes < width)."""
+        import pandas as pd
+
         codes, ids = pd.factorize(users, sort=True)
         keys = distinct(codes.astype(np.int64) * width + items)
         return cls(np.asarray(ids, dtype=users.dtype), keys, width)
@@ -149,6 +154,8 @@ class ItemGroups:
     def of(cls, name: str, index: np.ndarray, groups: np.ndarray, slots: int) -> ItemGroups:
         """From (context index, group label) pairs; ``slots``: the context's
         number of indexes, the unknown one included."""
+        import pandas as pd
+
         codes, labels = pd.factorize(groups, sort=True)
         keys = distinct(index.astype(np.int64) * max(len(labels), 1) + codes)
         width = max(len(labels), 1)
