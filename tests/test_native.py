@@ -359,3 +359,48 @@ def test_item_group_tallies_with_rank_positions() -> None:
     assert on.summary == off.summary
     pd.testing.assert_frame_equal(on.item_groups, off.item_groups, check_exact=True)
     assert on.counts["lists_with_rank_gaps"] > 0
+
+
+@needs_native
+@pytest.mark.parametrize("bitgen", ["PCG64", "MT19937", "Philox", "SFC64"])
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 1000, 65_537])
+def test_bootstrap_counts_equal_numpys_draws(bitgen: str, n: int) -> None:
+    """The compiled bootstrap counts are NumPy's ``integers(0, n, size=(m, n))``
+    counted per row, from any bit generator, and leave the generator where NumPy's
+    draws leave it (n = 1: NumPy draws nothing)."""
+    from receval.analysis import stats
+
+    m = 4
+    theirs = np.random.Generator(getattr(np.random, bitgen)(11))
+    mine = np.random.Generator(getattr(np.random, bitgen)(11))
+    idx = theirs.integers(0, n, size=(m, n))
+    want = np.array([np.bincount(row, minlength=n) for row in idx], dtype=np.float64)
+    got = stats._boot_counts(mine, n, m)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert theirs.integers(0, 2**62, size=3).tolist() == mine.integers(0, 2**62, size=3).tolist()
+
+
+def test_bootstrap_means_with_and_without_the_compiled_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``bootstrap_means`` (every bootstrap interval of ``compare``) gives the same bits
+    with the compiled counts and with NumPy's, over several blocks."""
+    from receval.analysis import stats
+
+    x = np.random.default_rng(3).random((3001, 3))
+    on = stats.bootstrap_means(x, 2800, np.random.default_rng(5))  # blocks of ~1398 rows
+    monkeypatch.setattr(stats, "NATIVE", None)
+    off = stats.bootstrap_means(x, 2800, np.random.default_rng(5))
+    assert np.array_equal(on, off)
+
+
+@needs_native
+def test_bootstrap_counts_bad_arguments() -> None:
+    out = np.empty(6)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="whole rows of n"):
+        native.boot_counts(rng.bit_generator.capsule, 4, out)
+    with pytest.raises(ValueError, match=r"n must be in \[1, 2\*\*31 - 1\]"):
+        native.boot_counts(rng.bit_generator.capsule, 0, out)
+    with pytest.raises(ValueError):  # not a bit generator's capsule
+        native.boot_counts(object(), 3, out)

@@ -3,7 +3,8 @@
  * passes — encoding sorted user ids, checking list order, joining ordered
  * lists with the truth, sorting each user's ideal grades, collecting the
  * relevant cells and filling the (users x positions) blocks the kernels read;
- * the per-exponent buckets of receval.exact's exact sums; item-kNN's
+ * the per-exponent buckets of receval.exact's exact sums; the bootstrap's counts
+ * of resampled users (receval.analysis.stats); item-kNN's
  * neighbour lists and top-k lists (receval.workflow.baselines); and the
  * item-group tallies of list rows (receval.engines.driver).
  *
@@ -1087,6 +1088,90 @@ group_tally(PyObject *self, PyObject *args)
     return finish(b, nb, status);
 }
 
+/* NumPy's bit generator interface (numpy/random/bitgen.h), whose address the
+ * "BitGenerator" capsule of a Generator's bit_generator holds: a stable ABI that
+ * NumPy documents for C users. Declared here so that building needs no NumPy header. */
+typedef struct {
+    void *state;
+    uint64_t (*next_uint64)(void *st);
+    uint32_t (*next_uint32)(void *st);
+    double (*next_double)(void *st);
+    uint64_t (*next_raw)(void *st);
+} bitgen_t;
+
+/* One draw in [0, rng] as NumPy's Generator.integers draws it for a range below
+ * 2**32 (Lemire's method on 32-bit draws, with its rejection rule), so that the
+ * stream, and the generator's state after it, are NumPy's. */
+static inline uint32_t
+lemire32(bitgen_t *g, uint32_t rng)
+{
+    const uint32_t excl = rng + 1;
+    uint64_t m = (uint64_t)g->next_uint32(g->state) * excl;
+    uint32_t leftover = (uint32_t)m;
+    if (leftover < excl) {
+        const uint32_t threshold = (UINT32_MAX - rng) % excl;
+        while (leftover < threshold) {
+            m = (uint64_t)g->next_uint32(g->state) * excl;
+            leftover = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
+
+/* boot_counts(capsule, n, out): rows of bootstrap counts, each row n draws in
+ * [0, n) from the bit generator (the draws of Generator.integers(0, n, size=(m, n))
+ * in the same order), counted in a row of 32-bit tallies and written as a float64
+ * row of out (m rows of n). The caller holds the bit generator's lock. */
+static PyObject *
+boot_counts(PyObject *self, PyObject *args)
+{
+    PyObject *capsule, *o;
+    Py_ssize_t n;
+    Py_buffer b = {0};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnO", &capsule, &n, &o))
+        return NULL;
+    bitgen_t *g = PyCapsule_GetPointer(capsule, "BitGenerator");
+    if (g == NULL)
+        return NULL;
+    if (n < 1 || n > (Py_ssize_t)INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "boot_counts: n must be in [1, 2**31 - 1]");
+        return NULL;
+    }
+    if (take(o, &b, 8, 1, "out") < 0)
+        return NULL;
+    Py_ssize_t total = b.len / 8;
+    if (total % n) {
+        PyErr_SetString(PyExc_ValueError, "boot_counts: out must hold whole rows of n");
+        release(&b);
+        return NULL;
+    }
+    double *out = b.buf;
+    const uint32_t rng = (uint32_t)(n - 1);
+    uint32_t *tally = calloc((size_t)n, sizeof(uint32_t)); /* one row, in cache */
+    if (tally == NULL) {
+        release(&b);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t start = 0; start < total; start += n) {
+        double *row = out + start;
+        if (rng != 0) /* NumPy draws nothing for a range of one value */
+            for (Py_ssize_t i = 0; i < n; i++)
+                tally[lemire32(g, rng)]++;
+        else
+            tally[0] = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            row[i] = (double)tally[i];
+            tally[i] = 0;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(tally);
+    release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"cumsum", cumsum, METH_VARARGS,
      "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
@@ -1122,6 +1207,9 @@ static PyMethodDef methods[] = {
      "knn_top(user_ptr, user_items, sim_ptr, sim_item, sim_value, codes, fill, fill_order,\n"
      "k, exclude_seen, out_count, out_item, out_score) -> status: each user's top-k items\n"
      "by summed similarity, then by the fill order."},
+    {"boot_counts", boot_counts, METH_VARARGS,
+     "boot_counts(capsule, n, out): rows of n bootstrap counts into out (float64), drawn\n"
+     "from a NumPy bit generator as Generator.integers(0, n) draws them."},
     {"group_tally", group_tally, METH_VARARGS,
      "group_tally(idx, user_off, user_keep, rank, gain, table, width, k, n_groups,\n"
      "out_slots, out_hits, out_all) -> status: item-group slots (and hits) per (group,\n"

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as _sps
 
+from receval._accel import NATIVE
 from receval.errors import OptionError, ReceValError
 from receval.exact import ExactSum
 
@@ -508,17 +509,30 @@ def bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -
     n = x.shape[0]
     out = np.empty((n_resamples, x.shape[1]))
     rows = _block_rows(n, n_resamples)
+    for start in range(0, n_resamples, rows):
+        m = min(rows, n_resamples - start)
+        out[start : start + m] = (_boot_counts(rng, n, m) @ x) / n
+    return out
+
+
+def _boot_counts(rng: np.random.Generator, n: int, m: int) -> np.ndarray:
+    """``m`` resamples of ``n`` users as counts (m × n, float64): the draws of
+    ``rng.integers(0, n, size=(m, n))``, row by row. The compiled part draws them
+    from the same bit generator by NumPy's own rule and counts as it draws (same
+    counts, same generator state after: tests check both); else NumPy."""
+    native = getattr(NATIVE, "boot_counts", None)
+    counts = np.empty((m, n))
+    if native is not None and 1 <= n <= np.iinfo(np.int32).max:
+        with rng.bit_generator.lock:  # as NumPy holds it while it draws
+            native(rng.bit_generator.capsule, n, counts.reshape(-1))
+        return counts
     # 32-bit indices where they fit: NumPy draws the same values for either width
     # (bounded 32-bit draws below 2**32), and writes half the bytes
     width = np.int32 if n <= np.iinfo(np.int32).max else np.int64
-    for start in range(0, n_resamples, rows):
-        m = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(m, n), dtype=width)
-        counts = np.empty((m, n))
-        for r in range(m):  # one resample's counts fit in cache: faster than one bincount
-            counts[r] = np.bincount(idx[r], minlength=n)
-        out[start : start + m] = (counts @ x) / n
-    return out
+    idx = rng.integers(0, n, size=(m, n), dtype=width)
+    for r in range(m):  # one resample's counts fit in cache: faster than one bincount
+        counts[r] = np.bincount(idx[r], minlength=n)
+    return counts
 
 
 def bootstrap_ci(
