@@ -43,6 +43,7 @@ def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
     any iterable of ids.
 
     Example:
+        >>> import pandas as pd
         >>> read_items(pd.DataFrame({"item": [3, 1]}), "catalog").tolist()
         [3, 1]
     """
