@@ -55,6 +55,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_mutants_stats_power.py",
             "tests/test_mutants_stats_resampling.py",
             "tests/test_mutants_stats_bootstrap.py",
+            "tests/test_native.py",  # the bootstrap's counts, compiled and NumPy's
         ],
     ),
     "conventions": (
