@@ -117,6 +117,8 @@ def _csv_columns(values: Any) -> list[list[Any]] | None:
     return, other dtypes): pandas writes those."""
     import numpy as np
 
+    from receval.evaluation.result import float_cells
+
     ids, table = values.user_ids, values.values
     if ids.dtype.kind == "i":
         users = ids.astype(str).tolist()
@@ -127,10 +129,7 @@ def _csv_columns(values: Any) -> list[list[Any]] | None:
     if table.dtype != np.float64:
         return None
     columns = [users]
-    for row in table:
-        text = row.astype(str).astype(object)
-        text[np.isnan(row)] = "NaN"
-        columns.append(text.tolist())
+    columns += [float_cells(row, na_rep="NaN") for row in table]
     return columns
 
 

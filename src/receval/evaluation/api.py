@@ -278,15 +278,20 @@ def _given(side: Mapping[str, Any], opts: EvalOptions) -> dict[str, bool]:
     }
 
 
+def needs_item_context(specs: Sequence[MetricSpec]) -> bool:
+    """Whether a metric of ``specs`` reads what is known of the items (train,
+    catalog, features, popularity) or counts items (an aggregate): ``evaluate``
+    then builds the item context, and records it in the Result's parameters."""
+    return any(s.definition.needs or s.definition.kind == "aggregate" for s in specs)
+
+
 def _item_context(
     specs: Sequence[MetricSpec], opts: EvalOptions, side: Mapping[str, Any], train_df: Any
 ) -> ItemContext | None:
     """What the metrics know of the items (popularity, catalog, features,
     groups), when one needs it; None otherwise. ``train_df``: a Spark
     ``train=``, counted where it lies."""
-    if side["item_groups"] is None and not any(
-        s.definition.needs or s.definition.kind == "aggregate" for s in specs
-    ):
+    if side["item_groups"] is None and not needs_item_context(specs):
         return None
     cols = Columns(user=opts.user_col, item=opts.item_col)
     popularity = None

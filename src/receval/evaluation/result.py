@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["PerUserValues", "Result", "markdown_escape", "means_csv", "pending_per_user"]
+__all__ = [
+    "PerUserValues",
+    "Result",
+    "float_cells",
+    "markdown_escape",
+    "means_csv",
+    "pending_per_user",
+]
 
 
 _LATEX = {
@@ -336,6 +343,16 @@ class Result:
         return f"Result({self.summary!r})"
 
 
+def float_cells(values: np.ndarray, na_rep: str) -> list[str]:
+    """A float64 column's cells as pandas' ``to_csv`` writes them (NumPy's shortest
+    text of each value, ``na_rep`` for NaN), for the CSVs written without pandas."""
+    import numpy as np
+
+    text = values.astype(str).astype(object)
+    text[np.isnan(values)] = na_rep
+    return text.tolist()
+
+
 def means_csv(result: Result) -> str:
     """``result.to_frame().to_csv()`` (``metric,mean,users``), the same bytes,
     written without pandas where the frame would be :class:`Result`'s own with
@@ -348,9 +365,7 @@ def means_csv(result: Result) -> str:
     floats = all(isinstance(result.summary[str(m)], float) for m in result.metrics)
     if type(result).to_frame is not Result.to_frame or not floats:
         return result.to_frame().to_csv()
-    means = np.array(result._means(), dtype=np.float64)
-    shown = means.astype(str)  # pandas' own text of a float64 column
-    shown[np.isnan(means)] = ""  # its na_rep
+    shown = float_cells(np.array(result._means(), dtype=np.float64), na_rep="")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator=os.linesep)
     writer.writerow(["metric", "mean", "users"])

@@ -24,6 +24,7 @@ from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
+from receval.evaluation.api import needs_item_context
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.spark_files import is_spark
@@ -404,11 +405,7 @@ def _one_pass(
     _, cspecs = curve_specs(specs, _max_k(specs, max_k), with_catalog)
     names = {str(s) for s in specs}
     extra = [s for s in cspecs if str(s) not in names]
-
-    def needs_items(group: Sequence[MetricSpec]) -> bool:  # as evaluate's item context
-        return any(s.definition.needs or s.definition.kind == "aggregate" for s in group)
-
-    if needs_items(specs) != needs_items([*specs, *extra]):
+    if needs_item_context(specs) != needs_item_context([*specs, *extra]):
         return None
     if any(dict(s.params).get("correction", "none") != "none" for s in extra):
         return None
