@@ -101,8 +101,9 @@ def _cases(folder: Path, pytrec: str | None, baseline: str | None) -> dict[str, 
 def _timed(argv: list[str]) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MiB: the child's own ``ru_maxrss``, which
     ``os.wait4`` returns as it reaps it) and stdout of one process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    start = time.perf_counter()  # .pyc written by the untimed run, as pip writes them
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out = proc.stdout.read() if proc.stdout else b""
     err = proc.stderr.read() if proc.stderr else b""
     _, status, usage = os.wait4(proc.pid, 0)

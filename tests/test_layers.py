@@ -27,6 +27,7 @@ LAYERS = [
             "receval._accel",
             "receval._progress",
             "receval._malloc",
+            "receval._lazy",
             "receval._native",
             "receval.ids",
             "receval.records",

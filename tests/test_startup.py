@@ -1,9 +1,9 @@
 """Start-up that fits a shell loop (issue #33): the plain ``receval evaluate``
-and a first small in-process evaluation load neither pandas nor pydantic.
+and a first small in-process evaluation load neither pandas nor pydantic, nor
+pyarrow.compute; the command loads no rich and no other command's module.
 
-The module lists come from the process itself (``-X importtime`` for the
-command, ``sys.modules`` at the end for Python): no timing is asserted here
-(``benchmarks/startup.py`` times them). What is written without pandas is
+The module lists come from the process itself (``sys.modules`` at its end):
+no timing is asserted here (``benchmarks/startup.py`` times them). What is written without pandas is
 checked byte for byte against what pandas writes.
 """
 
@@ -15,12 +15,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from receval.cli._main import main
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 #: what the plain paths must not load
 HEAVY = ("pandas", "pydantic")
+#: modules (full names) the plain command must not load either
+NOT_LOADED = (
+    "rich",
+    "pyarrow.compute",
+    "pyarrow.dataset",
+    "receval.cli.compare",
+    "receval.cli.info",
+    "receval.cli.workflow",
+)
 
 RECS = "user,item,rank\n1,10,1\n1,11,2\n1,12,3\n2,10,1\n2,13,2\n3,11,1\n3,12,2\n4,10,1\n"
 TRUTH = "user,item\n1,10\n2,13\n3,12\n5,11\n"
@@ -45,16 +56,6 @@ def _files(tmp_path: Path, trec: bool = False) -> tuple[Path, Path]:
     return recs, truth
 
 
-def _imported(importtime: str) -> set[str]:
-    """The modules a ``-X importtime`` report (stderr) lists, and their packages."""
-    names = set()
-    for line in importtime.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            name = line.rsplit("|", 1)[1].strip()
-            names.add(name.split(".")[0])
-    return names
-
-
 @pytest.mark.parametrize(
     "flags",
     [(), ("-o", "json"), ("-o", "csv"), ("--per-user", "per_user.csv"), ("-o", "json", "trec")],
@@ -64,9 +65,17 @@ def test_the_plain_command_loads_no_pandas_nor_pydantic(
 ) -> None:
     recs, truth = _files(tmp_path, trec="trec" in flags)
     argv = [str(tmp_path / f) if f.endswith(".csv") else f for f in flags if f != "trec"]
-    command = ["-m", "receval", "evaluate", str(recs), str(truth), "-m", "ndcg@10", *argv]
+    args = ["evaluate", str(recs), str(truth), "-m", "ndcg@10", *argv]
+    # ``python -m receval``, with every module loaded listed at exit (sys.modules: a
+    # module imported by name, as the commands' are, is not in -X importtime's report)
+    code = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr))\n"
+        "sys.argv = ['receval', *sys.argv[1:]]\n"
+        "runpy.run_module('receval', run_name='__main__')\n"
+    )
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", *command],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         env=_env(),
@@ -74,14 +83,10 @@ def test_the_plain_command_loads_no_pandas_nor_pydantic(
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = _imported(proc.stderr)
-    assert "receval" in imported and "numpy" in imported  # the report was read
-    assert not set(HEAVY) & imported, sorted(set(HEAVY) & imported)
     assert "ndcg@10" in proc.stdout
-    if "-o" in flags:  # printed without rich: rich is not loaded
-        assert "rich" not in imported
-    else:  # the table: printed by rich
-        assert "rich" in imported
+    loaded = set(proc.stderr.split("MODULES", 1)[1].split())
+    assert {"receval._launch", "receval.cli.evaluate", "numpy", "pyarrow"} <= loaded
+    assert not (set(NOT_LOADED) | set(HEAVY)) & loaded, sorted(set(NOT_LOADED) & loaded)
 
 
 def test_a_first_small_evaluate_in_python_loads_no_pandas() -> None:
@@ -89,7 +94,7 @@ def test_a_first_small_evaluate_in_python_loads_no_pandas() -> None:
         "import receval, sys\n"
         "res = receval.evaluate({1: [10, 11]}, {1: [10]}, 'ndcg@10')\n"
         "print(res.summary['ndcg@10'], res['ndcg@10'], res.to_json(indent=None)[:12])\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+        f"print(sorted(m for m in {HEAVY + NOT_LOADED!r} if m in sys.modules))\n"
         "res.per_user\n"  # the frame, built on first read
         "print('pandas' in sys.modules)\n"
     )
@@ -236,3 +241,132 @@ def test_arrow_and_numpy_without_pyarrow_s_conversions_are_pyarrow_s() -> None:
         theirs = col.to_numpy() if isinstance(col, pa.ChunkedArray) else col.to_numpy(False)
         assert mine.dtype == theirs.dtype and mine.flags.writeable == theirs.flags.writeable
         assert np.array_equal(mine, theirs, equal_nan=mine.dtype.kind == "f")
+
+
+def test_the_command_table_names_each_command_s_module() -> None:
+    """:data:`receval.cli._base.COMMANDS` (what a run imports) is where each
+    command is registered, in the order ``--help`` lists them."""
+    import typer
+
+    from receval.cli import app
+    from receval.cli._base import COMMANDS
+
+    group = typer.main.get_command(app)
+    registered = {n: c.callback.__module__ for n, c in group.commands.items()}
+    assert registered == {n: f"receval.cli.{m}" for n, m in COMMANDS.items()}
+    assert group.list_commands(None) == list(COMMANDS)
+
+
+def test_help_lists_the_commands_in_one_order_whichever_loaded_first(tmp_path: Path) -> None:
+    """A process that ran ``report`` first (its module registered first) lists
+    the commands of ``--help`` in the usual order."""
+    code = (
+        "from receval.cli import main\n"
+        "main(['report', '--help'])\n"
+        "print('-----')\n"
+        "main(['--help'])\n"
+    )
+    env = {**_env(), "COLUMNS": "100"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = proc.stdout.split("-----", 1)[1]
+    from receval.cli._base import COMMANDS
+
+    listed = [w for line in after.splitlines() for w in line.strip("│ ").split()[:1]]
+    assert [w for w in listed if w in COMMANDS] == list(COMMANDS)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_lines_printed_without_rich_are_what_rich_prints(terminal: bool) -> None:
+    """Notes and tables are written straight to the stream (rich not loaded):
+    the bytes rich's consoles, made as the command makes them, would print."""
+    import io
+
+    from rich.console import Console
+
+    from receval.analysis.formatting import visible
+
+    texts = [
+        "metric     mean  users\n----------------------\nndcg@10  0.7753      2",
+        "x" * 300,
+        "trailing   ",
+        "  leading",
+        "– wide 漢字 é " * 30,
+        "",
+        "a\n\nb\n",
+        "[bold]not markup[/] :smile: http://x.y/z 1.5e3 'quoted' (1, 2)",
+        visible("\x1b[31mred\x07\tbell\r", lines=True),
+    ]
+    for text in texts:
+        stream = io.StringIO()
+        console = Console(
+            file=stream,
+            force_terminal=terminal,
+            width=40,
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+            emoji=False,
+        )
+        console.print(text, markup=False, emoji=False)
+        assert stream.getvalue() == text + "\n", text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.from_regex(r"-?[0-9]{1,20}", fullmatch=True),
+            st.sampled_from(["0", "-0", "007", "1.0", "", " 1", "1 ", "1\n", "+1", "١٢", "1e3"]),
+            st.text(alphabet="0123456789-.e \n", max_size=6),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_small_text_columns_read_as_arrow_reads_them(values: list[str]) -> None:
+    """A small column of text ids checked by Python's ``re`` (no pyarrow.compute)
+    gives what the Arrow path gives for the same column."""
+    import numpy as np
+    import pyarrow as pa
+
+    from receval import ids
+
+    col = pa.array(values, pa.string())
+    small = ids.from_text(col, "user", "x.csv")
+    limit = ids.SMALL_COLUMN
+    try:
+        ids.SMALL_COLUMN = -1  # the Arrow path only
+        arrow = ids.from_text(col, "user", "x.csv")
+    finally:
+        ids.SMALL_COLUMN = limit
+    assert small.dtype == arrow.dtype
+    assert np.array_equal(small, arrow)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.from_regex(r"-?[0-9]{1,4}(\.[0-9]{1,3})?([eE][+-]?[0-9]{1,2})?", fullmatch=True),
+            st.text(alphabet="0123456789-.eE+ \nab", max_size=6),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_whether_a_column_holds_a_number_is_arrow_s_answer(values: list[str | None]) -> None:
+    """:func:`receval.ids.any_number_literal` by Python's ``re`` (small
+    columns) is Arrow's regex kernel's answer."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from receval.ids import NUMBER_LITERAL, any_number_literal
+
+    col = pa.array(values, pa.string())
+    arrow = bool(pc.any(pc.match_substring_regex(col, NUMBER_LITERAL)).as_py())
+    assert any_number_literal(col) is arrow
+    assert any_number_literal(pa.chunked_array([col])) is arrow

@@ -58,15 +58,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from receval._accel import NATIVE as _native
+from receval._lazy import pc
 from receval.errors import InputError
 
 __all__ = [
     "INT",
     "NUMBER_LITERAL",
+    "SMALL_COLUMN",
     "STR",
+    "any_number_literal",
     "arrow_bools",
     "arrow_floats",
     "arrow_ints",
@@ -101,6 +103,11 @@ _EXACT_INT = 2**53
 #: a number literal (JSON's grammar): the strings the text rule may read as integers
 NUMBER_LITERAL = _NUMBER_LITERAL
 _INT_RE = re.compile(_INT_LITERAL)
+_SHORT_INT_RE = re.compile(_SHORT_INT_LITERAL)
+#: Columns of at most this many values are read by Python and NumPy alone
+#: (:func:`_short_ints`, :func:`any_number_literal`, the largest grade): a
+#: small file is read and evaluated without loading pyarrow.compute (issue #33).
+SMALL_COLUMN = 4096
 _NUMBER_RE = re.compile(_NUMBER_LITERAL)
 
 
@@ -418,11 +425,15 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         return canonical(values, role, source)  # already typed (e.g. read as such)
     n = len(values)
+    if n <= SMALL_COLUMN:
+        small = _short_ints(values)
+        if small is not None:
+            return small
     short = pc.match_substring_regex(values, _SHORT_INT_LITERAL)
     if pc.all(short).as_py() is not False:
         return numbers(values.cast(pa.int64())) if n else np.empty(0, np.int64)
     text = values.to_numpy(zero_copy_only=False).astype(object)
-    if not pc.any(pc.match_substring_regex(values, _NUMBER_LITERAL)).as_py():
+    if not any_number_literal(values):
         return text  # no value is a number: all text, as written
     ints = np.zeros(n, dtype=np.int64)
     is_int = short.to_numpy(zero_copy_only=False).astype(bool)
@@ -457,6 +468,30 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
         return ints
     text[is_int] = ints[is_int].astype(str)
     return text
+
+
+def any_number_literal(values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether some value of a string column is a number literal
+    (:data:`NUMBER_LITERAL`; nulls are not): by Python's ``re`` for a small
+    column, by Arrow's regex kernel otherwise (the same pattern, the same answer).
+
+    Example:
+        >>> any_number_literal(pa.array(["a", None, "2.5e3"]))
+        True
+    """
+    if len(values) <= SMALL_COLUMN:
+        return any(t is not None and _NUMBER_RE.fullmatch(t) for t in values.to_pylist())
+    return bool(pc.any(pc.match_substring_regex(values, _NUMBER_LITERAL)).as_py())
+
+
+def _short_ints(values: pa.Array) -> np.ndarray | None:
+    """A small string column as int64 when every value is an integer literal
+    of at most 18 digits (what :func:`from_text` reads through Arrow's regex
+    and cast, with the same pattern and the same values), else None."""
+    text = values.to_pylist()
+    if not all(_SHORT_INT_RE.fullmatch(t) for t in text):
+        return None
+    return np.array([int(t) for t in text], dtype=np.int64)
 
 
 def kind(a: np.ndarray) -> str:

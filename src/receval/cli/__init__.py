@@ -25,21 +25,36 @@ control characters written as escapes, and JSON, CSV, Markdown and LaTeX go to
 stdout as they are.
 """
 
-# the command modules register their commands, in the order --help lists them
-from receval.cli import evaluate  # noqa: F401
+import importlib
+from typing import Any
 
-# isort: split
-from receval.cli import info  # noqa: F401
-
-# isort: split
-from receval.cli import compare  # noqa: F401
-
-# isort: split
-from receval.cli import workflow  # noqa: F401
-
-# isort: split
-from receval.cli._base import app
+from receval.cli._base import COMMANDS
 from receval.cli._main import command_line, main
-from receval.cli.flags import COLUMN_FLAGS, POLICY_FLAGS
 
-__all__ = ["COLUMN_FLAGS", "POLICY_FLAGS", "app", "command_line", "main"]
+__all__ = ["COLUMN_FLAGS", "POLICY_FLAGS", "app", "command_line", "load_commands", "main"]
+
+
+def load_commands(argv: list[str] | None = None) -> None:
+    """Import the modules that register the commands (each registers its
+    commands on import): only the one of the command named in ``argv`` when
+    there is one (``receval evaluate ...`` loads no compare, report or demo
+    code: issue #33), else every one (``--help``, a misspelt command)."""
+    named = next((a for a in argv or [] if not a.startswith("-")), None)
+    modules = [COMMANDS[named]] if named in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:
+        importlib.import_module(f"receval.cli.{module}")
+
+
+def __getattr__(name: str) -> Any:
+    """``app`` (every command registered), ``COLUMN_FLAGS`` and ``POLICY_FLAGS``,
+    loaded on first use."""
+    if name == "app":
+        load_commands()
+        from receval.cli._base import app
+
+        return app
+    if name in ("COLUMN_FLAGS", "POLICY_FLAGS"):
+        from receval.cli import flags
+
+        return getattr(flags, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -147,13 +147,36 @@ class _Command(TyperCommand):
         return _flags_as_flags(super().get_params(ctx))
 
 
+#: Each command and the module of :mod:`receval.cli` that registers it, in the
+#: order ``--help`` lists them: a run imports only its command's module
+#: (:func:`receval.cli.load_commands`; tests/test_startup.py checks the table).
+COMMANDS = {
+    "evaluate": "evaluate",
+    "evaluate-ratings": "evaluate",
+    "metrics": "info",
+    "explain": "info",
+    "inspect": "info",
+    "compare": "compare",
+    "report": "compare",
+    "demo": "workflow",
+    "split": "workflow",
+    "check": "workflow",
+}
+
+
 class _Group(TyperGroup):
     """The ``receval`` group, whose ``--help`` shows boolean flags as flags,
-    and its help texts as written."""
+    its help texts as written, and its commands in the order of
+    :data:`COMMANDS`, whichever module was loaded first."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _help_as_written(self)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        order = list(COMMANDS)
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_as_flags(super().get_params(ctx))
@@ -229,7 +252,8 @@ command = functools.partial(app.command, cls=_Command)
 def note_line(text: str) -> None:
     """One line on stderr (a note, a file read or written): never read as
     markup, its control characters written as escapes."""
-    err_console().print(visible(text), markup=False, emoji=False)
+    with contextlib.suppress(BrokenPipeError):  # nobody reads stderr any more: nothing to tell
+        _print(visible(text), stderr=True)
 
 
 def fail(text: str) -> None:
@@ -244,12 +268,26 @@ def show_out(text: str, output: Output | None = None) -> None:
     byte: data whose ids stay exact when redirected to a file."""
     try:
         if output is None or output is Output.table:
-            out_console().print(visible(text, lines=True), markup=False, emoji=False)
+            _print(visible(text, lines=True), stderr=False)
             return
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_closed()
+
+
+def _print(text: str, *, stderr: bool) -> None:
+    """One text (made :func:`visible`) and a line break on stderr or stdout:
+    written as it is, without loading rich (issue #33: what rich's consoles
+    print for such text, bit for bit), unless the consoles are in use (a status
+    line or a progress bar may be live on the terminal): then through them, so
+    the line goes above it."""
+    if _consoles.cache_info().currsize:
+        _consoles()[0 if stderr else 1].print(text, markup=False, emoji=False)
+        return
+    stream = sys.stderr if stderr else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def stdout_closed() -> None:

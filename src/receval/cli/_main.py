@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -170,6 +171,9 @@ def _main_unguarded(argv: list[str] | None) -> int:
     try:
         # a stale lock taken over is said even under -q: an earlier run was killed
         with output_notes(lambda n: note_line(f"note: {n}")):
+            from receval.cli import load_commands
+
+            load_commands(sys.argv[1:] if argv is None else argv)
             returned = app(args=argv, standalone_mode=False)
     except ReceValError as exc:  # the shell's syntax: --empty-truth zero, not empty_truth="zero"
         fail(exc.cli_message())

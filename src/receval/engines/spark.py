@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from receval._lazy import pc
 from receval.engines import driver
 from receval.engines.base import Engine, register
 from receval.errors import InputError, ReceValError

@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from receval import errors
 from receval.errors import InputError
-from receval.ids import NUMBER_LITERAL, STR, canonical, used_values
+from receval.ids import STR, any_number_literal, canonical, used_values
 from receval.records import Columns
 
 __all__ = [
@@ -295,7 +294,7 @@ def kind_of(col: pa.ChunkedArray | np.ndarray, role: str, source: str) -> str:
             return "int" if canonical(used_values(col)[1], role, source).dtype != object else STR
         if pa.types.is_string(typ) or pa.types.is_large_string(typ):
             values = col.cast(typ) if typ != col.type else col
-            if not pc.any(pc.match_substring_regex(values, NUMBER_LITERAL)).as_py():
+            if not any_number_literal(values):
                 return STR  # no number literal: text under the text rule
         if pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
             return "int"

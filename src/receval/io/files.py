@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from receval import _malloc
+from receval._lazy import pc
 from receval._malloc import check_headroom
 from receval.errors import InputError, OptionError
 from receval.ids import (

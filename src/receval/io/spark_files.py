@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from receval._lazy import pc
 from receval.errors import InputError, OptionError
 from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, resolve
 from receval.io.tables import read_recs, read_truth

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from receval._lazy import pc
 from receval.errors import InputError, PolicyError
 from receval.ids import (
     INT,
     NUMBER_LITERAL,
+    SMALL_COLUMN,
     STR,
     arrow_ints,
     canonical,
@@ -110,6 +111,22 @@ def _pieces(file: Any, rows: int, columns: list[str]) -> Iterator[pa.Table]:
         else:  # a huge row group: its batches (the reader lives for this group only)
             for batch in file.iter_batches(batch_size=rows, row_groups=[i], columns=columns):
                 yield pa.Table.from_batches([batch])
+
+
+def _largest(col: pa.ChunkedArray) -> float | None:
+    """``pc.max(col.cast(pa.float64()))``: the largest value as a float, nulls
+    and NaN left out (None when none is left). A small column of floats, or of
+    integers that are exact as floats, is read by NumPy (no pyarrow.compute
+    to load for a small file: issue #33); any other through Arrow, whose cast
+    refuses integers beyond 2**53 and text (ArrowInvalid)."""
+    typ = col.type
+    if len(col) <= SMALL_COLUMN and (pa.types.is_floating(typ) or pa.types.is_integer(typ)):
+        values = np.array([v for v in col.to_pylist() if v is not None], dtype=object)
+        if pa.types.is_floating(typ) or all(abs(v) <= 2**53 for v in values):
+            kept = values.astype(np.float64)
+            kept = kept[~np.isnan(kept)]
+            return float(kept.max()) if len(kept) else None
+    return pc.max(col.cast(pa.float64())).as_py()
 
 
 def _in_order(user: Any, last: Any) -> bool:
@@ -211,7 +228,7 @@ class ParquetInput:
         best = -math.inf
         try:
             for piece in self._pieces(CHUNK_ROWS, [col]):
-                top = pc.max(piece.column(0).cast(pa.float64())).as_py()
+                top = _largest(piece.column(0))
                 if top is not None and math.isfinite(top):
                     best = max(best, top)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

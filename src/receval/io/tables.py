@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from receval._malloc import check_headroom
 from receval.errors import InputError, option
-from receval.ids import STR, arrow_bools, canonical, first_true, numbers
+from receval.ids import SMALL_COLUMN, STR, arrow_bools, canonical, first_true, numbers
 from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, normalise
 from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
@@ -133,6 +133,7 @@ def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.n
         col.null_count
         or not len(col)
         or not (pa.types.is_string(text) or pa.types.is_large_string(text))
+        or (not dictionary and len(col) <= SMALL_COLUMN)  # small: no encoding to load
     ):
         return canonical(col, role, source, kind)
     import pyarrow.compute as pc
