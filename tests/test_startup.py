@@ -370,3 +370,24 @@ def test_whether_a_column_holds_a_number_is_arrow_s_answer(values: list[str | No
     arrow = bool(pc.any(pc.match_substring_regex(col, NUMBER_LITERAL)).as_py())
     assert any_number_literal(col) is arrow
     assert any_number_literal(pa.chunked_array([col])) is arrow
+
+
+def test_a_lazy_module_loads_on_first_use_and_pickles_by_name() -> None:
+    import pickle
+    import subprocess as sp
+
+    from receval._lazy import LazyModule
+
+    code = (
+        "import sys\nfrom receval._lazy import LazyModule\n"
+        "m = LazyModule('wave')\nprint('wave' in sys.modules)\n"
+        "m.open\nprint('wave' in sys.modules, repr(m))\n"
+    )
+    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
+    assert out.stdout.split("\n")[:2] == ["False", "True <module 'wave', loaded>"], out.stderr
+    lazy = LazyModule("json")
+    assert lazy.dumps([1]) == "[1]"
+    back = pickle.loads(pickle.dumps(lazy))  # loaded or not: by name
+    assert isinstance(back, LazyModule) and back.loads("[2]") == [2]
+    with pytest.raises(AttributeError):
+        lazy.no_such_name  # noqa: B018

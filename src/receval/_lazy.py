@@ -37,6 +37,9 @@ class LazyModule:
         self.__dict__[attr] = value  # found directly from now on
         return value
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:  # pickled by name, loaded or not
+        return LazyModule, (self._name,)
+
     def __repr__(self) -> str:
         state = "loaded" if self._module is not None else "not loaded yet"
         return f"<module {self._name!r}, {state}>"
