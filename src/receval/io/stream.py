@@ -160,6 +160,9 @@ class ParquetInput:
     user_kind: str
     item_kind: str
     _max_grade: float | None = field(default=None, init=False, repr=False)
+    #: users known to ascend (checked whole by :meth:`is_sorted`): not checked again
+    #: batch by batch while merging
+    sorted_known: bool = field(default=False, init=False, repr=False)
 
     @property
     def num_rows(self) -> int:
@@ -319,6 +322,7 @@ def sorted_tables(
         out.append(src)
     if out[0].user_kind != out[1].user_kind or not (out[0].is_sorted() and out[1].is_sorted()):
         return None
+    out[0].sorted_known = out[1].sorted_known = True
     return out[0], out[1]
 
 
@@ -375,6 +379,7 @@ class _Reader:
 
     def __init__(self, src: ParquetInput, rows: int) -> None:
         self.batches = src.batches(rows)
+        self.checked = src.sorted_known  # the order was checked whole: not again here
         self.buf: pa.Table | None = None
         self.start = 0  # file row of the buffer's first row
         self.done = False
@@ -388,7 +393,7 @@ class _Reader:
         if self.buf is None or self.buf.num_rows == 0:
             return True
         user = self.buf.column("user")
-        return bool(pc.equal(user[0], user[-1]).as_py())
+        return bool(user[0].equals(user[-1]))
 
     def fill(self, rows: int) -> None:
         """Read until ``rows`` rows and two users are buffered, or the end."""
@@ -399,7 +404,7 @@ class _Reader:
                 break
             table, start = got
             user = table.column("user")
-            if not _in_order(user, self.last):
+            if not self.checked and not _in_order(user, self.last):
                 raise _NotSorted
             if table.num_rows:
                 self.last = user[-1]
@@ -443,7 +448,8 @@ def _merge(
         elif r.done or t.done:
             bound = t.last if r.done else r.last
         else:
-            bound = r.last if pc.less_equal(r.last, t.last).as_py() else t.last
+            # ids of one type (int64 or strings, whose UTF-8 byte order is the code points')
+            bound = r.last if r.last.as_py() <= t.last.as_py() else t.last
         a, at = r.take(bound)
         b, bt = t.take(bound)
         if a.num_rows or b.num_rows:

@@ -1,0 +1,141 @@
+"""Evaluation near the read (issue #33 point 3): warm ``evaluate`` beside reading
+the same columns, and where the rest of its time goes.
+
+    python benchmarks/near_read.py [--users 100000,1000000] [--repeat 5]
+
+On the workload of ``run.py`` (``workload.py``: generated under ``--data``/<users>
+if missing), in one warm process, interleaved repeat by repeat:
+
+- **read**: ``pyarrow.parquet.read_table`` of both files, the columns the
+  evaluation reads (user, item, rank; user, item, relevance);
+- **evaluate, tables**: ``receval.evaluate`` of the two tables already read
+  (the 12 standard metrics: P/R/nDCG/AP/RR/HR at 10 and 100);
+- **evaluate, files**: ``receval.evaluate`` of the two Parquet paths (the read
+  included: streamed, merged by user).
+
+Each is the best of ``--repeat``; the ratios are to the read. Then, on the
+tables, the evaluation taken apart (one thread, best of 3): the merge of the
+two tables into pairs of users (the reading thread's work), the pairs' columns
+turned into checked NumPy arrays (``load``), and ``load`` plus the kernels of
+the 12 metrics (``evaluate_pair``), with their share of the one-thread total,
+and the kernels' calls that take the most time (cProfile, one thread).
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "peers"))
+import _common  # noqa: E402
+import workload  # noqa: E402
+
+
+def _best(fn: Any, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _parts(recs: Any, truth: Any) -> None:
+    """The one-thread breakdown of an evaluation of two tables."""
+    from receval.engines import driver
+    from receval.evaluation.api import parse_metrics
+    from receval.evaluation.options import EvalOptions
+    from receval.io import stream
+
+    def merged() -> list[Any]:
+        a, b = stream.sorted_tables(recs, truth)
+        return list(stream.pairs(a, b))
+
+    pairs = merged()
+    plan = driver.Plan(
+        tuple(parse_metrics(_common.STANDARD_SPEC, {})), 1.0, **EvalOptions().engine()
+    )
+
+    def loads() -> None:
+        for p in pairs:
+            copy.copy(p).loaded()
+
+    def kernels() -> None:
+        for p in pairs:
+            driver.evaluate_pair(plan, copy.copy(p))
+
+    merge_s, load_s, all_s = _best(merged, 3), _best(loads, 3), _best(kernels, 3)
+    total = merge_s + all_s
+    print(f"\none thread, {len(pairs)} pairs of users:")
+    print(f"  merge into pairs     {merge_s:.3f} s ({merge_s / total:.0%})")
+    print(f"  load (to NumPy)      {load_s:.3f} s ({load_s / total:.0%})")
+    print(f"  kernels              {all_s - load_s:.3f} s ({(all_s - load_s) / total:.0%})")
+    prof = cProfile.Profile()
+    prof.enable()
+    kernels()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]  # type: ignore[attr-defined]
+    print("  the calls that take the most time (own time, cProfile):")
+    for (path, line, name), (_, calls, own, _cum, _) in rows:
+        where = f"{Path(path).name}:{line}" if path != "~" else "builtin"
+        print(f"    {own:.4f} s  {calls:6d} calls  {name} ({where})")
+
+
+def one_size(users: int, data: str, repeat: int, parts: bool) -> None:
+    """The three timings at one size, and the breakdown."""
+    import pyarrow.parquet as pq
+
+    import receval
+
+    metrics = _common.STANDARD_SPEC
+    folder = Path(data) / str(users)
+    workload.ensure(users, folder, seed=0)
+    rp, tp = str(folder / "recs.parquet"), str(folder / "truth.parquet")
+
+    def read() -> tuple[Any, Any]:
+        recs = pq.read_table(rp, columns=["user", "item", "rank"])
+        return recs, pq.read_table(tp, columns=["user", "item", "relevance"])
+
+    recs, truth = read()
+    receval.evaluate(recs, truth, metrics)  # warm: allocator, threads, imports
+    cases = {
+        "read": read,
+        "tables": lambda: receval.evaluate(recs, truth, metrics),
+        "files": lambda: receval.evaluate(rp, tp, metrics),
+    }
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(repeat):  # interleaved
+        for name, fn in cases.items():
+            best[name] = min(best[name], _best(fn, 1))
+    r = best["read"]
+    print(f"\n{users:,} users, {recs.num_rows:,} rec rows, best of {repeat}:")
+    print(f"  read both files      {r:.3f} s")
+    print(f"  evaluate, tables     {best['tables']:.3f} s ({best['tables'] / r:.2f}x the read)")
+    print(f"  evaluate, files      {best['files']:.3f} s ({best['files'] / r:.2f}x the read)")
+    if parts:
+        _parts(recs, truth)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--users", default="100000,1000000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", default=str(HERE.parent / "bench-data"))
+    ap.add_argument("--no-parts", action="store_true", help="skip the breakdown")
+    args = ap.parse_args()
+    for users in [int(u) for u in args.users.split(",")]:
+        one_size(users, args.data, args.repeat, not args.no_parts)
+
+
+if __name__ == "__main__":
+    main()
