@@ -391,3 +391,38 @@ def test_a_lazy_module_loads_on_first_use_and_pickles_by_name() -> None:
     assert isinstance(back, LazyModule) and back.loads("[2]") == [2]
     with pytest.raises(AttributeError):
         lazy.no_such_name  # noqa: B018
+
+
+def test_chunks_of_one_buffer_are_read_in_place() -> None:
+    """Slices that follow each other in one buffer (a row group as pyarrow reads
+    it, a table cut by user) become one read-only view, with pyarrow's values;
+    anything else is copied."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from receval.ids import numbers
+
+    base = pa.array(np.arange(20, dtype=np.int64))
+    cases = [
+        (pa.chunked_array([base.slice(0, 3), base.slice(3, 5), base.slice(8, 12)]), True),
+        (pa.chunked_array([base.slice(2, 3), base.slice(5, 0), base.slice(5, 4)]), True),
+        (pa.chunked_array([base.slice(0, 3), base.slice(4, 5)]), False),  # a gap
+        (pa.chunked_array([base.slice(5, 3), base.slice(0, 5)]), False),  # out of order
+        (pa.chunked_array([base.slice(0, 3), pa.array(np.arange(3))]), False),  # two buffers
+        (pa.chunked_array([base.slice(0, 2), pa.array([1, None])]), False),  # a null
+    ]
+    for col, in_place in cases:
+        mine = numbers(col)
+        theirs = col.to_numpy()
+        assert np.array_equal(mine, theirs, equal_nan=mine.dtype.kind == "f"), col
+        assert mine.flags.writeable is not in_place
+    # a Parquet row group read in batches: one buffer, read in place
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"u": np.arange(300_000, dtype=np.int64)}), sink)
+    table = pq.read_table(pa.BufferReader(sink.getvalue()))
+    col = table.column("u").slice(100_000, 150_000)
+    assert col.num_chunks == 2  # pyarrow's batches of 131,072 rows
+    view = numbers(col)
+    assert not view.flags.writeable and view[0] == 100_000 and len(view) == 150_000
+    assert np.array_equal(view, np.arange(100_000, 250_000))

@@ -396,7 +396,11 @@ def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         if values.num_chunks == 1:
             return numbers(values.chunk(0))
         dtype = _NUMBER_TYPES[values.type]
-        return np.concatenate([numbers(c) for c in values.chunks] or [np.empty(0, dtype)])
+        chunks = [c for c in values.chunks if len(c)]
+        joined = _one_buffer(chunks, np.dtype(dtype))
+        if joined is not None:
+            return joined
+        return np.concatenate([numbers(c) for c in chunks] or [np.empty(0, dtype)])
     if values.null_count or values.type not in _NUMBER_TYPES:
         return values.to_numpy(zero_copy_only=False)
     dtype = np.dtype(_NUMBER_TYPES[values.type])
@@ -405,6 +409,28 @@ def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.empty(0, dtype)
     out = np.frombuffer(data, dtype, count=len(values), offset=values.offset * dtype.itemsize)
     out.flags.writeable = False  # Arrow's memory, as pyarrow's view
+    return out
+
+
+def _one_buffer(chunks: list[pa.Array], dtype: np.dtype) -> np.ndarray | None:
+    """A read-only view of chunks that follow each other in one buffer (the
+    slices of one row group, as ``pyarrow.parquet`` reads it, and of one table,
+    as a merge by user cuts it), else None (a copy is needed)."""
+    if len(chunks) < 2:
+        return None
+    data = chunks[0].buffers()[1]
+    if data is None:
+        return None
+    start = end = chunks[0].offset
+    for chunk in chunks:
+        buffer = chunk.buffers()[1]
+        if buffer is None or buffer.address != data.address or chunk.offset != end:
+            return None
+        end += len(chunk)
+    if end * dtype.itemsize > data.size:
+        return None
+    out = np.frombuffer(data, dtype, count=end - start, offset=start * dtype.itemsize)
+    out.flags.writeable = False  # Arrow's memory
     return out
 
 
