@@ -464,6 +464,50 @@ def test_t_test_power_agrees_with_simulation() -> None:
     assert abs(rejected - want) < 4 * math.sqrt(want * (1 - want) / trials)
 
 
+def test_t_test_power_on_a_grid_agrees_with_simulation_and_is_never_nan() -> None:
+    """Issue #34 point 7: the power over a grid of effects and users, where
+    SciPy's lower tail used to be NaN (large d, few users) and where the power
+    is ≈ 1 (d = 0.5 with 400 users, 1.5 with 50, 2 with 122), against a
+    simulation of the test itself; and never NaN on a wide grid."""
+    rng = np.random.default_rng(34)
+    trials = 4000
+    for d in (0.2, 0.5, 1.0, 2.0, 3.0, 6.0):
+        for n in (2, 3, 5, 10, 40):
+            x = rng.standard_normal((trials, n)) + d
+            t = x.mean(axis=1) / (x.std(axis=1, ddof=1) / np.sqrt(n))
+            rejected = (np.abs(t) > sps.t.ppf(0.975, n - 1)).mean()
+            want = stats.t_test_power(d, n)
+            spread = math.sqrt(max(want * (1 - want), 1e-4) / trials)
+            assert abs(rejected - want) < 5 * spread, (d, n, rejected, want)
+    for d, n in [(0.5, 400), (1.5, 50), (2.0, 122), (6.0, 2), (10.0, 3), (100.0, 2)]:
+        assert 0.49 < stats.t_test_power(d, n) <= 1.0, (d, n)
+    for d in np.logspace(-6, 3, 19):
+        for n in (2, 3, 7, 30, 1000, 10**6, 10**9):
+            p = stats.t_test_power(float(d), n)
+            assert 0.0 <= p <= 1.0, (d, n, p)  # never NaN
+
+
+def test_power_where_scipy_gives_nan_comes_from_the_definition() -> None:
+    """SciPy's ``nct.sf`` is NaN beyond a noncentrality of about 1e9 (a pilot
+    whose differences hardly vary): the power then comes from the integral of
+    the definition, which agrees with SciPy where SciPy is finite, and the
+    search never takes a NaN for enough power (it answered 2 users, power NaN)."""
+    from scipy import stats as sps
+
+    from receval.analysis.stats import _nct_sf
+
+    assert math.isnan(sps.nct.sf(12.7, 1, 1e10))  # SciPy's own answer there
+    for df in (1, 2, 5, 30):
+        for ncp in (-8.0, -2.0, 0.0, 0.5, 3.0, 8.5, 20.0):
+            for t in (0.5, 2.0, 12.7):
+                assert _nct_sf(t, df, ncp) == float(sps.nct.sf(t, df, ncp))
+    for d in (1e10, 1e100, 1e300):
+        for n in (2, 3, 50):
+            assert 1 - 1e-10 < stats.t_test_power(d, n) <= 1.0
+    got = stats.power([1.0, 1.0 + 1e-15, 1.0 + 2e-15])  # d ≈ 1e15
+    assert got.users == 2 and 1 - 1e-10 < got.power <= 1.0
+
+
 def test_power_inputs_and_errors() -> None:
     a = pd.Series([0.5, 0.7, 0.2, 0.9, 0.4], index=[1, 2, 3, 4, 5])
     b = pd.Series([0.3, 0.6, 0.1, 0.5, 0.4, 0.8], index=[5, 4, 3, 2, 1, 9])

@@ -866,7 +866,35 @@ def t_test_power(d: float, users: int, alpha: float = 0.05) -> float:
     ncp = d * math.sqrt(users)
     # the lower tail as the upper tail of -T: SciPy's nct.cdf gives NaN where the tail
     # underflows (d = 6 with 2 users), which the search for users took as enough power
-    return float(_sps.nct.sf(crit, df, ncp) + _sps.nct.sf(crit, df, -ncp))
+    return min(1.0, _nct_sf(crit, df, ncp) + _nct_sf(crit, df, -ncp))
+
+
+def _nct_sf(t: float, df: int, ncp: float) -> float:
+    """P(T > t) for T noncentral t with ``df`` degrees of freedom and
+    noncentrality ``ncp``: SciPy's ``nct.sf``, or where SciPy gives NaN (a
+    noncentrality beyond about 1e9, e.g. a pilot whose differences hardly
+    vary), the same probability from its definition T = (Z + ncp) / (S / √df),
+    S ~ χ(df): ∫ Φ(ncp − t s / √df) f_χ(s) ds (``scipy.integrate.quad``,
+    absolute error below 1e-10), never NaN for a finite ``ncp``.
+
+    Example:
+        >>> round(_nct_sf(12.706, 1, 6 * 2**0.5), 4), _nct_sf(12.706, 1, 1e12) > 1 - 1e-10
+        (0.4944, True)
+    """
+    p = float(_sps.nct.sf(t, df, ncp))
+    if math.isfinite(p) or not math.isfinite(ncp):
+        return p
+    from scipy import integrate
+
+    scale = t / math.sqrt(df)
+    value, _ = integrate.quad(
+        lambda s: _sps.norm.cdf(ncp - scale * s) * _sps.chi.pdf(s, df),
+        0.0,
+        math.inf,
+        epsabs=1e-12,
+        limit=200,
+    )
+    return min(1.0, max(0.0, value))
 
 
 def power(
@@ -932,7 +960,8 @@ def power(
         return Power(2, shift, 0.0, math.inf, 1.0, alpha, len(diff))
     d = abs(shift) / sd
     lo, hi = 2, 2
-    while t_test_power(d, hi, alpha) < power:
+    # ``not (x >= power)``: a NaN power is never taken for enough
+    while not t_test_power(d, hi, alpha) >= power:
         if hi >= max_users:
             return Power(None, shift, sd, d, t_test_power(d, max_users, alpha), alpha, len(diff))
         lo, hi = hi, min(2 * hi, max_users)
