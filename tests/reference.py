@@ -459,9 +459,10 @@ def ref_judged_nonrelevant(
 def ref_judged(
     ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
 ) -> float:
-    """Judged items among the first k / k (n without k); 0 for an empty list."""
-    den = len(ranked) if k is None else k
-    return sum(1 for it in _cut(ranked, k) if _judged(it, grades)) / den if den else 0.0
+    """Judged items among the first min(k, n) / min(k, n) (ir_measures'
+    Judged@k); 0 for an empty list."""
+    top = _cut(ranked, k)
+    return sum(1 for it in top if _judged(it, grades)) / len(top) if top else 0.0
 
 
 def ref_unjudged(
@@ -723,15 +724,16 @@ def ref_rndcg(
     grades_from: str = "relevant",
     **_: Any,
 ) -> float:
-    """Mean nDCG at the points b where the ideal's gain changes (and at n if n > R')."""
+    """Mean nDCG at the points b where the ideal's gain changes (and at n if
+    n > R' + 1: m_Rndcg.c); 0 without a relevant item."""
     own, ideal = _level_gains(ranked, grades, threshold, k, grades_from)
-    if not ideal:
+    if not ideal or not any(is_relevant(g, threshold) for g in grades.values()):
         return 0.0
     dcg = _running_dcg(own)
     idcg = _running_dcg(ideal)
     points = [b for b in range(1, len(ideal)) if ideal[b] != ideal[b - 1]] + [len(ideal)]
     values = [(dcg[min(b, len(own)) - 1] if own else 0.0) / idcg[b - 1] for b in points]
-    if len(own) > len(ideal):
+    if len(own) > len(ideal) + 1:
         values.append(dcg[-1] / idcg[-1])
     return sum(values) / len(values)
 

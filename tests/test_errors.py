@@ -131,7 +131,7 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         "bad policy",
         dict(empty_truth="drop"),
         ReceValError,
-        ["empty_truth='drop'", "'skip', 'zero', 'error'"],
+        ["empty_truth='drop'", "'skip', 'zero', 'keep', 'error'"],
     ),
     ("bad missing_recs", dict(missing_recs="x"), ReceValError, ["missing_recs"]),
     (

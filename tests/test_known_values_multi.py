@@ -143,8 +143,10 @@ C_TRUTH = {1: {1: 1, 2: 3, 5: 2, 3: 0}, 2: {7: 2}, 3: {9: 0}}
 C_USERS = (1, 2, 3)
 C1_DCG2 = 1 + 3 / L3  # u1's DCG@2 (and @3, @4: positions 3, 4 hold no gain)
 C1_IDCG = [3, 3 + 2 / L3, 3 + 2 / L3 + 1 / 2]  # u1's ideal DCG@1, @2, @3 (= whole)
-C1_RNDCG = (1 / 3 + C1_DCG2 / C1_IDCG[1] + C1_DCG2 / C1_IDCG[2] + C1_DCG2 / C1_IDCG[2]) / 4
-C2_RNDCG = (0 / 2 + (2 / L3) / 2) / 2
+# Rndcg (m_Rndcg.c): the list's end counts only when n > R' + 1: u1 (n 4, R' 3) and
+# u2 (n 2, R' 1) end at R' + 1 (pytrec_eval 0.5.11: 0.5398623602797206 and 0)
+C1_RNDCG = (1 / 3 + C1_DCG2 / C1_IDCG[1] + C1_DCG2 / C1_IDCG[2]) / 3
+C2_RNDCG = (0 / 2) / 1
 C_EXPECTED: dict[str, tuple[tuple[float, ...], float]] = {
     "dcg@2": ((C1_DCG2, 2 / L3, NAN), (C1_DCG2 + 2 / L3) / 2),
     # exp gains 2^g − 1: 1, 7 (u1); 3 (u2)
@@ -192,7 +194,7 @@ C_EXPECTED: dict[str, tuple[tuple[float, ...], float]] = {
         ((1 / 3 + C1_DCG2 / C1_IDCG[1] + C1_DCG2 / C1_IDCG[2]) / 3, (2 / L3) / 2, NAN),
         ((1 / 3 + C1_DCG2 / C1_IDCG[1] + C1_DCG2 / C1_IDCG[2]) / 3 + 1 / L3) / 2,
     ),
-    # levels after each grade of the ideal (u1: 1, 2, 3; u2: 1) and n when n > R'
+    # levels after each grade of the ideal (u1: 1, 2, 3; u2: 1) and n when n > R' + 1
     "rndcg": ((C1_RNDCG, C2_RNDCG, NAN), (C1_RNDCG + C2_RNDCG) / 2),
 }
 
@@ -217,8 +219,9 @@ D_EXPECTED: dict[str, tuple[tuple[float, ...], float]] = {
     "judged_nonrelevant@1": ((1, 0), 1 / 2),
     "judged_nonrelevant@5": ((1, 0), 1 / 2),
     "judged@2": ((2 / 2, 1 / 2), 3 / 4),
-    "judged@5": ((3 / 5, 1 / 5), 2 / 5),
-    "judged@10": ((3 / 10, 1 / 10), 1 / 5),
+    # ir_measures' Judged@k divides by min(k, n): u2 lists 2 items
+    "judged@5": ((3 / 5, 1 / 2), (3 / 5 + 1 / 2) / 2),
+    "judged@10": ((3 / 5, 1 / 2), (3 / 5 + 1 / 2) / 2),
     "unjudged@2": ((0 / 2, 1 / 2), 1 / 4),
     "unjudged@5": ((2 / 5, 1 / 5), 3 / 10),
     # (1/R) Σ (1 − min(nr, R) / min(N, R)): u1 items 2 and 5 each below 1 judged non-relevant

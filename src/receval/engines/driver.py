@@ -248,7 +248,9 @@ def _apply_policies(
     population: means and paired tests compare the same users). ``zero``
     scores 0 the metrics that need the truth (``needs_truth``: one flag per
     row of ``values``); metrics of the list alone (novelty, arp, ...) keep
-    the value of the user's list.
+    the value of the user's list. ``keep`` (``empty_truth``, ``no_truth``)
+    evaluates the users as they are: every metric keeps its kernel's value
+    for a user without relevant items (trec_eval's reading).
     """
     no_rel = p.n_relevant == 0
     no_list = ~p.has_recs
@@ -279,7 +281,7 @@ def _apply_policies(
         if policy == "skip":
             values[:, mask] = np.nan
             out &= ~mask
-        elif why != "no_recommendations" and mask.any():
+        elif policy == "zero" and why != "no_recommendations" and mask.any():
             # users without a list keep the values of an empty list (auc: NaN)
             values[np.ix_(needs_truth, mask)] = 0.0
     return out, groups
@@ -493,7 +495,7 @@ class _Evaluated:
             "users_evaluated": count(self.evaluated),
             "users_skipped": {w: count(m if pol == "skip" else none) for w, (m, pol) in policies},
             "users_scored_zero": {
-                w: count(none if pol == "skip" else m) for w, (m, pol) in policies
+                w: count(none if pol in ("skip", "keep") else m) for w, (m, pol) in policies
             },
         }
 

@@ -359,6 +359,9 @@ def prepare(
     )
     tie_start, tie_end = _tie_groups(rows.ru, rows.score, rec_offsets, need_ties, counts)
     has_recs, in_truth = _presence(rec_offsets, reu, tu, teu, n_users)
+    condensed = dropped.get("recommendation_rows_unjudged_dropped")
+    if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
+        has_recs |= condensed > 0
     positions = _rank_positions(rows, rec_offsets, rank, counts)
     return Prepared(
         user_ids=user_ids,

@@ -26,7 +26,7 @@ from receval.records import Columns, RecsData, Tables, TruthData
 
 __all__ = ["evaluate", "score"]
 
-EmptyTruth = Literal["skip", "zero", "error"]
+EmptyTruth = Literal["skip", "zero", "keep", "error"]
 MissingRecs = Literal["zero", "skip", "error"]
 Duplicates = Literal["error", "keep"]
 Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
@@ -98,13 +98,15 @@ def evaluate(
             ``recbole``, ``lenskit``, ``replay`` read no grades).
         empty_truth: users in the truth without a relevant item: ``skip``
             (NaN, left out of the means and counted; the default), ``zero``
-            (scored 0) or ``error``.
+            (scored 0), ``keep`` (evaluated as they are: each metric's own
+            value, e.g. gm_ap ln(1e-5), utility minus the items retrieved;
+            trec_eval's reading) or ``error``.
         missing_recs: users with relevant items but no recommendations:
             ``zero`` (an empty list: every metric 0; the default), ``skip`` or
             ``error``. A user with neither a list nor a relevant item is
             skipped when either policy says ``skip``.
         no_truth: users with recommendations who are not in the truth at all:
-            ``skip``, ``zero`` or ``error``; default: as ``empty_truth``.
+            ``skip``, ``zero``, ``keep`` or ``error``; default: as ``empty_truth``.
         ties: the order of equal scores: ``item`` (item id ascending, numbers
             numerically, strings by code point; the default), ``item_desc``,
             ``item_str`` / ``item_str_desc`` (ids compared as strings, as

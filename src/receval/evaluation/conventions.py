@@ -112,7 +112,7 @@ TREC_EVAL = Convention(
     name="trec_eval",
     tool="trec_eval 10.0 (also pytrec_eval, which wraps it)",
     ties="item_str_desc",
-    empty_truth="zero",
+    empty_truth="keep",
     missing_recs="skip",
     no_truth="skip",
     negative_grades="unjudged",
@@ -149,7 +149,9 @@ TREC_EVAL = Convention(
         "ties": "trec_eval/form_res_rels.c: comp_sim_docno (sim descending, then docno "
         "descending by strcmp)",
         "users": "trec_eval/trec_eval.c: queries of the results that are in the qrels; "
-        "-c adds the qrels' other queries with 0 (get_zscores/average)",
+        "-c adds the qrels' other queries with 0 (get_zscores/average); a query without a "
+        "relevant document is evaluated as it is (m_gm_map.c: ln(1e-5); m_utility.c: minus "
+        "the documents retrieved; m_num_nonrel_judged_ret.c: the count)",
         "relevance": "trec_eval/form_res_rels.c: rel_level >= epi->relevance_level (-l, default 1)",
         "ap": "trec_eval/m_map.c, m_map_cut.c: sum of precisions at relevant docs / num_rel",
         "precision": "trec_eval/m_P.c: rel_ret at cutoff / cutoff",
@@ -509,7 +511,12 @@ _TIE_TEXT = {
     "item_str_desc": "item id descending, as strings",
     "input": "input row order (stable sort)",
 }
-_POLICY_TEXT = {"skip": "left out", "zero": "scored 0", "error": "an error"}
+_POLICY_TEXT = {
+    "skip": "left out",
+    "zero": "scored 0",
+    "keep": "kept (each metric's own value)",
+    "error": "an error",
+}
 _AP_TEXT = {
     "min_retrieved_relevant": "min(k, n, R)",
     "k": "k",

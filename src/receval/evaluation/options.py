@@ -11,7 +11,7 @@ Example:
     >>> from receval import EvalOptions
     >>> o = EvalOptions(convention="trec_eval", threshold=2)
     >>> o.ties, o.empty_truth, o.threshold
-    ('item_str_desc', 'zero', 2.0)
+    ('item_str_desc', 'keep', 2.0)
     >>> EvalOptions.from_dict(o.to_dict()) == o
     True
     >>> EvalOptions(empty_truth="zeros")  # doctest: +ELLIPSIS
@@ -126,8 +126,9 @@ OPTIONS: tuple[Option, ...] = (
         "choice",
         "skip",
         "users in the truth without a relevant item",
-        "Users in the truth without a relevant item: skip (NaN, counted), zero or error.",
-        ("skip", "zero", "error"),
+        "Users in the truth without a relevant item: skip (NaN, counted), zero, keep (each "
+        "metric's own value: trec_eval's reading) or error.",
+        ("skip", "zero", "keep", "error"),
         preset=True,
     ),
     Option(
@@ -145,7 +146,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "users with a list who are not in the truth (default: as --empty-truth)",
         "Users with a list who are not in the truth at all; None: as empty_truth.",
-        ("skip", "zero", "error"),
+        ("skip", "zero", "keep", "error"),
         preset=True,
     ),
     Option(
@@ -274,7 +275,8 @@ class EvalOptions:
             it also sets the defaults of metric parameters (:attr:`metric_defaults`).
         threshold: an item is relevant when its grade is ≥ threshold and > 0.
         empty_truth: users in the truth without a relevant item: ``skip``
-            (NaN, left out of the means, counted), ``zero`` or ``error``.
+            (NaN, left out of the means, counted), ``zero``, ``keep`` (each
+            metric's own value: trec_eval) or ``error``.
         missing_recs: users with relevant items but no list: ``zero`` (an
             empty list), ``skip`` or ``error``.
         no_truth: users with a list who are not in the truth: as

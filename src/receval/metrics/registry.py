@@ -643,11 +643,13 @@ _DEFS += (
     ),
     MetricDef(
         name="judged",
-        description="share of the first k positions holding a judged item",
-        formula="#{i ≤ min(k, n): item i judged} / k (n without k)",
+        description="share of the items in the first k positions that are judged",
+        formula="#{i ≤ min(k, n): item i judged} / min(k, n) (n without k)",
         kernel=T.judged,
         reads_judged=True,
-        notes=_JUDGED + " ir_measures' Judged@k.",
+        notes=_JUDGED + " ir_measures' Judged@k (its judged provider: a list shorter than k "
+        "divides by its length); ir_measures counts any document of the qrels as judged, "
+        "a negative label too, which negative_grades='unjudged' reads as not judged.",
     ),
     MetricDef(
         name="unjudged",
@@ -832,8 +834,8 @@ _DEFS += (
         name="rndcg",
         aliases=("r_ndcg",),
         description="nDCG averaged at the user's R-levels (where the ideal's gain changes)",
-        formula="mean over b ∈ {after each grade of the ideal} ∪ {n if n > R'} of "
-        "DCG@min(b, n) / IDCG@b",
+        formula="mean over b ∈ {after each grade of the ideal} ∪ {n if n > R' + 1} of "
+        "DCG@min(b, n) / IDCG@b; 0 when R = 0",
         kernel=T.rndcg,
         params=(_GRADES,),
         graded=True,

@@ -317,6 +317,11 @@ def _ir_measures_alias(text: str) -> str | None:
     for pair in filter(None, (p.strip() for p in (m.group("params") or "").split(","))):
         key, _, raw = pair.partition("=")
         key, value = key.strip(), raw.strip().strip("'\"")
+        if key == "rel" and name == "NumRet":
+            raise MetricError(  # ir_measures' pytrec_eval provider: num_rel_ret at level rel
+                f"{text!r}: ir_measures' NumRet(rel={value}) counts the retrieved documents "
+                f"graded >= {value}: receval's hits (NumRelRet), with threshold={value}"
+            )
         if key == "rel":
             raise MetricError(
                 f"{text!r}: ir_measures' rel= is receval's threshold option "

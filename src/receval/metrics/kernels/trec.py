@@ -116,10 +116,12 @@ def n_relevant(b: Batch, k: int | None) -> np.ndarray:
 
 
 def judged(b: Batch, k: int | None) -> np.ndarray:
-    """Judged items among the first k / k (n without k): ir_measures'
-    ``Judged@k``; a list shorter than k still divides by k."""
-    count = (_judged(b)[:, : _cols(b, k)]).sum(axis=1)
-    return ratio(count, b.n if k is None else k)
+    """Judged items among the first min(k, n) / min(k, n) (n without k):
+    ir_measures' ``Judged@k`` (providers/judged_provider.py since 0.3.5: a
+    list shorter than k divides by its length); 0 for an empty list."""
+    inside = _filled(b, k)
+    count = (inside & _judged(b)[:, : inside.shape[1]]).sum(axis=1)
+    return ratio(count, b.retrieved(k))
 
 
 def unjudged(b: Batch, k: int | None) -> np.ndarray:
@@ -360,9 +362,12 @@ def ndcg_rel(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray
 def rndcg(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray:
     """nDCG averaged at the user's R-levels: at each position b where the
     ideal's gain changes (after the items of each grade, the last after all
-    R' items with gain > 0), DCG@min(b, n) / IDCG@b, and at n when the list is
-    longer than R'. Järvelin & Kekäläinen's nDCG at trec_eval's R-levels
-    (m_Rndcg.c)."""
+    R' items with gain > 0), DCG@min(b, n) / IDCG@b, and at n when the list
+    goes on past position R' + 1; 0 for a user without relevant items (R = 0,
+    whatever the gains). Järvelin & Kekäläinen's nDCG at trec_eval's R-levels
+    (m_Rndcg.c: its loop over the list stops at position R' + 1, where the
+    ideal's gain reaches 0, and adds the list's end only when documents remain
+    after it; it returns 0 when num_rel, counted at the relevance level, is 0)."""
     _, ideal = graded_cells(b, grades)
     dcg, _ = _dcg_rows(b, grades)
     disc = _discounts(max(ideal.width, 1))
@@ -380,11 +385,11 @@ def rndcg(b: Batch, k: int | None, *, grades: str = "relevant") -> np.ndarray:
     list_dcg = np.where(upto > 0, dcg[user, np.maximum(upto, 1) - 1], 0.0)
     total = np.bincount(user, weights=ratio(list_dcg, idcg_after[edge]), minlength=b.size)
     count = np.bincount(user, minlength=b.size).astype(np.float64)
-    # the implied level change at n when the list is longer than the ideal
+    # the list's end, when it goes on past position R' + 1 (m_Rndcg.c)
     r_all = np.diff(ideal.offsets)
-    longer = (n > r_all) & (r_all > 0)
+    longer = (n > r_all + 1) & (r_all > 0)
     whole = np.bincount(ideal.user, weights=terms, minlength=b.size)
     last = dcg[np.arange(b.size), np.minimum(n, b.width) - 1]
     total = total + np.where(longer, ratio(last, whole), 0.0)
     count = count + longer
-    return ratio(total, count)
+    return np.where(b.n_relevant > 0, ratio(total, count), 0.0)
