@@ -161,6 +161,7 @@ COMMANDS = {
     "demo": "workflow",
     "split": "workflow",
     "check": "workflow",
+    "trec_eval": "trec",
 }
 
 
@@ -261,7 +262,7 @@ def fail(text: str) -> None:
     note_line(f"error: {text}")
 
 
-def show_out(text: str, output: Output | None = None) -> None:
+def show_out(text: str, output: Output | EvaluateOutput | None = None) -> None:
     """A command's result on stdout. For the terminal (a table, a summary:
     ``output`` None or table) never read as markup, its control characters
     escaped (lines kept); JSON, CSV, Markdown and LaTeX as they are, byte for
@@ -312,6 +313,19 @@ class Output(StrEnum):
     csv = "csv"
     markdown = "markdown"
     latex = "latex"
+
+
+class EvaluateOutput(StrEnum):
+    """``receval evaluate``'s ``--output``: :class:`Output`'s, and trec_eval's own
+    text (``-o trec_eval``, under ``--convention trec_eval``), which the other
+    commands do not print."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    latex = "latex"
+    trec_eval = "trec_eval"
 
 
 class Engine(StrEnum):

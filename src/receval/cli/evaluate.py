@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from receval.cli._base import Engine, Format, Output, command, show_out
+from receval.cli._base import Engine, EvaluateOutput, Format, Output, command, show_out
 from receval.cli.flags import (
     COLUMN_FLAGS,
     POLICY_FLAGS,
@@ -18,6 +18,7 @@ from receval.cli.flags import (
     Catalog,
     Cutoffs,
     EngineOpt,
+    EvaluateOutputOpt,
     FormatOpt,
     ItemFeatures,
     ItemGroups,
@@ -92,7 +93,7 @@ def evaluate(
             "(with --engine spark: a folder of that format, written by Spark)",
         ),
     ] = None,
-    output: OutputOpt = Output.table,
+    output: EvaluateOutputOpt = EvaluateOutput.table,
     as_json: JsonFlag = False,
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
@@ -113,6 +114,13 @@ def evaluate(
     quiet: Quiet = False,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
+    if output is EvaluateOutput.trec_eval and not as_json:  # trec_eval's text: receval.cli.trec
+        from receval.cli.trec import evaluate_trec_eval
+
+        others = (k, per_user_path, remove_seen, engine is Engine.spark, mlflow, user_groups)
+        others += (train, catalog, item_features, popular, item_groups)
+        return evaluate_trec_eval(recs_path, truth_path, metric, options, (fmt, sep), others)
+    output = Output(output.value if output is not EvaluateOutput.trec_eval else "table")
     metrics = metric_strings(metric, k)
     tracking = Tracking(
         mlflow, mlflow_experiment, mlflow_run_name, no_mlflow_report, tracking_timeout

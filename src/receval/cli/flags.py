@@ -11,7 +11,7 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from receval.cli._base import Engine, Format, Output, note_line
+from receval.cli._base import Engine, EvaluateOutput, Format, Output, note_line
 from receval.errors import ReceValError
 from receval.evaluation.conventions import CONVENTIONS
 from receval.evaluation.options import OPTIONS, EvalOptions, Option
@@ -124,6 +124,15 @@ Cutoffs = Annotated[
 OutputOpt = Annotated[
     Output,
     typer.Option("--output", "-o", help="how to print the results on stdout"),
+]
+EvaluateOutputOpt = Annotated[
+    EvaluateOutput,
+    typer.Option(
+        "--output",
+        "-o",
+        help="how to print the results on stdout (trec_eval: trec_eval's own text, "
+        "under --convention trec_eval)",
+    ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="same as --output json")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="input format")]
