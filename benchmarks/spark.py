@@ -46,17 +46,21 @@ reads warm files.
 
 **Memory.** A thread of the benchmark's process (the Spark driver's Python)
 samples the resident memory (``VmRSS`` of ``/proc/<pid>/status``) of itself
-and all its descendants (found through the parent pid in ``/proc/*/stat``:
-the JVM, the ``pyspark.daemon`` and its Python workers) every 50 ms
-(``--sample-ms``); the peak over the timed section is that run's peak tree
-RSS (absolute, nothing subtracted; the JVM's RSS already holds what the
-session's start and the warm-up made it grow). The table gives the largest
-peak over the repeats; the JSON has each run's peak, its split into driver
-Python / JVM / workers at the peak, and the tree's RSS when the timer started.
-Two details: helper processes the JVM spawns for an instant (``rm``, ``bash``)
-are left out, since between ``vfork`` and ``exec`` they show the JVM's own
-RSS; and RSS counts the pages a forked Python worker still shares with
-``pyspark.daemon`` once per process (tens of MiB, receval's side only).
+and all its descendants (found through the parent pid in ``/proc/*/stat``)
+every 50 ms (``--sample-ms``), each process by its role, told by its command
+line: the **driver Python** (this process), the **JVM** (``java``: in local
+mode the driver and the executors are this one JVM, so "executors" are its
+tasks), the **Python workers** (``pyspark.daemon`` and the workers it forks).
+The peak over the timed section is that run's peak tree RSS (absolute,
+nothing subtracted; the JVM's RSS already holds what the session's start and
+the warm-up made it grow), and each role has its own peak (its largest
+sample). The tables give the largest peaks over the repeats; the JSON has
+each run's peak, its split at that moment, each role's peak, and the tree's
+RSS when the timer started. Two details: helper processes the JVM spawns for
+an instant (``rm``, ``bash``) are left out, since between ``vfork`` and
+``exec`` they show the JVM's own RSS; and RSS counts the pages a forked Python
+worker still shares with ``pyspark.daemon`` once per process (tens of MiB,
+receval's side only).
 A run that fails (e.g. out of memory) or exceeds ``--timeout`` is reported as
 ``failed`` with the end of its stderr; the other runs go on.
 
@@ -117,8 +121,9 @@ MIB = 2**20
 # -- peak RSS of a process tree -------------------------------------------------------------
 
 
-def _ppids() -> dict[int, int]:
-    """pid -> parent pid of every process (from /proc/*/stat)."""
+def _stats() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, CPU ticks used: user + system) of every process
+    (from /proc/*/stat)."""
     out = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -129,69 +134,137 @@ def _ppids() -> dict[int, int]:
         except OSError:  # gone meanwhile
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        out[int(name)] = int(stat[stat.rindex(b")") + 2 :].split(None, 2)[1])
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        out[int(name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
     return out
 
 
-def _rss_and_kind(pid: int, root: int) -> tuple[int, str]:
-    """(VmRSS in bytes, 'driver' / 'jvm' / 'workers' / 'other') of one process."""
-    rss, name = 0, ""
+def _ppids() -> dict[int, int]:
+    """pid -> parent pid of every process."""
+    return {pid: ppid for pid, (ppid, _) in _stats().items()}
+
+
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+#: pid -> its role, for the processes whose role is settled (a pid is not
+#: reused within a benchmark's few minutes)
+_ROLES: dict[int, str] = {}
+
+
+def _role(pid: int, root: int, parent_role: str) -> str:
+    """The role of one process of the tree, by its command line: 'driver' (the
+    benchmark's own Python, the Spark driver's Python), 'jvm' (the JVM: in local
+    mode driver and executors in one), 'workers' (``pyspark.daemon`` and the
+    Python workers it forks, which keep its command line) or 'other'.
+
+    A child of the JVM that still has the JVM's command line is a helper between
+    its ``vfork`` and ``exec`` (``rm``, ``bash``): it shows the JVM's own memory,
+    so it is 'other', never counted."""
+    if pid == root:
+        return "driver"
+    if pid in _ROLES:
+        return _ROLES[pid]
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return "other"
+    role = "other"
+    if argv and os.path.basename(argv[0]) == b"java":
+        role = "jvm" if parent_role != "jvm" else "other"
+    elif any(a.startswith((b"pyspark.daemon", b"pyspark.worker")) for a in argv):
+        role = "workers"
+    if role != "other":
+        _ROLES[pid] = role
+    return role
+
+
+def _rss(pid: int) -> int:
+    """VmRSS of one process in bytes (0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("Name:"):
-                    name = line.split(None, 1)[1].strip()
-                elif line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                    break
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
     except OSError:
-        return 0, "other"
-    if pid == root:
-        return rss, "driver"
-    if name == "java":
-        return rss, "jvm"
-    return rss, "workers" if name.startswith("python") else "other"
+        pass
+    return 0
+
+
+def tree(root: int) -> list[tuple[int, str, int, int]]:
+    """(pid, role, RSS bytes, CPU ticks) of ``root`` and each descendant,
+    roles by :func:`_role`."""
+    children: dict[int, list[int]] = {}
+    stats = _stats()
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    todo, out = [(root, "")], []
+    while todo:
+        pid, parent_role = todo.pop()
+        role = _role(pid, root, parent_role)
+        out.append((pid, role, _rss(pid), stats.get(pid, (0, 0))[1]))
+        todo.extend((c, role) for c in children.get(pid, ()))
+    return out
 
 
 def tree_rss(root: int) -> tuple[int, dict[str, int], int]:
-    """(total RSS bytes, bytes per kind, number of processes) of ``root`` and descendants.
+    """(total RSS bytes, bytes per role, number of processes) of ``root`` and
+    its descendants, roles by :func:`_role`.
 
-    The total is the driver, the JVM and the Python processes. Other descendants
-    are short-lived helpers the JVM spawns (``rm``, ``bash``): between their
-    ``vfork`` and ``exec`` they report the JVM's own memory, which would count the
-    JVM twice; they are kept apart, as ``other``.
+    The total is the driver, the JVM and the Python workers; 'other' (the JVM's
+    short-lived helpers, and anything unknown) is kept apart, outside it.
     """
-    children: dict[int, list[int]] = {}
-    for pid, ppid in _ppids().items():
-        children.setdefault(ppid, []).append(pid)
-    todo, total, kinds, n = [root], 0, {}, 0
-    while todo:
-        pid = todo.pop()
-        rss, kind = _rss_and_kind(pid, root)
-        if kind != "other":
-            total += rss
-        kinds[kind] = kinds.get(kind, 0) + rss
-        n += 1
-        todo.extend(children.get(pid, ()))
-    return total, kinds, n
+    found = tree(root)
+    kinds: dict[str, int] = {}
+    for _, role, rss, _ in found:
+        kinds[role] = kinds.get(role, 0) + rss
+    return sum(v for k, v in kinds.items() if k != "other"), kinds, len(found)
+
+
+ROLES = ("driver", "jvm", "workers")
 
 
 class PeakSampler:
-    """A thread sampling the tree RSS of ``root`` every ``interval`` s; ``stop()`` -> peak."""
+    """A thread sampling the tree RSS of ``root`` every ``interval`` s; ``stop()``
+    -> the peak of the total (and its split at that moment) and the peak of
+    each role on its own (driver Python, JVM, Python workers: each role's
+    largest sample, which need not fall at the same moment)."""
 
     def __init__(self, root: int, interval: float) -> None:
         self.root, self.interval = root, interval
         self.peak, self.kinds, self.samples, self.processes, self.other = 0, {}, 0, 0, 0
+        self.role_peak: dict[str, int] = dict.fromkeys(ROLES, 0)
+        self.ticks: dict[int, list[Any]] = {}  # pid -> [role, first ticks, last ticks]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _take(self) -> None:
-        total, kinds, n = tree_rss(self.root)
+        found = tree(self.root)
+        kinds: dict[str, int] = {}
+        for pid, role, rss, ticks in found:
+            kinds[role] = kinds.get(role, 0) + rss
+            if role != "other":  # born after the first sample: all its ticks count
+                base = ticks if self.samples == 0 else 0
+                self.ticks.setdefault(pid, [role, base, ticks])[2] = ticks
+        total = sum(v for k, v in kinds.items() if k != "other")
         self.samples += 1
-        self.processes = max(self.processes, n)
+        self.processes = max(self.processes, len(found))
         self.other = max(self.other, kinds.pop("other", 0))
+        for role in ROLES:
+            self.role_peak[role] = max(self.role_peak[role], kinds.get(role, 0))
         if total > self.peak:
             self.peak, self.kinds = total, kinds
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds (user + system) each role used between the first and
+        the last sample (a process born meanwhile: all it used by its last
+        sample). Less sensitive than wall time to other work on a shared
+        machine."""
+        out = dict.fromkeys(ROLES, 0.0)
+        for role, first, last in self.ticks.values():
+            out[role] += (last - first) / TICK
+        return {k: round(v, 2) for k, v in out.items()}
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -208,6 +281,8 @@ class PeakSampler:
         return {
             "peak_rss_mib": round(self.peak / MIB, 1),
             "peak_split_mib": {k: round(v / MIB, 1) for k, v in sorted(self.kinds.items()) if v},
+            "role_peak_mib": {k: round(v / MIB, 1) for k, v in self.role_peak.items()},
+            "role_cpu_s": self.cpu(),
             "other_helpers_max_mib": round(self.other / MIB, 1),  # not in the peak
             "samples": self.samples,
             "processes": self.processes,
@@ -440,6 +515,30 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "failed" if x is None else format(x, spec)
 
 
+def _roles_text(peaks: dict[str, float] | None, spec: str = ",.0f") -> str:
+    """'driver Python / JVM / workers' (peaks in MiB, CPU seconds), as a table cell."""
+    if not peaks:
+        return "failed"
+    return " / ".join(format(peaks[k], spec) for k in ROLES)
+
+
+def _memory_table(rows: list[dict[str, Any]]) -> None:
+    """Peak RSS by role: each role's largest sample over the repeats."""
+    print(
+        "\nBy role (each role's own peak RSS, largest over the repeats): "
+        "driver Python / JVM (local mode: driver and executors) / Python workers\n"
+    )
+    print("| users | MLlib peak MiB | receval peak MiB | MLlib CPU s | receval CPU s |")
+    print("|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['users']:,} | {_roles_text(r['mllib_role_peak_mib'])} | "
+            f"{_roles_text(r['receval_role_peak_mib'])} | "
+            f"{_roles_text(r['mllib_cpu_s'], '.1f')} | {_roles_text(r['receval_cpu_s'], '.1f')} |"
+        )
+    print("\nCPU s: median over the repeats of each role's CPU time in the timed section.")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--users", default="100000,1000000", help="comma-separated sizes")
@@ -504,7 +603,11 @@ def main() -> None:
                     warmed = res["warmup_s"]
                     print(
                         f"  {users:,} {engine} #{rep + 1}: {res['wall_s']:.2f} s, "
-                        f"peak {res['peak_rss_mib']:.0f} MiB {res['peak_split_mib']} "
+                        f"peak {res['peak_rss_mib']:.0f} MiB, by role "
+                        + _roles_text(res["role_peak_mib"])
+                        + ", CPU s "
+                        + _roles_text(res["role_cpu_s"], ".1f")
+                        + " "
                         + ("(cold)" if warmed is None else f"(warm-up {warmed} s)"),
                         flush=True,
                     )
@@ -519,6 +622,14 @@ def main() -> None:
             row[f"{engine}_s"] = statistics.median(r["wall_s"] for r in ok) if ok else None
             row[f"{engine}_peak_mib"] = max(r["peak_rss_mib"] for r in ok) if ok else None
             row[f"{engine}_values"] = ok[0]["values"] if ok else None
+            row[f"{engine}_cpu_s"] = (
+                {k: statistics.median(r["role_cpu_s"][k] for r in ok) for k in ROLES}
+                if ok
+                else None
+            )
+            row[f"{engine}_role_peak_mib"] = (
+                {k: max(r["role_peak_mib"][k] for r in ok) for k in ROLES} if ok else None
+            )
             times = [r["wall_s"] for r in ok]
             row[f"{engine}_spread"] = max(times) / min(times) if len(times) > 1 else None
         if row["mllib_s"] and row["receval_s"]:
@@ -563,6 +674,7 @@ def main() -> None:
         f"(driver Python + JVM with -Xmx{xmx} + Python workers)."
     )
 
+    _memory_table(rows)
     slopes: dict[str, Any] = {}
     for engine in ENGINES:
         points = [(r["users"], r[f"{engine}_s"]) for r in rows if r[f"{engine}_s"]]

@@ -23,12 +23,32 @@ the session's parallelism), then:
 - ``receval, 12 metrics``: the engine itself (``receval.evaluate`` on the two
   DataFrames: P/R/nDCG/AP/RR/HR at 10 and 100), for scale.
 
-Prints the median seconds of each plan. Nothing is asserted.
+``--plans`` runs only some (keys: ``shuffle``, ``sort``, ``py1``, ``py2``,
+``py4`` or ``floor`` (the floor plan: ``to python, 4 columns``), ``windows``,
+``engine``; or the full names), e.g. at large sizes
+
+    python benchmarks/spark_floor.py --users 1000000 --repeat 2 --plans floor,engine
+
+Each plan runs once untimed, then the plans are timed interleaved, their
+order alternating by repeat (forward, backward, ...). Prints each timed run,
+then per plan the median seconds, its ratio to the floor plan, the engine's
+ratio to the floor plan in each repeat (neighbouring runs), and the peak RSS
+of each role over the plan's timed runs, sampled as ``benchmarks/spark.py``
+does: driver Python (this process), the JVM (local mode: driver and
+executors in one) and the Python workers (``pyspark.daemon`` and its forks).
+In one warm session the JVM's RSS only grows, so its peak per plan is an
+upper bound of what the plan needs; ``benchmarks/spark.py`` measures each
+engine in a fresh process. Also per plan: the CPU seconds of each role
+(median over the repeats; the driver's includes the sampling thread) and
+the CPU total's ratio to the floor plan's, which other work on a shared
+machine disturbs far less than the wall time. ``--json FILE`` writes it all.
+Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -106,6 +126,121 @@ def plans(spark: Any, folder: Path) -> dict[str, Any]:
     return out
 
 
+#: short keys of the plans (``--plans``)
+KEYS = {
+    "shuffle": "shuffle",
+    "sort": "shuffle+sort",
+    "py1": "to python, 1 column",
+    "py2": "to python, 2 columns",
+    "py4": "to python, 4 columns",
+    "floor": "to python, 4 columns",
+    "windows": "windows",
+    "engine": "receval, 12 metrics",
+}
+FLOOR, ENGINE = "to python, 4 columns", "receval, 12 metrics"
+
+
+def chosen(text: str | None) -> list[str]:
+    """The plans named by ``--plans`` (keys or full names, comma-separated;
+    full names may hold commas), in the order of :data:`KEYS`; all when None."""
+    names = list(dict.fromkeys(KEYS.values()))
+    if not text:
+        return names
+    tokens, picked, i = text.split(","), set(), 0
+    while i < len(tokens):
+        for j in range(len(tokens), i, -1):
+            word = ",".join(tokens[i:j]).strip()
+            if word in KEYS or word in names:
+                picked.add(KEYS.get(word, word))
+                i = j
+                break
+        else:
+            raise SystemExit(
+                f"--plans: unknown plan {tokens[i].strip()!r}; "
+                f"keys: {', '.join(KEYS)}; names: {'; '.join(names)}"
+            )
+    return [n for n in names if n in picked]
+
+
+def timed(runs: dict[str, Any], names: list[str], repeat: int, sample_ms: float) -> dict[str, Any]:
+    """Each plan ``repeat`` times, interleaved: the order alternates by repeat
+    (forward, backward, ...), so that drift on a shared machine falls on all
+    plans alike; each timed run's RSS peaks by role (driver Python, JVM,
+    Python workers) sampled as benchmarks/spark.py does."""
+    import spark as bench
+
+    out: dict[str, dict[str, Any]] = {
+        n: {"times": [], "cpu": [], "roles": dict.fromkeys(bench.ROLES, 0.0)} for n in names
+    }
+    for rep in range(repeat):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            sampler = bench.PeakSampler(os.getpid(), sample_ms / 1000)
+            sampler.start()
+            start = time.perf_counter()
+            runs[name]()
+            elapsed = time.perf_counter() - start
+            memory = sampler.stop()
+            peaks, cpu = memory["role_peak_mib"], memory["role_cpu_s"]
+            out[name]["times"].append(elapsed)
+            out[name]["cpu"].append(cpu)
+            for role, mib in peaks.items():
+                out[name]["roles"][role] = max(out[name]["roles"][role], mib)
+            roles = f"peak MiB {bench._roles_text(peaks)}, CPU s {bench._roles_text(cpu, '.1f')}"
+            print(f"  #{rep + 1} {name:24s} {elapsed:7.2f} s  {roles}", flush=True)
+    return out
+
+
+def _cpu(got: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """A plan's median CPU seconds per role, and the median of the runs' totals."""
+    import spark as bench
+
+    roles = {k: statistics.median(c[k] for c in got["cpu"]) for k in bench.ROLES}
+    return roles, statistics.median(sum(c.values()) for c in got["cpu"])
+
+
+def report(out: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """The table: median per plan, its ratio to the floor plan, the engine's
+    ratio per repeat (runs of one repeat are neighbours in time), peaks by
+    role, CPU seconds by role (median) and the plan's CPU total to the floor's."""
+    import spark as bench
+
+    floor = statistics.median(out[FLOOR]["times"]) if FLOOR in out else None
+    floor_cpu = _cpu(out[FLOOR])[1] if FLOOR in out else None
+    print(
+        "\n| plan | median s | runs s | ÷ floor plan | peak RSS MiB driver Python / JVM / workers "
+        "| CPU s driver Python / JVM / workers | CPU ÷ floor plan |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
+    summary: dict[str, Any] = {}
+    for name, got in out.items():
+        median = statistics.median(got["times"])
+        ratio = median / floor if floor else None
+        roles, cpu = _cpu(got)
+        cpu_ratio = cpu / floor_cpu if floor_cpu else None
+        runs = ", ".join(f"{t:.2f}" for t in got["times"])
+        cells = ["–" if x is None else f"{x:.2f}×" for x in (ratio, cpu_ratio)]
+        print(
+            f"| {name} | {median:.2f} | {runs} | {cells[0]} | {bench._roles_text(got['roles'])} "
+            f"| {bench._roles_text(roles, '.1f')} | {cells[1]} |"
+        )
+        summary[name] = {
+            "median_s": median,
+            "ratio_to_floor": ratio,
+            "cpu_median_s": roles,
+            "cpu_ratio_to_floor": cpu_ratio,
+            **got,
+        }
+    if FLOOR in out and ENGINE in out:
+        pairs = [e / f for e, f in zip(out[ENGINE]["times"], out[FLOOR]["times"], strict=True)]
+        print(
+            "\nengine ÷ floor plan per repeat: "
+            + ", ".join(f"{r:.2f}×" for r in pairs)
+            + f" (median {statistics.median(pairs):.2f}×)"
+        )
+        summary["engine_over_floor_per_repeat"] = pairs
+    return summary
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--users", type=int, default=100_000)
@@ -114,26 +249,40 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--data", default=str(HERE.parent / "bench-data"), help="workload folder")
     ap.add_argument("--conf", action="append", help="extra Spark settings, KEY=VALUE")
+    ap.add_argument(
+        "--plans",
+        help="plans to run, comma-separated keys or names (default: all); keys: "
+        + ", ".join(f"{k} ({v})" for k, v in KEYS.items()),
+    )
+    ap.add_argument("--sample-ms", type=float, default=50.0, help="RSS sampling period")
+    ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
+    names = chosen(args.plans)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import spark as bench  # benchmarks/spark.py: the same session as its runs
     import workload
 
     folder = Path(args.data) / str(args.users)
-    workload.ensure(args.users, folder)
+    meta = workload.ensure(args.users, folder)
     spark = bench._session(args)
-    print(f"{args.users:,} users, {args.master}, median of {args.repeat} (after one untimed run)")
-    for name, plan in plans(spark, folder).items():
-        plan()
-        times = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            plan()
-            times.append(time.perf_counter() - start)
-        runs = ", ".join(f"{t:.2f}" for t in times)
-        print(f"{name:24s} {statistics.median(times):6.2f} s  ({runs})", flush=True)
+    print(
+        f"{args.users:,} users, {args.master}, spark.driver.memory={args.driver_memory}, "
+        f"median of {args.repeat} (after one untimed run of each plan; runs interleaved)",
+        flush=True,
+    )
+    runs = plans(spark, folder)
+    for name in names:
+        start = time.perf_counter()
+        runs[name]()
+        print(f"  untimed {name:24s} {time.perf_counter() - start:7.2f} s", flush=True)
+    out = timed(runs, names, args.repeat, args.sample_ms)
+    summary = report(out, args.repeat)
     spark.stop()
+    if args.json:
+        doc = {"users": args.users, "meta": meta, "settings": vars(args), "plans": summary}
+        Path(args.json).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        print(f"# wrote {args.json}")
 
 
 if __name__ == "__main__":
