@@ -67,7 +67,7 @@ def _both(fn: Any) -> Any:
 
 
 @needs_native
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(s=scenarios(), keep=st.booleans())
 def test_random_scenarios_equal_the_numpy_path(s: dict[str, Any], keep: bool) -> None:
     recs, truth = frames(s)

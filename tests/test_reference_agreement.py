@@ -168,7 +168,7 @@ def convert(frame: pd.DataFrame, kind: str) -> Any:
     return frame
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=140, deadline=None)
 @given(scenarios(), st.sampled_from(["pandas", "pandas", "polars", "pyarrow"]))
 def test_tables_agree_with_reference(s: dict[str, Any], kind: str) -> None:
     """Pandas tables mostly; polars and pyarrow now and then."""

@@ -321,7 +321,7 @@ def test_other_file_formats_given_by_path(tmp_path: Path) -> None:
         receval.evaluate(str(tmp_path / "missing.parquet"), t, METRICS)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     chunk=st.integers(1, 40),
