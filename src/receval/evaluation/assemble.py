@@ -105,19 +105,22 @@ def with_columns(
 def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
     """One line per thing worth a look that changed no number (SPEC §2.5)."""
     out = []
-    if counts.get("recommendation_rows_tied"):
+    tied = counts.get("recommendation_rows_tied")
+    if tied:
+        rows = "1 recommendation row ties" if tied == 1 else f"{tied} recommendation rows tie"
+        above = "it" if tied == 1 else "them"
         out.append(
-            f"{counts['recommendation_rows_tied']} recommendation rows tie in score with the "
-            f"row above them: ties were broken by {TIES[ties]}"
+            f"{rows} in score with the row above {above}: ties were broken by {TIES[ties]}"
         )
-    if counts.get("lists_shorter_than_largest_k"):
+    short = counts.get("lists_shorter_than_largest_k")
+    if short:
+        lists = "1 list is" if short == 1 else f"{short} lists are"
+        out.append(f"{lists} shorter than the largest cut-off asked")
+    seen = counts.get("recommendations_seen_in_train")
+    if seen:
+        items = "1 recommended item is" if seen == 1 else f"{seen} recommended items are"
         out.append(
-            f"{counts['lists_shorter_than_largest_k']} lists are shorter than the largest "
-            "cut-off asked"
-        )
-    if counts.get("recommendations_seen_in_train"):
-        out.append(
-            f"{counts['recommendations_seen_in_train']} recommended items are already in the "
-            "user's training data (leakage? see receval check / checks.remove_seen)"
+            f"{items} already in the user's training data (leakage? see receval check / "
+            "checks.remove_seen)"
         )
     return out
