@@ -47,9 +47,10 @@ METRICS = [
     "iprec_avg",
 ]
 #: options every door passes (keywords in Python, flags on the command line): lists cut
-#: at depth 5 (of 6), then condensed (the unjudged items dropped)
-OPTIONS = {"depth": 5, "unjudged": "condense"}
-FLAGS = ["--depth", "5", "--unjudged", "condense"]
+#: at depth 5 (of 6), then condensed (the unjudged items dropped); users judged without a
+#: relevant item kept with each metric's own value (trec_eval's reading)
+OPTIONS = {"depth": 5, "unjudged": "condense", "empty_truth": "keep"}
+FLAGS = ["--depth", "5", "--unjudged", "condense", "--empty-truth", "keep"]
 
 
 #: how the ids are written: text, digit strings (numbers under the text rule), integers
@@ -86,6 +87,7 @@ def _data(form: str = "text") -> dict[str, pd.DataFrame]:
         ],
         columns=["user", "item", "rating"],
     )
+    truth.loc[truth["user"] == users[2], "rating"] = 0  # judged, nothing relevant: kept
     train = pd.DataFrame(
         [(u, item(j)) for u in users for j in rng.choice(25, 4, replace=False)],
         columns=["user", "item"],
@@ -366,3 +368,39 @@ def test_readers_report_the_columns_they_used() -> None:
     assert tr.columns == {"user": "userId", "item": "movieId", "relevance": "rating"}
     assert tr.max_grade == float(d["truth"]["rating"].max())
     assert read_recs(d["recs"]).columns == {"user": "user", "item": "item", "score": "score"}
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+def test_the_trec_eval_command_prints_the_libraries_numbers(form: str, tmp_path: Path) -> None:
+    """``receval trec_eval -q`` (the installed command's door, trec_eval's text):
+    every per-query and ``all`` line is ``receval.evaluate(..., convention="trec_eval")``'s
+    value at trec_eval's ``%6.4f``, for the same TREC files, ids in every form."""
+    d = _data(form)
+    run, qrels = tmp_path / "recs.run", tmp_path / "truth.qrels"
+    ranked = d["recs"].sort_values(["user", "score"], ascending=[True, False])
+    run.write_text(
+        "".join(
+            f"{u} Q0 {i} {r} {s!r} sys\n"
+            for r, (u, i, s) in enumerate(ranked[["user", "item", "score"]].itertuples(False))
+        )
+    )
+    qrels.write_text("".join(f"{u} 0 {i} {g}\n" for u, i, g in d["truth"].itertuples(index=False)))
+    flags = {"map": "map", "P_5": "P.5", "ndcg_cut_5": "ndcg_cut.5", "recip_rank": "recip_rank"}
+    names = [*flags, "bpref"]  # the printed names (trec_eval's), flags as trec_eval reads them
+    args = [sys.executable, "-m", "receval", "trec_eval", "-q", "-m", "runid", str(qrels), str(run)]
+    for name in names:
+        args += ["-m", flags.get(name, name)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    printed: dict[tuple[str, str], str] = {}
+    for line in done.stdout.splitlines():
+        measure, query, value = line.split("\t")
+        printed[(measure.strip(), query)] = value
+    res = receval.evaluate(run, qrels, names, convention="trec_eval")
+    for name, column in zip(names, res.per_user.columns, strict=True):
+        values = res.per_user[column].dropna()
+        assert {q for m, q in printed if m == name} == {str(u) for u in values.index} | {"all"}
+        for user, value in values.items():
+            assert printed[(name, str(user))] == f"{value:6.4f}", (name, user)
+        assert printed[(name, "all")] == f"{res.summary[column]:6.4f}", name
+    assert printed[("runid", "all")] == "sys"
