@@ -360,8 +360,9 @@ def format_text(
     by_qid = {str(q): row for q, row in evaluated.iterrows()}
     out: list[str] = []
     if per_query:
+        condensed = result.parameters.get("unjudged") == "condense"
         for q in qids:
-            out += _query_lines(req, by_qid[q], q, column, relstrings)
+            out += _query_lines(req, by_qid[q], q, column, relstrings, condensed)
     if summary:
         out += _all_lines(req, result, evaluated, column, runid, len(qids), sums or {})
     return "\n".join(out) + ("\n" if out else "")
@@ -379,11 +380,12 @@ def _query_lines(
     qid: str,
     column: Mapping[str, str],
     relstrings: Mapping[str, str] | None,
+    condensed: bool,
 ) -> list[str]:
     out = []
     for ln in req.lines:
         if ln.kind == "relstring":
-            text = (relstrings or {}).get(qid, _absent(ln, relstrings))
+            text = (relstrings or {}).get(qid, _absent(ln, condensed))
             out.append(f"{ln.name:<22}\t{qid}\t'{text}'")
         elif ln.kind == "count":
             out.append(_long(ln.name, qid, float(row[column[str(ln.metric)]])))
@@ -392,14 +394,14 @@ def _query_lines(
     return out
 
 
-def _absent(ln: Line, relstrings: Mapping[str, str] | None) -> str:
+def _absent(ln: Line, condensed: bool) -> str:
     """relstring of a query of the qrels missing from the run (``-c``):
     trec_eval evaluates it on a list of one document that is in no qrels
     (trec_eval.c's ``bogus_ranking``), then empties the text of the measure
     named exactly ``relstring`` (trec_eval.c compares the name): ``''`` for
     ``relstring``, ``'-'`` for ``relstring.N`` (``''`` under ``-J``, which
-    drops that document)."""
-    if ln.name == "relstring" or ln.length < 1 or getattr(relstrings, "condensed", False):
+    drops that document: ``condensed``)."""
+    if ln.name == "relstring" or ln.length < 1 or condensed:
         return ""
     return "-"
 
@@ -463,8 +465,7 @@ def relstrings(
     # the convention's order: score descending, then docno descending as strings (form_res_rels.c)
     recs["key"] = recs["item"].map(lambda s: s.encode("utf-8"))
     recs = recs.sort_values(["user", "score", "key"], ascending=[True, False, False])
-    out = _Relstrings()
-    out.condensed = judged_only
+    out: dict[str, str] = {}
     for qid, docs in recs.groupby("user", sort=False)["item"]:
         shown = (
             docs.iloc[: depth or None] if judged_only else docs.iloc[: min(length, depth or length)]
@@ -474,12 +475,6 @@ def relstrings(
             marks = [c for c in marks if c not in "-."]
         out[str(qid)] = "".join(marks[:length])
     return out
-
-
-class _Relstrings(dict[str, str]):
-    """qid -> relstring; ``condensed``: made under ``-J``."""
-
-    condensed: bool = False
 
 
 def _mark(grade: float | None) -> str:
