@@ -44,6 +44,14 @@ TREC_FILES = Path(
 )
 
 
+def need_trec_files() -> None:
+    """Go on when trec_eval's test files are there (:data:`TREC_FILES`); else skip, or
+    fail under ``RECEVAL_REQUIRE_TREC_FILES=1``. Called by ``tests/conftest.py`` for
+    every test marked ``trec_files``, the one way a test skips for them, so that the
+    marked tests are the ones the README counts."""
+    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC_FILES.is_dir(), f"no {TREC_FILES}")
+
+
 def required(env: str) -> bool:
     """Whether the environment variable ``env`` requires its thing (it is ``1``)."""
     return os.environ.get(env) == "1"

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from receval.cli import main
-from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
+from tests.required import TREC_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -178,8 +178,8 @@ def test_per_user_output_keeps_every_user(
     assert frame["ndcg@3"].isna().tolist() == [False, False, False, True]
 
 
+@pytest.mark.trec_files
 def test_trec_files_of_trec_eval(capsys: pytest.CaptureFixture[str]) -> None:
-    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC.exists(), f"no {TREC}")
     code, out, _ = run(
         capsys,
         "evaluate",

@@ -19,7 +19,7 @@ from receval.analysis.curves import (
     roc_points,
 )
 from receval.errors import InputError, MetricError, ReceValError
-from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
+from tests.required import TREC_FILES
 
 # SPEC §11, seed 004: u1 truth {1..6}, list [1,6,8]; u2 truth {2,4,6}, list [1..5];
 # u3 truth {2,4,6}, no list; u4 no truth, list [1..4]; u5 neither
@@ -323,6 +323,7 @@ def _trec(name: str, columns: list[str]) -> pd.DataFrame:
     return frame[~frame["user"].str.startswith("#")]
 
 
+@pytest.mark.trec_files
 @pytest.mark.parametrize(
     "results, qrels, expected_file",
     [
@@ -333,7 +334,6 @@ def _trec(name: str, columns: list[str]) -> pd.DataFrame:
 def test_pr_curve_matches_trec_eval_iprec_at_recall(
     results: str, qrels: str, expected_file: str
 ) -> None:
-    need("trec_eval's test files", REQUIRE_TREC_FILES, CONFORMANCE.is_dir(), f"no {CONFORMANCE}")
     # trec_eval orders by score descending, ties by document id descending (as strings),
     # evaluates only topics of both the run and the qrels (no -c), and counts topics
     # without a relevant document 0

@@ -26,14 +26,13 @@ import pytest
 import receval
 from receval.cli import main
 from receval.io.files import read_file
-from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
+from tests.required import TREC_FILES
 
 TREC = TREC_FILES
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _trec_files() -> None:
-    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC.exists(), f"no {TREC}")
+#: every test here reads trec_eval's files (skipped without them: tests/conftest.py)
+pytestmark = pytest.mark.trec_files
 
 
 #: trec_eval's lines that are no measure: the run's name, and relstring (a text)

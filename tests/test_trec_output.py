@@ -16,7 +16,7 @@ import pytest
 
 from receval.cli import main
 from receval.evaluation.trec_text import request
-from tests.required import REQUIRE_TREC_FILES, TREC_FILES, need
+from tests.required import TREC_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN, QRELS = ROOT / "examples" / "run.txt", ROOT / "examples" / "qrels.txt"
@@ -62,10 +62,12 @@ MEAS_PARAMS = [
 
 @pytest.fixture
 def trec() -> Path:
-    need("trec_eval's test files", REQUIRE_TREC_FILES, TREC_FILES.exists(), f"no {TREC_FILES}")
+    """trec_eval's files: a test using them is marked ``trec_files`` (it skips
+    without them) or fails here."""
     return TREC_FILES
 
 
+@pytest.mark.trec_files
 @pytest.mark.parametrize("name", list(MAKEFILE))
 def test_trec_eval_command_prints_trec_eval_s_expected_files(
     name: str, trec: Path, capsys: pytest.CaptureFixture[str]
@@ -76,6 +78,7 @@ def test_trec_eval_command_prints_trec_eval_s_expected_files(
     assert out == (trec / name).read_text()  # every byte, line for line
 
 
+@pytest.mark.trec_files
 def test_measures_with_parameters_print_as_trec_eval_s(
     trec: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -101,6 +104,7 @@ def test_measures_with_parameters_print_as_trec_eval_s(
         assert flag in err and "not computed by receval" in err
 
 
+@pytest.mark.trec_files
 @pytest.mark.parametrize(
     ("name", "policy"),
     [
