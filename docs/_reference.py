@@ -523,6 +523,12 @@ API_PAGES: dict[str, tuple[str, str]] = {
 }
 
 
+#: public names of modules ``import receval`` does not export (module, names, page)
+MODULE_PAGES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("receval.testing", ("check_metric", "MetricCheckError"), "reference/api/metrics.md"),
+)
+
+
 def public_names() -> dict[str, tuple[str, str]]:
     """Each name of ``receval.__all__`` (but ``__version__``) -> (the module that
     defines it, its layer)."""
@@ -554,6 +560,16 @@ def api_pages() -> dict[str, str]:
             f"      toc_label: {name}",
             "",
         ]
+    for module, extra, path in MODULE_PAGES:
+        for name in extra:
+            pages.setdefault(path, [])
+            pages[path] += [
+                f"::: {module}.{name}",
+                "    options:",
+                f"      heading: {module}.{name}",
+                f"      toc_label: {name}",
+                "",
+            ]
     out = {}
     titles = {p: t for p, t in API_PAGES.values()}
     for path, blocks in pages.items():

@@ -87,7 +87,7 @@ def workload(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     return recs, truth, extra
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])  # and check_metric's own seeds (test_custom_metrics)
 def test_blocks_and_chunks_change_no_bit(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     recs, truth, extra = workload(seed)
     metrics = random_metrics(np.random.default_rng(seed))

@@ -365,3 +365,25 @@ def test_ctrl_c_during_a_spark_job_is_one_line(spark: Any, tmp_path: Path) -> No
     time.sleep(1)
     assert java and not any(_alive(p) for p in java)  # no Java process left behind
     assert _logs_left(tmp_path) == []
+
+
+def test_a_metric_of_one_s_own_on_spark_passes_the_suite(spark: Any) -> None:
+    """A metric registered through the public API (issue #34 point 1) runs on the
+    Spark engine with no extra code: its declaration travels to the workers with
+    the plan, and Spark DataFrames give the numbers of every other door."""
+    import importlib
+
+    import receval
+    from receval.metrics import registry
+    from receval.testing import check_metric
+
+    sys.modules.pop("tests.plugin_metrics", None)
+    plugin = importlib.import_module("tests.plugin_metrics")
+    try:
+        compared = check_metric(plugin.NAMES, seeds=[2], spark=spark)
+        assert compared["Spark DataFrames"] == 1
+    finally:
+        for name in plugin.NAMES:
+            if registry.lookup(name) is not None:
+                receval.unregister_metric(name)
+        sys.modules.pop("tests.plugin_metrics", None)

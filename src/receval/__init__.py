@@ -36,7 +36,13 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.evaluation.ratings import evaluate_ratings, score_ratings
     from receval.evaluation.result import Result
     from receval.io.interactions import read_interactions
-    from receval.metrics.registry import MetricDef, ParamDef
+    from receval.metrics.registry import (
+        MetricDef,
+        ParamDef,
+        metric,
+        register_metric,
+        unregister_metric,
+    )
     from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
     from receval.workflow.checks import check
     from receval.workflow.demo import run_demo
@@ -61,6 +67,9 @@ _LAZY = {
     "Result": "receval.evaluation.result",
     "MetricDef": "receval.metrics.registry",
     "ParamDef": "receval.metrics.registry",
+    "metric": "receval.metrics.registry",
+    "register_metric": "receval.metrics.registry",
+    "unregister_metric": "receval.metrics.registry",
     "MetricSpec": "receval.metrics.spec",
     "parse_metric": "receval.metrics.spec",
     "parse_metrics": "receval.metrics.spec",
@@ -144,12 +153,14 @@ __all__ = [
     "kfold",
     "log_mlflow",
     "log_wandb",
+    "metric",
     "metrics",
     "parse_metric",
     "parse_metrics",
     "power",
     "pr_curve",
     "read_interactions",
+    "register_metric",
     "report",
     "roc",
     "run_demo",
@@ -158,4 +169,5 @@ __all__ = [
     "score_ratings",
     "split",
     "synthetic_interactions",
+    "unregister_metric",
 ]

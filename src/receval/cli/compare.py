@@ -27,6 +27,7 @@ from receval.cli.flags import (
     MlflowRunName,
     Names,
     OutputOpt,
+    Plugins,
     Popular,
     Quiet,
     RemoveSeen,
@@ -210,6 +211,7 @@ def compare(
     no_mlflow_report: MlflowNoReport = False,
     tracking_timeout: TrackingTimeout = None,
     quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Compare systems on the same truth with paired significance tests."""
     from receval.analysis.compare import compare as run
@@ -285,6 +287,7 @@ def report(
     user_groups: UserGroups = None,
     item_groups: ItemGroups = None,
     quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Write a self-contained HTML report of one or more systems."""
     from receval.analysis.report import report as run

@@ -30,6 +30,7 @@ from receval.cli.flags import (
     MlflowNoReport,
     MlflowRunName,
     OutputOpt,
+    Plugins,
     Popular,
     Quiet,
     RemoveSeen,
@@ -112,6 +113,7 @@ def evaluate(
     no_mlflow_report: MlflowNoReport = False,
     tracking_timeout: TrackingTimeout = None,
     quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
     if output is EvaluateOutput.trec_eval and not as_json:  # trec_eval's text: receval.cli.trec

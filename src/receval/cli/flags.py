@@ -117,6 +117,29 @@ Metrics = Annotated[
     list[str] | None,
     typer.Option("-m", "--metric", help="metric, e.g. ndcg@10 or map@5,10 (repeatable)"),
 ]
+
+
+def _load_plugins(value: list[str] | None) -> list[str] | None:
+    """``--plugin``'s callback: import each module (or .py file), whose metrics are
+    registered before any ``-m`` is read (the option is eager)."""
+    from receval.metrics.plugins import import_plugin
+
+    for name in value or ():
+        import_plugin(name, flag="--plugin")
+    return value
+
+
+Plugins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        metavar="MODULE|FILE.py",
+        help="import this module (or Python file) first: the metrics it registers "
+        "(receval.register_metric, @receval.metric) can be named by -m (repeatable)",
+        callback=_load_plugins,
+        is_eager=True,
+    ),
+]
 Cutoffs = Annotated[
     str | None,
     typer.Option("-k", metavar="K,K,...", help="cut-offs for the metrics given without @k"),

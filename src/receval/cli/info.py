@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from receval.cli._base import Format, Output, command, show_out
-from receval.cli.flags import COLUMN_FLAGS, FormatOpt, OutputOpt, SepOpt, with_options
+from receval.cli.flags import COLUMN_FLAGS, FormatOpt, OutputOpt, Plugins, SepOpt, with_options
 from receval.cli.inputs import located_error, path_input
 from receval.errors import (
     InputError,
@@ -20,7 +20,7 @@ from receval.evaluation.result import markdown_escape
 
 
 @command("metrics")
-def list_metrics() -> None:
+def list_metrics(plugin: Plugins = None) -> None:
     """List every metric with its aliases, parameters and definition."""
     from receval.metrics.registry import metrics as registry
 
@@ -91,6 +91,7 @@ def explain(
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
     output: OutputOpt = Output.table,
+    plugin: Plugins = None,
 ) -> None:
     """Explain a metric: formula, parameters, edge cases, other tools' variants.
 

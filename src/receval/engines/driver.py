@@ -818,7 +818,7 @@ class Combiner:
                 stats: Any = self.group_counts(s.k)
             else:
                 stats = self.exposure.exposure(s.k, self.plan.items)
-            out[str(s)] = float(s.definition.kernel(stats, **dict(s.params)))
+            out[str(s)] = float(s.definition.kernel(stats, **s.param_dict))
         return out
 
     def group_counts(self, k: int | None) -> GroupCounts:
@@ -864,7 +864,7 @@ class Combiner:
                 sub = Exposure(
                     e.counts[mine], e.in_catalog[mine], int(c.catalog[j]), e.n_users, e.k
                 )
-                values.append(float(s.definition.kernel(sub, **dict(s.params))))
+                values.append(float(s.definition.kernel(sub, **s.param_dict)))
             cols[str(s)] = values
         index = pd.MultiIndex.from_arrays(
             [[groups.name] * groups.n_groups, list(groups.labels)], names=["grouping", "group"]

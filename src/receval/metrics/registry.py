@@ -9,9 +9,10 @@ validation, documentation, the command line and reports all read it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,16 @@ from receval.metrics.kernels import sampled as S
 from receval.metrics.kernels import trec as T
 from receval.metrics.kernels.batch import Batch
 
-__all__ = ["REGISTRY", "MetricDef", "ParamDef", "lookup", "metrics"]
+__all__ = [
+    "REGISTRY",
+    "MetricDef",
+    "ParamDef",
+    "lookup",
+    "metric",
+    "metrics",
+    "register_metric",
+    "unregister_metric",
+]
 
 
 @dataclass(frozen=True)
@@ -191,6 +201,11 @@ class MetricDef:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", MappingProxyType({p.name: p for p in self.params}))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its declared fields (``param_map`` is rebuilt): a metric of one's
+        own travels to Spark's workers and other processes with the specs naming it."""
+        return (_metric_def, (tuple((f.name, getattr(self, f.name)) for f in _INIT_FIELDS),))
         for need in self.needs:
             if need not in REQUIREMENTS:  # pragma: no cover - a declaration error
                 raise ValueError(f"{self.name}: unknown requirement {need!r}")
@@ -279,6 +294,14 @@ class MetricDef:
         """Run the kernel on a batch with defaults filled in."""
         full = {p.name: params.get(p.name, p.default) for p in self.params}
         return self.kernel(batch, k, **full)
+
+
+_INIT_FIELDS = tuple(f for f in fields(MetricDef) if f.init)
+
+
+def _metric_def(declared: tuple[tuple[str, Any], ...]) -> MetricDef:
+    """A :class:`MetricDef` unpickled."""
+    return MetricDef(**dict(declared))
 
 
 def _positive(x: float) -> bool:
@@ -1294,23 +1317,252 @@ RATING_DEFS: tuple[MetricDef, ...] = (
 
 _DEFS += RATING_DEFS
 
-REGISTRY: Mapping[str, MetricDef] = MappingProxyType({d.name: d for d in _DEFS})
+#: the kinds of metric a kernel can be (``MetricDef.kind``)
+KINDS: tuple[str, ...] = ("ranking", "aggregate", "rating")
+#: the kinds a metric declared outside receval may be (``register_metric``): a rating
+#: metric's kernel runs only in ``evaluate_ratings``, whose metrics are receval's own
+USER_KINDS: tuple[str, ...] = ("ranking", "aggregate")
+#: the entry-point group of metric plugins (``[project.entry-points."receval.metrics"]``)
+ENTRY_POINTS = "receval.metrics"
+#: a metric's name and aliases: what the metric grammar reads (``name@k[...]``), lower case
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_TYPES = (bool, int, float, str)
+
+_REGISTRY: dict[str, MetricDef] = {}
+#: canonical name → declaration of every metric, receval's own first; read-only, and
+#: it shows metrics registered later (:func:`register_metric`)
+REGISTRY: Mapping[str, MetricDef] = MappingProxyType(_REGISTRY)
 _ALIASES: dict[str, str] = {}
+#: the names receval itself declares (never replaced nor unregistered)
+_BUILT_IN: frozenset[str] = frozenset()
+_plugins_loaded = False
+#: True while receval registers its own metrics (which may be of every kind)
+_BOOTSTRAP = True
+
+
+def _declaration_error(d: Any, kinds: tuple[str, ...] = USER_KINDS) -> str | None:
+    """What is wrong with a declaration offered to :func:`register_metric`, or None
+    (``kinds``: those it may be)."""
+    if not isinstance(d, MetricDef):
+        return f"expected a receval.MetricDef, got {type(d).__name__}"
+    for name in (d.name, *d.aliases):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            return (
+                f"the name {name!r} is not a metric name: lower-case letters, digits and "
+                "underscores, not starting with a digit"
+            )
+    if len({d.name, *d.aliases}) != 1 + len(d.aliases):
+        return "a name or alias is given twice"
+    if d.kind not in kinds:
+        return f"kind={d.kind!r}: expected one of " + ", ".join(repr(k) for k in kinds)
+    if not callable(d.kernel):
+        return "kernel= is not callable"
+    lo, hi = d.bounds
+    if not lo <= hi:
+        return f"bounds={d.bounds!r}: the lower bound is above the upper"
+    names = [p.name for p in d.params]
+    if len(set(names)) != len(names):
+        return "a parameter is declared twice"
+    for prm in d.params:
+        if not _NAME.fullmatch(prm.name):
+            return f"parameter {prm.name!r}: not a parameter name"
+        if prm.type not in _TYPES:
+            return f"parameter {prm.name!r}: type {prm.type!r} is not bool, int, float or str"
+        if prm.default is not None:
+            try:
+                prm.convert(prm.default)
+            except ValueError as e:
+                return f"parameter {prm.name!r}: its default {prm.default!r} is refused ({e})"
+    return None
+
+
+def register_metric(definition: MetricDef, *, replace: bool = False) -> MetricDef:
+    """Declare a metric: from now on its name (and aliases) work wherever a metric
+    name does, through every door and engine (``evaluate``, streamed files, Spark,
+    the ``Accumulator``, ``compare``, ``report``, groups, the command line with
+    ``--plugin``, ``receval metrics`` and ``explain``).
+
+    receval's own metrics are registered by this function too, at import.
+
+    Args:
+        definition: the declaration (:class:`MetricDef`). Its ``kernel`` is called
+            as ``kernel(batch, k, **params)`` for ``kind="ranking"`` (a
+            :class:`~receval.metrics.kernels.batch.Batch` of users; one float per
+            user, NaN where undefined) and ``kernel(exposure, **params)`` for
+            ``kind="aggregate"`` (an :class:`~receval.metrics.kernels.beyond.Exposure`;
+            one float), every parameter given, defaults filled in.
+        replace: let a metric of the same name registered earlier (not one of
+            receval's own) be replaced: a notebook re-running its cell.
+
+    Returns:
+        The definition, as registered.
+
+    Raises:
+        MetricError: the declaration is malformed (what is wrong is said), or a
+            name or alias is taken.
+
+    Example:
+        >>> import numpy as np
+        >>> def first_relevant_at_1(batch, k):  # 1 if the top item is relevant
+        ...     return (batch.hits_at(1) > 0).astype(np.float64)
+        >>> d = register_metric(MetricDef(
+        ...     name="top1_hit", description="the first item is relevant",
+        ...     formula="[rel_1]", kernel=first_relevant_at_1))
+        >>> import receval
+        >>> receval.evaluate({"u": [3, 1]}, {"u": [3]}, ["top1_hit"]).summary
+        {'top1_hit': 1.0}
+        >>> unregister_metric("top1_hit")
+    """
+    from receval.errors import MetricError
+
+    why = _declaration_error(definition, KINDS if _BOOTSTRAP else USER_KINDS)
+    if why is not None:
+        name = getattr(definition, "name", definition)
+        raise MetricError(f"cannot register the metric {name!r}: {why}")
+    old = _REGISTRY.get(definition.name)
+    if old is not None and (definition.name in _BUILT_IN or not replace):
+        whose = "receval's own" if definition.name in _BUILT_IN else "registered already"
+        hint = "" if definition.name in _BUILT_IN else " (replace=True replaces it)"
+        raise MetricError(f"cannot register the metric {definition.name!r}: {whose}{hint}")
+    for name in definition.aliases:
+        owner = _ALIASES.get(name)
+        if owner is not None and owner != definition.name:
+            raise MetricError(
+                f"cannot register the metric {definition.name!r}: its alias {name!r} "
+                f"is a name of {owner!r}"
+            )
+    if definition.name in _ALIASES and _ALIASES[definition.name] != definition.name:
+        raise MetricError(
+            f"cannot register the metric {definition.name!r}: it is an alias of "
+            f"{_ALIASES[definition.name]!r}"
+        )
+    if old is not None:
+        unregister_metric(old.name)
+    _REGISTRY[definition.name] = definition
+    for name in (definition.name, *definition.aliases):
+        _ALIASES[name] = definition.name
+    return definition
+
+
+def unregister_metric(name: str) -> None:
+    """Forget a metric registered by :func:`register_metric` (not one of receval's own).
+
+    Raises:
+        MetricError: no such registered metric, or it is receval's own.
+    """
+    from receval.errors import MetricError
+
+    canonical = _ALIASES.get(name.strip().lower())
+    if canonical is None:
+        raise MetricError(f"no registered metric {name!r}")
+    if canonical in _BUILT_IN:
+        raise MetricError(f"{canonical!r} is receval's own metric: it cannot be unregistered")
+    d = _REGISTRY.pop(canonical)
+    for alias in (d.name, *d.aliases):
+        _ALIASES.pop(alias, None)
+
+
+def metric(
+    name: str,
+    *,
+    description: str,
+    formula: str,
+    replace: bool = False,
+    **declaration: Any,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the kernel of a metric: the other keywords
+    are :class:`MetricDef`'s (``params``, ``bounds``, ``kind``, ``needs``, ...).
+    The function is returned unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> @metric("top1_hit", description="the first item is relevant", formula="[rel_1]")
+        ... def top1_hit(batch, k):
+        ...     return (batch.hits_at(1) > 0).astype(np.float64)
+        >>> "top1_hit" in metrics()
+        True
+        >>> unregister_metric("top1_hit")
+    """
+
+    def register(kernel: Callable[..., Any]) -> Callable[..., Any]:
+        register_metric(
+            MetricDef(
+                name=name, description=description, formula=formula, kernel=kernel, **declaration
+            ),
+            replace=replace,
+        )
+        return kernel
+
+    return register
+
+
+def is_built_in(name: str) -> bool:
+    """Whether ``name`` (canonical) is one of receval's own metrics."""
+    return name in _BUILT_IN
+
+
+def load_plugins() -> None:
+    """Register the metrics of installed packages (entry-point group
+    ``receval.metrics``), once per process: each entry point names a
+    :class:`MetricDef`, a sequence of them, or a module whose import registers its
+    metrics (``@receval.metric``). Called on the first use of a name receval does
+    not know, and before listing the metrics.
+
+    Raises:
+        MetricError: a plugin failed to load (the entry point, its package and why).
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    from receval.errors import MetricError
+
+    for ep in entry_points(group=ENTRY_POINTS):
+        dist = getattr(ep, "dist", None)
+        where = f"{ep.name} = {ep.value}" + (
+            f" (package {dist.name} {dist.version})" if dist is not None else ""
+        )
+        try:
+            loaded = ep.load()
+            if isinstance(loaded, MetricDef):
+                loaded = (loaded,)
+            if isinstance(loaded, (list, tuple)):
+                for d in loaded:
+                    if not (isinstance(d, MetricDef) and _REGISTRY.get(d.name) is d):
+                        register_metric(d)
+            elif not isinstance(loaded, ModuleType):
+                raise MetricError(
+                    f"it names a {type(loaded).__name__}: expected a MetricDef, a sequence "
+                    "of them, or a module that registers its metrics"
+                )
+        except Exception as e:  # any failure of a plugin is said as one
+            raise MetricError(
+                f"the metric plugin {where} failed to load: {type(e).__name__}: {e}"
+            ) from e
+
+
 for _d in _DEFS:
-    for _name in (_d.name, *_d.aliases):
-        if _name in _ALIASES:  # pragma: no cover - a declaration error
-            raise RuntimeError(f"metric name {_name!r} declared twice")
-        _ALIASES[_name] = _d.name
+    register_metric(_d)
+_BOOTSTRAP = False
+_BUILT_IN = frozenset(_REGISTRY)
 
 
 def lookup(name: str) -> MetricDef | None:
-    """The declaration for a name or alias (case-insensitive), or None."""
-    canonical = _ALIASES.get(name.strip().lower())
-    return None if canonical is None else REGISTRY[canonical]
+    """The declaration for a name or alias (case-insensitive), or None; a name not
+    known loads the installed plugins first (:func:`load_plugins`)."""
+    key = name.strip().lower()
+    canonical = _ALIASES.get(key)
+    if canonical is None and not _plugins_loaded:
+        load_plugins()
+        canonical = _ALIASES.get(key)
+    return None if canonical is None else _REGISTRY[canonical]
 
 
 def all_names() -> list[str]:
-    """Every accepted name and alias."""
+    """Every accepted name and alias (plugins loaded)."""
+    load_plugins()
     return sorted(_ALIASES)
 
 
@@ -1322,4 +1574,5 @@ def metrics() -> Mapping[str, MetricDef]:
         >>> receval.metrics()["ap"].aliases
         ('map', 'average_precision')
     """
+    load_plugins()
     return REGISTRY

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from receval.errors import MetricError
-from receval.metrics.registry import MetricDef, all_names, lookup
+from receval.metrics.registry import MetricDef, all_names, is_built_in, lookup, register_metric
 
 __all__ = ["MetricSpec", "parse_metric", "parse_metrics"]
 
@@ -72,6 +72,14 @@ class MetricSpec:
             d = self.definition
             text += "[" + ",".join(f"{n}={d.param_map[n].format(v)}" for n, v in self.params) + "]"
         return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A metric registered outside receval travels with its declaration (to Spark's
+        workers, another process), and is registered there if it is not yet."""
+        args = (type(self), self.name, self.k, self.params)
+        if is_built_in(self.name):
+            return (_spec, args)
+        return (_spec, (*args, self.definition))
 
     def with_k(self, k: int | None) -> MetricSpec:
         """The same metric at another cut-off."""
@@ -382,6 +390,20 @@ def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
     if m.group("k") is not None:
         ks = list(_parse_cutoffs(m.group("k"), text))
     return [MetricSpec(d.name, k, params) for k in ks]
+
+
+def _spec(
+    cls: type[MetricSpec],
+    name: str,
+    k: int | None,
+    params: tuple[tuple[str, Any], ...],
+    definition: MetricDef | None = None,
+) -> MetricSpec:
+    """A spec unpickled; its metric registered first when it came with its declaration
+    and this process does not know the name (a Spark worker, a child process)."""
+    if definition is not None and lookup(name) is None:
+        register_metric(definition)
+    return cls(name, k, params)
 
 
 def parse_metric(text: str, defaults: Defaults | None = None) -> MetricSpec:
