@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.compare import Comparison, compare
     from receval.analysis.curves import curve, pr_curve, roc
     from receval.analysis.explain import compare_conventions
-    from receval.analysis.groups import group_gap
+    from receval.analysis.groups import group_gap, group_mad
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
     from receval.analysis.tracking import log_mlflow, log_wandb
@@ -84,6 +84,7 @@ _LAZY = {
     "Comparison": "receval.analysis.compare",
     "compare_conventions": "receval.analysis.explain",
     "group_gap": "receval.analysis.groups",
+    "group_mad": "receval.analysis.groups",
     "power": "receval.analysis.stats",
     "log_mlflow": "receval.analysis.tracking",
     "log_wandb": "receval.analysis.tracking",
@@ -150,6 +151,7 @@ __all__ = [
     "evaluate_explicit",
     "evaluate_ratings",
     "group_gap",
+    "group_mad",
     "kfold",
     "log_mlflow",
     "log_wandb",

@@ -1,4 +1,5 @@
-"""The gap between two groups of users: unpaired tests (issue #20).
+"""The gap between two groups of users: unpaired tests (issue #20); the mean
+absolute deviation across all groups of a grouping (Elliot's MAD, issue #34).
 
 Two groups hold different users, so their gap is tested unpaired — a Welch
 t-test, or a permutation test of the group labels — on the per-user values of
@@ -20,9 +21,10 @@ from receval.analysis import stats
 from receval.errors import OptionError, ReceValError
 from receval.evaluation.result import Result
 
-__all__ = ["group_gap"]
+__all__ = ["group_gap", "group_mad"]
 
 _TESTS = ("welch", "permutation")
+_MAD_TESTS = ("permutation", "kruskal")
 
 
 def group_gap(
@@ -116,8 +118,10 @@ def group_gap(
             )
     rows = []
     for m in names:
-        x = values[a][m].dropna().to_numpy(dtype=np.float64)
-        y = values[b][m].dropna().to_numpy(dtype=np.float64)
+        # sorted: a multiset of values, whatever order the users came in (ids as
+        # numbers sort apart from ids as text; the relabelling must not see it)
+        x = np.sort(values[a][m].dropna().to_numpy(dtype=np.float64))
+        y = np.sort(values[b][m].dropna().to_numpy(dtype=np.float64))
         ma, mb = stats.Moments.of(x), stats.Moments.of(y)
         row: dict[str, Any] = {
             "mean_a": ma.mean(),
@@ -146,6 +150,188 @@ def group_gap(
     frame = pd.DataFrame(rows, columns=columns, index=pd.Index(names, name="metric"))
     frame.attrs.update({"grouping": grouping, "a": a, "b": b, "alpha": alpha})
     return frame
+
+
+def group_mad(
+    result: Result,
+    grouping: str,
+    metrics: str | Iterable[str] | None = None,
+    *,
+    groups: Iterable[Any] | None = None,
+    test: str = "permutation",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How far apart the groups of a grouping are: the mean absolute deviation
+    (MAD) of a metric's group means, with its significance.
+
+    For a per-user metric and the groups ``1..G`` of ``grouping`` (each with
+    ``n_g`` users whose value is defined and mean ``m_g``: the exact means of
+    ``result.groups``)
+
+    ``MAD = (2 / (G (G − 1))) · Σ_{g < h} |m_g − m_h|``,
+
+    the mean of the absolute differences over all pairs of groups: Elliot's
+    ``UserMADranking`` / ``UserMADrating`` (Deldjoo, Anelli, Zamani, Bellogín &
+    Di Noia, "A flexible framework for evaluating user and item fairness in
+    recommender systems", UMUAI 2021) for any metric receval evaluates, one of
+    your own included. With two groups it is ``|mean_a − mean_b|`` of
+    :func:`group_gap`. Groups without a defined value are left out (named in
+    ``skipped``); fewer than two groups give NaN.
+
+    Its significance (no difference between the groups):
+
+    - ``test="permutation"``: the group labels are exchangeable under the null;
+      a resample deals the pooled values to the groups at random (sizes kept:
+      the order of ``n`` uniform keys, ``rng.random``, in blocks whose size
+      depends only on the sizes, so one seed gives one p-value), and
+      ``p = (1 + #{MAD* ≥ MAD}) / (1 + n_resamples)`` (never 0; within 1e-9 of
+      the values' scale counts as reaching it). All values equal gives ``p = 1``.
+      Its cost is ``n_resamples`` sorts of the users' values.
+    - ``test="kruskal"``: the Kruskal–Wallis H test (:func:`scipy.stats.kruskal`,
+      ties corrected) of the groups' distributions: ranks, no resampling, for
+      many users; ``statistic`` is H. All values equal gives ``p = 1``.
+
+    Args:
+        result: an evaluation with ``user_groups=``.
+        grouping: a grouping of it (a group column, ``group`` for a mapping,
+            ``activity``, ``cold_start``).
+        metrics: per-user metrics of the result (default: every one).
+        groups: the groups to compare (default: every group of ``grouping``
+            that was evaluated).
+
+    Returns:
+        One row per metric: ``mad``, ``groups`` (how many took part), ``users``,
+        ``largest_gap`` (the largest ``|m_g − m_h|``), ``test``, ``statistic``
+        (the MAD for the permutation test, H for Kruskal–Wallis), ``p_value``,
+        ``skipped`` (groups left out). Not corrected for multiple metrics.
+
+    Example:
+        >>> import receval
+        >>> truth = {u: [1] for u in range(9)}
+        >>> recs = {u: [1] if u < 3 else [2, 1] if u < 6 else [2, 3] for u in range(9)}
+        >>> tier = {u: ("a", "b", "c")[u // 3] for u in range(9)}
+        >>> res = receval.evaluate(recs, truth, "rr@2", user_groups=tier)
+        >>> group_mad(res, "group").loc["rr@2", ["mad", "groups", "largest_gap"]].tolist()
+        [0.6666666666666666, 3, 1.0]
+    """
+    if result.group_results is None or result.groups is None:
+        raise ReceValError(
+            "group_mad needs an evaluation with user groups: receval.evaluate(..., user_groups=...)"
+        )
+    if result.parameters.get("engine") == "spark":
+        raise ReceValError(
+            "group_mad tests per-user values, which a Spark evaluation keeps on the cluster "
+            "(Result.per_user_spark); evaluate in-process for the test, or compare the groups' "
+            "means in Result.groups"
+        )
+    test = str(test).lower()
+    if test not in _MAD_TESTS:
+        raise OptionError("test", test, allowed=_MAD_TESTS)
+    if test == "permutation" and (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, int | np.integer)
+        or n_resamples < 1
+    ):
+        raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
+    labels = [v for g, v in result.groups.index if g == grouping]
+    if not labels:
+        raise ReceValError(
+            f"no grouping {grouping!r} in the result; its groupings: "
+            + ", ".join(map(repr, dict.fromkeys(g for g, _ in result.groups.index)))
+        )
+    if groups is None:
+        chosen = [v for v in labels if (grouping, v) in result.group_results]
+    else:
+        chosen = list(dict.fromkeys(groups))
+        for label in chosen:
+            if label not in labels:
+                raise ReceValError(
+                    f"no group {label!r} of {grouping!r} in the result; its groups: "
+                    + ", ".join(map(repr, labels))
+                )
+            if (grouping, label) not in result.group_results:
+                raise ReceValError(
+                    f"group {label!r} of {grouping!r} was not evaluated (see the notes)"
+                )
+    frames = {v: result.group_results[(grouping, v)].per_user for v in chosen}
+    per_user = [str(m) for m in result.metrics if all(str(m) in f.columns for f in frames.values())]
+    if metrics is None:
+        names = per_user
+    else:
+        from receval.metrics.spec import parse_metric
+
+        names = [metrics] if isinstance(metrics, str) else list(metrics)
+        names = [str(parse_metric(m)) for m in names]
+        missing = [m for m in names if m not in per_user]
+        if missing:
+            raise ReceValError(
+                f"{', '.join(missing)}: not a per-user metric of this result "
+                f"(per-user metrics: {', '.join(per_user)})"
+            )
+    rows = []
+    for m in names:
+        # each group's values sorted: the deal must not see the users' order
+        values = [np.sort(frames[v][m].dropna().to_numpy(dtype=np.float64)) for v in chosen]
+        kept = [x for x in values if x.size]
+        skipped = tuple(v for v, x in zip(chosen, values, strict=True) if not x.size)
+        row: dict[str, Any] = {
+            "mad": math.nan,
+            "groups": len(kept),
+            "users": sum(x.size for x in kept),
+            "largest_gap": math.nan,
+            "test": test,
+            "statistic": math.nan,
+            "p_value": math.nan,
+            "skipped": skipped,
+        }
+        if len(kept) >= 2:
+            means = np.array([stats.Moments.of(x).mean() for x in kept])
+            gaps = _pair_gaps(means[None, :])[0]
+            row |= {"mad": float(gaps.mean()), "largest_gap": float(gaps.max())}
+            if test == "permutation":
+                row |= {"statistic": row["mad"], "p_value": _mad_p(kept, n_resamples, seed)}
+            else:
+                pooled = np.concatenate(kept)
+                if float(pooled.max() - pooled.min()) == 0.0:
+                    row |= {"statistic": 0.0, "p_value": 1.0}
+                else:
+                    found = _sps.kruskal(*kept)
+                    row |= {"statistic": float(found.statistic), "p_value": float(found.pvalue)}
+        rows.append(row)
+    columns = ["mad", "groups", "users", "largest_gap", "test", "statistic", "p_value"]
+    frame = pd.DataFrame(rows, columns=[*columns, "skipped"], index=pd.Index(names, name="metric"))
+    frame.attrs.update({"grouping": grouping, "groups": tuple(chosen)})
+    return frame
+
+
+def _pair_gaps(means: np.ndarray) -> np.ndarray:
+    """``|m_g − m_h|`` for every pair ``g < h`` of each row of group means."""
+    i, j = np.triu_indices(means.shape[1], 1)
+    return np.abs(means[:, i] - means[:, j])
+
+
+def _mad_p(kept: list[np.ndarray], n_resamples: int, seed: int) -> float:
+    """The permutation p-value of the MAD of ``kept`` (see :func:`group_mad`)."""
+    pooled = np.concatenate(kept)
+    if float(pooled.max() - pooled.min()) == 0.0:
+        return 1.0
+    sizes = np.array([x.size for x in kept])
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    n = int(ends[-1])
+    observed = _pair_gaps(np.array([[x.sum() / x.size for x in kept]]))[0].mean()
+    target = observed - 1e-9 * float(np.abs(pooled).sum()) / int(sizes.min())
+    rng = stats.rng_from(seed)
+    count = 0
+    rows = stats._block_rows(n, n_resamples)
+    for start in range(0, n_resamples, rows):
+        m = min(rows, n_resamples - start)
+        dealt = pooled[np.argsort(rng.random((m, n)), axis=1)]
+        sums = np.concatenate([np.zeros((m, 1)), np.cumsum(dealt, axis=1)], axis=1)
+        means = (sums[:, ends] - sums[:, starts]) / sizes
+        count += int(np.count_nonzero(_pair_gaps(means).mean(axis=1) >= target))
+    return (1 + count) / (1 + n_resamples)
 
 
 def _checked(test: str, alpha: float, n_resamples: Any) -> str:
