@@ -459,3 +459,34 @@ def test_effect_size_intervals_from_the_same_resamples(world: tuple[dict, dict])
     assert len(got) == 2
     none = compare(runs, truth, "ndcg@10", n_resamples=200, ci="none")
     assert none.pairs["effect_ci_low"].isna().all()
+
+
+@pytest.mark.parametrize("test", ["randomization", "t", "wilcoxon", "tukey"])
+def test_intervals_and_p_values_do_not_depend_on_the_ids(test):
+    """The same users under other ids (text sorts apart from numbers) and in
+    another row order: every interval and p-value the same bits (resampling by
+    index sees the users in the order of their values)."""
+    rng = np.random.default_rng(11)
+    truth = {u: [int(i) for i in rng.choice(30, 3, replace=False)] for u in range(40)}
+    runs = {s: {u: [int(i) for i in rng.permutation(30)[:8]] for u in range(40)} for s in "ABC"}
+
+    def text(d):
+        return {f"u{u}": [f"i{i}" for i in v] for u, v in reversed(list(d.items()))}
+
+    groups = {u: u % 3 for u in range(40)}
+    kw = dict(test=test, ci="bca", n_resamples=200, user_groups=None)
+    one = receval.compare(runs, truth, ["ndcg@5", "rr@8"], **kw)
+    other = receval.compare(
+        {s: text(r) for s, r in runs.items()}, text(truth), ["ndcg@5", "rr@8"], **kw
+    )
+    assert one.table.equals(other.table)
+    assert one.pairs.equals(other.pairs)
+    if test != "tukey":
+        kw["user_groups"] = groups
+        g1 = receval.compare(runs, truth, "ndcg@5", **kw)
+        kw["user_groups"] = {f"u{u}": g for u, g in groups.items()}
+        g2 = receval.compare({s: text(r) for s, r in runs.items()}, text(truth), "ndcg@5", **kw)
+        assert g1.by_group.keys() == g2.by_group.keys()
+        for key, value in g1.by_group.items():
+            assert value.table.equals(g2.by_group[key].table), key
+            assert value.pairs.equals(g2.by_group[key].pairs), key

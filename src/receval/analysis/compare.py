@@ -950,8 +950,20 @@ def _align(
         somewhere = defined.any(axis=1)
         for s in systems:
             missing[s][m] = int((somewhere & ~defined[s]).sum())
-        aligned[m] = frame[defined.all(axis=1)]
+        aligned[m] = _by_values(frame[defined.all(axis=1)])
     return aligned, missing
+
+
+def _by_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """The users in the order of their values (the systems' columns compared left
+    to right, then the user id): resampling by index then sees the same vectors
+    whatever the users' ids are (ids as numbers sort apart from ids as text, and
+    a relabelling must not move an interval or a p-value). Users with equal values
+    in every column are interchangeable, so the id only settles their order."""
+    if len(frame) < 2:
+        return frame
+    keys = [frame[c].to_numpy(dtype=np.float64) for c in reversed(frame.columns)]
+    return frame.iloc[np.lexsort(keys)]
 
 
 def _on_spark(results: Mapping[str, Result]) -> bool:
