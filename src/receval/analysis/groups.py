@@ -234,26 +234,7 @@ def group_mad(
         or n_resamples < 1
     ):
         raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
-    labels = [v for g, v in result.groups.index if g == grouping]
-    if not labels:
-        raise ReceValError(
-            f"no grouping {grouping!r} in the result; its groupings: "
-            + ", ".join(map(repr, dict.fromkeys(g for g, _ in result.groups.index)))
-        )
-    if groups is None:
-        chosen = [v for v in labels if (grouping, v) in result.group_results]
-    else:
-        chosen = list(dict.fromkeys(groups))
-        for label in chosen:
-            if label not in labels:
-                raise ReceValError(
-                    f"no group {label!r} of {grouping!r} in the result; its groups: "
-                    + ", ".join(map(repr, labels))
-                )
-            if (grouping, label) not in result.group_results:
-                raise ReceValError(
-                    f"group {label!r} of {grouping!r} was not evaluated (see the notes)"
-                )
+    chosen = _mad_groups(result, grouping, groups)
     frames = {v: result.group_results[(grouping, v)].per_user for v in chosen}
     per_user = [str(m) for m in result.metrics if all(str(m) in f.columns for f in frames.values())]
     if metrics is None:
@@ -269,40 +250,72 @@ def group_mad(
                 f"{', '.join(missing)}: not a per-user metric of this result "
                 f"(per-user metrics: {', '.join(per_user)})"
             )
-    rows = []
-    for m in names:
-        # each group's values sorted: the deal must not see the users' order
-        values = [np.sort(frames[v][m].dropna().to_numpy(dtype=np.float64)) for v in chosen]
-        kept = [x for x in values if x.size]
-        skipped = tuple(v for v, x in zip(chosen, values, strict=True) if not x.size)
-        row: dict[str, Any] = {
-            "mad": math.nan,
-            "groups": len(kept),
-            "users": sum(x.size for x in kept),
-            "largest_gap": math.nan,
-            "test": test,
-            "statistic": math.nan,
-            "p_value": math.nan,
-            "skipped": skipped,
-        }
-        if len(kept) >= 2:
-            means = np.array([stats.Moments.of(x).mean() for x in kept])
-            gaps = _pair_gaps(means[None, :])[0]
-            row |= {"mad": float(gaps.mean()), "largest_gap": float(gaps.max())}
-            if test == "permutation":
-                row |= {"statistic": row["mad"], "p_value": _mad_p(kept, n_resamples, seed)}
-            else:
-                pooled = np.concatenate(kept)
-                if float(pooled.max() - pooled.min()) == 0.0:
-                    row |= {"statistic": 0.0, "p_value": 1.0}
-                else:
-                    found = _sps.kruskal(*kept)
-                    row |= {"statistic": float(found.statistic), "p_value": float(found.pvalue)}
-        rows.append(row)
+    # each group's values sorted: the deal must not see the users' order
+    rows = [
+        _mad_row(
+            [np.sort(frames[v][m].dropna().to_numpy(dtype=np.float64)) for v in chosen],
+            chosen,
+            test,
+            n_resamples,
+            seed,
+        )
+        for m in names
+    ]
     columns = ["mad", "groups", "users", "largest_gap", "test", "statistic", "p_value"]
     frame = pd.DataFrame(rows, columns=[*columns, "skipped"], index=pd.Index(names, name="metric"))
     frame.attrs.update({"grouping": grouping, "groups": tuple(chosen)})
     return frame
+
+
+def _mad_groups(result: Result, grouping: str, groups: Iterable[Any] | None) -> list[Any]:
+    """The groups of ``grouping`` that :func:`group_mad` compares, checked."""
+    labels = [v for g, v in result.groups.index if g == grouping]
+    if not labels:
+        raise ReceValError(
+            f"no grouping {grouping!r} in the result; its groupings: "
+            + ", ".join(map(repr, dict.fromkeys(g for g, _ in result.groups.index)))
+        )
+    if groups is None:
+        return [v for v in labels if (grouping, v) in result.group_results]
+    chosen = list(dict.fromkeys(groups))
+    for label in chosen:
+        if label not in labels:
+            raise ReceValError(
+                f"no group {label!r} of {grouping!r} in the result; its groups: "
+                + ", ".join(map(repr, labels))
+            )
+        if (grouping, label) not in result.group_results:
+            raise ReceValError(f"group {label!r} of {grouping!r} was not evaluated (see the notes)")
+    return chosen
+
+
+def _mad_row(
+    values: list[np.ndarray], chosen: list[Any], test: str, n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """One metric's row of :func:`group_mad` from each group's sorted values."""
+    kept = [x for x in values if x.size]
+    row: dict[str, Any] = {
+        "mad": math.nan,
+        "groups": len(kept),
+        "users": sum(x.size for x in kept),
+        "largest_gap": math.nan,
+        "test": test,
+        "statistic": math.nan,
+        "p_value": math.nan,
+        "skipped": tuple(v for v, x in zip(chosen, values, strict=True) if not x.size),
+    }
+    if len(kept) < 2:
+        return row
+    means = np.array([stats.Moments.of(x).mean() for x in kept])
+    gaps = _pair_gaps(means[None, :])[0]
+    row |= {"mad": float(gaps.mean()), "largest_gap": float(gaps.max())}
+    if test == "permutation":
+        return row | {"statistic": row["mad"], "p_value": _mad_p(kept, n_resamples, seed)}
+    pooled = np.concatenate(kept)
+    if float(pooled.max() - pooled.min()) == 0.0:
+        return row | {"statistic": 0.0, "p_value": 1.0}
+    found = _sps.kruskal(*kept)
+    return row | {"statistic": float(found.statistic), "p_value": float(found.pvalue)}
 
 
 def _pair_gaps(means: np.ndarray) -> np.ndarray:
