@@ -212,8 +212,9 @@ def group_mad(
         >>> recs = {u: [1] if u < 3 else [2, 1] if u < 6 else [2, 3] for u in range(9)}
         >>> tier = {u: ("a", "b", "c")[u // 3] for u in range(9)}
         >>> res = receval.evaluate(recs, truth, "rr@2", user_groups=tier)
-        >>> group_mad(res, "group").loc["rr@2", ["mad", "groups", "largest_gap"]].tolist()
-        [0.6666666666666666, 3, 1.0]
+        >>> row = group_mad(res, "group").loc["rr@2"]  # means 1, 0.5, 0
+        >>> round(float(row["mad"]), 4), int(row["groups"]), float(row["largest_gap"])
+        (0.6667, 3, 1.0)
     """
     if result.group_results is None or result.groups is None:
         raise ReceValError(
