@@ -273,3 +273,62 @@ def test_a_bad_run_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code, _, err = receval_says(capsys, "trec_eval", QRELS, run)
     assert code == 2 and len(err.splitlines()) == 1
     assert "run.txt" in err and "line 2" in err, err
+
+
+# -- trec_eval 10.0 on random files (tests/trec_differential.py), held by its output's sha256 --
+
+#: (seed, flags) -> sha256 of what trec_eval 10.0 (usnistgov/trec_eval f425365, built with gcc)
+#: prints on tests/trec_differential.py's files of that seed: the qrels of the run's queries
+#: unless -c (trec_eval 10 stops on a query of the qrels the run lacks; docs/trec_eval.md).
+#: Each pair failed before the fix its comment names.
+TREC_EVAL_10_SHA256 = {
+    # all lines: the per-query doubles added in the qrels' order, not the exact mean
+    (19, ""): "16ce702241e678f2b3d970a02461a354406c9ce78b9896bfb0dcdce3aaacd669",
+    (37, "-q -m all_trec"): "0855b74fc41869ea67dad337d706d0ab0258e00d3ed415f9947a1b77ba42eea5",
+    (
+        6,
+        "-q -m all_trec -c -l2",
+    ): "ac1889f7854507f1b3f0b36e8b09e75b809979c536f52bd94c5338b9960c9fbc",
+    # -J: -nan of iprec_at_recall/11pt_avg over a list condensed to nothing, and in their all lines
+    (31, "-q -m all_trec -J"): "fc7a4b02bbe3db703c51b149ba90e2b4a82ea432cef13c8d498a8951655ca192",
+    (28, "-m all_trec -J -l2"): "2639e4ef7d321d59d9134f7eda752edcdaadb70d75039e14c4aed687452c52cb",
+    (32, "-c -J"): "ee70796e11dc65cdf1497911215bdb0b2541dd0ae414428c81a02457be7e021e",
+    (30, "-M5 -J"): "4bd327805d82f608a59ad372cc6fed4af278350d654fff24d93db11ce4c0fa23",
+    # a query judged only -1 (33: '7', retrieving only unjudged documents; 0: '129'), with -nan
+    (33, "-q -m all_trec -J"): "6fc0098e70687629cf2ab287f7718fa34589f598c60b03a11c7f46b872575655",
+    (0, "-q -m all_trec -c -J -l2"): (
+        "678bbc8b9e8a3a871b30f3b640b0873ead77915ede561c57ad0a72b266b67c8f"
+    ),
+}
+#: the first 16 hex digits of sha256(qrels + run) of those seeds: the generator is the same
+WORKLOADS = {
+    0: "88b467bb61c6eda5",
+    6: "56359bcf84265b70",
+    19: "9cf76012ff0d5761",
+    28: "0c4c7c83c3156cc3",
+    30: "ba163b5c91e9126a",
+    31: "8dc1bf6f889eea8e",
+    32: "2c2141fadf18179a",
+    33: "87df45acce28e2ee",
+    37: "ef937e28b80ea8b8",
+}
+
+
+@pytest.mark.parametrize(("seed", "flags"), list(TREC_EVAL_10_SHA256))
+def test_trec_eval_10_s_bytes_on_random_files(
+    seed: int, flags: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """receval's text hashes to trec_eval 10.0's on the differential's files
+    (queries with nothing relevant, grade 1 only under -l2, lists all
+    unjudged, ties, -1 judgments); ``python tests/trec_differential.py BINARY``
+    compares them on many more."""
+    import hashlib
+
+    from tests.trec_differential import workload, write
+
+    qrels_text, run_text = workload(seed)
+    assert hashlib.sha256((qrels_text + run_text).encode()).hexdigest()[:16] == WORKLOADS[seed]
+    qrels, run, _ = write(seed, tmp_path)
+    code, out, err = receval_says(capsys, "trec_eval", *flags.split(), qrels, run)
+    assert code == 0, err
+    assert hashlib.sha256(out.encode()).hexdigest() == TREC_EVAL_10_SHA256[seed, flags]

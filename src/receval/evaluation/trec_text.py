@@ -16,8 +16,14 @@ of printing them:
   (``-n``: none);
 - ``%-22s\\t%s\\t%6.4f`` for a value, ``%-22s\\t%s\\t%ld`` for a count
   (meas_print_single.c, meas_print_final.c); the ``all`` line of a count
-  is the sum over the queries, ``num_q`` and ``runid`` only have one, and
+  is the sum over the queries, of a value trec_eval's mean (each query's
+  double added in the qrels' order, divided by the queries: meas_acc.c,
+  meas_avg.c), ``num_q`` and ``runid`` only have one, and
   ``gm_map``/``gm_bpref`` have no per-query line;
+- under ``-J``, ``  -nan`` (glibc's ``%6.4f`` of a NaN) where trec_eval
+  divides 0 by 0: ``iprec_at_recall``/``11pt_avg`` of a list condensed to
+  nothing (m_iprec_at_recall.c), and their ``all`` lines; the library's
+  value there is 0;
 - ``runid``: the tag (6th column) of the run's last line (get_trec_results.c);
 - ``relstring``: per query only, the grades of the first N documents
   retrieved as text (m_relstring.c), read from the same files with the
@@ -343,8 +349,8 @@ def format_text(
     sums: Mapping[str, float] | None = None,
 ) -> str:
     """trec_eval's output for ``req`` from a :class:`~receval.Result`
-    evaluated with ``req.metrics`` (and ``n_retrieved``, which says who was
-    evaluated) under the trec_eval convention: ``-q`` lines with
+    evaluated with ``req.metrics`` (and ``num_ret``, which says who was
+    evaluated, and ``num_rel``) under the trec_eval convention: ``-q`` lines with
     ``per_query``, the ``all`` lines with ``summary`` (``-n``: False).
     ``relstrings``: qid -> text (a query not there: a query of the qrels
     missing from the run, under ``-c``: see :func:`_absent`); ``sums``: an
@@ -353,18 +359,19 @@ def format_text(
     from receval.metrics.spec import parse_metric
 
     conv = _convention_params()
-    column = {m: str(parse_metric(m, conv)) for m in req.metrics}
+    column = {m: str(parse_metric(m, conv)) for m in [*req.metrics, "num_ret", "num_rel"]}
     table = result.per_user
     evaluated = table[table[str(parse_metric("num_ret", conv))].notna()]
     qids = sorted((str(q) for q in evaluated.index), key=lambda q: q.encode("utf-8"))
     by_qid = {str(q): row for q, row in evaluated.iterrows()}
     out: list[str] = []
+    condensed = result.parameters.get("unjudged") == "condense"
     if per_query:
-        condensed = result.parameters.get("unjudged") == "condense"
         for q in qids:
             out += _query_lines(req, by_qid[q], q, column, relstrings, condensed)
     if summary:
-        out += _all_lines(req, result, evaluated, column, runid, len(qids), sums or {})
+        order = sorted(range(len(evaluated)), key=lambda i: str(evaluated.index[i]).encode("utf-8"))
+        out += _all_lines(req, evaluated.iloc[order], column, runid, condensed, sums)
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -390,8 +397,29 @@ def _query_lines(
         elif ln.kind == "count":
             out.append(_long(ln.name, qid, float(row[column[str(ln.metric)]])))
         elif ln.kind == "value":
-            out.append(_float(ln.name, qid, float(row[column[str(ln.metric)]])))
+            out.append(_float(ln.name, qid, _printed(ln, row, column, condensed)))
     return out
+
+
+def _printed(ln: Line, row: Any, column: Mapping[str, str], condensed: bool) -> float:
+    """The value trec_eval holds for ``ln`` on one query: receval's, except
+    trec_eval's 0/0 over a list ``-J`` condensed to nothing (``num_ret`` 0):
+    m_iprec_at_recall.c and m_11pt_avg.c start from ``num_rel_ret / num_ret``
+    and keep it (NaN) for the levels whose cut ``lround(level * num_rel)`` is
+    0 relevant documents (recall 0 always, so ``11pt_avg``, their mean, is
+    always NaN there); the other levels stay 0. receval's value is 0 there.
+    Only under ``-J`` (``condensed``): a query of the qrels missing from the
+    run under ``-c`` alone is a list of one unjudged document to trec_eval."""
+    value = float(row[column[str(ln.metric)]])
+    if not ln.name.startswith(("iprec_at_recall_", "11pt_avg")):
+        return value
+    if not condensed or float(row[column["num_ret"]]) != 0:
+        return value
+    if ln.name.startswith("11pt_avg"):
+        return math.nan
+    level = float(str(ln.metric).rpartition("_")[2])
+    # lround(x) == 0 exactly where x < 0.5 (x >= 0), x the same double as C's
+    return math.nan if level * float(row[column["num_rel"]]) < 0.5 else value
 
 
 def _absent(ln: Line, condensed: bool) -> str:
@@ -408,25 +436,61 @@ def _absent(ln: Line, condensed: bool) -> str:
 
 def _all_lines(
     req: Request,
-    result: Any,
     evaluated: Any,
     column: Mapping[str, str],
     runid: str,
-    n: int,
-    sums: Mapping[str, float],
+    condensed: bool,
+    sums: Mapping[str, float] | None,
 ) -> list[str]:
+    """The ``all`` lines; ``evaluated``: the queries' rows in the qrels' order."""
+    sums = sums or {}
     out = []
     for ln in req.lines:
         if ln.kind == "runid":
             out.append(f"{'runid':<22}\tall\t{runid}")
         elif ln.kind == "num_q":
-            out.append(_long("num_q", "all", n))
+            out.append(_long("num_q", "all", len(evaluated)))
         elif ln.kind == "count":  # trec_eval's all line of a count is its sum
             total = sums.get(ln.name, float(evaluated[column[str(ln.metric)]].sum()))
             out.append(_long(ln.name, "all", total))
         elif ln.kind in ("value", "gm"):
-            out.append(_float(ln.name, "all", float(result.summary[column[str(ln.metric)]])))
+            out.append(_float(ln.name, "all", _mean(ln, evaluated, column, condensed)))
     return out
+
+
+def _mean(ln: Line, evaluated: Any, column: Mapping[str, str], condensed: bool) -> float:
+    """The ``all`` line of a value as trec_eval computes it: each query's
+    double added in turn in the qrels' order (meas_acc.c ``te_acc_meas_s``),
+    the sum divided by the number of queries (meas_avg.c
+    ``te_calc_avg_meas_s``; under ``-c`` every query of the qrels is one).
+    ``gm_map``/``gm_bpref``: their per-query values are already
+    ``log(max(v, 0.00001))`` (m_gm_map.c), the line is ``exp(sum / n)``
+    (``te_calc_avg_meas_s_gm``). The order matters: ``P_200`` of 0.00325
+    exactly prints 0.0033 where the sum in that order lands above it."""
+    import numpy as np
+
+    values = evaluated[column[str(ln.metric)]].to_numpy(dtype=np.float64, copy=True)
+    if not len(values):
+        return math.nan
+    values[_nan_mask(ln, evaluated, column, condensed)] = np.nan
+    total = float(np.cumsum(values)[-1])  # left to right, one double at a time
+    if ln.kind == "gm":
+        return math.exp(total / len(values))
+    return total / len(values)
+
+
+def _nan_mask(ln: Line, evaluated: Any, column: Mapping[str, str], condensed: bool) -> Any:
+    """The queries whose value trec_eval holds as NaN for ``ln`` (:func:`_printed`)."""
+    import numpy as np
+
+    nan = np.zeros(len(evaluated), dtype=bool)
+    if not condensed or not ln.name.startswith(("iprec_at_recall_", "11pt_avg")):
+        return nan
+    empty = evaluated[column["num_ret"]].to_numpy(dtype=np.float64) == 0
+    if ln.name.startswith("11pt_avg"):
+        return empty
+    level = float(str(ln.metric).rpartition("_")[2])
+    return empty & (level * evaluated[column["num_rel"]].to_numpy(dtype=np.float64) < 0.5)
 
 
 # -- from the files: the run's tag and relstring ----------------------------------------------
@@ -508,7 +572,7 @@ def trec_eval_text(
 
     opts = options if options is not None else EvalOptions(convention="trec_eval")
     req = request(measures)
-    result = evaluate(run, qrels, [*req.metrics, "num_ret"], options=opts)
+    result = evaluate(run, qrels, [*req.metrics, "num_ret", "num_rel"], options=opts)
     strings: dict[str, str] = {}
     lengths = [ln.length for ln in req.lines if ln.kind == "relstring"]
     if per_query and lengths:
