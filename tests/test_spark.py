@@ -639,3 +639,61 @@ def test_the_spark_engine_is_chosen_by_dispatch_and_named_in_the_result(spark: A
     res = receval.evaluate(spark.createDataFrame(recs), truth, ["rr"])
     assert res.parameters["engine"] == "spark"
     assert res.summary == receval.evaluate(recs, truth, ["rr"]).summary
+
+
+def _jobs(spark: Any, group: str, run: Any) -> tuple[Any, int]:
+    """What ``run()`` returns, and how many Spark jobs it ran (its job group's)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        out = run()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return out, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_the_largest_grade_job_runs_only_for_a_metric_bounded_by_it(spark: Any) -> None:
+    """The largest grade of the whole truth is a Spark job of its own: run
+    only when a metric's parameter is bounded by it (ERR's normaliser, unset
+    or set: checked); otherwise the partitions report theirs, and the result
+    is the in-process one, bit for bit, notes included (grades up to 4)."""
+    from receval.engines.spark import reads_largest_grade
+    from receval.metrics.spec import parse_metrics
+
+    rng = np.random.default_rng(7)
+    recs = pd.DataFrame(
+        {"user": rng.integers(0, 40, 600), "item": rng.integers(0, 30, 600)}
+    ).drop_duplicates(["user", "item"])
+    recs["score"] = rng.random(len(recs))
+    truth = pd.DataFrame(
+        {"user": rng.integers(0, 40, 200), "item": rng.integers(0, 30, 200)}
+    ).drop_duplicates(["user", "item"])
+    truth["relevance"] = rng.integers(0, 5, len(truth))  # grades 0..4: ERR normalises by 4
+    plain, bounded = ["ndcg@10", "ap", "precision@5"], ["ndcg@10", "ap", "precision@5", "err@10"]
+    assert not reads_largest_grade(parse_metrics(plain))
+    assert reads_largest_grade(parse_metrics(bounded))
+    assert reads_largest_grade(parse_metrics(["err@10[max_grade=4]"]))  # checked against it
+    sr, st = spark.createDataFrame(recs), spark.createDataFrame(truth)
+    counted = {}
+    for name, metrics, kw in [
+        ("plain", plain, {}),
+        ("bounded", bounded, {}),
+        ("plain-binary", plain, {"graded": False}),
+        ("bounded-binary", bounded, {"graded": False}),  # grades 0/1: nothing to read
+    ]:
+        with _partitions(spark, 3):
+            res, counted[name] = _jobs(
+                spark,
+                f"receval-grade-{name}",
+                lambda m=metrics, k=kw: receval.evaluate(sr, st, m, **k),
+            )
+        whole = receval.evaluate(recs, truth, metrics, **kw)
+        _assert_identical(whole, res)
+        assert res.notes == whole.notes, name  # "grades up to 4", from the partitions'
+    assert counted["bounded"] > counted["plain"]  # the one job more: the largest grade
+    assert counted["plain-binary"] == counted["plain"] == counted["bounded-binary"]
+    with pytest.raises(ReceValError) as local_error:  # a set normaliser below the grades
+        receval.evaluate(recs, truth, ["err@10[max_grade=2]"])
+    with pytest.raises(ReceValError) as spark_error:
+        receval.evaluate(sr, st, ["err@10[max_grade=2]"])
+    assert str(spark_error.value) == str(local_error.value)

@@ -5,9 +5,12 @@ inputs runs here, on their session. Spark moves the data; receval computes:
 
 1. :mod:`receval.io.spark_files` opens the inputs (:class:`~receval.records.SparkRows`):
    the columns of each role found on the DataFrames' schemas, as for any
-   table, the global facts taken first (the largest grade of the whole truth,
-   whether ids are text on either side), and the rows of both inputs put in
-   one DataFrame (a side column tells them apart);
+   table, the global facts taken first (whether ids are text on either
+   side), and the rows of both inputs put in one DataFrame (a side column
+   tells them apart). The largest grade of the whole truth is a Spark job of
+   its own, run only when a metric of the request is bounded by it
+   (:func:`reads_largest_grade`); otherwise each partition reports its own
+   with its results;
 2. :meth:`Spark.parts`: the rows are hash-partitioned by user, so that every
    row of a user is in one partition, and each partition runs
    :func:`receval.engines.driver.evaluate_pair` — the very code of the
@@ -50,6 +53,7 @@ __all__ = [
     "first_failing",
     "part_batch",
     "parts_of",
+    "reads_largest_grade",
     "table_of",
     "user_array",
     "user_type",
@@ -75,7 +79,16 @@ class Spark(Engine):
         rows: SparkRows = self.inputs
         self.notes = list(rows.notes)
         train = rows.train and items is not None
-        return driver.Plan(tuple(specs), rows.max_grade, items=items, spark_train=train, **settings)
+        plan = driver.Plan(tuple(specs), rows.max_grade, items=items, spark_train=train, **settings)
+        # the largest grade of the whole truth: read first (a Spark job) only
+        # when a metric is bounded by it; else the partitions report theirs
+        find = getattr(rows, "largest_grade", None)  # receval.io.spark_files.OpenedRows
+        #: whether plan.max_grade is the whole truth's largest grade
+        self.grade_read = find is None or not plan.graded
+        if not self.grade_read and reads_largest_grade(plan.specs):
+            plan = dataclasses.replace(plan, max_grade=find())
+            self.grade_read = True
+        return plan
 
     def _grouped(self) -> Any:
         # every row of a user in one partition; Spark chooses how many (its
@@ -98,7 +111,11 @@ class Spark(Engine):
         if errors:
             raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
         self.partitions = len(collected)
-        return [payload for _, payload in collected]
+        if not self.grade_read:  # the largest grade of the whole truth, from the partitions'
+            tops = [top for _, (_, top) in collected if top is not None]
+            self.plan = dataclasses.replace(plan, max_grade=max(tops) if tops else 1.0)
+            self.grade_read = True
+        return [part for _, (part, _) in collected]
 
     def per_user(self, plan: driver.Plan, names: list[str]) -> Any:
         """The per-user values as a lazy Spark DataFrame: a user column and
@@ -111,6 +128,25 @@ class Spark(Engine):
         )
         function = _per_user_function(plan, self.inputs.to_pair, names, arrow_type)
         return self._grouped().mapInArrow(function, schema)
+
+
+def reads_largest_grade(specs: Sequence[MetricSpec]) -> bool:
+    """Whether a metric of ``specs`` needs the largest grade of the whole truth
+    before the evaluation, as the registry declares it: a parameter bounded
+    by it (``ParamDef.at_least == "max_grade"``, e.g. ERR's ``max_grade``),
+    left unset (the values normalise by the largest grade,
+    :attr:`MetricSpec.reads_max_grade`) or set (it is checked against the
+    largest grade, :meth:`MetricDef.check_data`). Only then does the Spark
+    engine run the job that reads it; the grades are read only under
+    ``graded=True``, which the caller checks.
+
+    >>> from receval.metrics.spec import parse_metrics
+    >>> reads_largest_grade(parse_metrics(["ndcg@10", "ap"]))
+    False
+    >>> reads_largest_grade(parse_metrics(["err@10"]))
+    True
+    """
+    return any(p.at_least == "max_grade" for s in specs for p in s.definition.params)
 
 
 #: the Spark integer types of an id column -> the Arrow type of the same width
@@ -223,14 +259,18 @@ def _partition_function(
     to_pair: Callable[[pa.Table], Pair],
     cells: driver.UserCells | None = None,
 ) -> Any:
-    """What each partition runs: its rows → one pickled Part (or the error it
-    met); with ``cells``, the Part and the Part of each of its cells."""
+    """What each partition runs: its rows → one pickled (Part, largest grade)
+    (or the error it met); with ``cells``, the Part and the Part of each of
+    its cells. The largest grade of the partition's truth (None: none, or
+    grades not read) is taken before the evaluation, which may make the
+    grades 0/1."""
 
     def evaluate(table: pa.Table) -> Any:
         pair = to_pair(table)
+        top = _largest_grade(pair) if plan.graded else None
         if cells is not None:
-            return driver.evaluate_cells(_with_train(plan, table), pair, cells, False)
-        return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False)
+            return driver.evaluate_cells(_with_train(plan, table), pair, cells, False), top
+        return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False), top
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = table_of(batches)
@@ -244,6 +284,15 @@ def _partition_function(
         yield part_batch(out)
 
     return run
+
+
+def _largest_grade(pair: Pair) -> float | None:
+    """The largest grade of a partition's truth as read (checked, finite);
+    None when it has no row or no grade column."""
+    _, truth = pair.loaded()
+    if not truth.graded or not len(truth.grades):
+        return None
+    return float(truth.grades.max())
 
 
 def _per_user_function(

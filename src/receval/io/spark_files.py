@@ -17,6 +17,7 @@ Spark is imported only inside the functions: the core never imports it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -40,6 +41,7 @@ from receval.io.tables import read_recs, read_truth
 from receval.records import SIDE, Columns, Pair, SparkRows
 
 __all__ = [
+    "OpenedRows",
     "activity_of",
     "beside",
     "check_master",
@@ -171,11 +173,12 @@ def opened(
     """Both inputs (one a Spark DataFrame, the other a Spark DataFrame or a
     table) opened on their session for :class:`receval.engines.spark.Spark`:
     the columns of each role found by the one resolver, the truth's grade
-    read only when grades are (``graded``, or a ``grade_cut``), the largest
-    grade of the whole truth, ids of one kind (text where either side's are),
-    and every row in one DataFrame with a :data:`~receval.records.SIDE`
-    column (``train``, a Spark DataFrame: its pairs as side 2). Also returns
-    the columns read on each side (role -> column)."""
+    read only when grades are (``graded``, or a ``grade_cut``), ids of one
+    kind (text where either side's are), and every row in one DataFrame with
+    a :data:`~receval.records.SIDE` column (``train``, a Spark DataFrame: its
+    pairs as side 2). The largest grade of the whole truth is not read here:
+    :meth:`OpenedRows.largest_grade` reads it, when a metric asks for it.
+    Also returns the columns read on each side (role -> column)."""
     from pyspark.sql import functions as F
 
     session = (recs if is_spark(recs) else truth).sparkSession
@@ -188,10 +191,7 @@ def opened(
         t = t.drop("relevance")
     tr = None if train is None else _roles(train, cols, TRAIN, "train")[0]
     r, t, tr, text, notes = _one_kind(r, t, tr)
-    max_grade = 1.0
-    if reads_grades and graded:
-        top = t.agg(F.max("relevance")).first()[0]
-        max_grade = 1.0 if top is None else float(top)
+    grades = t.select("relevance") if reads_grades and graded else None
     kinds = ("str" if text["user"] else None, "str" if text["item"] else None)
     r, t, recs_columns, truth_columns = _slim(r, t)
     sides = [r, t] if tr is None else [r, t, tr]  # side 0, 1, 2
@@ -201,10 +201,43 @@ def opened(
             df.withColumn(SIDE, F.lit(i).cast("byte")), allowMissingColumns=True
         )
     to_pair = functools.partial(_pair_of, recs_columns, truth_columns, kinds, negative_grades)
-    found = SparkRows(
-        rows, to_pair, r.schema["user"].dataType, max_grade, tr is not None, partitions, notes
+    found = OpenedRows(
+        rows, to_pair, r.schema["user"].dataType, 1.0, tr is not None, partitions, notes, grades
     )
     return found, rfound, tfound
+
+
+@dataclasses.dataclass
+class OpenedRows(SparkRows):
+    """The rows :func:`opened` makes, whose largest grade is read only when
+    asked (:meth:`largest_grade`): finding it is a Spark job of its own over
+    the whole truth (≈ 10 CPU seconds at 1M users, benchmarks/README.md), and
+    only a metric bounded by it needs it before the evaluation (ERR's
+    normaliser, :func:`receval.engines.spark.reads_largest_grade`). Until
+    then :attr:`max_grade` is 1.0, and the partitions report each their
+    largest grade with their results instead (the largest grade a result's
+    metadata names).
+
+    >>> rows = OpenedRows(None, str, None)  # no grade read: 1.0, no job
+    >>> rows.largest_grade()
+    1.0
+    """
+
+    #: the truth's grade column (a Spark DataFrame) until its largest grade is
+    #: read; None when grades are not read (``graded=False``, no grade column)
+    grades: Any = None
+
+    def largest_grade(self) -> float:
+        """The largest grade of the whole truth (1.0 when grades are not read
+        or the truth is empty): one Spark job, run on the first call only,
+        whose answer is kept in :attr:`max_grade`."""
+        if self.grades is not None:
+            from pyspark.sql import functions as F
+
+            top = self.grades.agg(F.max("relevance")).first()[0]
+            self.max_grade = 1.0 if top is None else float(top)
+            self.grades = None
+        return self.max_grade
 
 
 def opened_ratings(
