@@ -48,7 +48,7 @@ GROUP_NAMES = ("g0", "g1", "g2")
 
 #: Requirements the random tests can meet (registry.REQUIREMENTS): engine data
 #: only; ratings input and the extra item inputs are tested elsewhere.
-AVAILABLE = {"positive_grades"}
+AVAILABLE = {"positive_grades", "positive_scores", "score_ties"}
 
 
 def param_values(p: Any) -> list[Any]:
@@ -77,7 +77,12 @@ def metric_params(defs: Iterable[Any]) -> dict[str, dict[str, list[Any]]]:
 def _ranking_defs() -> list[Any]:
     import receval
 
-    return [d for d in receval.metrics().values() if d.kind == "ranking" and not d.needs]
+    # (the agreement metrics compare with a reference run: tests/test_agreement.py)
+    return [
+        d
+        for d in receval.metrics().values()
+        if d.kind == "ranking" and not d.needs and not d.needs_reference
+    ]
 
 
 #: Every ranking metric of the registry (those computed from the lists and the
@@ -119,6 +124,18 @@ def _hits(ranked: Sequence[Item], grades: Grades, threshold: float, k: int | Non
     return count
 
 
+def _hit_grades(
+    ranked: Sequence[Item], grades: Grades, score_list: Sequence[float] | None, scores: str
+) -> Grades:
+    """The grades hits are read from: all of them (``scores="any"``), or without
+    the listed items scored <= 0 (``"positive"``: torchmetrics'
+    ``torch.where(preds > 0, target, 0)``; R is still read from ``grades``)."""
+    if scores == "any" or score_list is None:
+        return grades
+    dropped = {item for item, s in zip(ranked, score_list, strict=True) if s <= 0}
+    return {item: g for item, g in grades.items() if item not in dropped}
+
+
 def _transform_gain(g: float, kind: str) -> float:
     """linear: g; exp: 2^g - 1; binary: 1 for any g > 0."""
     if kind == "linear":
@@ -139,10 +156,17 @@ def ref_precision(
     threshold: float,
     k: int | None,
     denominator: str = "k",
+    empty: str = "zero",
+    scores: str = "any",
+    score_list: Sequence[float] | None = None,
     **_: Any,
 ) -> float:
-    """hits@k / k, or / min(k, n) with denominator=retrieved; hits / n without k."""
-    hits = _hits(ranked, grades, threshold, k)
+    """hits@k / k, or / min(k, n) with denominator=retrieved; hits / n without k.
+    ``empty="nan"``: NaN for an empty list; ``scores="positive"``: items scored
+    <= 0 are no hits."""
+    if empty == "nan" and not ranked:
+        return math.nan
+    hits = _hits(ranked, _hit_grades(ranked, grades, score_list, scores), threshold, k)
     n = len(ranked)
     if k is None:
         den = n
@@ -161,13 +185,17 @@ def ref_recall(
     threshold: float,
     k: int | None,
     denominator: str = "relevant",
+    scores: str = "any",
+    score_list: Sequence[float] | None = None,
     **_: Any,
 ) -> float:
-    """hits@k / R (min(k, R) with denominator="min_k_relevant")."""
+    """hits@k / R (min(k, R) with denominator="min_k_relevant"); ``scores="positive"``:
+    items scored <= 0 are no hits (R unchanged)."""
     big_r = len(_relevant_items(grades, threshold))
     if denominator == "min_k_relevant" and k is not None:
         big_r = min(big_r, k)
-    return _hits(ranked, grades, threshold, k) / big_r if big_r else 0.0
+    hit_grades = _hit_grades(ranked, grades, score_list, scores)
+    return _hits(ranked, hit_grades, threshold, k) / big_r if big_r else 0.0
 
 
 def ref_f1(
@@ -207,13 +235,20 @@ def ref_ap(
     threshold: float,
     k: int | None,
     denominator: str = "min_k_relevant",
+    empty: str = "zero",
+    scores: str = "any",
+    score_list: Sequence[float] | None = None,
     **_: Any,
 ) -> float:
-    """Σ_i rel_i · precision@i / D over i <= min(k, n); 0 when D = 0."""
+    """Σ_i rel_i · precision@i / D over i <= min(k, n); 0 when D = 0. ``empty="nan"``:
+    NaN for an empty list; ``scores="positive"``: items scored <= 0 are no hits."""
+    if empty == "nan" and not ranked:
+        return math.nan
+    hit_grades = _hit_grades(ranked, grades, score_list, scores)
     total = 0.0
     hits = 0
     for i, item in enumerate(_cut(ranked, k), start=1):
-        if is_relevant(grades.get(item), threshold):
+        if is_relevant(hit_grades.get(item), threshold):
             hits += 1
             total += hits / i
     big_r = len(_relevant_items(grades, threshold))
@@ -236,11 +271,19 @@ def ref_ap(
 
 
 def ref_rr(
-    ranked: Sequence[Item], grades: Grades, threshold: float, k: int | None, **_: Any
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    k: int | None,
+    scores: str = "any",
+    score_list: Sequence[float] | None = None,
+    **_: Any,
 ) -> float:
-    """1 / position of the first relevant item within k; 0 if none."""
+    """1 / position of the first relevant item within k; 0 if none (``scores="positive"``:
+    the first one scored > 0)."""
+    hit_grades = _hit_grades(ranked, grades, score_list, scores)
     for i, item in enumerate(_cut(ranked, k), start=1):
-        if is_relevant(grades.get(item), threshold):
+        if is_relevant(hit_grades.get(item), threshold):
             return 1.0 / i
     return 0.0
 
@@ -269,16 +312,39 @@ def ref_dcg(
     base: float = 2.0,
     grades_from: str = "relevant",
     discount: str = "log",
+    tied: str = "order",
+    score_list: Sequence[float] | None = None,
     **_: Any,
 ) -> float:
-    """Σ gain(g_i) / log_base(i + 1); ``grades_from="positive"``: threshold 0+."""
+    """Σ gain(g_i) / log_base(i + 1); ``grades_from="positive"``: threshold 0+;
+    ``tied="average"``: each item gains the mean gain of the items of its score."""
     if grades_from == "positive":
         threshold = 0.0
+    gains = _tied_gains(ranked, grades, threshold, gain, tied, score_list)
     total = 0.0
-    for i, item in enumerate(_cut(ranked, k), start=1):
-        g = _gain_of(item, grades, threshold)
-        total += _transform_gain(g, gain) / _disc(i, float(base), discount)
+    for i in range(1, len(_cut(ranked, k)) + 1):
+        total += gains[i - 1] / _disc(i, float(base), discount)
     return total
+
+
+def _tied_gains(
+    ranked: Sequence[Item],
+    grades: Grades,
+    threshold: float,
+    gain: str,
+    tied: str,
+    score_list: Sequence[float] | None,
+) -> list[float]:
+    """The gain of each listed item; ``tied="average"``: the mean gain of every
+    listed item with the same score (sklearn's tie-averaged DCG)."""
+    own = [_transform_gain(_gain_of(item, grades, threshold), gain) for item in ranked]
+    if tied == "order" or score_list is None:
+        return own
+    out = []
+    for s in score_list:
+        group = [g for g, t in zip(own, score_list, strict=True) if t == s]
+        out.append(sum(group) / len(group))
+    return out
 
 
 def _disc(i: int, base: float = 2.0, discount: str = "log") -> float:
@@ -305,10 +371,13 @@ def ref_ndcg(
     ideal: str = "relevant",
     grades_from: str = "relevant",
     discount: str = "log",
+    tied: str = "order",
+    score_list: Sequence[float] | None = None,
     **_: Any,
 ) -> float:
     """dcg@k / idcg@k; the ideal is the relevant grades sorted (or the top-k re-sorted);
-    ``grades_from="positive"``: every grade > 0 counts, whatever the threshold."""
+    ``grades_from="positive"``: every grade > 0 counts, whatever the threshold;
+    ``tied="average"``: the DCG of tie-averaged gains (the ideal unchanged)."""
     if grades_from == "positive":
         threshold = 0.0
     top = _cut(ranked, k)
@@ -327,6 +396,11 @@ def ref_ndcg(
     else:
         raise ValueError(f"unknown ndcg ideal {ideal!r}")
     idcg = _dcg_of_gains(best, gain, discount)
+    if tied == "average" and score_list is not None:
+        avg = _tied_gains(ranked, grades, threshold, gain, tied, score_list)
+        cut = avg[: len(_cut(ranked, k))]
+        dcg = sum(g / _disc(i, 2.0, discount) for i, g in enumerate(cut, start=1))
+        return dcg / idcg if idcg > 0 else 0.0
     return _dcg_of_gains(own, gain, discount) / idcg if idcg > 0 else 0.0
 
 
@@ -815,6 +889,8 @@ def ref_metric(
         kwargs["max_grade"] = max_grade
     if name == "auc":
         kwargs["scores"] = scores
+    if name in ("precision", "recall", "ap", "rr", "dcg", "ndcg"):
+        kwargs["score_list"] = scores
     return float(_FUNCS[name](list(ranked), grades, threshold, k, **kwargs))
 
 

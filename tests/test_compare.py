@@ -15,7 +15,7 @@ from scipy import stats as sps
 
 import receval
 from receval.analysis import stats
-from receval.analysis.compare import Comparison, compare, letters_for
+from receval.analysis.compare import Comparison, _by_values, compare, letters_for
 from receval.analysis.formatting import fmt_p
 from receval.errors import OptionError, ReceValError
 
@@ -155,7 +155,7 @@ def test_each_metric_uses_its_spawned_seed(world: tuple[dict, dict]) -> None:
     metrics = ["recall@10", "ndcg@10"]
     c = compare(runs, truth, metrics, test="randomization", n_resamples=800, seed=5)
     boot, flip = np.random.SeedSequence(5).spawn(2)[1].spawn(2)  # ndcg@10: child 1
-    frame = c.aligned["ndcg@10"]
+    frame = _by_values(c.aligned["ndcg@10"])  # the order resampling sees
     expected = stats.randomization_test(
         frame["random"], frame["good"], n_resamples=800, seed=flip
     ).pvalue
@@ -369,7 +369,7 @@ def test_randomised_tukey_hsd(world: tuple[dict, dict]) -> None:
     assert c.settings["test"] == "tukey" and c.settings["correction"] == "none"
     for j, m in enumerate(["recall@10", "ndcg@10"]):
         flip = np.random.SeedSequence(5).spawn(3)[j].spawn(2)[1]
-        frame = c.aligned[m]
+        frame = _by_values(c.aligned[m])  # the order resampling sees
         p = stats.tukey_hsd(frame[list(runs)].to_numpy(), n_resamples=600, seed=flip)
         names = list(runs)
         for (metric, a, b), row in c.pairs.loc[[m]].iterrows():
@@ -438,7 +438,7 @@ def test_effect_size_intervals_from_the_same_resamples(world: tuple[dict, dict])
     truth, runs = world
     c = compare(runs, truth, ["recall@10", "ndcg@10"], n_resamples=400, seed=5)
     boot = np.random.SeedSequence(5).spawn(2)[1].spawn(2)[0]  # ndcg@10: child 1
-    frame = c.aligned["ndcg@10"]
+    frame = _by_values(c.aligned["ndcg@10"])  # the order resampling sees
     d = (frame["random"] - frame["good"]).to_numpy()
     n = len(d)
     rng = np.random.default_rng(boot)

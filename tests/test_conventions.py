@@ -63,9 +63,10 @@ def test_ungraded_tools_read_every_truth_row_as_relevant() -> None:
 
 def test_relevant_from_list_is_torchmetrics_view() -> None:
     res = receval.evaluate(RECS, TRUTH, ["recall@1", "ndcg@4"], convention="torchmetrics")
+    recall, ndcg = "recall@1[scores=positive]", "ndcg@4[tied=average]"  # the names it takes
     # u1's list holds b (grade 2) and c (grade 0): R = 1, b at position 2
-    assert res.per_user.loc["u1", "recall@1"] == 0.0
-    assert res.per_user.loc["u1", "ndcg@4"] == pytest.approx(1 / 1.584962500721156)
+    assert res.per_user.loc["u1", recall] == 0.0
+    assert res.per_user.loc["u1", ndcg] == pytest.approx(1 / 1.584962500721156)
     # only users with a list; no relevant item in it scores 0
     assert set(res.per_user.dropna().index) == {"u1", "u2", "only_recs"}
 

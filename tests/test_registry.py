@@ -73,6 +73,12 @@ def test_every_metric_has_a_slow_reference(d: receval.MetricDef) -> None:
         value = ref(d.name, [3.5, 4, 2, 5, 3], [3, 4.5, 1.5, 4.5, 2.5])
         assert d.bounds[0] <= value <= d.bounds[1]
         return
+    if d.needs_reference:  # agreement with a reference run: tests/test_agreement.py
+        from tests.test_agreement import slow
+
+        value = slow(d.name, [1, 2, 3], [2, 4], 3, 0.9, None)
+        assert d.bounds[0] <= value <= d.bounds[1]
+        return
     if d.needs or d.kind == "aggregate":
         assert d.name in _beyond_reference_names(), f"{d.name}: no reference in test_beyond"
         return
@@ -107,7 +113,7 @@ def test_list_only_metrics_are_those_that_read_no_truth() -> None:
         f"{d.name}{'@3' if d.takes_cutoff else ''}"
         + ("[group=b]" if "group" in d.param_map else "")
         for d in DEFS
-        if d.kind != "rating"
+        if d.kind != "rating" and not d.needs_reference  # those need a reference run
     ]
     a = receval.evaluate(recs, {1: [1], 2: [4]}, names, empty_truth="zero", **kw)
     # item 2 judged non-relevant for user 1 (in the list: judged_nonrelevant sees it)

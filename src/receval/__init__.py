@@ -23,10 +23,12 @@ from receval.errors import (
 )
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on first use
+    from receval.analysis.agreement import agreement
     from receval.analysis.compare import Comparison, compare
     from receval.analysis.curves import curve, pr_curve, roc
     from receval.analysis.explain import compare_conventions
     from receval.analysis.groups import group_gap, group_mad
+    from receval.analysis.intent_aware import IntentAwareResult, intent_aware
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
     from receval.analysis.tracking import log_mlflow, log_wandb
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.evaluation.ratings import evaluate_ratings, score_ratings
     from receval.evaluation.result import Result
     from receval.io.interactions import read_interactions
+    from receval.io.trec_write import qrels_dict, run_dict, write_trec_qrels, write_trec_run
     from receval.metrics.registry import (
         MetricDef,
         ParamDef,
@@ -80,16 +83,23 @@ _LAZY = {
     "sample_negatives": "receval.workflow.sampling",
     "report": "receval.analysis.report",
     "Report": "receval.analysis.report",
+    "agreement": "receval.analysis.agreement",
     "compare": "receval.analysis.compare",
     "Comparison": "receval.analysis.compare",
     "compare_conventions": "receval.analysis.explain",
     "group_gap": "receval.analysis.groups",
     "group_mad": "receval.analysis.groups",
+    "intent_aware": "receval.analysis.intent_aware",
+    "IntentAwareResult": "receval.analysis.intent_aware",
     "power": "receval.analysis.stats",
     "log_mlflow": "receval.analysis.tracking",
     "log_wandb": "receval.analysis.tracking",
     "synthetic_interactions": "receval.workflow.synthetic",
     "read_interactions": "receval.io.interactions",
+    "run_dict": "receval.io.trec_write",
+    "qrels_dict": "receval.io.trec_write",
+    "write_trec_run": "receval.io.trec_write",
+    "write_trec_qrels": "receval.io.trec_write",
 }
 
 
@@ -132,6 +142,7 @@ __all__ = [
     "Comparison",
     "EvalOptions",
     "InputError",
+    "IntentAwareResult",
     "MetricDef",
     "MetricError",
     "MetricSpec",
@@ -143,6 +154,7 @@ __all__ = [
     "Report",
     "Result",
     "__version__",
+    "agreement",
     "check",
     "compare",
     "compare_conventions",
@@ -152,6 +164,7 @@ __all__ = [
     "evaluate_ratings",
     "group_gap",
     "group_mad",
+    "intent_aware",
     "kfold",
     "log_mlflow",
     "log_wandb",
@@ -161,15 +174,19 @@ __all__ = [
     "parse_metrics",
     "power",
     "pr_curve",
+    "qrels_dict",
     "read_interactions",
     "register_metric",
     "report",
     "roc",
     "run_demo",
+    "run_dict",
     "sample_negatives",
     "score",
     "score_ratings",
     "split",
     "synthetic_interactions",
     "unregister_metric",
+    "write_trec_qrels",
+    "write_trec_run",
 ]

@@ -28,7 +28,8 @@ make_venv() {  # name, then pip install argument lists separated by ";"
 }
 
 make_venv core "torch==2.13.0" \
-    "numpy pandas pyarrow pytrec-eval-terrier==0.5.11 ranx==0.3.21 torchmetrics==1.9.0" &
+    "numpy pandas pyarrow pytrec-eval-terrier==0.5.11 ranx==0.3.21 torchmetrics==1.9.0 ir-measures==0.4.3" \
+    "pyndeval==0.0.8" &
 make_venv rectools "rectools==0.19.0 pyarrow<21" &
 make_venv replay "replay-rec==0.22.0" &
 make_venv spark "pyspark==4.3.0 numpy" &

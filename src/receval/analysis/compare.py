@@ -117,7 +117,8 @@ class Comparison:
             seed, baseline, number of comparisons, evaluation options.
         results: system name → the :class:`~receval.Result` of its evaluation.
         aligned: metric → DataFrame (users compared × systems) of the per-user
-            values the tests used (per-user metrics only).
+            values the tests used (per-user metrics only), in user order; the
+            index resampling takes the users in the order of their values.
         omnibus: with 3 systems or more (in process): one row per per-user
             metric — do the systems differ at all? — the one-way
             repeated-measures ANOVA (``anova_f``, ``anova_df1``, ``anova_df2``,
@@ -283,6 +284,16 @@ class Comparison:
         comment; with ``details`` one more tabular per per-user metric with
         every comparison."""
         return render.latex(self, digits, details)
+
+    def to_ranx_table(self, rounding_digits: int = 3, show_percentages: bool = False) -> str:
+        """The leaderboard as ranx 0.3.21's report table (``str(ranx.compare(...))``),
+        byte for byte in layout: letters, ranx's metric labels (``NDCG@10``,
+        ``MAP@100``), means rounded to ``rounding_digits``, superscript letters
+        for the significant wins of receval's tests
+        (:func:`receval.analysis.ranx_table.ranx_table`)."""
+        from receval.analysis.ranx_table import comparison_table
+
+        return comparison_table(self, rounding_digits, show_percentages)
 
     def __str__(self) -> str:
         """The console text: the leaderboard with superscript letters, its
@@ -950,7 +961,7 @@ def _align(
         somewhere = defined.any(axis=1)
         for s in systems:
             missing[s][m] = int((somewhere & ~defined[s]).sum())
-        aligned[m] = _by_values(frame[defined.all(axis=1)])
+        aligned[m] = frame[defined.all(axis=1)]
     return aligned, missing
 
 
@@ -1087,7 +1098,7 @@ def _run_units(
         mine = [u for u in units if u.metric == m]
         what = f"{m}: tests and intervals ({settings['n_resamples']} resamples"
         with step(f"{what} of {len(aligned[m])} users)"):
-            return _metric_units(mine, aligned[m], settings, children[m])
+            return _metric_units(mine, _by_values(aligned[m]), settings, children[m])
 
     if n_jobs == 1 or len(metrics) < 2:
         done = [work(m) for m in metrics]

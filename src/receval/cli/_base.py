@@ -158,10 +158,12 @@ COMMANDS = {
     "inspect": "info",
     "compare": "compare",
     "report": "compare",
+    "agreement": "agreement",
     "demo": "workflow",
     "split": "workflow",
     "check": "workflow",
     "trec_eval": "trec",
+    "intent-aware": "intent",
 }
 
 

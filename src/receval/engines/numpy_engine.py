@@ -21,6 +21,7 @@ from receval.errors import InputError, MetricError, option
 from receval.ids import distinct, order_of, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
+from receval.metrics.kernels.ranking import gain_of
 from receval.metrics.spec import MetricSpec
 from receval.records import RecsData, TruthData
 
@@ -938,6 +939,34 @@ class _CellSource:
         )
 
 
+def _tied(specs: Sequence[MetricSpec]) -> set[tuple[str, str]]:
+    """The (gain, grades) of the specs whose equal scores share their gains."""
+    out = set()
+    for s in specs:
+        params = dict(s.params)
+        if "score_ties" in s.definition.requirements(s.k, params):
+            out.add((str(params.get("gain", "linear")), str(params.get("grades", "relevant"))))
+    return out
+
+
+def _tie_averaged(p: Prepared, gain: str, grades: str) -> np.ndarray:
+    """Per list row, the mean ``gain`` of its group of equal scores (consecutive
+    rows of one user with the same score): sklearn's ``_tie_average_dcg``
+    gains. Without scores every row is its own group."""
+    graded = p.rec_gain if grades == "relevant" else p.positive_gain
+    assert graded is not None
+    values = gain_of(np.asarray(graded, dtype=np.float64), gain)
+    ru, score = p.rec_user, p.rec_score
+    if score is None or len(values) < 2:
+        return np.ascontiguousarray(values, dtype=np.float64)
+    start = np.ones(len(values), dtype=bool)
+    start[1:] = (ru[1:] != ru[:-1]) | (score[1:] != score[:-1])
+    first = np.flatnonzero(start)
+    size = np.diff(np.append(first, len(values)))
+    mean = np.add.reduceat(values, first) / size
+    return np.ascontiguousarray(np.repeat(mean, size), dtype=np.float64)
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -964,6 +993,11 @@ def compute(
     ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
     slots = None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at)
     positive = p.positive_ideal_offsets is not None
+    scored = None  # the hits scored > 0 (scores=positive: torchmetrics)
+    if any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
+        gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
+        scored = _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
+    tied = {key: _CellSource(p.rec_offsets, _tie_averaged(p, *key), w, at) for key in _tied(specs)}
     if positive:
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
@@ -1011,6 +1045,8 @@ def compute(
             pooled=None if pooled is None else pooled.block(u0, u1),
             n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
             catalog_size=catalog_size,
+            scored_hits=None if scored is None else scored.block(u0, u1),
+            tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
         )
         for j, s in enumerate(specs):
             out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))

@@ -11,9 +11,10 @@ from receval._progress import rows_to_stderr
 from receval.engines import driver, engine_for
 from receval.engines.base import Engine
 from receval.engines.local import InProcess
-from receval.errors import OptionError, ReceValError, option
+from receval.errors import OptionError, ReceValError, option, said
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
+from receval.evaluation.reference import reference_given
 from receval.evaluation.result import Result
 from receval.io import spark_files
 from receval.io.items import build_context
@@ -485,6 +486,8 @@ _PROVIDERS = {
     "catalog_size": option("catalog_size")
     + " (how many items a full ranking would rank), which was not given",
     "cutoff": "a cut-off, e.g. {name}@10",
+    "reference": "a reference run, not a truth: use "
+    + said("receval.agreement(run, reference, metrics)", "receval agreement RUN REFERENCE -m ..."),
 }
 
 
@@ -497,6 +500,8 @@ def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None
         if d.kind == "rating":
             raise ReceValError(f"{s} is a rating-prediction metric: use receval.evaluate_ratings")
         for need in d.requirements(s.k, dict(s.params)):
+            if need == "reference" and reference_given():
+                continue
             if need in _PROVIDERS and not given.get(need, False):
                 provider = _PROVIDERS[need].format(name=s.name)
                 raise ReceValError(f"{s} needs {provider}")

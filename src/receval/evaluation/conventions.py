@@ -287,7 +287,13 @@ TORCHMETRICS = Convention(
     empty_truth="zero",
     missing_recs="skip",
     no_truth="zero",
-    params={"ap": {"denominator": "hits"}},
+    params={
+        "precision": {"scores": "positive"},
+        "recall": {"scores": "positive"},
+        "ap": {"denominator": "hits", "scores": "positive"},
+        "rr": {"scores": "positive"},
+        "ndcg": {"tied": "average"},
+    },
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
     names={
         "precision": "RetrievalPrecision(top_k)",
@@ -302,9 +308,13 @@ TORCHMETRICS = Convention(
         "torchmetrics only knows the candidates it is given (preds, target, indexes): "
         "relevant items missing from a list do not exist for it, so R and the nDCG ideal "
         "come from the list (relevant_from='list').",
-        "Not modelled: items scored <= 0 never count as hits (except in HitRate and nDCG); "
-        "equal scores are ordered by torch.topk/argsort, which promise no order, and nDCG "
-        "averages the gains of tied items. receval matches on positive, distinct scores.",
+        "Items scored <= 0 are never hits in precision, recall, AP and RR (scores='positive'; "
+        "they still count in R, HitRate and nDCG); lists given without scores count every item.",
+        "nDCG gives items of equal score the mean gain of their group (sklearn's "
+        "tie-averaged DCG: tied='average').",
+        "Not modelled: equal scores are ordered by torch.topk/argsort, which promise no "
+        "order, in precision, recall, AP, RR and HitRate: receval matches those on "
+        "distinct scores.",
         "Parts are computed in float32: agreement is to ~1e-7, not 1e-9.",
     ),
     sources={
@@ -313,8 +323,11 @@ TORCHMETRICS = Convention(
         "ap": "torchmetrics/functional/retrieval/average_precision.py (mean over hits)",
         "recall": "torchmetrics/functional/retrieval/recall.py (/ target.sum())",
         "ndcg": "torchmetrics/functional/retrieval/ndcg.py: _dcg_sample_scores (ideal = "
-        "targets sorted, cut at k)",
+        "targets sorted, cut at k), _tie_average_dcg (ignore_ties=False for the DCG)",
         "precision": "torchmetrics/functional/retrieval/precision.py (/ top_k)",
+        "scores": "torchmetrics/functional/retrieval/precision.py, recall.py, "
+        "average_precision.py, reciprocal_rank.py: torch.where(preds > 0, target, 0); "
+        "hit_rate.py and ndcg.py read target unfiltered",
     },
 )
 
@@ -355,8 +368,8 @@ RECBOLE = Convention(
     empty_truth="skip",
     missing_recs="zero",
     no_truth="skip",
-    params={"ndcg": {"gain": "binary"}},
-    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
+    params={"ndcg": {"gain": "binary"}, "arp": {"unseen": 0.0}},
+    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "arp"),
     names={
         "precision": "precision@k",
         "recall": "recall@k",
@@ -364,17 +377,24 @@ RECBOLE = Convention(
         "ndcg": "ndcg@k",
         "rr": "mrr@k",
         "hit_rate": "hit@k",
+        "arp": "averagepopularity@k",
     },
     notes=(
         "RecBole evaluates the users of the test set (every one has a positive item) on a "
         "full ranking of the catalogue; equal scores are ordered by torch.topk, which "
         "promises no order.",
         "Results are rounded to `metric_decimal_place` (4 by default).",
+        "averagepopularity@k counts an item never seen in training as 0 (arp[unseen=0]); "
+        "its counts are training interactions, duplicates included, where receval counts "
+        "distinct (user, item) pairs: the two agree on training data without repeated pairs.",
     ),
     sources={
         "all": "recbole/evaluator/metrics.py: Hit, MRR, MAP (/ min(k, pos_len)), Recall "
         "(/ pos_len), NDCG (binary, ideal min(k, pos_len)), Precision (/ k)",
         "users": "recbole/data/dataloader (users with test interactions)",
+        "arp": "recbole/evaluator/metrics.py: AveragePopularity.get_pop "
+        "(item_count.get(item, 0)); recbole/evaluator/collector.py: data.count_items "
+        "(Counter of the training interactions' items)",
     },
 )
 
@@ -431,9 +451,9 @@ LENSKIT = Convention(
     missing_recs="skip",
     no_truth="skip",
     params={
-        "precision": {"denominator": "retrieved"},
+        "precision": {"denominator": "retrieved", "empty": "nan"},
         "recall": {"denominator": "min_k_relevant"},
-        "ap": {"denominator": "min_retrieved_relevant"},
+        "ap": {"denominator": "min_retrieved_relevant", "empty": "nan"},
         "ndcg": {"gain": "binary", "discount": "jarvelin"},
         "dcg": {"gain": "binary", "discount": "jarvelin"},
     },
@@ -449,16 +469,18 @@ LENSKIT = Convention(
     },
     notes=(
         "LensKit measures the lists it is given, in their order (ties='input'): an empty "
-        "list gives NaN for precision and AP (left out of the mean) but 0 for recall and "
-        "nDCG, where receval scores 0 throughout; a list without test items is NaN for most "
-        "metrics and a ZeroDivisionError for AveragePrecision (receval: left out).",
+        "list gives NaN for precision and AP (left out of the mean: empty='nan') but 0 for "
+        "recall, nDCG, RR and Hit; a list without test items is NaN for most metrics and a "
+        "ZeroDivisionError for AveragePrecision (receval: left out).",
         "Its default discount clips log2(rank) at 1, so ranks 1 and 2 are both undiscounted "
         "(discount=jarvelin).",
     ),
     sources={
-        "precision": "lenskit/metrics/ranking/_pr.py: Precision (/ len(truncated list))",
+        "precision": "lenskit/metrics/ranking/_pr.py: Precision (/ len(truncated list); "
+        "NaN when it is empty)",
         "recall": "lenskit/metrics/ranking/_pr.py: Recall (/ min(|test|, k))",
-        "ap": "lenskit/metrics/ranking/_map.py: AveragePrecision (/ min(|test|, |list|))",
+        "ap": "lenskit/metrics/ranking/_map.py: AveragePrecision (/ min(|test|, |list|); "
+        "NaN for an empty list)",
         "ndcg": "lenskit/metrics/ranking/_dcg.py: NDCG (binary unless gain=field; "
         "fixed_dcg(min(|test|, k))); _weighting.py: LogRankWeight (clipped)",
         "rr": "lenskit/metrics/ranking/_recip.py: RecipRank (cut at k; NaN without test items)",

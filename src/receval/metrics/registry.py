@@ -114,6 +114,9 @@ REQUIREMENTS: Mapping[str, str] = MappingProxyType(
         "cutoff": "a cut-off @k",
         "catalog_size": "the size of the full catalog (catalog_size=): sampled evaluation",
         "positive_grades": "every grade > 0 whatever the threshold (engine data)",
+        "positive_scores": "which listed items are scored > 0 (engine data)",
+        "score_ties": "the groups of equal scores in each list (engine data)",
+        "reference": "a reference run read as the truth (receval.agreement)",
     }
 )
 
@@ -153,6 +156,9 @@ class MetricDef:
       (``Batch.history``).
     * ``reads_judged``: the kernel reads which listed items are judged
       (``Batch.judged``, ``pooled``, ``n_judged``).
+    * ``needs_reference``: the metric compares the list with a reference run
+      whose ranks the truth's grades encode (:mod:`receval.metrics.kernels.agreement`):
+      only :func:`receval.agreement` builds that truth; ``evaluate`` refuses it.
     * ``of_item_groups``: an aggregate whose kernel takes the item-group
       tallies (:class:`~receval.metrics.kernels.groups.GroupCounts`), not the
       item counts.
@@ -187,6 +193,8 @@ class MetricDef:
     by_user: Callable[..., np.ndarray] | None = None
     reads_history: bool = False
     reads_judged: bool = False
+    #: compares with a reference run (receval.agreement), never with a truth
+    needs_reference: bool = False
     #: the summary of the mean of the per-user values (exp for the geometric
     #: means, whose per-user values are logarithms); None: the mean itself
     summary_of_mean: Callable[[float], float] | None = None
@@ -240,6 +248,8 @@ class MetricDef:
         out = list(self.needs)
         if self.needs_cutoff and k is None:
             out.append("cutoff")
+        if self.needs_reference:
+            out.append("reference")
         for p in self.params:
             value = params.get(p.name, p.default)
             out += [need for v, need in p.needs if v == value]
@@ -362,6 +372,40 @@ _GAMMA = ParamDef(
 )
 
 
+#: an empty list's value: 0, or NaN (LensKit's Precision and AveragePrecision)
+_EMPTY = ParamDef(
+    "empty",
+    str,
+    "zero",
+    "an empty list (no item in the top k): 0, or NaN, left out of the mean (LensKit)",
+    choices=("zero", "nan"),
+)
+
+
+#: which listed items may be hits: any, or those scored > 0 (torchmetrics)
+_SCORES = ParamDef(
+    "scores",
+    str,
+    "any",
+    "which listed items may be hits: any, or only those scored > 0 (torchmetrics' "
+    "precision, recall, AP and RR); without a score column every item counts",
+    choices=("any", "positive"),
+    needs=(("positive", "positive_scores"),),
+)
+
+
+#: equal scores: in the list's order, or sharing their gains (torchmetrics' nDCG)
+_TIED = ParamDef(
+    "tied",
+    str,
+    "order",
+    "items of equal score: gain by their place in the list's order, or each the mean gain "
+    "of its group of equal scores (sklearn's and torchmetrics' tie-averaged DCG)",
+    choices=("order", "average"),
+    needs=(("average", "score_ties"),),
+)
+
+
 def _corrected(kernel: Callable[..., np.ndarray], family: str) -> Callable[..., np.ndarray]:
     """The kernel, or with ``correction=`` the full-catalog estimate from the
     sampled ranks (:func:`receval.metrics.kernels.corrected.estimate`)."""
@@ -403,9 +447,13 @@ _DEFS: tuple[MetricDef, ...] = (
                 choices=("k", "retrieved", "recommended"),
                 needs=(("recommended", "ratings"),),
             ),
+            _EMPTY,
+            _SCORES,
             _CORRECTION,
             _GAMMA,
         ),
+        undefined="users without relevant items (empty_truth policy); with empty=nan, empty "
+        "lists (NaN), and with denominator=recommended lists recommending nothing (NaN)",
         notes="A list shorter than k still divides by k (denominator=k).",
     ),
     MetricDef(
@@ -422,6 +470,7 @@ _DEFS: tuple[MetricDef, ...] = (
                 "what hits are divided by: R, or min(k, R) (LensKit)",
                 choices=("relevant", "min_k_relevant"),
             ),
+            _SCORES,
             _CORRECTION,
             _GAMMA,
         ),
@@ -474,9 +523,13 @@ _DEFS: tuple[MetricDef, ...] = (
                     "min_retrieved_relevant",
                 ),
             ),
+            _EMPTY,
+            _SCORES,
             _CORRECTION,
             _GAMMA,
         ),
+        undefined="users without relevant items (empty_truth policy); with empty=nan, empty "
+        "lists (NaN)",
         notes="trec_eval's map_cut divides by R (denominator=relevant); some papers by hits.",
     ),
     MetricDef(
@@ -485,7 +538,7 @@ _DEFS: tuple[MetricDef, ...] = (
         description="reciprocal rank of the first relevant item within k",
         formula="1 / (position of the first relevant item ≤ k); 0 if none",
         kernel=_corrected(K.reciprocal_rank, "rr"),
-        params=(_CORRECTION, _GAMMA),
+        params=(_SCORES, _CORRECTION, _GAMMA),
     ),
     MetricDef(
         name="r_precision",
@@ -523,6 +576,7 @@ _DEFS: tuple[MetricDef, ...] = (
             ),
             _GRADES,
             _DISCOUNT,
+            _TIED,
         ),
         bounds=(0.0, math.inf),
         graded=True,
@@ -545,6 +599,7 @@ _DEFS: tuple[MetricDef, ...] = (
             ),
             _GRADES,
             _DISCOUNT,
+            _TIED,
             _CORRECTION,
             _GAMMA,
         ),
@@ -892,6 +947,16 @@ _DEFS += (
         description="average popularity of the recommended items",
         formula="mean over the top-k items of pop(i)",
         kernel=B.arp,
+        params=(
+            ParamDef(
+                "unseen",
+                float,
+                1.0,
+                "pop(i) of an item never seen in training: 1, or 0 as RecBole counts it",
+                check=lambda x: x >= 0,
+                check_text="a number >= 0",
+            ),
+        ),
         bounds=(0.0, math.inf),
         higher_is_better=False,
         needs=("train",),
@@ -1543,7 +1608,9 @@ def load_plugins() -> None:
             ) from e
 
 
-for _d in _DEFS:
+from receval.metrics.agreement import definitions as _agreement  # noqa: E402
+
+for _d in _DEFS + _agreement(MetricDef, ParamDef):
     register_metric(_d)
 _BOOTSTRAP = False
 _BUILT_IN = frozenset(_REGISTRY)

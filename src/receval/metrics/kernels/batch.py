@@ -18,7 +18,7 @@ along the dense row (zeros add nothing), so they agree bit for bit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -223,6 +223,14 @@ class Batch:
             grade >= 0); with ``judged``. Judged non-relevant: n_judged − R.
         catalog_size: how many items a full ranking would rank (sampled
             evaluation); None when the lists are full rankings.
+        scored_hits: like ``hits`` but without the items scored <= 0
+            (torchmetrics never counts them as hits); only built when a metric
+            asks for ``scores=positive``. Without scores it is ``hits``.
+        tied_gains: (gain, grades) → :class:`Cells` of the list's gains
+            (already transformed by ``gain``, of ``hits`` or ``positive_hits``
+            by ``grades``) with each item's gain replaced by the mean gain of
+            its group of equal scores over the whole list; only built for
+            ``tied=average`` (torchmetrics' nDCG).
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -250,6 +258,8 @@ class Batch:
     pooled: Cells | None = None
     n_judged: np.ndarray | None = None
     catalog_size: int | None = None
+    scored_hits: Cells | None = None
+    tied_gains: dict[tuple[str, str], Cells] | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -285,6 +295,19 @@ class Batch:
     def dense_built(self) -> bool:
         """Whether a kernel has asked for a dense ``(m, W)`` matrix so far."""
         return any(key in self._cache for key in ("gains", "ideal", "filled"))
+
+    def scored_positive(self) -> Batch:
+        """This batch with only the items scored > 0 as hits (``scored_hits``):
+        the view of ``scores=positive`` (torchmetrics' precision, recall, AP
+        and RR, which read ``torch.where(preds > 0, target, 0)``). R and the
+        ideal are unchanged."""
+        if self.scored_hits is None:
+            raise ValueError("scores=positive needs the engine's scored_hits")
+
+        def view() -> Batch:
+            return replace(self, hits=self.scored_hits, _cache={})
+
+        return self.cached("scored_positive", view)
 
     # Derived arrays shared by several metrics -----------------------------
 

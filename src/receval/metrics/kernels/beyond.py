@@ -67,11 +67,18 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
     return _mean_over_list(info[idx], valid, c)
 
 
-def arp(b: Batch, k: int | None) -> np.ndarray:
-    """Average recommendation popularity: mean pop(i) over the top-k items; NaN if empty."""
+def arp(b: Batch, k: int | None, *, unseen: float = 1.0) -> np.ndarray:
+    """Average recommendation popularity: mean pop(i) over the top-k items; NaN if empty.
+
+    An item never seen in training counts as ``unseen`` (1 by default; RecBole's
+    AveragePopularity: 0).
+    """
     idx, valid, c = top_of(b, k)
     assert b.items is not None
-    return _mean_over_list(b.items.pop[idx], valid, c)
+    pop = b.items.pop
+    if unseen != 1.0:
+        pop = np.where(b.items.seen, pop, unseen)
+    return _mean_over_list(pop[idx], valid, c)
 
 
 def long_tail(b: Batch, k: int | None, *, head: float = 0.8) -> np.ndarray:

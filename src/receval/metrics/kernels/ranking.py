@@ -59,13 +59,36 @@ def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
     return x if k is None else np.minimum(k, x)
 
 
-def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
+def _empty_nan(b: Batch, k: int | None, values: np.ndarray, empty: str) -> np.ndarray:
+    """``values``, NaN where the top k holds no item when ``empty="nan"``
+    (LensKit's Precision and AveragePrecision: ``if nrecs == 0: return np.nan``)."""
+    if empty == "zero":
+        return values
+    return np.where(b.retrieved(k) > 0, values, np.nan)
+
+
+def _scored(b: Batch, scores: str) -> Batch:
+    """The batch whose hits a kernel reads: every listed item (``scores="any"``)
+    or only those scored > 0 (``"positive"``, torchmetrics)."""
+    return b if scores == "any" else b.scored_positive()
+
+
+def precision(
+    b: Batch,
+    k: int | None,
+    *,
+    denominator: str = "k",
+    empty: str = "zero",
+    scores: str = "any",
+) -> np.ndarray:
     """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n.
 
     ``denominator="recommended"`` (explicit-feedback input): hits@k divided by
     the items of the top k whose predicted rating reaches the threshold; NaN
-    when there is none.
+    when there is none. ``empty="nan"``: an empty list is NaN (left out of the
+    mean) rather than 0. ``scores="positive"``: items scored <= 0 are never hits.
     """
+    b = _scored(b, scores)
     hits = b.hits_at(k)
     if denominator == "recommended":
         if b.recommended is None:
@@ -76,13 +99,17 @@ def precision(b: Batch, k: int | None, *, denominator: str = "k") -> np.ndarray:
         np.divide(hits, den, out=out, where=den > 0)
         return out
     if denominator == "retrieved" or k is None:
-        return ratio(hits, b.retrieved(k))
-    return ratio(hits, k)
+        return _empty_nan(b, k, ratio(hits, b.retrieved(k)), empty)
+    return _empty_nan(b, k, ratio(hits, k), empty)
 
 
-def recall(b: Batch, k: int | None, *, denominator: str = "relevant") -> np.ndarray:
+def recall(
+    b: Batch, k: int | None, *, denominator: str = "relevant", scores: str = "any"
+) -> np.ndarray:
     """hits@k / R: the share of the user's R relevant items found in the top k;
-    ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit)."""
+    ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit);
+    ``scores="positive"``: items scored <= 0 are never hits (R unchanged)."""
+    b = _scored(b, scores)
     den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
     return ratio(b.hits_at(k), den)
 
@@ -113,14 +140,22 @@ def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
 
 
 def average_precision(
-    b: Batch, k: int | None, *, denominator: str = "min_k_relevant"
+    b: Batch,
+    k: int | None,
+    *,
+    denominator: str = "min_k_relevant",
+    empty: str = "zero",
+    scores: str = "any",
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
 
     D: ``min_k_relevant`` min(k, R) (R without k), ``relevant`` R,
     ``hits`` hits@k, ``retrieved`` min(k, n) (n without k), ``k`` k (n
     without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
+    ``empty="nan"``: an empty list is NaN (left out of the mean) rather than 0;
+    ``scores="positive"``: items scored <= 0 are never hits.
     """
+    b = _scored(b, scores)
     num = _ap_numerator(b, k)
     if denominator == "min_k_relevant":
         den = _min_k(k, b.n_relevant)
@@ -136,11 +171,13 @@ def average_precision(
         den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
-    return ratio(num, den)
+    return _empty_nan(b, k, ratio(num, den), empty)
 
 
-def reciprocal_rank(b: Batch, k: int | None) -> np.ndarray:
-    """1 / (position of the first relevant item) if it is within k, else 0."""
+def reciprocal_rank(b: Batch, k: int | None, *, scores: str = "any") -> np.ndarray:
+    """1 / (position of the first relevant item) if it is within k, else 0
+    (``scores="positive"``: the first relevant item scored > 0)."""
+    b = _scored(b, scores)
     pos = b.first_hit()
     ok = pos > 0 if k is None else (pos > 0) & (pos <= k)
     return ratio(ok.astype(np.float64), pos)
@@ -155,12 +192,16 @@ def r_precision(b: Batch, k: int | None, *, mult: float = 1.0) -> np.ndarray:
     return ratio(b.hits_at_each(s), s)
 
 
-def _gain(grades: np.ndarray, gain: str) -> np.ndarray:
+def gain_of(grades: np.ndarray, gain: str) -> np.ndarray:
+    """The gain of each grade: g (``linear``), 2^g − 1 (``exp``) or 1 if g > 0 (``binary``)."""
     if gain == "exp":
         return np.exp2(grades) - 1.0
     if gain == "binary":
         return (grades > 0).astype(np.float64)
     return grades
+
+
+_gain = gain_of
 
 
 def graded_cells(b: Batch, grades: str) -> tuple[Cells, Cells]:
@@ -197,11 +238,24 @@ def dcg(
     base: float = 2.0,
     grades: str = "relevant",
     discount: str = "log",
+    tied: str = "order",
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
     graded > 0, whatever the threshold). ``discount="jarvelin"``: 1 / max(1,
-    log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit)."""
+    log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit).
+    ``tied="average"``: each item gains the mean gain of its group of equal
+    scores (over the whole list), so a group straddling k counts the share of
+    its gains its positions within k hold (sklearn's ``_tie_average_dcg``)."""
+    if tied == "average":
+        if b.tied_gains is None or (gain, grades) not in b.tied_gains:
+            raise ValueError("tied=average needs the engine's tied_gains")
+        avg = b.tied_gains[(gain, grades)]
+        weights = _discount(b, avg.width, base, discount)
+        return b.cached(
+            ("dcg_tied", gain, base, grades, discount, k),
+            lambda: avg.row_sums(avg.value * weights[avg.pos], k),
+        )
     cells = graded_cells(b, grades)[0]
     terms = b.cached(
         ("dcg_terms", gain, base, grades, discount),
@@ -227,6 +281,7 @@ def ndcg(
     ideal: str = "relevant",
     grades: str = "relevant",
     discount: str = "log",
+    tied: str = "order",
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -237,8 +292,10 @@ def ndcg(
     base cancels out (base 2).
     ``grades="positive"``: gains and ideal take every grade > 0, whatever the
     relevance threshold (trec_eval's nDCG under ``-l``).
+    ``tied="average"``: equal scores share their gains (:func:`dcg`); the
+    ideal is unchanged (torchmetrics' nDCG).
     """
-    actual = dcg(b, k, gain=gain, grades=grades, discount=discount)
+    actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
     if ideal == "relevant":
         best = _ideal_dcg(b, k, gain, grades, discount)
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
@@ -278,12 +335,17 @@ def rbp(b: Batch, k: int | None, *, p: float = 0.8, grades: str = "relevant") ->
     hits, ideal = graded_cells(b, grades)
 
     def compute() -> np.ndarray:
-        weights = np.power(p, np.arange(b.width, dtype=np.float64))
+        # trec_eval's m_rbp.c, operation for operation (so its text agrees to the
+        # last digit): each gain scaled to [0, 1] first, the weight p^(i-1) by
+        # repeated multiplication, the terms added left to right
+        steps = np.full(b.width, p, dtype=np.float64)
+        steps[:1] = 1.0
+        weights = np.cumprod(steps)  # 1, 1·p, (1·p)·p, ...: trec_eval's cur_p
         gains = b.gains if grades == "relevant" else hits.dense()
-        return cumsum_rows(gains * weights)
+        return cumsum_rows(ratio(gains, ideal.first()[:, None]) * weights)
 
     cum = b.cached(("cum_rbp", p, grades), compute)
-    return (1.0 - p) * ratio(cum[:, b.col(k)], ideal.first())
+    return (1.0 - p) * cum[:, b.col(k)]
 
 
 def err(b: Batch, k: int | None, *, max_grade: float | None = None) -> np.ndarray:
