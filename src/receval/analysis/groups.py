@@ -102,20 +102,7 @@ def group_gap(
         if key not in result.group_results:
             raise ReceValError(f"group {label!r} of {grouping!r} was not evaluated (see the notes)")
         values[label] = result.group_results[key].per_user
-    per_user = [str(m) for m in result.metrics if str(m) in values[a].columns]
-    if metrics is None:
-        names = per_user
-    else:
-        names = [metrics] if isinstance(metrics, str) else list(metrics)
-        from receval.metrics.spec import parse_metric
-
-        names = [str(parse_metric(m)) for m in names]
-        missing = [m for m in names if m not in per_user]
-        if missing:
-            raise ReceValError(
-                f"{', '.join(missing)}: not a per-user metric of this result "
-                f"(per-user metrics: {', '.join(per_user)})"
-            )
+    names = _asked(metrics, [str(m) for m in result.metrics if str(m) in values[a].columns])
     rows = []
     for m in names:
         # sorted: a multiset of values, whatever order the users came in (ids as
@@ -237,20 +224,10 @@ def group_mad(
         raise OptionError("n_resamples", n_resamples, expected="a whole number >= 1")
     chosen = _mad_groups(result, grouping, groups)
     frames = {v: result.group_results[(grouping, v)].per_user for v in chosen}
-    per_user = [str(m) for m in result.metrics if all(str(m) in f.columns for f in frames.values())]
-    if metrics is None:
-        names = per_user
-    else:
-        from receval.metrics.spec import parse_metric
-
-        names = [metrics] if isinstance(metrics, str) else list(metrics)
-        names = [str(parse_metric(m)) for m in names]
-        missing = [m for m in names if m not in per_user]
-        if missing:
-            raise ReceValError(
-                f"{', '.join(missing)}: not a per-user metric of this result "
-                f"(per-user metrics: {', '.join(per_user)})"
-            )
+    names = _asked(
+        metrics,
+        [str(m) for m in result.metrics if all(str(m) in f.columns for f in frames.values())],
+    )
     # each group's values sorted: the deal must not see the users' order
     rows = [
         _mad_row(
@@ -346,6 +323,23 @@ def _mad_p(kept: list[np.ndarray], n_resamples: int, seed: int) -> float:
         means = (sums[:, ends] - sums[:, starts]) / sizes
         count += int(np.count_nonzero(_pair_gaps(means).mean(axis=1) >= target))
     return (1 + count) / (1 + n_resamples)
+
+
+def _asked(metrics: str | Iterable[str] | None, per_user: list[str]) -> list[str]:
+    """The metrics asked for (canonical names; default: every per-user one), each
+    checked to be a per-user metric of the result."""
+    if metrics is None:
+        return per_user
+    from receval.metrics.spec import parse_metric
+
+    names = [str(parse_metric(m)) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+    missing = [m for m in names if m not in per_user]
+    if missing:
+        raise ReceValError(
+            f"{', '.join(missing)}: not a per-user metric of this result "
+            f"(per-user metrics: {', '.join(per_user)})"
+        )
+    return names
 
 
 def _checked(test: str, alpha: float, n_resamples: Any) -> str:
