@@ -9,7 +9,7 @@ thread that was never started). The real ``receval`` command of this
 environment runs in ``bash -c 'ulimit -v N; exec receval ...'``; the limits
 are chosen for where each failure came (Linux x86-64, CPython 3.11): while
 Python and its libraries load (150-400 MB) and while a 1M-row CSV of text ids
-is read and evaluated (380-400 MB; it needs ~430 MB of address space, give or take 20).
+is read and evaluated (350-400 MB; it needs ~430 MB of address space, give or take 20).
 """
 
 from __future__ import annotations
@@ -120,13 +120,17 @@ def test_starting_under_a_limit(small: Path, mib: int) -> None:
 
 
 @limited
-@pytest.mark.parametrize("mib", [380, 400])
+@pytest.mark.parametrize("mib", [350, 380, 400])
 def test_a_large_csv_under_a_limit(large: Path, mib: int) -> None:
     """The limit is met while the file is read or evaluated (the command alone
     starts under 350 MB). Before: Arrow's parser or allocator aborted (134) or
-    a worker thread could not start."""
+    a worker thread could not start. The job needs ~430 MB of address space,
+    give or take 20 (an installed wheel has fitted in 400): at 350 it cannot
+    finish, above it may (either outcome must be clean)."""
     argv = ["evaluate", "recs.csv", "truth.csv", "-m", "ndcg@10", "-m", "recall@10", "-q"]
-    assert _outcome(_under_limit(mib, large, *argv)) == "out of memory"
+    outcome = _outcome(_under_limit(mib, large, *argv))
+    if mib == 350:
+        assert outcome == "out of memory"
 
 
 def test_what_counts_as_out_of_memory() -> None:
