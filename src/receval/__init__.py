@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.explain import compare_conventions
     from receval.analysis.groups import group_gap, group_mad
     from receval.analysis.intent_aware import IntentAwareResult, intent_aware
+    from receval.analysis.off_policy import off_policy
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
     from receval.analysis.tracking import log_mlflow, log_wandb
@@ -91,6 +92,7 @@ _LAZY = {
     "group_mad": "receval.analysis.groups",
     "intent_aware": "receval.analysis.intent_aware",
     "IntentAwareResult": "receval.analysis.intent_aware",
+    "off_policy": "receval.analysis.off_policy",
     "power": "receval.analysis.stats",
     "log_mlflow": "receval.analysis.tracking",
     "log_wandb": "receval.analysis.tracking",
@@ -170,6 +172,7 @@ __all__ = [
     "log_wandb",
     "metric",
     "metrics",
+    "off_policy",
     "parse_metric",
     "parse_metrics",
     "power",

@@ -37,9 +37,13 @@ wait
 make_venv recbole "torch==2.13.0" "recbole==1.2.1" "numpy<1.24 pandas<2.1 scipy<1.12" &
 make_venv recommenders "recommenders==1.2.1" &
 make_venv lenskit "torch==2.13.0" "lenskit==2025.8.1" &
+# obp 0.5.7 pins Python < 3.11 and old wheels: its dependencies first, then obp itself without them.
+make_venv obp "torch==2.13.0" \
+    "numpy scipy pandas scikit-learn matplotlib seaborn tqdm pyyaml" \
+    "--no-deps --ignore-requires-python obp==0.5.7 mypy-extensions" &
 wait
 status=0
-for name in core rectools replay spark recbole recommenders lenskit; do
+for name in core rectools replay spark recbole recommenders lenskit obp; do
     [ -f "$dir/$name/.ready" ] || { echo "missing: $name"; status=1; }
 done
 exit $status

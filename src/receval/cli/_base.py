@@ -164,6 +164,7 @@ COMMANDS = {
     "check": "workflow",
     "trec_eval": "trec",
     "intent-aware": "intent",
+    "off-policy": "off_policy",
 }
 
 
