@@ -74,14 +74,22 @@ def metric_params(defs: Iterable[Any]) -> dict[str, dict[str, list[Any]]]:
     return {d.name: {p.name: param_values(p) for p in d.params} for d in defs}
 
 
+def by_evaluate(d: Any) -> bool:
+    """Whether ``evaluate`` runs this metric: False for the metrics that only a door of
+    their own runs (``MetricDef.door``: receval.agreement, receval.intent_aware). The one
+    rule by which registry-driven tests leave metrics to their door, where
+    tests/test_door_only_metrics.py runs the same properties (and tests/test_agreement.py,
+    tests/test_intent_aware.py their references)."""
+    return d.door is None
+
+
 def _ranking_defs() -> list[Any]:
     import receval
 
-    # (the agreement metrics compare with a reference run: tests/test_agreement.py)
     return [
         d
         for d in receval.metrics().values()
-        if d.kind == "ranking" and not d.needs and not d.needs_reference
+        if d.kind == "ranking" and not d.needs and by_evaluate(d)
     ]
 
 

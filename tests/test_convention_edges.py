@@ -21,9 +21,6 @@ makes it:
 from __future__ import annotations
 
 import math
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +86,10 @@ def test_recbole_counts_unseen_items_as_zero() -> None:
     # receval's default is unchanged: an unseen item counts 1
     own = receval.evaluate(RB_RECS, RB_TRUTH, "arp@3", train=RB_TRAIN).summary
     assert own == pytest.approx({"arp@3": 4 / 3})
-    assert receval.evaluation.conventions.variants("arp@10")["recbole"] == "arp@10[unseen=0.0]"
+    assert (
+        receval.evaluation.conventions.variants("arp@10")["recbole"]
+        == "arp@10[count=rows,unseen=0.0]"
+    )
 
 
 # --- torchmetrics: scores <= 0, and equal scores in nDCG ---------------------
@@ -201,30 +201,6 @@ def test_files_and_accumulator_give_the_same_numbers(tmp_path: Path) -> None:
     acc.update(recs[recs.user < 20], truth[truth.user < 20])
     acc.update(recs[recs.user >= 20], truth[truth.user >= 20])
     assert acc.compute().summary == pytest.approx(local, abs=1e-12)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """A local Spark session, set up as tests/test_spark.py's."""
-    pytest.importorskip("pyspark")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    src = str(Path(__file__).resolve().parent.parent / "src")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("receval-edges")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.mark.spark

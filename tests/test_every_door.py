@@ -404,3 +404,271 @@ def test_the_trec_eval_command_prints_the_libraries_numbers(form: str, tmp_path:
             assert printed[(name, str(user))] == f"{value:6.4f}", (name, user)
         assert printed[(name, "all")] == f"{res.summary[column]:6.4f}", name
     assert printed[("runid", "all")] == "sys"
+
+
+# -- the doors of their own: receval.agreement and receval.intent_aware (issue #34) -----------
+#
+# Their metrics run only through their door (MetricDef.door); each door reads the run in
+# every form evaluate reads, and its second input (a reference run; subtopic judgments) in
+# the forms it accepts. The same numbers, bit for bit, ids in the three forms. The command
+# line prints summaries only (no per-user table): they are compared alone.
+
+AGREEMENT = ["rbo@5", "rbo_min@5[p=0.8]", "rbo_res", "intersection@3[ref_k=5]", "jaccard@5"]
+#: users listed in the run only are compared with an empty list, the reference's skipped
+AGREEMENT_OPTIONS = {"only_in_run": "empty", "only_in_reference": "skip"}
+AGREEMENT_FLAGS = ["--only-in-run", "empty", "--only-in-reference", "skip"]
+INTENT = ["alpha_ndcg@3,5", "alpha_dcg@5", "err_ia@5", "nerr_ia@3"]
+ALPHA = 0.4
+
+
+def _second(form: str) -> dict[str, pd.DataFrame]:
+    """The reference run (users 2..11, some scores tied) and the subtopic judgments
+    (queries 2..11, one to three subtopics, judgments 0 or 1) of ``_data(form)``'s ids."""
+    rng = np.random.default_rng(34)
+    user, item = _ids(form)
+    users = [user(i) for i in range(12)]
+    reference = pd.DataFrame(
+        [
+            (u, item(j), float(5 - min(r, 2)))  # positions 2.. tie: the tie rule orders them
+            for u in users[2:]
+            for r, j in enumerate(rng.choice(20, 5, replace=False))
+        ],
+        columns=["user", "item", "score"],
+    )
+    qrels = pd.DataFrame(
+        [
+            (u, s, item(j), int(rng.integers(0, 2)))
+            for u in users[2:]
+            for s in range(1, int(rng.integers(2, 5)))
+            for j in rng.choice(20, 4, replace=False)
+        ],
+        columns=["query", "subtopic", "doc", "judgment"],
+    )
+    return {"reference": reference, "qrels": qrels}
+
+
+def _ranked_mapping(recs: pd.DataFrame) -> dict[Any, list[Any]]:
+    """``{user: items}`` best first (score descending, ties by the tie rule)."""
+    return {
+        u: [
+            i
+            for _, i in sorted(
+                zip(g["score"], g["item"], strict=True), key=lambda r: (-r[0], _id_key(r[1]))
+            )
+        ]
+        for u, g in recs.groupby("user")
+    }
+
+
+def _scored_mapping(recs: pd.DataFrame) -> dict[Any, dict[Any, float]]:
+    """``{user: {item: score}}`` in a shuffled insertion order (ranx's runs)."""
+    out: dict[Any, dict[Any, float]] = {}
+    for u, i, s in recs.sample(frac=1, random_state=3)[["user", "item", "score"]].itertuples(
+        index=False
+    ):
+        out.setdefault(u, {})[i] = s
+    return out
+
+
+def _trec_run(recs: pd.DataFrame, path: Path) -> Path:
+    ranked = recs.sort_values(["user", "score"], ascending=[True, False])
+    ranked["rank"] = ranked.groupby("user").cumcount() + 1
+    path.write_text(
+        "".join(
+            f"{u} Q0 {i} {r} {s!r} sys\n"
+            for u, i, r, s in ranked[["user", "item", "rank", "score"]].itertuples(index=False)
+        )
+    )
+    return path
+
+
+def _as(form: str, frame: pd.DataFrame, path: Path) -> Any:
+    """A run in one of the forms the doors read (a table, a mapping or a file)."""
+    if form == "pandas":
+        return frame
+    if form == "pyarrow":
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    if form == "polars":
+        return imported("polars").from_pandas(frame)
+    if form == "mapping":
+        return _ranked_mapping(frame)
+    if form == "score_mapping":
+        return _scored_mapping(frame)
+    if form == "trec":
+        return _trec_run(frame, path.with_suffix(".run"))
+    return _write({path.name: frame}, path.parent, form)[path.name]
+
+
+RUN_FORMS = ("pandas", "pyarrow", "polars", "mapping", "score_mapping")
+RUN_FORMS += ("csv", "tsv", "jsonl", "parquet", "trec")
+
+
+def _agreement_api(run: Any, reference: Any) -> Outcome:
+    res = receval.agreement(run, reference, AGREEMENT, **AGREEMENT_OPTIONS)
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
+
+
+def _intent_api(run: Any, qrels: Any) -> Outcome:
+    res = receval.intent_aware(run, qrels, INTENT, alpha=ALPHA)
+    return dict(res.summary), {m: res.per_query[m] for m in res.per_query.columns}
+
+
+_EXPECTED_OWN: dict[tuple[str, str], Outcome] = {}
+
+
+def _expected_own(door: str, form: str) -> Outcome:
+    """The pandas door's numbers for ids written in ``form`` (computed once)."""
+    if (door, form) not in _EXPECTED_OWN:
+        d, o = _data(form), _second(form)
+        _EXPECTED_OWN[(door, form)] = (
+            _agreement_api(d["recs"], o["reference"])
+            if door == "agreement"
+            else _intent_api(d["recs"], o["qrels"])
+        )
+    return _EXPECTED_OWN[(door, form)]
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+@pytest.mark.parametrize("run_form", RUN_FORMS)
+def test_agreement_through_every_door(run_form: str, form: str, tmp_path: Path) -> None:
+    """Both runs in the same form (tables, mappings, files); with integer ids also the
+    run in each form against a pandas reference: the numbers of two pandas tables."""
+    d, o = _data(form), _second(form)
+    run = _as(run_form, d["recs"], tmp_path / "recs")
+    reference = _as(run_form, o["reference"], tmp_path / "reference")
+    want = _expected_own("agreement", form)
+    check_door(_agreement_api(run, reference), want)
+    if form == "int":
+        check_door(_agreement_api(run, o["reference"]), want)
+
+
+def _ndeval_file(qrels: pd.DataFrame, path: Path) -> Path:
+    path.write_text("".join(f"{q} {s} {d} {j}\n" for q, s, d, j in qrels.itertuples(index=False)))
+    return path
+
+
+def _qrels_as(qrels_form: str, qrels: pd.DataFrame, tmp: Path) -> Any:
+    if qrels_form == "ndeval":
+        return _ndeval_file(qrels, tmp / "qrels.txt")
+    if qrels_form == "mapping":
+        out: dict[Any, dict[Any, dict[Any, int]]] = {}
+        for q, s, doc, j in qrels.itertuples(index=False):
+            out.setdefault(q, {}).setdefault(s, {})[doc] = j
+        return out
+    return _as(qrels_form, qrels, tmp / "qrels")
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+@pytest.mark.parametrize("run_form", RUN_FORMS)
+def test_intent_aware_through_every_door(run_form: str, form: str, tmp_path: Path) -> None:
+    d, o = _data(form), _second(form)
+    run = _as(run_form, d["recs"], tmp_path / "recs")
+    check_door(_intent_api(run, o["qrels"]), _expected_own("intent_aware", form))
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+@pytest.mark.parametrize("qrels_form", ["pyarrow", "polars", "mapping", "ndeval"])
+def test_intent_aware_judgments_in_every_form(qrels_form: str, form: str, tmp_path: Path) -> None:
+    d, o = _data(form), _second(form)
+    qrels = _qrels_as(qrels_form, o["qrels"], tmp_path)
+    check_door(_intent_api(d["recs"], qrels), _expected_own("intent_aware", form))
+
+
+def _command(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The command's JSON, run in this process (``receval.cli.main``, what the installed
+    command calls; ``cli_csv`` above runs a real process)."""
+    from receval.cli import main
+
+    code = main([*args, "--json", "-q"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out)  # type: ignore[no-any-return]
+
+
+def _summary_only(got: dict[str, Any], want: Outcome) -> None:
+    got = {k: math.nan if v is None else v for k, v in got.items()}
+    check_door((got, {}), (want[0], {}))
+
+
+#: the files each command reads: the formats of `receval evaluate` (a TREC run too)
+COMMAND_FORMS = ("csv", "tsv", "jsonl", "parquet", "trec")
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+def test_agreement_command_reads_every_format(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``receval agreement RUN REFERENCE``, the files in each format (one process for
+    each format of the run and the reference)."""
+    d, o = _data(form), _second(form)
+    want = _expected_own("agreement", form)
+    for ext in COMMAND_FORMS:
+        run = _as(ext, d["recs"], tmp_path / f"recs_{ext}")
+        reference = _as(ext, o["reference"], tmp_path / f"reference_{ext}")
+        args = ["agreement", str(run), str(reference), *AGREEMENT_FLAGS]
+        for m in AGREEMENT:
+            args += ["-m", m]
+        _summary_only(_command(args, capsys)["metrics"], want)
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+def test_intent_aware_command_reads_every_format(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, o = _data(form), _second(form)
+    want = _expected_own("intent_aware", form)
+    qrels = _ndeval_file(o["qrels"], tmp_path / "qrels.txt")
+    for ext in COMMAND_FORMS:
+        run = _as(ext, d["recs"], tmp_path / f"recs_{ext}")
+        args = ["intent-aware", str(run), str(qrels), "--alpha", str(ALPHA)]
+        for m in INTENT:
+            args += ["-m", m]
+        _summary_only(_command(args, capsys)["summary"], want)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    """A local Spark session, set up as tests/test_spark.py's."""
+    import os
+
+    pytest.importorskip("pyspark")
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("receval-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("form", ID_FORMS)
+def test_agreement_and_intent_aware_on_spark(spark: Any, form: str) -> None:
+    """Spark DataFrames at both doors: the run evaluated by the Spark engine, the
+    reference run and the subtopic judgments collected to the driver (the truth the
+    door builds from them is made there). The command-line doors have no --engine."""
+    d, o = _data(form), _second(form)
+    run = spark.createDataFrame(d["recs"])
+    reference = spark.createDataFrame(o["reference"])
+    res = receval.agreement(run, reference, AGREEMENT, **AGREEMENT_OPTIONS)
+    assert res.parameters["engine"] == "spark"
+    want = _expected_own("agreement", form)
+    # Spark's per-user table orders digit-string ids as text (evaluate's Spark engine,
+    # not this door): the values are compared in the in-process order
+    order = next(iter(want[1].values())).index
+    per_user = res.per_user.set_axis(res.per_user.index.astype(str)).loc[order.astype(str)]
+    check_door((dict(res.summary), {m: per_user[m] for m in per_user.columns}), want)
+    qrels = spark.createDataFrame(o["qrels"])
+    check_door(_intent_api(run, qrels), _expected_own("intent_aware", form))

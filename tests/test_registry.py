@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import receval
+from tests.reference import by_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFS = list(receval.metrics().values())
@@ -73,10 +74,10 @@ def test_every_metric_has_a_slow_reference(d: receval.MetricDef) -> None:
         value = ref(d.name, [3.5, 4, 2, 5, 3], [3, 4.5, 1.5, 4.5, 2.5])
         assert d.bounds[0] <= value <= d.bounds[1]
         return
-    if d.needs_reference:  # agreement with a reference run: tests/test_agreement.py
-        from tests.test_agreement import slow
+    if not by_evaluate(d):  # through its door: tests/test_door_only_metrics.py
+        from tests.test_door_only_metrics import door_reference
 
-        value = slow(d.name, [1, 2, 3], [2, 4], 3, 0.9, None)
+        value = door_reference(d.name)
         assert d.bounds[0] <= value <= d.bounds[1]
         return
     if d.needs or d.kind == "aggregate":
@@ -113,7 +114,7 @@ def test_list_only_metrics_are_those_that_read_no_truth() -> None:
         f"{d.name}{'@3' if d.takes_cutoff else ''}"
         + ("[group=b]" if "group" in d.param_map else "")
         for d in DEFS
-        if d.kind != "rating" and not d.needs_reference  # those need a reference run
+        if d.kind != "rating" and by_evaluate(d)  # the others run through their door
     ]
     a = receval.evaluate(recs, {1: [1], 2: [4]}, names, empty_truth="zero", **kw)
     # item 2 judged non-relevant for user 1 (in the list: judged_nonrelevant sees it)

@@ -49,9 +49,6 @@ VENV = {
     "lenskit": "lenskit",
 }
 NO_TIES = {"torchmetrics", "recbole"}
-#: tools for which a truth row graded 0 is relevant while they read the grades as gains
-#: (docs/conventions.md): their workload has no such rows
-ZERO_GRADE_RELEVANT = {"recommenders"}
 TOL = {"torchmetrics": 1e-6}
 SEEDS = (0, 1, 2)
 KS = [1, 3, 5, 10]
@@ -121,8 +118,6 @@ def test_convention_reproduces_the_tool(tool: str, tmp_path: Path) -> None:
     checked = 0
     for seed in SEEDS:
         w = workload(seed, ties=tool not in NO_TIES)
-        if tool in ZERO_GRADE_RELEVANT:  # documented: receval's relevant means grade > 0
-            w["truth"] = {u: {i: g for i, g in t.items() if g > 0} for u, t in w["truth"].items()}
         theirs = run_tool(tool, w, tmp_path)
         recs, truth = tables(w)
         names = sorted(theirs)

@@ -7,7 +7,7 @@ descending with ties by item id ascending), and turned into a truth table whose
 grade encodes the reference rank: ``grade = R + 1 − rank`` for a list of R items.
 The ordinary :func:`receval.evaluate` then computes the agreement metrics of
 :mod:`receval.metrics.kernels.agreement` from it, marked as reading a reference
-(:func:`~receval.evaluation.reference.reference_truth`), the one way those
+(:func:`~receval.evaluation.reference.through_door`), the one way those
 metrics run.
 """
 
@@ -21,8 +21,9 @@ import pandas as pd
 
 from receval.errors import InputError, OptionError, ReceValError, option
 from receval.evaluation.api import evaluate
-from receval.evaluation.reference import reference_truth
+from receval.evaluation.reference import through_door
 from receval.evaluation.result import Result
+from receval.io import spark_files
 from receval.io.tables import read_recs
 from receval.metrics.spec import MetricSpec, parse_metrics
 from receval.records import Columns
@@ -47,14 +48,15 @@ def reference_truth_table(
 
     Each list is ordered by its rank column (ascending), or by its score
     (descending), ties by item id ascending. An item listed twice for a user is
-    an error, or with ``duplicates="keep"`` counts once, at its best rank.
+    an error, or with ``duplicates="keep"`` counts once, at its best rank. A
+    Spark DataFrame is collected to the driver (the table is built there).
 
     Example:
         >>> reference_truth_table({"u": ["b", "a", "c"]}).to_dict("list")
         {'user': ['u', 'u', 'u'], 'item': ['b', 'a', 'c'], 'grade': [3, 2, 1]}
     """
     cols = Columns(user=user_col, item=item_col, score=score_col, rank=rank_col)
-    recs = read_recs(reference, cols, source="reference")
+    recs = read_recs(spark_files.collected(reference), cols, source="reference")
     if recs.rank is not None:
         key = np.asarray(recs.rank, dtype=np.float64)
     elif recs.score is not None:
@@ -135,7 +137,9 @@ def agreement(
     Args:
         run: the lists compared, in any form ``evaluate`` reads recommendations.
         reference: the reference lists, in the same forms (a mapping
-            ``user -> {item: score}`` is ordered by score, ranx's runs).
+            ``user -> {item: score}`` is ordered by score, ranx's runs); a
+            Spark DataFrame is collected to the driver, where its truth table
+            is built (the run stays in Spark).
         metrics: agreement metric strings, e.g. ``["rbo@10[p=0.8]", "jaccard@5"]``.
         only_in_run: users with a list in ``run`` but none in ``reference``:
             ``skip`` (NaN, left out of the means and counted), ``empty`` (compared
@@ -157,7 +161,7 @@ def agreement(
         {'rbo@3': 0.955, 'jaccard@2': 0.3333}
     """
     specs = parse_metrics(metrics)
-    others = [str(s) for s in specs if not s.definition.needs_reference]
+    others = [str(s) for s in specs if s.definition.door != "agreement"]
     if others:
         raise ReceValError(
             f"{', '.join(others)}: not an agreement metric; receval.agreement computes "
@@ -174,7 +178,7 @@ def agreement(
         score_col=score_col,
         rank_col=rank_col,
     )
-    with reference_truth():
+    with through_door("agreement"):
         return evaluate(
             run,
             truth,

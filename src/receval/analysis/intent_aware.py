@@ -36,15 +36,16 @@ Each measure decomposes by subtopic (:mod:`receval.metrics.intent`):
 So the run is evaluated by the ordinary :func:`receval.evaluate` (its readers,
 id forms, tie and duplicate policies), once per subtopic slot, against each
 subtopic's relevant documents; the shares are added per query and normalised.
+The metrics are declared in the registry with ``door="intent_aware"``, whose
+kernels are the shares: they run only inside this door
+(:func:`~receval.evaluation.reference.through_door`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,9 +53,9 @@ import numpy as np
 import pandas as pd
 
 from receval.errors import InputError, MetricError, NoSharedUser, ReceValError
+from receval.evaluation.reference import through_door
+from receval.io import spark_files
 from receval.io.subtopics import SubtopicQrels, read_subtopic_qrels
-from receval.metrics.intent import INTENT_GAIN
-from receval.metrics.registry import lookup, register_metric, unregister_metric
 
 __all__ = ["INTENT_METRICS", "IntentAwareResult", "intent_aware"]
 
@@ -166,8 +167,8 @@ def intent_aware(
             (a table of query, document, score or rank; a mapping
             ``query -> documents``; a CSV, Parquet or TREC run file).
         subtopic_qrels: the judgments ``query subtopic document judgment``: a
-            file (ndeval's qrels), a table or a mapping
-            (:func:`receval.io.subtopics.read_subtopic_qrels`).
+            file (ndeval's qrels), a table (a Spark DataFrame is collected) or
+            a mapping (:func:`receval.io.subtopics.read_subtopic_qrels`).
         metrics: ``alpha_ndcg@k``, ``alpha_dcg@k``, ``err_ia@k``,
             ``nerr_ia@k`` (ndeval's spellings ``alpha-nDCG@20``, ``ERR-IA@20``
             too; several cut-offs as ``alpha_ndcg@5,10,20``). A cut-off is
@@ -204,7 +205,7 @@ def intent_aware(
         raise ReceValError(
             f"intent_aware sets {', '.join(own)} itself (the judgments are the subtopic qrels)"
         )
-    qrels = read_subtopic_qrels(subtopic_qrels)
+    qrels = read_subtopic_qrels(spark_files.collected(subtopic_qrels))
     judged = _Judged.of(qrels)
     cutoffs = sorted({k for _, k in wanted})
     raw = _run_shares(recommendations, judged, cutoffs, alpha, options)
@@ -353,33 +354,8 @@ def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return codes, first.to_numpy(dtype=object)
 
 
-_LOCK = threading.Lock()
-_USERS = 0
-
-
-@contextmanager
-def _declared() -> Iterator[None]:
-    """:data:`~receval.metrics.intent.INTENT_GAIN` registered while a call
-    runs (a share of one subtopic is no metric of its own: ``evaluate`` does
-    not know its name otherwise)."""
-    global _USERS
-    with _LOCK:
-        there = lookup(INTENT_GAIN.name)
-        if there is not None and there is not INTENT_GAIN:
-            raise ReceValError(
-                f"a metric of your own is named {INTENT_GAIN.name!r}, which intent_aware "
-                "uses: unregister it (receval.unregister_metric) or give it another name"
-            )
-        if there is None:
-            register_metric(INTENT_GAIN)
-        _USERS += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _USERS -= 1
-            if _USERS == 0 and lookup(INTENT_GAIN.name) is INTENT_GAIN:
-                unregister_metric(INTENT_GAIN.name)
+#: the registry's metric whose kernel is a subtopic's share, by discount
+_SHARE = {"log2": "alpha_dcg", "rank": "err_ia"}
 
 
 def _run_shares(
@@ -393,11 +369,7 @@ def _run_shares(
     share at each cut-off and discount; ``in_run``: which queries have a list."""
     from receval.evaluation.api import evaluate
 
-    specs = [
-        f"{INTENT_GAIN.name}@{k}[alpha={alpha!r},discount={d}]"
-        for d in ("log2", "rank")
-        for k in cutoffs
-    ]
+    specs = [f"{_SHARE[d]}@{k}[alpha={alpha!r}]" for d in ("log2", "rank") for k in cutoffs]
     keys = [(d, k) for d in ("log2", "rank") for k in cutoffs]
     total = {key: np.zeros(judged.n_queries) for key in keys}
     ids = pd.Index([str(x) for x in judged.query_ids])
@@ -405,7 +377,7 @@ def _run_shares(
     run_only = 0
     slots = int(judged.n_subtopics.max(initial=0))
     bare = np.flatnonzero(judged.n_subtopics == 0)  # judged, nothing relevant: graded 0
-    with _declared():
+    with through_door("intent_aware"):
         for t in range(max(slots, 1)):
             sel = judged.slot == t
             none = bare if t == 0 else bare[:0]  # seen once: their run lists count

@@ -322,6 +322,10 @@ class Plan:
     #: relevant, or with ``grade_cut`` the rows graded >= it (numpy_engine.binary_grades)
     graded: bool = True
     grade_cut: float | None = None
+    #: under ``graded=False``, a metric asked for a gain of ``linear``/``exp``
+    #: reads the grades as gains (a convention that reads no grades: LensKit's
+    #: ``NDCG(gain='rating')``; numpy_engine.graded_gains)
+    graded_gains: bool = False
 
     @property
     def per_user(self) -> list[MetricSpec]:
@@ -389,14 +393,16 @@ class _Evaluated:
     def splittable(self) -> bool:
         """Whether the parts of subsets of users can be cut from this
         evaluation: every count is one of users, and no note was made (a note
-        may not hold for a subset). Rows dropped as duplicates are not counted
-        per user."""
+        may not hold for a subset). Rows dropped or counted as duplicates are
+        not counted per user."""
         p = self.p
         if p.notes:
             return False
         return (
             not p.counts.get("recommendation_rows_duplicate_dropped")
+            and not p.counts.get("recommendation_rows_duplicate_counted")
             and not p.counts.get("truth_rows_duplicate_dropped")
+            and not p.counts.get("truth_rows_duplicate_counted")
             and p.counts.get("recommendation_rows") == int(p.n.sum())
             and p.counts.get("truth_rows") == len(self.truth.users)
         )
@@ -510,7 +516,9 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     users each policy concerns."""
     specs = plan.per_user
     recs, sub = pair.loaded()
+    gains = None  # graded=False: the grades as read, for the metrics reading them as gains
     if not plan.graded:  # the one place the relevance reading is applied
+        gains = sub.grades if plan.graded_gains and numpy_engine.reads_gains(specs) else None
         sub.grades = numpy_engine.binary_grades(sub.grades, plan.grade_cut)
     try:
         p = numpy_engine.prepare(
@@ -529,6 +537,8 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
             depth=plan.depth,
             judged=any(s.definition.reads_judged for s in specs) or plan.unjudged == "condense",
             condense=plan.unjudged == "condense",
+            negative_grades=plan.negative_grades,
+            gains=gains,
         )
     except InputError as exc:
         if exc.row is None:

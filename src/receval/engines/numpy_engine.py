@@ -11,7 +11,7 @@ or per row: only per block of users and per metric.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -91,6 +91,13 @@ class Prepared:
     n_judged: np.ndarray | None = None
     #: counts of rows dropped per user (key of :attr:`counts` -> (U,) int64)
     dropped: dict[str, np.ndarray] = field(default_factory=dict)
+    #: under ``graded=False``, when a metric reads grades as gains (LensKit's
+    #: ``NDCG(gain='rating')``): per list row the grade of a relevant item (any
+    #: value, 0 and negative ones included), and per user the grades of every
+    #: relevant truth row, descending, with their offsets (:func:`graded_gains`)
+    graded_gain: np.ndarray | None = None
+    graded_ideal_grades: np.ndarray | None = None
+    graded_ideal_offsets: np.ndarray | None = None
 
 
 def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
@@ -314,6 +321,8 @@ def prepare(
     depth: int | None = None,
     judged: bool = False,
     condense: bool = False,
+    negative_grades: str = "unjudged",
+    gains: np.ndarray | None = None,
 ) -> Prepared:
     """Encode, order, de-duplicate and join recommendations and truth.
 
@@ -330,6 +339,11 @@ def prepare(
 
     ``max_grade`` overrides the largest grade of ``truth`` (when ``truth`` is
     the part of a larger truth that belongs to one chunk of users).
+
+    ``negative_grades``: how a negative grade is read (:func:`read_negative`;
+    ``unjudged`` and ``error`` keep it). ``gains``: under ``graded=False``,
+    the grades as read, one per truth row, when a metric reads them as gains
+    (:func:`reads_gains`; the truth's grades are then 0/1).
     """
     notes: list[str] = []
     counts: dict[str, Any] = {"recommendation_rows": recs.rows, "truth_rows": truth.rows}
@@ -341,6 +355,7 @@ def prepare(
     n_users = len(user_ids)
     rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
     dropped: dict[str, np.ndarray] = {}
+    truth = read_negative(truth, negative_grades, threshold, counts, (tu, n_users, dropped))
     if depth is not None:
         _cut(rows, _beyond(rows, n_users, depth, rank), n_users, dropped, counts, "beyond_depth")
     rec_judged, rec_pooled, n_judged = _judge(
@@ -364,6 +379,11 @@ def prepare(
     if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
         has_recs |= condensed > 0
     positions = _rank_positions(rows, rec_offsets, rank, counts)
+    graded = (None, None, None)
+    if gains is not None:
+        graded = graded_gains(
+            rows, rec_gain, tu, ti, truth.grades, gains, threshold, n_users, duplicates != "count"
+        )
     return Prepared(
         user_ids=user_ids,
         rec_item_ids=items[0] if rows.source_rows is None else items[0][rows.source_rows],
@@ -394,7 +414,109 @@ def prepare(
         rec_pooled=rec_pooled,
         n_judged=_n_judged(n_judged, tu, ti, truth.grades, n_users, relevant_from, counts),
         dropped=dropped,
+        graded_gain=graded[0],
+        graded_ideal_grades=graded[1],
+        graded_ideal_offsets=graded[2],
     )
+
+
+#: what a negative grade is read as (``negative_grades``), and its count's key
+NEGATIVE_READINGS = {
+    "relevant": "truth_rows_negative_relevant",
+    "nonrelevant": "truth_rows_negative_nonrelevant",
+}
+
+
+def read_negative(
+    truth: TruthData,
+    negative_grades: str,
+    threshold: float,
+    counts: dict[str, Any],
+    per_user: tuple[np.ndarray, int, dict[str, np.ndarray]] | None = None,
+) -> TruthData:
+    """The truth with its negative grades read by ``negative_grades``:
+    ``relevant`` (the tools that read no grades: every truth row is
+    relevant) makes one the smallest relevant grade, max(threshold, 1);
+    ``nonrelevant`` (judged, not relevant: ranx) makes it 0. Either is
+    counted (``truth_rows_negative_relevant`` / ``_nonrelevant``; with
+    ``per_user`` = (the truth rows' user codes, the users, the per-user
+    counts), also per user). ``unjudged``
+    (trec_eval) and ``error`` (none reaches the engine) keep it.
+
+    >>> t = TruthData(np.array([0, 0]), np.array([1, 2]), np.array([-1.0, 2.0]), 2, True)
+    >>> c = {}
+    >>> read_negative(t, "relevant", 1.0, c).grades.tolist(), c
+    ([1.0, 2.0], {'truth_rows_negative_relevant': 1})
+    >>> read_negative(t, "nonrelevant", 1.0, {}).grades.tolist()
+    [0.0, 2.0]
+    """
+    key = NEGATIVE_READINGS.get(negative_grades)
+    if key is None or not len(truth.grades):
+        return truth
+    negative = truth.grades < 0
+    if not negative.any():
+        return truth
+    counts[key] = int(negative.sum())
+    if per_user is not None:
+        tu, n_users, dropped = per_user
+        dropped[key] = np.bincount(tu[negative], minlength=n_users)
+    value = max(threshold, 1.0) if negative_grades == "relevant" else 0.0
+    return replace(truth, grades=np.where(negative, value, truth.grades))
+
+
+def reads_gains(specs: Sequence[MetricSpec]) -> bool:
+    """Whether a metric reads the grades as gains (a ``gain`` of ``linear``
+    or ``exp``): under ``graded=False`` the engine then keeps the grades as
+    read beside the 0/1 relevance (:func:`graded_gains`)."""
+    return any(_gain_read(s) for s in specs)
+
+
+def _gain_read(s: MetricSpec) -> bool:
+    param = s.definition.param_map.get("gain")
+    if param is None:
+        return False
+    return dict(s.params).get("gain", param.default) in ("linear", "exp")
+
+
+def graded_gains(
+    rows: _Rows,
+    rec_gain: np.ndarray,
+    tu: np.ndarray,
+    ti: np.ndarray,
+    relevance: np.ndarray,
+    gains: np.ndarray,
+    threshold: float,
+    n_users: int,
+    once: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Under ``graded=False``, the gains of metrics that read grades as gains
+    (LensKit's ``NDCG(gain='rating')``, lenskit/metrics/ranking/_dcg.py:
+    ``_graded_dcg`` and the ideal ``gains.nlargest(n)`` of every test row):
+    relevance stays binary (``relevance``: each truth row's 0/1 or negative
+    grade), while each relevant row gains its grade as read (``gains``),
+    whatever it is (0 or negative ones included). Returns per list row the
+    gain of a relevant item (else 0), and per user the gains of the relevant
+    truth rows, descending, with their offsets. A (user, item) pair twice in
+    the truth: its largest gain, in the ideal once (``once``) or per row."""
+    keep = (relevance >= threshold) & (relevance > 0)
+    tu, ti, g = tu[keep], ti[keep], np.asarray(gains, dtype=np.float64)[keep]
+    (ri, tic), n_items = _encode_items([rows.ri, ti], raw=False)
+    n_items = max(int(n_items or 1), 1)
+    tkey = tu * n_items + tic
+    order = np.lexsort((g, tkey))  # per pair, its largest gain last
+    tkey, g, tuo = tkey[order], g[order], tu[order]
+    last = np.append(tkey[1:] != tkey[:-1], True)[: len(tkey)]
+    every = (g, tuo)
+    tkey, g, tuo = tkey[last], g[last], tuo[last]
+    rkey = rows.ru * n_items + ri
+    at = np.minimum(np.searchsorted(tkey, rkey), max(len(tkey) - 1, 0))
+    rec = np.zeros(len(rkey))
+    if len(tkey):
+        found = (tkey[at] == rkey) & (rec_gain > 0)
+        rec[found] = g[at[found]]
+    ig, iu = (g, tuo) if once else every
+    iorder = np.lexsort((-ig, iu))
+    return rec, ig[iorder], user_offsets(iu[iorder], n_users)
 
 
 def _judge(
@@ -488,7 +610,11 @@ def _join_truth(
         tuser, tkey, grades = _dedupe_truth(
             truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
         )
-        rec_grade = _grades_of(korder, skey, tkey, grades)
+        if duplicates == "count":  # a key twice in the list: every row reads its grade
+            rec_grade = _grades_of_rows(korder, skey, tkey, grades)
+            tuser, grades = tu, truth.grades  # every truth row is a relevant item (R, ideal)
+        else:
+            rec_grade = _grades_of(korder, skey, tkey, grades)
         rec_gain = None
         rec_offsets = user_offsets(rows.ru, n_users)
     if rec_gain is None or rows.recommended is not None:
@@ -627,9 +753,10 @@ def _dedupe_lists(
     raw_items: np.ndarray,
     counts: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """An item twice in a list: an error, or (``keep``) its later rows dropped
-    and counted. Returns the stable order of the rows' (user, item) keys and
-    the sorted keys."""
+    """An item twice in a list: an error, (``keep``) its later rows dropped
+    and counted, or (``count``) every row kept, the later ones counted.
+    Returns the stable order of the rows' (user, item) keys and the sorted
+    keys."""
     key = rows.ru * n_items + rows.ri
     korder, skey = _sorted_keys(key, n_users * n_items)
     later = skey[1:] == skey[:-1]
@@ -644,6 +771,9 @@ def _dedupe_lists(
             "pass " + option("duplicates", "keep") + " to keep the first occurrence"
         )
         raise rows.located(message, first, j, raw_users, raw_items)
+    if duplicates == "count":  # every row stays: its own position, its own hit
+        counts["recommendation_rows_duplicate_counted"] = len(dup_rows)
+        return korder, skey
     keep = np.ones(len(key), dtype=bool)
     keep[dup_rows] = False
     new_index = np.cumsum(keep) - 1
@@ -665,7 +795,9 @@ def _dedupe_truth(
     counts: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The truth's sorted unique (user, item) keys, their users and grades; a
-    pair twice is an error, or (``keep``) its largest grade, counted."""
+    pair twice is an error, or (``keep``, ``count``) its largest grade, counted
+    (under ``count`` every row still counts in R and the ideal: the caller
+    reads the truth's own rows for those)."""
     torder, tkey = _sorted_keys(tu * n_items + ti, n_users * n_items)
     grades = truth.grades[torder]
     tdup = tkey[1:] == tkey[:-1]
@@ -685,7 +817,8 @@ def _dedupe_truth(
         starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
         grades = np.maximum.reduceat(grades, starts)
         tkey = tkey[starts]
-        counts["truth_rows_duplicate_dropped"] = int(tdup.sum())
+        why = "counted" if duplicates == "count" else "dropped"  # count: rows stay in R
+        counts["truth_rows_duplicate_" + why] = int(tdup.sum())
     return tkey // n_items, tkey, grades
 
 
@@ -699,6 +832,19 @@ def _grades_of(
         found = pos < len(skey)
         found[found] = skey[pos[found]] == tkey[found]
         rec_grade[korder[pos[found]]] = grades[found]
+    return rec_grade
+
+
+def _grades_of_rows(
+    korder: np.ndarray, skey: np.ndarray, tkey: np.ndarray, grades: np.ndarray
+) -> np.ndarray:
+    """The grade of every list row, a key repeated in the list included (each
+    of its rows reads the grade); ``tkey`` holds each truth pair once."""
+    rec_grade = np.zeros(len(skey))
+    if len(skey) and len(tkey):
+        at = np.minimum(np.searchsorted(tkey, skey), len(tkey) - 1)
+        found = tkey[at] == skey
+        rec_grade[korder[found]] = grades[at[found]]
     return rec_grade
 
 
@@ -823,15 +969,16 @@ def binary_grades(grades: np.ndarray, cut: float | None) -> np.ndarray:
     that see no grades): every truth row relevant (grade 1) when ``cut`` is
     None, else the rows graded >= ``cut`` (1) and the others judged
     non-relevant (0), as a tool given only the rows that pass the threshold
-    would see them. A negative grade (an unjudged item) stays as it is.
+    would see them. A negative grade stays as it is, for ``negative_grades``
+    to read (:func:`read_negative`).
 
     >>> binary_grades(np.array([5.0, 3.0, -1.0]), 4.0).tolist()
     [1.0, 0.0, -1.0]
-    >>> binary_grades(np.array([5.0, 0.0]), None).tolist()
-    [1.0, 1.0]
+    >>> binary_grades(np.array([5.0, 0.0, -1.0]), None).tolist()
+    [1.0, 1.0, -1.0]
     """
     if cut is None:
-        return np.ones(len(grades))
+        return np.where(grades < 0, grades, 1.0)
     return np.where(grades < 0, grades, (grades >= cut).astype(np.float64))
 
 
@@ -967,6 +1114,20 @@ def _tie_averaged(p: Prepared, gain: str, grades: str) -> np.ndarray:
     return np.ascontiguousarray(np.repeat(mean, size), dtype=np.float64)
 
 
+def _graded_sources(
+    p: Prepared, specs: Sequence[MetricSpec], w: int, wi: int, at: np.ndarray | None
+) -> tuple[_CellSource, _CellSource] | None:
+    """Under ``graded=False``, the cells of the grades as gains (list, ideal)
+    when a metric reads them (:func:`graded_gains`), else None."""
+    if p.graded_gain is None or not any(_gain_read(s) for s in specs):
+        return None
+    assert p.graded_ideal_offsets is not None and p.graded_ideal_grades is not None
+    return (
+        _CellSource(p.rec_offsets, p.graded_gain, w, at),
+        _CellSource(p.graded_ideal_offsets, p.graded_ideal_grades, wi),
+    )
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -1002,6 +1163,7 @@ def compute(
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
+    graded = _graded_sources(p, specs, w, wi, at)
     judged = pooled = None
     if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
         assert p.rec_pooled is not None
@@ -1047,9 +1209,12 @@ def compute(
             catalog_size=catalog_size,
             scored_hits=None if scored is None else scored.block(u0, u1),
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
+            graded_hits=None if graded is None else graded[0].block(u0, u1),
+            graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
         )
         for j, s in enumerate(specs):
-            out[j, u0:u1] = s.definition.compute(batch, s.k, dict(s.params))
+            on = batch.graded_view() if graded is not None and _gain_read(s) else batch
+            out[j, u0:u1] = s.definition.compute(on, s.k, dict(s.params))
         if u0 == 0 and not dense_input and not batch.dense_built():
             step = max(step, SPARSE_BLOCK_USERS)
         u0 = u1

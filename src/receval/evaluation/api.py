@@ -14,7 +14,7 @@ from receval.engines.local import InProcess
 from receval.errors import OptionError, ReceValError, option, said
 from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions
-from receval.evaluation.reference import reference_given
+from receval.evaluation.reference import door_open
 from receval.evaluation.result import Result
 from receval.io import spark_files
 from receval.io.items import build_context
@@ -22,6 +22,7 @@ from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
+from receval.metrics.registry import DOORS, REQUIREMENTS
 from receval.metrics.spec import MetricSpec, parse_metrics, suggest
 from receval.records import Columns, RecsData, Tables, TruthData
 
@@ -29,7 +30,7 @@ __all__ = ["evaluate", "score"]
 
 EmptyTruth = Literal["skip", "zero", "keep", "error"]
 MissingRecs = Literal["zero", "skip", "error"]
-Duplicates = Literal["error", "keep"]
+Duplicates = Literal["error", "keep", "count"]
 Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
 
 
@@ -51,7 +52,7 @@ def evaluate(
     rank: Literal["order", "position"] | None = None,
     depth: int | None = None,
     unjudged: Literal["keep", "condense"] | None = None,
-    negative_grades: Literal["error", "unjudged"] | None = None,
+    negative_grades: Literal["error", "unjudged", "relevant", "nonrelevant"] | None = None,
     catalog_size: int | None = None,
     user_col: str | None = None,
     item_col: str | None = None,
@@ -117,7 +118,9 @@ def evaluate(
             items the list holds exist, as for tools that only see the
             candidates they are given, e.g. torchmetrics).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
-            a list, the largest grade of a (user, item) pair in the truth.
+            a list, the largest grade of a (user, item) pair in the truth, or
+            ``count``: every row counts, as LensKit counts them (see
+            :class:`~receval.EvalOptions`).
         rank: what a rank column means: ``order`` or ``position`` (see
             :class:`~receval.EvalOptions`).
         depth: read only the first ``depth`` items of each list (trec_eval's
@@ -125,7 +128,10 @@ def evaluate(
         unjudged: ``keep`` the items of a list not in the user's truth, or
             ``condense`` the lists without them (Sakai 2007; trec_eval ``-J``).
         negative_grades: a negative grade is an ``error``, or marks an item
-            pooled but ``unjudged`` (trec_eval's reading; infAP tells it apart).
+            pooled but ``unjudged`` (trec_eval's reading; infAP tells it apart),
+            or is read as ``relevant`` (the tools that read no grades) or
+            ``nonrelevant`` (judged, not relevant: ranx); each convention
+            defaults to its tool's reading (see :class:`~receval.EvalOptions`).
         catalog_size: the lists rank sampled candidates; how many items a
             full ranking would rank (the metrics' ``correction=``; docs/sampled.md).
         user_col, item_col, score_col, rank_col, relevance_col: column
@@ -486,8 +492,6 @@ _PROVIDERS = {
     "catalog_size": option("catalog_size")
     + " (how many items a full ranking would rank), which was not given",
     "cutoff": "a cut-off, e.g. {name}@10",
-    "reference": "a reference run, not a truth: use "
-    + said("receval.agreement(run, reference, metrics)", "receval agreement RUN REFERENCE -m ..."),
 }
 
 
@@ -499,9 +503,14 @@ def check_inputs(specs: Sequence[MetricSpec], given: Mapping[str, bool]) -> None
         d = s.definition
         if d.kind == "rating":
             raise ReceValError(f"{s} is a rating-prediction metric: use receval.evaluate_ratings")
+        if d.door is not None and not door_open(d.door):
+            door = DOORS[d.door]
+            raise ReceValError(
+                f"{s} is computed only by {said(door.call, door.command)}, not by "
+                f"{said('evaluate', 'receval evaluate')}: it needs "
+                f"{REQUIREMENTS[door.needs]}"
+            )
         for need in d.requirements(s.k, dict(s.params)):
-            if need == "reference" and reference_given():
-                continue
             if need in _PROVIDERS and not given.get(need, False):
                 provider = _PROVIDERS[need].format(name=s.name)
                 raise ReceValError(f"{s} needs {provider}")

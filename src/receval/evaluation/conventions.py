@@ -64,7 +64,12 @@ class Convention:
         unjudged: ``condense`` when the tool drops unjudged items from the
             lists (none does by default).
         negative_grades: ``unjudged`` when a negative grade marks a pooled but
-            unjudged item (trec_eval), else ``error``.
+            unjudged item (trec_eval), ``relevant`` when the tool reads no
+            grades (every truth row relevant), ``nonrelevant`` when it reads
+            one as judged but not relevant (ranx), else ``error``.
+        duplicates: ``count`` when the tool counts every row (an item twice
+            in a list is two positions and two hits; a truth row twice is
+            two relevant items), else ``error``.
         params: metric name → parameter → value, the defaults of metric strings.
         metrics: receval metric names the tool has (others are left out of
             :func:`compare_conventions`).
@@ -86,6 +91,7 @@ class Convention:
     rank: str = "order"
     unjudged: str = "keep"
     negative_grades: str = "error"
+    duplicates: str = "error"
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     names: Mapping[str, str] = field(default_factory=dict)
@@ -168,6 +174,7 @@ TREC_EVAL = Convention(
 RANX = Convention(
     name="ranx",
     tool="ranx 0.3.21 (evaluate(..., make_comparable=True))",
+    negative_grades="nonrelevant",
     ties="input",
     empty_truth="zero",
     missing_recs="zero",
@@ -212,6 +219,7 @@ RANX = Convention(
 RECTOOLS = Convention(
     name="rectools",
     tool="RecTools 0.19 (rectools.metrics)",
+    negative_grades="relevant",
     graded=False,
     rank="position",
     empty_truth="skip",
@@ -220,7 +228,7 @@ RECTOOLS = Convention(
     params={"ap": {"denominator": "relevant"}, "ndcg": {"gain": "binary", "ideal": "k"}},
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
     names={
-        "precision": "Precision(k)",
+        "precision": "Precision(k) (r_precision=True: recall[denominator=min_k_relevant])",
         "recall": "Recall(k)",
         "ap": "MAP(k) (divide_by_k=True: denominator=k)",
         "ndcg": "NDCG(k) (divide_by_achievable=True: ideal=relevant)",
@@ -250,6 +258,7 @@ RECTOOLS = Convention(
 REPLAY = Convention(
     name="replay",
     tool="RePlay 0.22 (replay.metrics)",
+    negative_grades="relevant",
     ties="item_desc",
     graded=False,
     empty_truth="skip",
@@ -334,6 +343,7 @@ TORCHMETRICS = Convention(
 MLLIB = Convention(
     name="mllib",
     tool="Spark MLlib RankingMetrics (Spark 4.x; pyspark.mllib.evaluation)",
+    negative_grades="relevant",
     ties="input",
     graded=False,
     empty_truth="zero",
@@ -364,12 +374,30 @@ MLLIB = Convention(
 RECBOLE = Convention(
     name="recbole",
     tool="RecBole 1.2 (recbole.evaluator.metrics, full-sort top-k)",
+    negative_grades="relevant",
     graded=False,
     empty_truth="skip",
     missing_recs="zero",
     no_truth="skip",
-    params={"ndcg": {"gain": "binary"}, "arp": {"unseen": 0.0}},
-    metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "arp"),
+    params={
+        "ndcg": {"gain": "binary"},
+        "arp": {"unseen": 0.0, "count": "rows"},
+        "long_tail": {"rule": "ratio", "count": "rows"},
+        "entropy": {"base": "e", "divide": "items"},
+    },
+    metrics=(
+        "precision",
+        "recall",
+        "ap",
+        "ndcg",
+        "rr",
+        "hit_rate",
+        "arp",
+        "long_tail",
+        "entropy",
+        "coverage",
+        "gini",
+    ),
     names={
         "precision": "precision@k",
         "recall": "recall@k",
@@ -378,31 +406,57 @@ RECBOLE = Convention(
         "rr": "mrr@k",
         "hit_rate": "hit@k",
         "arp": "averagepopularity@k",
+        "long_tail": "tailpercentage@k",
+        "entropy": "shannonentropy@k",
+        "coverage": "itemcoverage@k",
+        "gini": "giniindex@k",
     },
     notes=(
         "RecBole evaluates the users of the test set (every one has a positive item) on a "
         "full ranking of the catalogue; equal scores are ordered by torch.topk, which "
         "promises no order.",
         "Results are rounded to `metric_decimal_place` (4 by default).",
-        "averagepopularity@k counts an item never seen in training as 0 (arp[unseen=0]); "
-        "its counts are training interactions, duplicates included, where receval counts "
-        "distinct (user, item) pairs: the two agree on training data without repeated pairs.",
+        "averagepopularity@k counts an item's training rows, repeated (user, item) pairs "
+        "included, and an item never seen in training as 0 (arp[unseen=0,count=rows]).",
+        "tailpercentage@k (tail_ratio 0.1) is long_tail[rule=ratio,count=rows]: the tail is "
+        "the max(int(n × 0.1), 1) training items with the fewest training rows, ties by "
+        "item id (RecBole's remapped ids, in the order its tokens were first met: give "
+        "those ids to reproduce its ties); items never seen in training are not in it; "
+        "another tail_ratio is long_tail[ratio=...].",
+        "shannonentropy@k is entropy[base=e,divide=items]: nats, divided by the number "
+        "of distinct recommended items.",
+        "itemcoverage@k and giniindex@k divide by RecBole's num_items, which counts its "
+        "padding item [PAD] (id 0): give catalog= RecBole's item ids with 0 among them "
+        "(range(dataset.item_num)), i.e. your catalog plus one item never recommended.",
+        "Every RecBole list is k items long; receval divides a shorter list's shares by "
+        "its length, and the entropy's by the slots filled.",
     ),
     sources={
         "all": "recbole/evaluator/metrics.py: Hit, MRR, MAP (/ min(k, pos_len)), Recall "
         "(/ pos_len), NDCG (binary, ideal min(k, pos_len)), Precision (/ k)",
         "users": "recbole/data/dataloader (users with test interactions)",
         "arp": "recbole/evaluator/metrics.py: AveragePopularity.get_pop "
-        "(item_count.get(item, 0)); recbole/evaluator/collector.py: data.count_items "
-        "(Counter of the training interactions' items)",
+        "(item_count.get(item, 0)); recbole/evaluator/collector.py: data.count_items = "
+        "train_data.dataset.item_counter; recbole/data/dataset/dataset.py: Dataset.counter "
+        "(Counter(inter_feat[iid_field]): every training row)",
+        "long_tail": "recbole/evaluator/metrics.py: TailPercentage.get_tail (sorted by "
+        "(count, item); cut = max(int(len(count_items) * tail), 1); cnt <= tail when "
+        "tail > 1)",
+        "entropy": "recbole/evaluator/metrics.py: ShannonEntropy.get_entropy (p = cnt / "
+        "(users × k); -p * np.log(p) summed, / len(item_count))",
+        "coverage, gini": "recbole/evaluator/metrics.py: ItemCoverage.get_coverage, "
+        "GiniIndex.get_gini (/ num_items); recbole/evaluator/collector.py: data.num_items "
+        "= dataset.num(iid_field); recbole/data/dataset/dataset.py: Dataset._remap "
+        "(['[PAD]'] + tokens: num_items counts [PAD])",
     },
 )
 
 RECOMMENDERS = Convention(
     name="recommenders",
     tool="Microsoft Recommenders 1.2 (recommenders.evaluation.python_evaluation)",
+    negative_grades="relevant",
     ties="input",
-    threshold=0.0,
+    graded=False,
     empty_truth="skip",
     missing_recs="skip",
     no_truth="skip",
@@ -415,11 +469,11 @@ RECOMMENDERS = Convention(
         "ndcg": "ndcg_at_k (score_type='raw'/'exp': ndcg[gain=linear] / ndcg[gain=exp])",
     },
     notes=(
-        "Every row of the truth is relevant (threshold=0: every grade > 0) and nDCG's gains "
-        "are the grades: score_type='binary' (the default) is ndcg[gain=binary], 'raw' "
-        "ndcg[gain=linear], 'exp' ndcg[gain=exp]. A truth row graded exactly 0 is relevant "
-        "to Recommenders' precision, recall and MAP but never to receval (relevant means "
-        "grade > 0): drop such rows, or give no grades, to match them.",
+        "Every row of the truth is relevant, whatever its grade (graded=False: its inner "
+        "join hits a row graded 0 too; negative grades: negative_grades='relevant'), and "
+        "nDCG's gains are the grades when asked: score_type='binary' (the default) is "
+        "ndcg[gain=binary], 'raw' ndcg[gain=linear], 'exp' ndcg[gain=exp] (a row graded 0 "
+        "is relevant and gains 0; the ideal is the k largest gains of every truth row).",
         "discfun_type='loge' (the default) or 'log2' changes no nDCG: the base cancels out.",
         "Users are those of both tables (merge_ranking_true_pred), except in ndcg_at_k, "
         "whose outer merge also averages the truth's users without predictions as 0: use "
@@ -444,12 +498,14 @@ RECOMMENDERS = Convention(
 LENSKIT = Convention(
     name="lenskit",
     ties="input",
+    negative_grades="relevant",
     tool="LensKit 2025.8 (lenskit.metrics: Precision, Recall, NDCG, RecipRank, Hit, "
     "AveragePrecision)",
     graded=False,
     empty_truth="skip",
     missing_recs="skip",
     no_truth="skip",
+    duplicates="count",
     params={
         "precision": {"denominator": "retrieved", "empty": "nan"},
         "recall": {"denominator": "min_k_relevant"},
@@ -474,6 +530,9 @@ LENSKIT = Convention(
         "ZeroDivisionError for AveragePrecision (receval: left out).",
         "Its default discount clips log2(rank) at 1, so ranks 1 and 2 are both undiscounted "
         "(discount=jarvelin).",
+        "Every row counts (duplicates='count'): an item twice in a list is two positions "
+        "and, when relevant, two hits; a test item twice is two relevant items (|test| "
+        "counts rows).",
     ),
     sources={
         "precision": "lenskit/metrics/ranking/_pr.py: Precision (/ len(truncated list); "
@@ -484,6 +543,8 @@ LENSKIT = Convention(
         "ndcg": "lenskit/metrics/ranking/_dcg.py: NDCG (binary unless gain=field; "
         "fixed_dcg(min(|test|, k))); _weighting.py: LogRankWeight (clipped)",
         "rr": "lenskit/metrics/ranking/_recip.py: RecipRank (cut at k; NaN without test items)",
+        "duplicates": "lenskit/metrics/ranking/_pr.py, _map.py, _dcg.py, _recip.py: "
+        "recs.isin(test) per list row; len(test) counts the test list's rows",
     },
 )
 
@@ -577,7 +638,8 @@ def decisions(c: Convention) -> dict[str, str]:
             if c.graded and c.threshold <= 0
             else f"grade >= {c.threshold:g} (and > 0)"
             if c.graded
-            else "every truth row, gain 1 (with an explicit threshold: rows graded >= it)"
+            else "every truth row, gain 1 unless a metric asks gain=linear/exp (then its "
+            "grade); with an explicit threshold: rows graded >= it"
         )
         + (", and only those the list holds" if c.relevant_from == "list" else ""),
         "user in the truth without relevant items": _POLICY_TEXT[c.empty_truth],

@@ -174,9 +174,10 @@ OPTIONS: tuple[Option, ...] = (
         "choice",
         "error",
         "an item twice in a list, a (user, item) pair twice in the truth",
-        "An item twice in a list or a pair twice in the truth: error, or keep the first "
-        "occurrence / the largest grade (counted).",
-        ("error", "keep"),
+        "An item twice in a list or a pair twice in the truth: error, keep the first "
+        "occurrence / the largest grade (counted), or count every row: two positions (each "
+        "a hit when relevant) / two relevant items, counted (LensKit's reading).",
+        ("error", "keep", "count"),
         preset=True,
     ),
     Option(
@@ -220,9 +221,13 @@ OPTIONS: tuple[Option, ...] = (
         "negative_grades",
         "choice",
         "error",
-        "a negative grade: an error, or a pooled but unjudged item (trec_eval)",
-        "A negative grade: an error, or a pooled but unjudged item (trec_eval's reading).",
-        ("error", "unjudged"),
+        "a negative grade: an error, a pooled but unjudged item (trec_eval), relevant "
+        "(tools that read no grades) or judged non-relevant (ranx)",
+        "A negative grade: an error, a pooled but unjudged item (unjudged: trec_eval), a "
+        "relevant item (relevant: the tools that read no grades, every truth row relevant; "
+        "its grade becomes max(threshold, 1)) or a judged non-relevant one (nonrelevant: "
+        "ranx; its grade becomes 0); the rows read so are counted.",
+        ("error", "unjudged", "relevant", "nonrelevant"),
         preset=True,
     ),
     Option(
@@ -285,7 +290,13 @@ class EvalOptions:
         relevant_from: ``truth`` (R and the ideal from the user's relevant
             items) or ``list`` (only the relevant items the list holds).
         duplicates: ``error``, or ``keep`` the first occurrence in a list / the
-            largest grade of a truth pair (and count what was dropped).
+            largest grade of a truth pair (and count what was dropped), or
+            ``count``: every row counts: an item twice in a list is two
+            positions, each a hit when the item is relevant; a truth pair
+            twice is two relevant items (R and the ideal count truth rows; a
+            listed item reads the pair's largest grade); counted in
+            ``recommendation_rows_duplicate_counted`` /
+            ``truth_rows_duplicate_counted``.
         graded: False when grades are not read (every truth row is relevant).
         rank: what a ``rank`` column means: ``order`` (lists are ordered by
             it; gaps close up) or ``position`` (rank r is position r; a gap is
@@ -301,7 +312,12 @@ class EvalOptions:
         negative_grades: a negative grade in the truth is an ``error`` (SPEC
             §2.3) or marks an item that was pooled but ``unjudged`` (trec_eval's
             meaning of a negative qrels label: neither relevant nor judged;
-            only infAP tells it from an item outside the pool).
+            only infAP tells it from an item outside the pool), a ``relevant``
+            item (the tools that read no grades, where every truth row is
+            relevant: its grade becomes max(threshold, 1), its gain under
+            ``graded=False`` with a graded gain the grade itself; counted in
+            ``truth_rows_negative_relevant``) or a judged ``nonrelevant`` one
+            (grade 0: ranx; counted in ``truth_rows_negative_nonrelevant``).
         catalog_size: how many items a full ranking would rank, when the
             lists rank a sample of candidates (sampled evaluation, see
             docs/sampled.md); the metrics' ``correction=`` estimates their
@@ -441,6 +457,15 @@ class EvalOptions:
             return None
         return self.threshold
 
+    @property
+    def graded_gains(self) -> bool:
+        """Whether a metric asked for a gain of ``linear`` or ``exp`` reads the
+        grades as its gains while relevance stays binary: under a convention
+        that reads no grades (``graded=False``: ``lenskit``, ``rectools``, ...),
+        as LensKit's ``NDCG(gain='rating')`` does. ``graded=False`` given under
+        a graded convention keeps every gain 1."""
+        return not self.graded and not conventions.get(self.convention).graded
+
     def engine(self) -> dict[str, Any]:
         """The policies an engine applies (plain data: it pickles, so engines
         on other machines can take it). Under ``graded=False`` the grades
@@ -449,6 +474,7 @@ class EvalOptions:
             "threshold": self.threshold if self.graded else 1.0,
             "graded": self.graded,
             "grade_cut": self.grade_cut,
+            "graded_gains": self.graded_gains,
             "empty_truth": self.empty_truth,
             "missing_recs": self.missing_recs,
             "no_truth": self.no_truth,

@@ -293,14 +293,15 @@ def build_context(
     popular: Any = None,
     item_groups: Any = None,
     cols: Columns = Columns(),
-    popularity: tuple[np.ndarray, np.ndarray, int] | None = None,
+    popularity: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None,
 ) -> ItemContext:
     """The item context of one evaluation (see :class:`ItemContext`).
 
     ``popularity`` stands for ``train`` when the training data is too large
     to hold (the Spark engine counts it where it lies): the items seen in
-    training, the number of distinct training users of each, and the number
-    of distinct training users. The context then has no training pairs."""
+    training, the number of distinct training users of each, the number of
+    distinct training users, and the training rows of each item (repeated
+    pairs included). The context then has no training pairs."""
     t_users = None
     ids: dict[str, np.ndarray | None] = dict.fromkeys(
         ("train", "catalog", "popular", "groups", "features")
@@ -371,26 +372,33 @@ def _count_train(
     ctx: ItemContext,
     t_items: np.ndarray | None,
     t_users: np.ndarray | None,
-    popularity: tuple[np.ndarray, np.ndarray, int] | None,
+    popularity: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None,
 ) -> None:
-    """Each item's training popularity (distinct users), from the training pairs
-    or from counts made elsewhere (Spark), and the items seen in training."""
+    """Each item's training popularity (distinct users) and training rows
+    (repeated pairs included), from the training pairs or from counts made
+    elsewhere (Spark), and the items seen in training."""
     n = len(ctx.item_ids)
     seen = np.zeros(n + 1, dtype=bool)
+    rows = np.zeros(n + 1)
     if popularity is not None and t_items is not None:
+        at = ctx.index_of(t_items)
         counts = np.zeros(n + 1)
-        counts[ctx.index_of(t_items)] = np.asarray(popularity[1], dtype=np.float64)
+        counts[at] = np.asarray(popularity[1], dtype=np.float64)
         seen = counts > 0
         ctx.pop = np.where(seen, counts, 1.0)
         ctx.n_train_users = int(popularity[2])
+        rows[at] = np.asarray(popularity[3], dtype=np.float64)
     if t_items is not None and t_users is not None:
-        pairs = TrainPairs.of(t_users, ctx.index_of(t_items), n + 1)
+        at = ctx.index_of(t_items)
+        pairs = TrainPairs.of(t_users, at, n + 1)
         ctx.train_pairs = pairs
         counts = np.bincount(pairs.keys % (n + 1), minlength=n + 1).astype(np.float64)
         seen = counts > 0
         ctx.pop = np.where(seen, counts, 1.0)
         ctx.n_train_users = len(pairs.users)
+        rows = np.bincount(at, minlength=n + 1).astype(np.float64)
     ctx.seen = seen
+    ctx.rows = rows
 
 
 def _put_features(

@@ -173,7 +173,7 @@ def opened(
     """Both inputs (one a Spark DataFrame, the other a Spark DataFrame or a
     table) opened on their session for :class:`receval.engines.spark.Spark`:
     the columns of each role found by the one resolver, the truth's grade
-    read only when grades are (``graded``, or a ``grade_cut``), ids of one
+    (read under ``graded=False`` too: the engine applies it), ids of one
     kind (text where either side's are), and every row in one DataFrame with
     a :data:`~receval.records.SIDE` column (``train``, a Spark DataFrame: its
     pairs as side 2). The largest grade of the whole truth is not read here:
@@ -186,9 +186,9 @@ def opened(
     truth = _on_session(session, truth, "truth")
     r, rfound = _roles(recs, cols, RECS, "recommendations")
     t, tfound = _roles(truth, cols, TRUTH, "truth")
-    reads_grades = (graded or grade_cut is not None) and "relevance" in tfound
-    if "relevance" in tfound and not reads_grades:
-        t = t.drop("relevance")
+    # read under graded=False too: the engine reads negative grades and graded
+    # gains (LensKit's gain='rating') there, as it does for every other input
+    reads_grades = "relevance" in tfound
     tr = None if train is None else _roles(train, cols, TRAIN, "train")[0]
     r, t, tr, text, notes = _one_kind(r, t, tr)
     grades = t.select("relevance") if reads_grades and graded else None
@@ -823,13 +823,24 @@ def activity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray] | No
     return users, counts["count"].to_numpy(dtype=np.int64)
 
 
-def popularity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray, int]:
+def popularity_of(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """The training data's item counts, computed by Spark where the data lies:
-    the items, the distinct users of each, the distinct users (O(items) on the
+    the items, the distinct users of each, the distinct users, the training
+    rows of each (repeated (user, item) pairs included; O(items) on the
     driver, whatever the size of ``train``)."""
+    from pyspark.sql import functions as F
 
     df, _ = _roles(train, cols, TRAIN, "train")
-    pairs = df.select("user", "item").distinct()
-    counts = pairs.groupBy("item").count().toPandas()
+    pairs = df.groupBy("user", "item").agg(F.count(F.lit(1)).alias("rows"))
+    counts = (
+        pairs.groupBy("item")
+        .agg(F.count(F.lit(1)).alias("users"), F.sum("rows").alias("rows"))
+        .toPandas()
+    )
     users = pairs.select("user").distinct().count()
-    return counts["item"].to_numpy(), counts["count"].to_numpy(dtype=np.int64), int(users)
+    return (
+        counts["item"].to_numpy(),
+        counts["users"].to_numpy(dtype=np.int64),
+        int(users),
+        counts["rows"].to_numpy(dtype=np.int64),
+    )

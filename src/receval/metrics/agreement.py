@@ -25,8 +25,8 @@ def _at_least_one(x: int | None) -> bool:
 
 _UNDEFINED = "users whose list and reference are both empty (NaN)"
 _VIA = (
-    "Through receval.agreement (a reference run, not a truth): the reference's "
-    "ranks are read from grades it encodes; evaluate refuses these metrics."
+    "Through receval.agreement (a reference run, not a truth; door=agreement): the "
+    "reference's ranks are read from grades it encodes; evaluate refuses these metrics."
 )
 
 
@@ -45,7 +45,7 @@ def definitions(
         check=_persistence,
         check_text="a number in (0, 1)",
     )
-    common = {"needs_reference": True, "undefined": _UNDEFINED}
+    common = {"door": "agreement", "undefined": _UNDEFINED}
     paper = "Webber, Moffat & Zobel (2010), 'A similarity measure for indefinite rankings'"
     return (
         MetricDef(

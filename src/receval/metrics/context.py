@@ -215,6 +215,9 @@ class ItemContext:
         pop: popularity per index: distinct training users with the item
             (1 for items never seen in training, and for the unknown slot).
         seen: per index, was the item seen in training.
+        rows: per index, its training rows, repeated (user, item) pairs
+            included (0 for items never seen in training, and for the unknown
+            slot): popularity as RecBole counts it (``data.count_items``).
         train_pairs: the distinct (user, item) pairs of the training data
             (:class:`TrainPairs`), to count recommended items a user already had
             (a leakage warning).
@@ -235,6 +238,7 @@ class ItemContext:
     in_catalog: np.ndarray
     catalog_source: str
     seen: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=bool))
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(1))
     train_pairs: TrainPairs | None = None
     popular_given: np.ndarray | None = None
     features: np.ndarray | None = None
@@ -271,13 +275,31 @@ class ItemContext:
         keys = pairs.keys[shift + np.arange(offsets[-1], dtype=np.int64)]
         return offsets, keys % pairs.width
 
-    def short_head(self, share: float) -> np.ndarray:
+    def counts(self, count: str = "pairs") -> np.ndarray:
+        """Per index, the item's training interactions (0 when never seen):
+        ``pairs`` counts distinct (user, item) pairs (distinct users), ``rows``
+        every training row, repeated pairs included (RecBole's ``count_items``).
+
+        >>> ctx = ItemContext(np.array([1, 2]), np.array([2.0, 1.0, 1.0]), 2,
+        ...                   np.ones(3, bool), "train", seen=np.array([True, False, False]),
+        ...                   rows=np.array([3.0, 0.0, 0.0]))
+        >>> ctx.counts("pairs").tolist(), ctx.counts("rows").tolist()
+        ([2.0, 0.0, 0.0], [3.0, 0.0, 0.0])
+        """
+        if count == "rows":
+            return self.rows
+        if count != "pairs":
+            raise ValueError(f"count must be pairs or rows; got {count!r}")
+        return self._cached(("pairs",), lambda: self.pop * self.seen)
+
+    def short_head(self, share: float, count: str = "pairs") -> np.ndarray:
         """Per index: is the item among the most popular training items that
-        together hold ``share`` of the training interactions (ties by id)."""
+        together hold ``share`` of the training interactions (ties by id);
+        interactions counted as :meth:`counts` counts them."""
 
         def compute() -> np.ndarray:
             n = len(self.item_ids)
-            seen = self.pop[:n] * self.seen[:n]
+            seen = self.counts(count)[:n]
             order = np.lexsort((np.arange(n), -seen))
             cum = np.cumsum(seen[order])
             total = cum[-1] if n else 0.0
@@ -287,7 +309,36 @@ class ItemContext:
                 head[order[:size]] = True
             return head
 
-        return self._cached(("short_head", share), compute)
+        return self._cached(("short_head", share, count), compute)
+
+    def least_popular(self, ratio: float, count: str = "pairs") -> np.ndarray:
+        """Per index: is the item in RecBole's long tail (``TailPercentage``).
+
+        Of the items seen in training, sorted by (interactions, id) ascending:
+        the first ``max(int(n × ratio), 1)`` when ``ratio`` <= 1, else those
+        with at most ``ratio`` interactions. Items never seen in training are
+        never in the tail; interactions are counted as :meth:`counts` counts
+        them.
+
+        >>> ctx = ItemContext(np.array([1, 2, 3]), np.array([2.0, 1.0, 5.0, 1.0]), 5,
+        ...                   np.ones(4, bool), "train", seen=np.array([1, 1, 1, 0], bool))
+        >>> ctx.least_popular(0.5).tolist(), ctx.least_popular(2.0).tolist()
+        ([False, True, False, False], [True, True, False, False])
+        """
+
+        def compute() -> np.ndarray:
+            n = len(self.item_ids)
+            counts = self.counts(count)[:n]
+            seen = np.flatnonzero(self.seen[:n])
+            tail = np.zeros(n + 1, dtype=bool)
+            if ratio > 1:
+                tail[seen[counts[seen] <= ratio]] = True
+            elif len(seen):
+                order = seen[np.lexsort((seen, counts[seen]))]
+                tail[order[: max(int(len(seen) * ratio), 1)]] = True
+            return tail
+
+        return self._cached(("least_popular", ratio, count), compute)
 
     def popular(self, top: float) -> np.ndarray:
         """Per index: the explicit popular set, or the top ``top`` share of the

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType, ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -117,6 +117,37 @@ REQUIREMENTS: Mapping[str, str] = MappingProxyType(
         "positive_scores": "which listed items are scored > 0 (engine data)",
         "score_ties": "the groups of equal scores in each list (engine data)",
         "reference": "a reference run read as the truth (receval.agreement)",
+        "subtopics": "subtopic judgments, read one subtopic at a time (receval.intent_aware)",
+    }
+)
+
+
+class Door(NamedTuple):
+    """An entry point that provides a metric's extra input (``MetricDef.door``).
+
+    ``needs``: the requirement (a key of :data:`REQUIREMENTS`) that only this door
+    meets; ``call`` and ``command``: how to use it in Python and on the command line.
+    """
+
+    needs: str
+    call: str
+    command: str
+
+
+#: The entry points that alone run the metrics declaring them (``MetricDef.door``):
+#: ``evaluate`` and the ``Accumulator`` refuse those metrics, naming the door.
+DOORS: Mapping[str, Door] = MappingProxyType(
+    {
+        "agreement": Door(
+            "reference",
+            "receval.agreement(run, reference, metrics)",
+            "receval agreement RUN REFERENCE -m ...",
+        ),
+        "intent_aware": Door(
+            "subtopics",
+            "receval.intent_aware(run, subtopic_qrels, metrics)",
+            "receval intent-aware RUN QRELS -m ...",
+        ),
     }
 )
 
@@ -156,9 +187,13 @@ class MetricDef:
       (``Batch.history``).
     * ``reads_judged``: the kernel reads which listed items are judged
       (``Batch.judged``, ``pooled``, ``n_judged``).
-    * ``needs_reference``: the metric compares the list with a reference run
-      whose ranks the truth's grades encode (:mod:`receval.metrics.kernels.agreement`):
-      only :func:`receval.agreement` builds that truth; ``evaluate`` refuses it.
+    * ``door``: the entry point (a key of :data:`DOORS`) that alone provides the
+      metric's extra input and runs it: ``agreement`` (the truth encodes a
+      reference run's ranks, :mod:`receval.metrics.kernels.agreement`) or
+      ``intent_aware`` (the truth is one subtopic's judgments at a time,
+      :mod:`receval.metrics.intent`). ``evaluate`` and the ``Accumulator``
+      refuse it elsewhere, naming the door (``needs_reference`` is
+      ``door == "agreement"``).
     * ``of_item_groups``: an aggregate whose kernel takes the item-group
       tallies (:class:`~receval.metrics.kernels.groups.GroupCounts`), not the
       item counts.
@@ -193,8 +228,9 @@ class MetricDef:
     by_user: Callable[..., np.ndarray] | None = None
     reads_history: bool = False
     reads_judged: bool = False
-    #: compares with a reference run (receval.agreement), never with a truth
-    needs_reference: bool = False
+    #: the entry point that alone runs it (a key of DOORS), None: evaluate and every other
+    #: door run it
+    door: str | None = None
     #: the summary of the mean of the per-user values (exp for the geometric
     #: means, whose per-user values are logarithms); None: the mean itself
     summary_of_mean: Callable[[float], float] | None = None
@@ -209,6 +245,20 @@ class MetricDef:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", MappingProxyType({p.name: p for p in self.params}))
+        if self.door is not None and self.door not in DOORS:
+            raise ValueError(
+                f"{self.name}: door={self.door!r} is none of receval's: {', '.join(DOORS)}"
+            )
+
+    @property
+    def needs_reference(self) -> bool:
+        """Whether it compares with a reference run (``door == "agreement"``).
+
+        Example:
+            >>> REGISTRY["rbo"].needs_reference, REGISTRY["ndcg"].needs_reference
+            (True, False)
+        """
+        return self.door == "agreement"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by its declared fields (``param_map`` is rebuilt): a metric of one's
@@ -248,8 +298,8 @@ class MetricDef:
         out = list(self.needs)
         if self.needs_cutoff and k is None:
             out.append("cutoff")
-        if self.needs_reference:
-            out.append("reference")
+        if self.door is not None:
+            out.append(DOORS[self.door].needs)
         for p in self.params:
             value = params.get(p.name, p.default)
             out += [need for v, need in p.needs if v == value]
@@ -956,6 +1006,14 @@ _DEFS += (
                 check=lambda x: x >= 0,
                 check_text="a number >= 0",
             ),
+            ParamDef(
+                "count",
+                str,
+                "pairs",
+                "what pop(i) counts: distinct training users of the item (pairs), or its "
+                "training rows, repeated (user, item) pairs included (rows, as RecBole)",
+                choices=("pairs", "rows"),
+            ),
         ),
         bounds=(0.0, math.inf),
         higher_is_better=False,
@@ -965,25 +1023,56 @@ _DEFS += (
     MetricDef(
         name="long_tail",
         needs_truth=False,
-        aliases=("long_tail_share", "tail"),
-        description="share of recommended items outside the short head of popular items",
-        formula="share of the top-k items not among the most popular training items that "
-        "together hold `head` (80%) of the training interactions",
+        aliases=("long_tail_share", "tail", "tail_percentage"),
+        description="share of recommended items in the long tail of training popularity",
+        formula="share of the top-k items in the tail: outside the most popular training items "
+        "that together hold `head` (80%) of the training interactions (rule=head), or "
+        "RecBole's TailPercentage (rule=ratio): the max(int(n × ratio), 1) least popular of "
+        "the n training items (ratio ≤ 1), or those with at most `ratio` interactions "
+        "(ratio > 1)",
         kernel=B.long_tail,
         params=(
             ParamDef(
                 "head",
                 float,
                 0.8,
-                "share of training interactions held by the short head",
+                "share of training interactions held by the short head (rule=head)",
                 check=lambda x: 0 < x <= 1,
                 check_text="a number in (0, 1]",
+            ),
+            ParamDef(
+                "rule",
+                str,
+                "head",
+                "how the tail is chosen: outside the short head (head), or the least popular "
+                "training items (ratio, RecBole's TailPercentage)",
+                choices=("head", "ratio"),
+            ),
+            ParamDef(
+                "ratio",
+                float,
+                0.1,
+                "rule=ratio: the share of training items in the tail (≤ 1), or the most "
+                "interactions of a tail item (> 1)",
+                check=_positive,
+                check_text="a number > 0",
+                only_with=("rule", ("ratio",)),
+            ),
+            ParamDef(
+                "count",
+                str,
+                "pairs",
+                "what an interaction is: a distinct (user, item) pair of the training data "
+                "(pairs), or a training row, repeated pairs included (rows, as RecBole)",
+                choices=("pairs", "rows"),
             ),
         ),
         needs=("train",),
         undefined=_EMPTY_LIST,
-        notes="Interactions are counted as distinct (user, item) pairs of the training data; "
-        "ties in popularity at the head's edge are broken by item id.",
+        notes="Interactions are counted as distinct (user, item) pairs of the training data "
+        "unless count=rows; ties in popularity at the tail's edge are broken by item id. "
+        "Items never seen in training are in the tail under rule=head, never under "
+        "rule=ratio (RecBole). The share divides by the list's length within k.",
     ),
     MetricDef(
         name="serendipity",
@@ -1079,11 +1168,31 @@ _DEFS += (
         needs_truth=False,
         aliases=("shannon_entropy",),
         description="Shannon entropy (bits) of how exposure spreads over recommended items",
-        formula="−Σ_i p_i log2 p_i, p_i = share of all top-k slots holding item i",
+        formula="−Σ_i p_i log2 p_i, p_i = share of all top-k slots holding item i; base=e: "
+        "ln; divide=items: divided by the number of distinct recommended items (RecBole)",
         kernel=B.entropy,
         kind="aggregate",
+        params=(
+            ParamDef(
+                "base",
+                str,
+                "2",
+                "logarithm: 2 (bits) or e (nats, as RecBole's ShannonEntropy)",
+                choices=("2", "e"),
+            ),
+            ParamDef(
+                "divide",
+                str,
+                "none",
+                "divide the entropy by nothing (none), or by the number of distinct "
+                "recommended items (items, as RecBole's ShannonEntropy)",
+                choices=("none", "items"),
+            ),
+        ),
         bounds=(0.0, math.inf),
         undefined=_AGGREGATE,
+        notes="The slots counted are the filled ones: a list shorter than k adds fewer "
+        "(RecBole's lists are always k long, users × k slots).",
         per_item_group=True,
     ),
     MetricDef(
@@ -1609,8 +1718,9 @@ def load_plugins() -> None:
 
 
 from receval.metrics.agreement import definitions as _agreement  # noqa: E402
+from receval.metrics.intent import definitions as _intent  # noqa: E402
 
-for _d in _DEFS + _agreement(MetricDef, ParamDef):
+for _d in _DEFS + _agreement(MetricDef, ParamDef) + _intent(MetricDef, ParamDef):
     register_metric(_d)
 _BOOTSTRAP = False
 _BUILT_IN = frozenset(_REGISTRY)

@@ -186,14 +186,6 @@ def parse_metrics(
     return list(dict.fromkeys(out))
 
 
-#: names of measures that a function of their own computes, not ``evaluate`` (they
-#: need inputs it does not read): name -> what to call instead
-ELSEWHERE: dict[str, str] = {
-    name: "receval.intent_aware(run, subtopic_qrels, [...]) computes it from subtopic judgments"
-    for name in ("alpha_ndcg", "alpha_dcg", "err_ia", "nerr_ia", "intent_subtopic_gain")
-}
-
-
 #: trec_eval's measure names: name -> receval metric text (the cut-offs follow "_" or ".").
 _TREC = {
     "p": "precision",
@@ -379,10 +371,6 @@ def _parse_one(text: str, defaults: Defaults | None = None) -> list[MetricSpec]:
             "or 'ap@10[denominator=relevant]'"
         )
     d = lookup(m.group("name"))
-    if d is None and m.group("name") in ELSEWHERE:
-        raise MetricError(
-            f"{m.group('name')!r} is not computed by evaluate: {ELSEWHERE[m.group('name')]}"
-        )
     if d is None:
         raise MetricError(
             f"unknown metric {m.group('name')!r}" + suggest(m.group("name"), all_names())

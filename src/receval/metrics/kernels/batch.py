@@ -231,6 +231,13 @@ class Batch:
             by ``grades``) with each item's gain replaced by the mean gain of
             its group of equal scores over the whole list; only built for
             ``tied=average`` (torchmetrics' nDCG).
+        graded_hits, graded_ideal_cells: under ``graded=False`` (binary
+            relevance), the grades of the relevant items as gains, whatever
+            they are (0 and negative ones included), and each user's grades
+            of its relevant truth rows sorted descending; only built when a
+            metric reads grades as gains (``gain=linear``/``exp``: LensKit's
+            ``NDCG(gain='rating')``), which then sees them as ``hits`` and
+            ``ideal_cells`` (:meth:`graded_view`).
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -260,6 +267,8 @@ class Batch:
     catalog_size: int | None = None
     scored_hits: Cells | None = None
     tied_gains: dict[tuple[str, str], Cells] | None = None
+    graded_hits: Cells | None = None
+    graded_ideal_cells: Cells | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -308,6 +317,20 @@ class Batch:
             return replace(self, hits=self.scored_hits, _cache={})
 
         return self.cached("scored_positive", view)
+
+    def graded_view(self) -> Batch:
+        """This batch with the grades as gains (``graded_hits``,
+        ``graded_ideal_cells``) in place of ``hits`` and ``ideal_cells``: the
+        view of a metric that reads grades as gains under binary relevance.
+        R and the lists are unchanged."""
+        if self.graded_hits is None or self.graded_ideal_cells is None:
+            raise ValueError("the graded view needs the engine's graded_hits")
+        hits, ideal = self.graded_hits, self.graded_ideal_cells
+
+        def view() -> Batch:
+            return replace(self, hits=hits, ideal_cells=ideal, _cache={})
+
+        return self.cached("graded_view", view)
 
     # Derived arrays shared by several metrics -----------------------------
 

@@ -67,26 +67,49 @@ def novelty(b: Batch, k: int | None) -> np.ndarray:
     return _mean_over_list(info[idx], valid, c)
 
 
-def arp(b: Batch, k: int | None, *, unseen: float = 1.0) -> np.ndarray:
+def arp(b: Batch, k: int | None, *, unseen: float = 1.0, count: str = "pairs") -> np.ndarray:
     """Average recommendation popularity: mean pop(i) over the top-k items; NaN if empty.
 
-    An item never seen in training counts as ``unseen`` (1 by default; RecBole's
+    pop(i) counts the item's training interactions: distinct (user, item)
+    pairs (``count="pairs"``, the default) or every training row, repeated
+    pairs included (``count="rows"``, RecBole's ``data.count_items``). An item
+    never seen in training counts as ``unseen`` (1 by default; RecBole's
     AveragePopularity: 0).
     """
     idx, valid, c = top_of(b, k)
-    assert b.items is not None
-    pop = b.items.pop
-    if unseen != 1.0:
-        pop = np.where(b.items.seen, pop, unseen)
+    ctx = b.items
+    assert ctx is not None
+    pop = ctx.pop if count == "pairs" else ctx.counts(count)
+    if unseen != 1.0 or count != "pairs":
+        pop = np.where(ctx.seen, pop, unseen)
     return _mean_over_list(pop[idx], valid, c)
 
 
-def long_tail(b: Batch, k: int | None, *, head: float = 0.8) -> np.ndarray:
-    """Share of the top-k items outside the short head: the most popular training
-    items that together hold ``head`` (80%) of the training interactions."""
+def long_tail(
+    b: Batch,
+    k: int | None,
+    *,
+    head: float = 0.8,
+    rule: str = "head",
+    ratio: float = 0.1,
+    count: str = "pairs",
+) -> np.ndarray:
+    """Share of the top-k items in the long tail; NaN for an empty list.
+
+    ``rule="head"``: the tail is every item outside the short head, the most
+    popular training items that together hold ``head`` (80%) of the training
+    interactions. ``rule="ratio"`` (RecBole's TailPercentage): of the items
+    seen in training sorted by (interactions, id) ascending, the first
+    ``max(int(n × ratio), 1)`` when ``ratio`` <= 1, else those with at most
+    ``ratio`` interactions; items never seen in training are not in it.
+    Interactions are distinct (user, item) pairs (``count="pairs"``) or
+    training rows (``count="rows"``). The share divides by the list's length
+    within k (RecBole's lists are always k long).
+    """
     idx, valid, c = top_of(b, k)
-    assert b.items is not None
-    tail = ~b.items.short_head(head)
+    ctx = b.items
+    assert ctx is not None
+    tail = ctx.least_popular(ratio, count) if rule == "ratio" else ~ctx.short_head(head, count)
     return _mean_over_list(tail[idx].astype(np.float64), valid, c)
 
 
@@ -207,13 +230,30 @@ def gini(e: Exposure) -> float:
     return float(((2 * i - n - 1) * x).sum() / (n * total))
 
 
-def entropy(e: Exposure) -> float:
-    """Shannon entropy (bits) of the exposure shares of recommended items: −Σ p log2 p."""
+def entropy(e: Exposure, *, base: str = "2", divide: str = "none") -> float:
+    """Shannon entropy of the exposure shares of the recommended items:
+    −Σ p log p, p = an item's share of the filled top-k slots (users × k when
+    every list is k long).
+
+    ``base``: ``"2"`` (bits) or ``"e"`` (nats). ``divide="items"`` divides by
+    the number of distinct recommended items (RecBole's ShannonEntropy:
+    ``base="e", divide="items"``).
+
+    >>> e = Exposure(np.array([2, 1, 1]), np.ones(3, bool), 3, 2, 2)
+    >>> entropy(e)  # p = 1/2, 1/4, 1/4
+    1.5
+    >>> round(entropy(e, base="e", divide="items"), 12)  # 1.5 ln 2 / 3
+    0.34657359028
+    """
     total = e.counts.sum()
     if total == 0:
         return float("nan")
     p = np.sort(e.counts / total)
-    return float(-(p * np.log2(p)).sum())
+    log = np.log(p) if base == "e" else np.log2(p)
+    value = -(p * log).sum()
+    if divide == "items":
+        value = value / len(p)
+    return float(value)
 
 
 def personalization(e: Exposure) -> float:
