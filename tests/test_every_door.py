@@ -626,32 +626,6 @@ def test_intent_aware_command_reads_every_format(
         _summary_only(_command(args, capsys)["summary"], want)
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    """A local Spark session, set up as tests/test_spark.py's."""
-    import os
-
-    pytest.importorskip("pyspark")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    src = str(Path(__file__).resolve().parent.parent / "src")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("receval-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
 @pytest.mark.spark
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("form", ID_FORMS)
