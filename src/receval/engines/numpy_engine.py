@@ -1211,6 +1211,7 @@ def compute(
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
             graded_hits=None if graded is None else graded[0].block(u0, u1),
             graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
+            listed=p.has_recs[u0:u1],
         )
         for j, s in enumerate(specs):
             on = batch.graded_view() if graded is not None and _gain_read(s) else batch

@@ -282,6 +282,7 @@ def ndcg(
     grades: str = "relevant",
     discount: str = "log",
     tied: str = "order",
+    zero_ideal: str = "zero",
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -294,6 +295,10 @@ def ndcg(
     relevance threshold (trec_eval's nDCG under ``-l``).
     ``tied="average"``: equal scores share their gains (:func:`dcg`); the
     ideal is unchanged (torchmetrics' nDCG).
+    ``zero_ideal="divide"``: a user with relevant items whose idcg@k is
+    exactly 0 (gains of 0 or below: grades read as gains) gets dcg@k / 0 as
+    IEEE arithmetic gives it, NaN for 0/0 and ±inf otherwise (LensKit 2025.8's
+    ``NDCG(gain=...)``, which divides by its ideal unguarded).
     """
     actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
     if ideal == "relevant":
@@ -305,7 +310,13 @@ def ndcg(
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
-    return ratio(actual, best)
+    out = ratio(actual, best)
+    if zero_ideal == "divide":
+        zero = (best == 0) & (b.n_relevant > 0)
+        if zero.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[zero] = actual[zero] / best[zero]
+    return out
 
 
 def _retrieved_ideal_dcg(
