@@ -75,8 +75,10 @@ def test_receval_metrics_and_explain_describe_them(capsys: pytest.CaptureFixture
 
     assert main(["metrics"]) == 0
     listed = capsys.readouterr().out
-    for d in DOOR_DEFS:
-        assert f"\n{d.name}" in "\n" + listed, d.name
+    lines = {line.split(" ")[0]: line for line in listed.splitlines()}
+    for d in DOOR_DEFS:  # each names its door's command; no other metric names one
+        assert lines[d.name].endswith(f"[only through `{DOORS[d.door].command}`]")
+    assert sum("only through" in line for line in lines.values()) == len(DOOR_DEFS)
     for name, door in (("rbo", "receval.agreement"), ("alpha_ndcg", "receval.intent_aware")):
         assert main(["explain", name]) == 0
         text = capsys.readouterr().out
@@ -334,12 +336,25 @@ INTENT_KNOWN = list(
     "row", INTENT_KNOWN, ids=[f"{r['case']}-{r['metric']}" for r in INTENT_KNOWN]
 )
 def test_intent_aware_known_values(row: dict[str, str]) -> None:
-    """The metric string's alpha is the door's alpha= (intent_aware's own option)."""
+    """The metric string's alpha, given in the string or as the door's alpha=."""
     spec = receval.parse_metric(row["metric"])
     run, qrels = INTENT_CASES[row["case"]]
     cols = {"user_col": "query", "item_col": "doc"} if row["case"] == "pyndeval" else {}
     metric = f"{spec.name}@{spec.k}"
     res = receval.intent_aware(run, qrels, metric, alpha=spec.param_dict["alpha"], **cols)
-    assert res.per_query.loc[row["user"], metric] == pytest.approx(
-        float(row["expected"]), rel=1e-14, abs=1e-15
-    )
+    want = pytest.approx(float(row["expected"]), rel=1e-14, abs=1e-15)
+    assert res.per_query.loc[row["user"], metric] == want
+    if "[" in row["metric"]:  # the string's alpha wins over the door's
+        own = receval.intent_aware(run, qrels, row["metric"], alpha=0.9, **cols)
+        assert own.per_query.loc[row["user"], row["metric"]] == want
+
+
+def test_intent_aware_alpha_in_the_string_and_its_errors() -> None:
+    run, qrels = INTENT_CASES["hand"]
+    res = receval.intent_aware(run, qrels, ["alpha_ndcg@3", "alpha_ndcg@3[alpha=0.3]"])
+    alone = receval.intent_aware(run, qrels, "alpha_ndcg@3", alpha=0.3)
+    assert res.summary["alpha_ndcg@3[alpha=0.3]"] == alone.summary["alpha_ndcg@3"]
+    assert res.summary["alpha_ndcg@3"] != alone.summary["alpha_ndcg@3"]
+    for bad in ("alpha_ndcg@3[alpha=1.5]", "alpha_ndcg@3[alpha=x]"):
+        with pytest.raises(receval.MetricError, match=r"alpha must be a number in \[0, 1\]"):
+            receval.intent_aware(run, qrels, bad)
