@@ -1128,6 +1128,14 @@ def _graded_sources(
     )
 
 
+def _history_block(
+    history: tuple[np.ndarray, np.ndarray], u0: int, u1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Users ``u0:u1`` of the training items' ``(offsets, items)``, offsets from 0."""
+    offsets, items = history
+    return offsets[u0 : u1 + 1] - offsets[u0], items[offsets[u0] : offsets[u1]]
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -1197,12 +1205,7 @@ def compute(
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
             slots=None if slots is None else slots.block(u0, u1),
-            history=None
-            if history is None
-            else (
-                history[0][u0 : u1 + 1] - history[0][u0],
-                history[1][history[0][u0] : history[0][u1]],
-            ),
+            history=None if history is None else _history_block(history, u0, u1),
             judged=None if judged is None else judged.block(u0, u1),
             pooled=None if pooled is None else pooled.block(u0, u1),
             n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
