@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
         unregister_metric,
     )
     from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
+    from receval.workflow.backtest import BacktestResult, backtest, compare_backtests
+    from receval.workflow.backtest_report import backtest_report
     from receval.workflow.checks import check
     from receval.workflow.demo import run_demo
     from receval.workflow.sampling import sample_negatives
@@ -80,6 +82,10 @@ _LAZY = {
     "MetricSpec": "receval.metrics.spec",
     "parse_metric": "receval.metrics.spec",
     "parse_metrics": "receval.metrics.spec",
+    "backtest": "receval.workflow.backtest",
+    "BacktestResult": "receval.workflow.backtest",
+    "compare_backtests": "receval.workflow.backtest",
+    "backtest_report": "receval.workflow.backtest_report",
     "check": "receval.workflow.checks",
     "kfold": "receval.workflow.split",
     "split": "receval.workflow.split",
@@ -144,6 +150,7 @@ del _metrics_package
 
 __all__ = [
     "Accumulator",
+    "BacktestResult",
     "Comparison",
     "EvalOptions",
     "InputError",
@@ -161,8 +168,11 @@ __all__ = [
     "Result",
     "__version__",
     "agreement",
+    "backtest",
+    "backtest_report",
     "check",
     "compare",
+    "compare_backtests",
     "compare_conventions",
     "curve",
     "evaluate",

@@ -162,6 +162,7 @@ COMMANDS = {
     "demo": "workflow",
     "split": "workflow",
     "check": "workflow",
+    "backtest": "backtest",
     "trec_eval": "trec",
     "intent-aware": "intent",
     "off-policy": "off_policy",
