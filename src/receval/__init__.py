@@ -54,8 +54,9 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.workflow.checks import check
     from receval.workflow.demo import run_demo
     from receval.workflow.sampling import sample_negatives
+    from receval.workflow.session_demo import run_session_demo
     from receval.workflow.split import kfold, split
-    from receval.workflow.synthetic import synthetic_interactions
+    from receval.workflow.synthetic import synthetic_interactions, synthetic_sessions
 
 # Every public name but the errors loads on first use, so that `import receval`
 # imports neither NumPy nor pandas (a few milliseconds), and the receval
@@ -106,6 +107,8 @@ _LAZY = {
     "log_mlflow": "receval.analysis.tracking",
     "log_wandb": "receval.analysis.tracking",
     "synthetic_interactions": "receval.workflow.synthetic",
+    "synthetic_sessions": "receval.workflow.synthetic",
+    "run_session_demo": "receval.workflow.session_demo",
     "read_interactions": "receval.io.interactions",
     "run_dict": "receval.io.trec_write",
     "qrels_dict": "receval.io.trec_write",
@@ -199,11 +202,13 @@ __all__ = [
     "roc",
     "run_demo",
     "run_dict",
+    "run_session_demo",
     "sample_negatives",
     "score",
     "score_ratings",
     "split",
     "synthetic_interactions",
+    "synthetic_sessions",
     "unregister_metric",
     "write_trec_qrels",
     "write_trec_run",

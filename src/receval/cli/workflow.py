@@ -60,8 +60,23 @@ def demo(
     ] = None,
     seed: Seed = 0,
     quiet: Quiet = False,
+    sessions: Annotated[
+        bool,
+        typer.Option(
+            "--sessions",
+            help="the next-item protocol instead, on a built-in session log: session split, "
+            "Markov, session item-kNN and popularity baselines, next-item metrics, a test "
+            "(5000 sessions; console only: --out and --users are not used)",
+        ),
+    ] = False,
 ) -> None:
     """The whole protocol on built-in data: split, three baselines, metrics, tests, report."""
+    if sessions:
+        _session_demo(interactions, threshold, user_col, item_col, rating_col, timestamp_col)
+        from receval.workflow.session_demo import run_session_demo
+
+        run_session_demo(seed=seed, quiet=quiet, console=lambda line: show_out(for_cli(line)))
+        return
     from receval.workflow.demo import FILES, run_demo
 
     refuse_input_targets({"interactions": interactions}, folders={"out": out_dir}, writes=FILES)
@@ -79,6 +94,24 @@ def demo(
         progress=lambda what: status(what, quiet),  # a spinner naming the step
         **kwargs,
     )
+
+
+def _session_demo(
+    interactions: Path | None,
+    threshold: float | None,
+    *columns: str | None,
+) -> None:
+    """``demo --sessions`` runs on its built-in session log only: the flags of
+    a log of one's own and of graded relevance are refused."""
+    names = ("--user-col", "--item-col", "--rating-col", "--timestamp-col")
+    given = [f for f, v in zip(names, columns, strict=True) if v]
+    given = (["--interactions"] if interactions is not None else []) + given
+    given += ["--threshold"] if threshold is not None else []
+    if given:
+        raise ReceValError(
+            f"{one_of(given, 'and')}: not with --sessions (the session demo runs on its "
+            "built-in session log, every next item relevant)"
+        )
 
 
 def _demo_log(

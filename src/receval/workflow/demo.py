@@ -59,6 +59,7 @@ from receval.io.interactions import as_frame, as_log, read_log
 from receval.io.manifest import notes_for
 from receval.io.write import OutputSet
 from receval.workflow import baselines
+from receval.workflow.session_demo import run_session_demo
 from receval.workflow.split import FILES as SPLIT_FILES
 from receval.workflow.split import Split, split
 from receval.workflow.synthetic import synthetic_interactions
@@ -70,6 +71,7 @@ __all__ = [
     "N_RESAMPLES",
     "SYSTEMS",
     "run_demo",
+    "run_session_demo",
 ]
 
 #: The metrics the demo evaluates (canonical names appear in the output).
