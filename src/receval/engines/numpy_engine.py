@@ -1276,6 +1276,14 @@ def _join_block(p: Prepared, sources: dict[str, _CellSource], u0: int, u1: int) 
     return out
 
 
+def _history_block(
+    history: tuple[np.ndarray, np.ndarray], u0: int, u1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Users ``u0:u1`` of the training items' ``(offsets, items)``, offsets from 0."""
+    offsets, items = history
+    return offsets[u0 : u1 + 1] - offsets[u0], items[offsets[u0] : offsets[u1]]
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -1343,12 +1351,7 @@ def compute(
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
             slots=None if slots is None else slots.block(u0, u1),
-            history=None
-            if history is None
-            else (
-                history[0][u0 : u1 + 1] - history[0][u0],
-                history[1][history[0][u0] : history[0][u1]],
-            ),
+            history=None if history is None else _history_block(history, u0, u1),
             judged=None if judged is None else judged.block(u0, u1),
             pooled=None if pooled is None else pooled.block(u0, u1),
             n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
@@ -1357,6 +1360,7 @@ def compute(
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
             graded_hits=None if graded is None else graded[0].block(u0, u1),
             graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
+            listed=p.has_recs[u0:u1],
             **_join_block(p, joins, u0, u1),
         )
         for j, s in enumerate(specs):

@@ -136,6 +136,8 @@ TREC_EVAL = Convention(
         "g": {"grades": "positive"},
         "ndcg_rel": {"grades": "positive"},
         "rndcg": {"grades": "positive"},
+        "iprec": {"empty": "nan"},
+        "iprec_avg": {"empty": "nan"},
     },
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate", "r_precision", "f1"),
     names={
@@ -547,7 +549,7 @@ LENSKIT = Convention(
         "precision": {"denominator": "retrieved", "empty": "nan"},
         "recall": {"denominator": "min_k_relevant"},
         "ap": {"denominator": "min_retrieved_relevant", "empty": "nan"},
-        "ndcg": {"gain": "binary", "discount": "jarvelin"},
+        "ndcg": {"gain": "binary", "discount": "jarvelin", "zero_ideal": "divide"},
         "dcg": {"gain": "binary", "discount": "jarvelin"},
     },
     metrics=("precision", "recall", "ap", "ndcg", "dcg", "rr", "hit_rate"),

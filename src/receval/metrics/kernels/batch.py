@@ -231,6 +231,12 @@ class Batch:
             by ``grades``) with each item's gain replaced by the mean gain of
             its group of equal scores over the whole list; only built for
             ``tied=average`` (torchmetrics' nDCG).
+        listed: ``(m,)`` bool or None: was the user's list given (it may be
+            empty, or condensed to nothing under ``unjudged="condense"``),
+            as against a user without a list that a policy keeps
+            (``missing_recs="zero"``: trec_eval's ``-c``); None: every user's
+            was. Read by the kernels whose value of a list given empty is not
+            that of a missing one (``iprec[empty=nan]``).
         graded_hits, graded_ideal_cells: under ``graded=False`` (binary
             relevance), the grades of the relevant items as gains, whatever
             they are (0 and negative ones included), and each user's grades
@@ -286,6 +292,7 @@ class Batch:
     n_judged: np.ndarray | None = None
     catalog_size: int | None = None
     scored_hits: Cells | None = None
+    listed: np.ndarray | None = None
     tied_gains: dict[tuple[str, str], Cells] | None = None
     graded_hits: Cells | None = None
     graded_ideal_cells: Cells | None = None

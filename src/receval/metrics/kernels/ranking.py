@@ -350,6 +350,7 @@ def ndcg(
     grades: str = "relevant",
     discount: str = "log",
     tied: str = "order",
+    zero_ideal: str = "zero",
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -362,6 +363,10 @@ def ndcg(
     relevance threshold (trec_eval's nDCG under ``-l``).
     ``tied="average"``: equal scores share their gains (:func:`dcg`); the
     ideal is unchanged (torchmetrics' nDCG).
+    ``zero_ideal="divide"``: a user with relevant items whose idcg@k is
+    exactly 0 (gains of 0 or below: grades read as gains) gets dcg@k / 0 as
+    IEEE arithmetic gives it, NaN for 0/0 and ±inf otherwise (LensKit 2025.8's
+    ``NDCG(gain=...)``, which divides by its ideal unguarded).
     """
     rejoin = b.rejoined is not None and grades == "relevant" and tied == "order"
     actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
@@ -374,9 +379,15 @@ def ndcg(
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
+    out = ratio(actual, best)
+    if zero_ideal == "divide":
+        zero = (best == 0) & (b.n_relevant > 0)
+        if zero.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[zero] = actual[zero] / best[zero]
     if rejoin:  # duplicates="join": a repeated item's rows joined twice (Recommenders)
-        return _rejoined_ndcg(b, k, gain, ideal, discount, ratio(actual, best))
-    return ratio(actual, best)
+        return _rejoined_ndcg(b, k, gain, ideal, discount, out)
+    return out
 
 
 def _retrieved_ideal_dcg(
