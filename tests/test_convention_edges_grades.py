@@ -78,6 +78,48 @@ def test_lenskit_graded_ndcg_known_values(
     assert got == pytest.approx(known, rel=1e-14, abs=1e-15)
 
 
+#: an ideal DCG of exactly 0 (LensKit 2025.8.1 divides by it: NaN for 0/0, ±inf otherwise)
+LK_ZERO_IDEAL = [
+    # every rating 0: 0/0
+    ({"u": ["a", "b", "c"]}, {"u": {"a": 0.0, "x": 0.0}}, "ndcg[gain=linear]", math.nan),
+    # ideal 1·1 + (−1)·1 = 0 (both ranks undiscounted), the list gains −1
+    ({"u": ["b"]}, {"u": {"a": 1.0, "b": -1.0}}, "ndcg[gain=linear]", -math.inf),
+    ({"u": ["b"]}, {"u": {"a": 1.0, "b": -1.0}}, "ndcg@1[gain=linear]", -1.0),
+    # the top rating is 0: the ideal @1 is 0, the list's first item gains −1
+    ({"u": ["b", "c"]}, {"u": {"a": 0.0, "b": -1.0}}, "ndcg@1[gain=linear]", -math.inf),
+    ({"u": ["b", "c"]}, {"u": {"a": 0.0, "b": -1.0}}, "ndcg[gain=linear]", 1.0),
+]
+
+
+@pytest.mark.parametrize(("recs", "truth", "metric", "known"), LK_ZERO_IDEAL)
+def test_lenskit_divides_by_a_zero_ideal(
+    recs: dict[str, list[str]], truth: dict[str, dict[str, float]], metric: str, known: float
+) -> None:
+    """zero_ideal=divide, the convention's (only with gain=linear/exp: a binary
+    ideal is never 0); NaN is left out of the mean and counted as undefined."""
+    res = receval.evaluate(recs, truth, metric, convention="lenskit")
+    name = str(receval.parse_metric(metric, get("lenskit").params))
+    assert "zero_ideal=divide" in name
+    got = float(res.per_user[name].iloc[0])
+    if math.isnan(known):
+        assert math.isnan(got) and res.counts["undefined"] == {name: 1}
+    else:
+        assert got == known and res.summary[name] == known
+    # receval's own reading (and zero_ideal=zero under the convention): 0
+    plain = metric.replace("]", ",zero_ideal=zero]")
+    zero = receval.evaluate(recs, truth, plain, convention="lenskit").per_user.iloc[0, 0]
+    assert zero == (known if math.isfinite(known) else 0.0)
+
+
+def test_zero_ideal_applies_only_with_graded_gains() -> None:
+    """The convention's zero_ideal=divide is left out where gain=binary (the
+    names of binary nDCG do not change); given by hand with it, an error."""
+    params = get("lenskit").params
+    assert str(receval.parse_metric("ndcg@3", params)) == "ndcg@3[discount=jarvelin,gain=binary]"
+    with pytest.raises(receval.MetricError, match="zero_ideal= applies only with gain=linear"):
+        receval.parse_metric("ndcg@3[gain=binary,zero_ideal=divide]")
+
+
 def test_graded_gains_leave_relevance_binary() -> None:
     """gain=linear reads the grades as gains only: relevance stays every truth
     row (R, hits), and gain=binary is unchanged."""
@@ -261,7 +303,8 @@ def _ref(recs: pd.DataFrame, truth: pd.DataFrame, reading: str, k: int) -> dict[
             dcg = sum(gain(rel[i]) * w[j] for j, i in enumerate(r) if i in rel)
             top = sorted((gain(g) for g in rel.values()), reverse=True)[:k]
             ideal = sum(g * w[j] for j, g in enumerate(top))
-            out[name].append(dcg / ideal if ideal else 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):  # LensKit divides by 0
+                out[name].append(float(np.float64(dcg) / ideal))
     return {n: float(np.nanmean(v)) for n, v in out.items()}
 
 

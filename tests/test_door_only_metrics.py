@@ -75,8 +75,10 @@ def test_receval_metrics_and_explain_describe_them(capsys: pytest.CaptureFixture
 
     assert main(["metrics"]) == 0
     listed = capsys.readouterr().out
-    for d in DOOR_DEFS:
-        assert f"\n{d.name}" in "\n" + listed, d.name
+    lines = {line.split(" ")[0]: line for line in listed.splitlines()}
+    for d in DOOR_DEFS:  # each names its door's command; no other metric names one
+        assert lines[d.name].endswith(f"[only through `{DOORS[d.door].command}`]")
+    assert sum("only through" in line for line in lines.values()) == len(DOOR_DEFS)
     for name, door in (("rbo", "receval.agreement"), ("alpha_ndcg", "receval.intent_aware")):
         assert main(["explain", name]) == 0
         text = capsys.readouterr().out
@@ -188,7 +190,7 @@ def test_every_door_metric_has_the_properties_of_the_others(d: Any) -> None:
 #: measures).evaluate(RUN) per query: q1 and q4 map to an empty dict in the run. Every
 #: measure is 0 for them but gm_map (ln 1e-5, trec_eval's m_gm_map.c floor) and num_rel;
 #: q9 (not in the qrels) is left out. (iprec_at_recall and 11pt_avg are NaN there:
-#: m_iprec_at_recall.c divides num_rel_ret by num_ret = 0; receval gives 0, see below.)
+#: m_iprec_at_recall.c divides num_rel_ret by num_ret = 0; see below.)
 QRELS = {
     "q1": {"a": 1, "b": 0},
     "q2": {"c": 1, "x": 2},
@@ -253,16 +255,57 @@ def test_an_empty_list_in_a_run_dict_scores_as_pytrec_eval(empty: Any) -> None:
     assert sorted(str(u) for u in absent.per_user.dropna().index) == ["q2", "q3", "q5"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="receval's iprec kernel gives 0 for an empty list; pytrec_eval NaN (trec_eval's "
-    "m_iprec_at_recall.c: precis = num_rel_ret / num_ret, num_ret = 0): kernels/trec.py",
-)
-def test_an_empty_list_in_a_run_dict_interpolated_precision() -> None:
-    """pytrec_eval 0.5.11 gives NaN for iprec_at_recall_0.00 and 11pt_avg of q1 and q4."""
-    res = receval.evaluate(RUN, QRELS, ["iprec_at_recall_0.00", "11pt_avg"], convention="trec_eval")
+#: pytrec_eval 0.5.11's iprec_at_recall and 11pt_avg for RUN and QRELS (its bundled trec_eval
+#: 9.0.8 rounds c = ⌊level · R + 0.9⌋: rounding=trec9): trec_eval starts from num_rel_ret /
+#: num_ret, 0/0 for a query mapped to {}, and keeps it at the levels whose c is 0 (every level
+#: of q4, R = 0; level 0 of q1, R = 1). The same with judged_docs_only_flag=True on lists of
+#: unjudged documents only (condensed to nothing).
+NAN = math.nan
+PYTREC_IPREC = {
+    "q1": [NAN] + [0.0] * 10 + [NAN],
+    "q4": [NAN] * 12,
+    "q2": [1.0] * 6 + [0.0] * 5 + [0.5454545454545454],
+}
+IPREC = [f"iprec[recall={x / 10},rounding=trec9]" for x in range(11)]
+IPREC.append("iprec_avg[rounding=trec9]")
+
+
+def _same(got: float, want: float) -> bool:
+    return (math.isnan(got) and math.isnan(want)) or got == want
+
+
+@pytest.mark.parametrize("form", ["empty", "condensed"])
+def test_an_empty_list_in_a_run_dict_interpolated_precision(form: str) -> None:
+    """NaN where pytrec_eval's 0/0 is NaN: the library's own value, every door alike (the
+    trec_eval text prints it as trec_eval does: `  -nan`)."""
+    run: dict[str, Any] = dict(RUN)
+    options: dict[str, Any] = {}
+    if form == "condensed":  # -J: lists of unjudged documents only
+        run.update({"q1": {"zz": 1.0}, "q4": {"yy": 2.0}})
+        options["unjudged"] = "condense"
+    res = receval.evaluate(run, QRELS, IPREC, convention="trec_eval", **options)
     rows = res.per_user.set_axis([str(u) for u in res.per_user.index])
-    assert all(math.isnan(v) for q in ("q1", "q4") for v in rows.loc[q])
+    for query, want in PYTREC_IPREC.items():
+        got = rows.loc[query].tolist()
+        assert all(map(_same, got, want)), (query, got)
+    undefined = [2] + [1] * 10 + [2]  # level 0 and 11pt_avg: q1 and q4; the others: q4
+    assert res.counts["undefined"] == {
+        str(s): n for s, n in zip(res.metrics, undefined, strict=True)
+    }
+
+
+def test_a_user_without_a_list_is_trec_evals_bogus_ranking() -> None:
+    """trec_eval -c ranks one document in no qrels for a query missing from the run:
+    num_rel_ret / num_ret = 0/1, so 0 at every level (trec_eval.c's bogus_ranking); a query
+    given empty ({}) is 0/0."""
+    run = {q: v for q, v in RUN.items() if q != "q1"}
+    res = receval.evaluate(run, QRELS, IPREC, convention="trec_eval", missing_recs="zero")
+    rows = res.per_user.set_axis([str(u) for u in res.per_user.index])
+    assert rows.loc["q1"].tolist() == [0.0] * 12
+    assert all(map(_same, rows.loc["q4"].tolist(), PYTREC_IPREC["q4"]))
+    # outside the trec_eval convention an empty list is 0 (iprec's default, empty=zero)
+    plain = receval.evaluate(RUN, QRELS, ["iprec", "iprec_avg"])
+    assert plain.per_user.loc["q1"].tolist() == [0.0, 0.0]
 
 
 # -- known values (tests/data/known_values_intent.csv, as tests/test_registry.py asks) -------
@@ -293,12 +336,25 @@ INTENT_KNOWN = list(
     "row", INTENT_KNOWN, ids=[f"{r['case']}-{r['metric']}" for r in INTENT_KNOWN]
 )
 def test_intent_aware_known_values(row: dict[str, str]) -> None:
-    """The metric string's alpha is the door's alpha= (intent_aware's own option)."""
+    """The metric string's alpha, given in the string or as the door's alpha=."""
     spec = receval.parse_metric(row["metric"])
     run, qrels = INTENT_CASES[row["case"]]
     cols = {"user_col": "query", "item_col": "doc"} if row["case"] == "pyndeval" else {}
     metric = f"{spec.name}@{spec.k}"
     res = receval.intent_aware(run, qrels, metric, alpha=spec.param_dict["alpha"], **cols)
-    assert res.per_query.loc[row["user"], metric] == pytest.approx(
-        float(row["expected"]), rel=1e-14, abs=1e-15
-    )
+    want = pytest.approx(float(row["expected"]), rel=1e-14, abs=1e-15)
+    assert res.per_query.loc[row["user"], metric] == want
+    if "[" in row["metric"]:  # the string's alpha wins over the door's
+        own = receval.intent_aware(run, qrels, row["metric"], alpha=0.9, **cols)
+        assert own.per_query.loc[row["user"], row["metric"]] == want
+
+
+def test_intent_aware_alpha_in_the_string_and_its_errors() -> None:
+    run, qrels = INTENT_CASES["hand"]
+    res = receval.intent_aware(run, qrels, ["alpha_ndcg@3", "alpha_ndcg@3[alpha=0.3]"])
+    alone = receval.intent_aware(run, qrels, "alpha_ndcg@3", alpha=0.3)
+    assert res.summary["alpha_ndcg@3[alpha=0.3]"] == alone.summary["alpha_ndcg@3"]
+    assert res.summary["alpha_ndcg@3"] != alone.summary["alpha_ndcg@3"]
+    for bad in ("alpha_ndcg@3[alpha=1.5]", "alpha_ndcg@3[alpha=x]"):
+        with pytest.raises(receval.MetricError, match=r"alpha must be a number in \[0, 1\]"):
+            receval.intent_aware(run, qrels, bad)

@@ -232,13 +232,13 @@ def test_trec_eval_and_ir_measures_names_parse() -> None:
     conv = receval.evaluation.conventions.get("trec_eval").params
     cases = {
         "P.5,7": ["precision@5", "precision@7"],
-        "iprec_at_recall..25": ["iprec[recall=0.25]"],
+        "iprec_at_recall..25": ["iprec[empty=nan,recall=0.25]"],
         "Rprec_mult.0.35": ["r_precision[mult=0.35]"],
         "rbp.p=0.5": ["rbp[grades=positive,p=0.5]"],
-        "11pt_avg": ["iprec_avg"],
+        "11pt_avg": ["iprec_avg[empty=nan]"],
         "AP@10": ["ap@10[denominator=relevant]"],
         "nDCG(dcg='exp-log2')@10": ["ndcg@10[gain=exp,grades=positive]"],
-        "IPrec@0.1": ["iprec[recall=0.1]"],
+        "IPrec@0.1": ["iprec[empty=nan,recall=0.1]"],
         "Judged@10": ["judged@10"],
         "NumRelRet": ["hits"],
         "SetAP": ["set_ap"],

@@ -231,9 +231,8 @@ def test_all_trec_at_the_edges_is_trec_evals(setting: str) -> None:
     assert res.counts["users_evaluated"] == len(QUERIES)  # trec_eval's num_q
     for measure, values in pinned.items():
         want = np.array(values)
-        if np.isnan(want).any():  # 11pt_avg of qD under -J: trec_eval's 0/0 (see below)
+        if np.isnan(want).any():  # 11pt_avg of qD under -J: trec_eval's 0/0, receval's too
             assert measure == "11pt_avg" and setting == "J"
-            want = np.nan_to_num(want)
         got = res.per_user[names[measure]].reindex(list(QUERIES)).to_numpy()
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=measure)
     # the `all` line: the mean over num_q; gm_map and gm_bpref: exp of the mean of the logs
@@ -311,14 +310,23 @@ def test_a_list_condensed_to_nothing_is_still_a_list() -> None:
         assert own.per_user["ap"].tolist() == [1.0, 0.0]
 
 
-def test_iprec_of_an_empty_list_is_0_where_trec_eval_divides_0_by_0() -> None:
-    """A documented difference: m_iprec_at_recall.c and m_11pt_avg.c start
-    from num_rel_ret / num_ret, 0/0 for a list -J emptied, and trec_eval 10.0
-    prints -nan for the levels whose cut is 0 relevant documents (and an
-    `all` line of -nan); receval gives the list's interpolated precision, 0."""
-    res, names = _evaluate(RUN, QRELS, ["iprec_at_recall_0.00", "11pt_avg"], unjudged="condense")
+def test_iprec_of_an_empty_list_is_nan_where_trec_eval_divides_0_by_0() -> None:
+    """m_iprec_at_recall.c and m_11pt_avg.c start from num_rel_ret / num_ret,
+    0/0 for a list -J emptied, and keep it for the levels whose cut is 0
+    relevant documents: NaN, left out of the mean and counted as undefined
+    (trec_eval's `all` line is -nan: the text prints that); the levels whose
+    cut is above 0 stay 0. Outside the convention (empty=zero) it is 0."""
+    measures = ["iprec_at_recall_0.00", "iprec_at_recall_1.00", "11pt_avg"]
+    res, names = _evaluate(RUN, QRELS, measures, unjudged="condense")
     for measure in ("iprec_at_recall_0.00", "11pt_avg"):
-        assert res.per_user[names[measure]]["qD"] == 0.0
+        assert math.isnan(res.per_user[names[measure]]["qD"])
+        assert res.counts["undefined"][names[measure]] == 1
+    assert res.per_user[names["iprec_at_recall_1.00"]]["qD"] == 0.0  # qD has R = 1
+    recs, truth = _tables(RUN, QRELS)
+    own = receval.evaluate(
+        recs, truth, ["iprec", "iprec_avg"], unjudged="condense", negative_grades="unjudged"
+    )
+    assert own.per_user.loc["qD"].tolist() == [0.0, 0.0]
 
 
 # --- ir_measures' names (ir_measures 0.4.3, ir_measures.iter_calc) ----------
@@ -461,10 +469,9 @@ def test_all_trec_against_pytrec_eval_on_random_edges(tmp_path: Path) -> None:
             want = np.array([theirs[q][measure] for q in theirs])
             got = res.per_user[names[measure]].reindex(list(theirs)).to_numpy()
             nan = np.isnan(want)
-            if nan.any():  # trec_eval's 0/0 over an empty list
+            if nan.any():  # trec_eval's 0/0 over an empty list: receval's NaN too
                 assert case["J"] and measure in {"11pt_avg"} | {m for m in ALL_TREC if "iprec" in m}
                 assert (res.per_user[names["num_ret"]].reindex(list(theirs))[nan] == 0).all()
-                want = np.where(nan, 0.0, want)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=f"{key} {measure}")
 
 

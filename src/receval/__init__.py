@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.tracking import log_mlflow, log_wandb
     from receval.evaluation.accumulator import Accumulator
     from receval.evaluation.api import evaluate, evaluate_explicit, score
+    from receval.evaluation.next_items import NextItemResult, evaluate_next_items
     from receval.evaluation.options import EvalOptions
     from receval.evaluation.ratings import evaluate_ratings, score_ratings
     from receval.evaluation.result import Result
@@ -65,6 +66,8 @@ _LAZY = {
     "evaluate": "receval.evaluation.api",
     "evaluate_explicit": "receval.evaluation.api",
     "score": "receval.evaluation.api",
+    "evaluate_next_items": "receval.evaluation.next_items",
+    "NextItemResult": "receval.evaluation.next_items",
     "EvalOptions": "receval.evaluation.options",
     "evaluate_ratings": "receval.evaluation.ratings",
     "score_ratings": "receval.evaluation.ratings",
@@ -148,6 +151,7 @@ __all__ = [
     "MetricDef",
     "MetricError",
     "MetricSpec",
+    "NextItemResult",
     "NoSharedUser",
     "OptionError",
     "ParamDef",
@@ -163,6 +167,7 @@ __all__ = [
     "curve",
     "evaluate",
     "evaluate_explicit",
+    "evaluate_next_items",
     "evaluate_ratings",
     "group_gap",
     "group_mad",

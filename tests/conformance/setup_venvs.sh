@@ -41,9 +41,11 @@ make_venv lenskit "torch==2.13.0" "lenskit==2025.8.1" &
 make_venv obp "torch==2.13.0" \
     "numpy scipy pandas scikit-learn matplotlib seaborn tqdm pyyaml" \
     "--no-deps --ignore-requires-python obp==0.5.7 mypy-extensions" &
+# Cornac's next-item evaluation (tests/conformance/test_cornac_next.py)
+make_venv cornac "cornac==3.0.1 pandas" &
 wait
 status=0
-for name in core rectools replay spark recbole recommenders lenskit obp; do
+for name in core rectools replay spark recbole recommenders lenskit obp cornac; do
     [ -f "$dir/$name/.ready" ] || { echo "missing: $name"; status=1; }
 done
 exit $status

@@ -47,10 +47,9 @@ SEEDS = (0, 1)
 
 def workload(tool: str, seed: int) -> dict[str, Any]:
     """Random lists (distinct scores) and a truth graded -2..4 whose two
-    largest grades are positive (LensKit's graded ideal is then not 0: an
-    ideal of exactly 0, possible only with negative grades, LensKit divides
-    by, NaN or ±inf, where receval gives 0; documented). Recommenders: no grade 0 (a documented
-    difference: a row graded 0 is relevant to it, never to receval)."""
+    largest grades are positive, but for LensKit's graded nDCG, whose truth
+    may hold only grades of 0 and below (an ideal of exactly 0, which LensKit
+    divides by: ``zero_ideal=divide``). Recommenders: no grade 0."""
     rng = np.random.default_rng(seed)
     grades = [-2, -1, 1, 2, 3, 4] if tool == "recommenders" else [-2, -1, 0, 1, 2, 3, 4]
     recs: dict[str, list[list[Any]]] = {}
@@ -64,7 +63,8 @@ def workload(tool: str, seed: int) -> dict[str, Any]:
         m = int(rng.integers(1, 8))
         pool = rng.choice(40, m, replace=False)
         g = [int(x) for x in rng.choice(grades, m)]
-        g[: min(m, 2)] = [int(x) for x in rng.integers(1, 5, min(m, 2))]
+        if tool != "lenskit_graded":
+            g[: min(m, 2)] = [int(x) for x in rng.integers(1, 5, min(m, 2))]
         truth[user] = {str(i): x for i, x in zip(pool, g, strict=True)}
     return {"recs": recs, "truth": truth, "k": KS}
 

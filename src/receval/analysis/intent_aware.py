@@ -44,6 +44,7 @@ kernels are the shares: they run only inside this door
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,7 +68,10 @@ INTENT_METRICS: Mapping[str, tuple[str, bool]] = {
     "nerr_ia": ("rank", True),
 }
 
-_METRIC = re.compile(r"^\s*([a-z_\-]+)\s*@\s*(\d+(?:\s*,\s*\d+)*)\s*$", re.IGNORECASE)
+_METRIC = re.compile(
+    r"^\s*([a-z_\-]+)\s*@\s*(\d+(?:\s*,\s*\d+)*)\s*(?:\[\s*alpha\s*=\s*([^\]]*)\])?\s*$",
+    re.IGNORECASE,
+)
 
 #: evaluate's options that the door sets itself
 _OWN = frozenset(
@@ -172,8 +176,10 @@ def intent_aware(
         metrics: ``alpha_ndcg@k``, ``alpha_dcg@k``, ``err_ia@k``,
             ``nerr_ia@k`` (ndeval's spellings ``alpha-nDCG@20``, ``ERR-IA@20``
             too; several cut-offs as ``alpha_ndcg@5,10,20``). A cut-off is
-            required.
-        alpha: the redundancy penalty α in [0, 1] (ndeval's ``-alpha``).
+            required. ``[alpha=x]`` sets one measure's α (its column is then
+            named with it, ``alpha_ndcg@20[alpha=0.3]``).
+        alpha: the redundancy penalty α in [0, 1] (ndeval's ``-alpha``) of the
+            measures whose string gives none.
         all_queries: average over every query of the qrels, those without a
             list scoring 0 (ndeval's ``-c``); default: the queries in both.
         **options: options of :func:`receval.evaluate` about reading the run
@@ -194,12 +200,12 @@ def intent_aware(
         >>> {m: round(v, 4) for m, v in res.summary.items()}
         {'alpha_ndcg@3': 0.9652, 'err_ia@3': 0.5938}
     """
-    wanted = _parse(metrics)
     if isinstance(alpha, bool) or not (
         isinstance(alpha, (int, float)) and 0.0 <= float(alpha) <= 1.0
     ):
         raise MetricError(f"alpha must be a number in [0, 1]; got {alpha!r}")
     alpha = float(alpha)
+    asked = _parse(metrics)
     own = sorted(set(options) & _OWN)
     if own:
         raise ReceValError(
@@ -207,19 +213,24 @@ def intent_aware(
         )
     qrels = read_subtopic_qrels(spark_files.collected(subtopic_qrels))
     judged = _Judged.of(qrels)
-    cutoffs = sorted({k for _, k in wanted})
-    raw = _run_shares(recommendations, judged, cutoffs, alpha, options)
-    in_run = raw.pop("in_run")
-    ideal = (
-        _greedy_ideal(judged, max(k for name, k in wanted if INTENT_METRICS[name][1]), alpha)
-        if any(INTENT_METRICS[name][1] for name, _ in wanted)
-        else {}
-    )
+    by_alpha: dict[float, list[tuple[str, int]]] = {}
+    for name, k, own_alpha in asked:
+        by_alpha.setdefault(alpha if own_alpha is None else own_alpha, []).append((name, k))
+    values: dict[tuple[str, int, float], np.ndarray] = {}
+    for a, wanted in by_alpha.items():  # one pass over the subtopics per α
+        wanted = list(dict.fromkeys(wanted))
+        raw = _run_shares(recommendations, judged, sorted({k for _, k in wanted}), a, options)
+        in_run = raw.pop("in_run")
+        run_only = raw.pop("run_only")
+        greedy = [k for name, k in wanted if INTENT_METRICS[name][1]]
+        ideal = _greedy_ideal(judged, max(greedy), a) if greedy else {}
+        for (name, k), value in _normalised(wanted, raw, ideal, judged, a).items():
+            values[(name, k, a)] = value
     keep = np.ones(judged.n_queries, dtype=bool) if all_queries else in_run
-    columns = {
-        f"{name}@{k}": value[keep]
-        for (name, k), value in _normalised(wanted, raw, ideal, judged, alpha).items()
-    }
+    columns = {}
+    for name, k, own_alpha in asked:
+        column = f"{name}@{k}" if own_alpha is None else f"{name}@{k}[alpha={own_alpha!r}]"
+        columns[column] = values[(name, k, alpha if own_alpha is None else own_alpha)][keep]
     index = pd.Index(judged.query_ids[keep], name="query")
     per_query = pd.DataFrame(columns, index=index)
     if per_query.empty:
@@ -233,7 +244,7 @@ def intent_aware(
         "queries_in_qrels": judged.n_queries,
         "queries_without_relevant": int((judged.n_subtopics == 0).sum()),
         "queries_without_list": int((~in_run).sum()),
-        "run_queries_not_in_qrels": int(raw.pop("run_only")),
+        "run_queries_not_in_qrels": int(run_only),
         "subtopics": int(judged.n_subtopics.sum()),
     }
     return IntentAwareResult(
@@ -268,11 +279,13 @@ def _normalised(
     return out
 
 
-def _parse(metrics: str | Iterable[str]) -> list[tuple[str, int]]:
+def _parse(metrics: str | Iterable[str]) -> list[tuple[str, int, float | None]]:
+    """(name, cut-off, the string's α or None) of each measure asked, in order,
+    repeats dropped."""
     items = [metrics] if isinstance(metrics, str) else list(metrics)
     if not items:
         raise MetricError("intent_aware: no metric given")
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, int, float | None]] = []
     for item in items:
         m = _METRIC.match(str(item))
         name = m.group(1).lower().replace("-", "_") if m else ""
@@ -282,12 +295,23 @@ def _parse(metrics: str | Iterable[str]) -> list[tuple[str, int]]:
             raise MetricError(
                 f"intent_aware: {item!r}: {why} (measures: "
                 + ", ".join(f"{n}@k" for n in INTENT_METRICS)
-                + ")"
+                + ", each with an optional [alpha=x])"
             )
+        own_alpha = None
+        if m.group(3) is not None:
+            try:
+                own_alpha = float(m.group(3))
+            except ValueError:
+                own_alpha = math.nan
+            if not 0.0 <= own_alpha <= 1.0:
+                raise MetricError(
+                    f"intent_aware: {item!r}: alpha must be a number in [0, 1]; "
+                    f"got {m.group(3).strip()!r}"
+                )
         for k in (int(x) for x in m.group(2).split(",")):
             if k < 1:
                 raise MetricError(f"intent_aware: {item!r}: a cut-off must be >= 1")
-            out.append((name, k))
+            out.append((name, k, own_alpha))
     return list(dict.fromkeys(out))
 
 

@@ -22,6 +22,7 @@ from receval.evaluation.result import markdown_escape
 @command("metrics")
 def list_metrics(plugin: Plugins = None) -> None:
     """List every metric with its aliases, parameters and definition."""
+    from receval.metrics.registry import DOORS
     from receval.metrics.registry import metrics as registry
 
     kinds = {"ranking": "per user", "aggregate": "aggregate", "rating": "rating prediction"}
@@ -35,7 +36,8 @@ def list_metrics(plugin: Plugins = None) -> None:
             line += f" (also {', '.join(d.aliases)})"
         if params:
             line += f" [{params}]"
-        show_out(f"{line} — {kinds[d.kind]}: {d.description}")
+        door = "" if d.door is None else f" [only through `{DOORS[d.door].command}`]"
+        show_out(f"{line} — {kinds[d.kind]}: {d.description}{door}")
 
 
 def _render_compare(table: Any, name: str, output: Output) -> str:

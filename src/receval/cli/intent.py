@@ -42,8 +42,8 @@ def intent_aware(
         typer.Option(
             "-m",
             "--metric",
-            help="alpha_ndcg@k, alpha_dcg@k, err_ia@k or nerr_ia@k (repeatable; "
-            "none: alpha_ndcg@20 and err_ia@20)",
+            help="alpha_ndcg@k, alpha_dcg@k, err_ia@k or nerr_ia@k, each with an optional "
+            "[alpha=x] (repeatable; none: alpha_ndcg@20 and err_ia@20)",
         ),
     ] = None,
     alpha: Annotated[

@@ -138,22 +138,90 @@ def split(
         str,
         typer.Option(
             "--method",
-            metavar="random|user_random|time|user_time|leave_one_out",
+            metavar="random|user_random|time|user_time|leave_one_out|leave_last_out|session"
+            "|time_windows",
             help="how to split",
         ),
     ] = "user_time",
     test_size: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--test-size",
             metavar="N|SHARE",
-            help="an integer: rows (per user for user_*), e.g. 2; a number below 1: a share",
+            help="an integer: rows (per user for user_*; sessions for session), e.g. 2; a "
+            "number below 1: a share (default 0.2; leave_last_out: n, default 1)",
         ),
-    ] = "0.2",
+    ] = None,
     validation_size: Annotated[
         str | None,
         typer.Option(
             "--validation-size", metavar="N|SHARE", help="also a validation part, as --test-size"
+        ),
+    ] = None,
+    cutoff: Annotated[
+        str | None,
+        typer.Option(
+            "--cutoff",
+            metavar="TIME",
+            help="time, session: the cut (a number or a date); overrides --test-size",
+        ),
+    ] = None,
+    session_col: Annotated[
+        str | None,
+        typer.Option("--session-col", metavar="NAME", help="session: the session column"),
+    ] = None,
+    session_gap: Annotated[
+        str | None,
+        typer.Option(
+            "--session-gap",
+            metavar="DURATION",
+            help="session: a new session after a longer inactivity (30min, 1h, or a number: "
+            "seconds for dates, else the timestamps' unit)",
+        ),
+    ] = None,
+    straddle: Annotated[
+        str,
+        typer.Option(
+            "--straddle",
+            metavar="test|train|drop",
+            help="session: where a session across the cut goes",
+        ),
+    ] = "test",
+    test_length: Annotated[
+        str | None,
+        typer.Option(
+            "--test-length", metavar="DURATION", help="time_windows: each test window (7D, 4h, N)"
+        ),
+    ] = None,
+    train_length: Annotated[
+        str | None,
+        typer.Option(
+            "--train-length",
+            metavar="DURATION",
+            help="time_windows: each train window (default: all before the test window)",
+        ),
+    ] = None,
+    step: Annotated[
+        str | None,
+        typer.Option(
+            "--step",
+            metavar="DURATION",
+            help="time_windows: between two folds' test windows (default: --test-length)",
+        ),
+    ] = None,
+    n_folds: Annotated[
+        int, typer.Option("--n-folds", help="time_windows: the number of folds")
+    ] = 1,
+    start: Annotated[
+        str | None,
+        typer.Option("--start", metavar="TIME", help="time_windows: the first test window's start"),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            "--end",
+            metavar="TIME",
+            help="time_windows: the last test window's end (default: just after the last row)",
         ),
     ] = None,
     seed: Seed = 0,
@@ -165,6 +233,10 @@ def split(
     ] = 0,
     drop_unseen: Annotated[
         bool, typer.Option("--drop-unseen", help="drop test rows of users/items unseen in train")
+    ] = False,
+    drop_seen: Annotated[
+        bool,
+        typer.Option("--drop-seen", help="drop test rows whose (user, item) pair is in train"),
     ] = False,
     timestamp_col: Annotated[
         str | None,
@@ -200,6 +272,20 @@ def split(
             min_item_interactions=min_item_interactions,
             drop_unseen_users=drop_unseen,
             drop_unseen_items=drop_unseen,
+            drop_seen=drop_seen,
+            **_sequential(
+                method,
+                cutoff=cutoff,
+                session_col=session_col,
+                session_gap=session_gap,
+                straddle=straddle,
+                test_length=test_length,
+                train_length=train_length,
+                step=step,
+                n_folds=n_folds,
+                start=start,
+                end=end,
+            ),
         )
     show_out(str(result))
     with status(f"writing {out_dir}", quiet):
@@ -207,6 +293,34 @@ def split(
     for name, path in saved.items():
         if not quiet:
             note_line(f"{name}: {path}")
+
+
+def _number_or_text(text: str | None) -> Any:
+    """A flag's value as a number when it reads as one (``1800``, ``0.5``),
+    else the text (a date, a duration like ``30min``)."""
+    if text is None:
+        return None
+    if re.fullmatch(r"\s*-?[0-9]+\s*", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _sequential(method: str, **given: Any) -> dict[str, Any]:
+    """The options of the session and time-window splits (and ``--cutoff``),
+    numbers read as numbers; those left at their default are not passed, so
+    another method's flag given to a method is refused by the library, naming it."""
+    defaults = {"straddle": "test", "n_folds": 1}
+    out = {}
+    for name, value in given.items():
+        if value is None or defaults.get(name, object()) == value:
+            continue
+        out[name] = (
+            value if name in ("straddle", "n_folds", "session_col") else _number_or_text(value)
+        )
+    return out
 
 
 def _log(path: Path | None, fmt: Format, sep: str | None, options: EvalOptions) -> Any:
@@ -245,6 +359,22 @@ def check(
     timestamp_col: Annotated[
         str, typer.Option("--timestamp-col", metavar="NAME", help="timestamp column")
     ] = "timestamp",
+    session_col: Annotated[
+        str | None,
+        typer.Option(
+            "--session-col",
+            metavar="NAME",
+            help="a session split: sessions (per user) in both train and test are leakage",
+        ),
+    ] = None,
+    session_gap: Annotated[
+        str | None,
+        typer.Option(
+            "--session-gap",
+            metavar="DURATION",
+            help="as --session-col, sessions cut by an inactivity gap (30min, or a number)",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.auto,
     sep: SepOpt = None,
     quiet: Quiet = False,
@@ -273,6 +403,8 @@ def check(
             chronological=True if chronological else (False if not_chronological else None),
             options=options,
             timestamp_col=timestamp_col,
+            session_col=session_col,
+            session_gap=_number_or_text(session_gap),
         )
     show_out(report_.render(cli=True))
     if not quiet:  # each file against its set's manifest; parts of different splits

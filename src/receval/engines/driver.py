@@ -403,6 +403,8 @@ class _Evaluated:
             and not p.counts.get("recommendation_rows_duplicate_counted")
             and not p.counts.get("truth_rows_duplicate_dropped")
             and not p.counts.get("truth_rows_duplicate_counted")
+            and not p.counts.get("recommendation_rows_duplicate_joined")
+            and not p.counts.get("truth_rows_duplicate_joined")
             and p.counts.get("recommendation_rows") == int(p.n.sum())
             and p.counts.get("truth_rows") == len(self.truth.users)
         )

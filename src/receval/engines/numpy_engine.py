@@ -98,6 +98,47 @@ class Prepared:
     graded_gain: np.ndarray | None = None
     graded_ideal_grades: np.ndarray | None = None
     graded_ideal_offsets: np.ndarray | None = None
+    #: how repeated rows are read, when some were (:class:`Joined`); None:
+    #: every relevant position is one hit
+    joined: Joined | None = None
+
+
+#: the ``duplicates`` values under which every row counts (none dropped)
+EVERY_ROW = ("count", "count_distinct", "join", "left_join")
+#: those that join the truth with the lists: a pair of rows is a hit
+JOINS = ("join", "left_join")
+
+
+@dataclass
+class Joined:
+    """Per list row, how a position of a repeated item counts, under the
+    ``duplicates`` values that read every row (only where some row repeats).
+
+    Attributes:
+        pairs: under ``join`` / ``left_join``, the (list row, truth row)
+            pairs of the position: the user's relevant truth rows of its item
+            (0 where it is not relevant); each is a hit.
+        each_pair: AP adds one term per pair (``join``: the c-th pair at
+            position i adds (pairs above i + c) / i, Microsoft Recommenders'
+            ``map_at_k``) rather than one per position ((pairs up to i) / i:
+            RecTools' ``MAP``).
+        rejoined: under ``join``, nDCG's gain of a position: its pairs joined
+            once more with the list's rows and the truth's rows of the item
+            (pairs² × list rows of the item; Recommenders' ``ndcg_at_k``).
+        rejoin_extra: the rows that second join adds to the nDCG ideal at a
+            position (rejoined, less the item's truth rows at its first
+            position): the ideal of the top k holds R + Σ of it over the top k.
+        distinct: under ``count_distinct``, the gain of a position only where
+            it holds its item's first row (precision and recall count distinct
+            items: RePlay); ``n_distinct`` per user its distinct relevant items.
+    """
+
+    pairs: np.ndarray | None = None
+    each_pair: bool = False
+    rejoined: np.ndarray | None = None
+    rejoin_extra: np.ndarray | None = None
+    distinct: np.ndarray | None = None
+    n_distinct: np.ndarray | None = None
 
 
 def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
@@ -362,7 +403,7 @@ def prepare(
         rows, tu, ti, truth.grades, n_users, judged, condense, relevant_from, dropped, counts
     )
     graded = positive_grades or relevant_from == "list" or rows.recommended is not None
-    rec_grade, rec_gain, rec_offsets, tuser, grades, ti = _join_truth(
+    rec_grade, rec_gain, rec_offsets, tuser, grades, ti, joined = _join_truth(
         rows, truth, tu, ti, n_users, n_items, users, items, counts, threshold, duplicates, graded
     )
 
@@ -381,9 +422,8 @@ def prepare(
     positions = _rank_positions(rows, rec_offsets, rank, counts)
     graded = (None, None, None)
     if gains is not None:
-        graded = graded_gains(
-            rows, rec_gain, tu, ti, truth.grades, gains, threshold, n_users, duplicates != "count"
-        )
+        once = duplicates not in EVERY_ROW  # a pair twice in the truth: in the ideal once
+        graded = graded_gains(rows, rec_gain, tu, ti, truth.grades, gains, threshold, n_users, once)
     return Prepared(
         user_ids=user_ids,
         rec_item_ids=items[0] if rows.source_rows is None else items[0][rows.source_rows],
@@ -417,6 +457,7 @@ def prepare(
         graded_gain=graded[0],
         graded_ideal_grades=graded[1],
         graded_ideal_offsets=graded[2],
+        joined=joined,
     )
 
 
@@ -584,7 +625,9 @@ def _join_truth(
     threshold: float,
     duplicates: str,
     want_grades: bool,
-) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[
+    np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Joined | None
+]:
     """The grade of every listed item in the user's truth, joined.
 
     One pass per user (the compiled module) when it is built and finds no
@@ -596,9 +639,11 @@ def _join_truth(
     the grades are read, not only the gains) and the gain (the grade of a
     relevant, recommended item, else 0) of every list row, the list offsets,
     the truth's users and grades (de-duplicated on the sorting path) and the
-    truth's item codes.
+    truth's item codes, and (under the ``duplicates`` values that read every
+    row, when some row repeats) how the repeated rows count (:class:`Joined`).
     """
     joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
+    how = None
     if joined is not None:
         rec_grade, rec_gain, rec_offsets = joined
         tuser, grades = tu, truth.grades
@@ -610,7 +655,7 @@ def _join_truth(
         tuser, tkey, grades = _dedupe_truth(
             truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
         )
-        if duplicates == "count":  # a key twice in the list: every row reads its grade
+        if duplicates in EVERY_ROW:  # a key twice in the list: every row reads its grade
             rec_grade = _grades_of_rows(korder, skey, tkey, grades)
             tuser, grades = tu, truth.grades  # every truth row is a relevant item (R, ideal)
         else:
@@ -622,7 +667,61 @@ def _join_truth(
         if rows.recommended is not None:  # explicit feedback: only recommended items are hits
             relevant &= rows.recommended
         rec_gain = np.where(relevant, rec_grade, 0.0)
-    return rec_grade, rec_gain, rec_offsets, tuser, grades, ti
+    if joined is None and duplicates in EVERY_ROW and duplicates != "count":
+        how, left = _joins(
+            duplicates, korder, skey, tu * max(int(n_items or 1), 1) + ti, truth.grades, rec_gain,
+            threshold, max(int(n_items or 1), 1), n_users,
+        )  # fmt: skip
+        if left is not None:  # left_join: a truth row once per list row of its item (>= 1)
+            tuser, grades = np.repeat(tu, left), np.repeat(truth.grades, left)
+    return rec_grade, rec_gain, rec_offsets, tuser, grades, ti, how
+
+
+def _joins(
+    duplicates: str,
+    korder: np.ndarray,
+    skey: np.ndarray,
+    tkey: np.ndarray,
+    tgrades: np.ndarray,
+    rec_gain: np.ndarray,
+    threshold: float,
+    n_items: int,
+    n_users: int,
+) -> tuple[Joined, np.ndarray | None]:
+    """How repeated rows count under ``duplicates`` (``count_distinct``,
+    ``join`` or ``left_join``; :class:`Joined`), from the list rows' sorted
+    (user, item) keys (``skey``, ``korder`` their rows) and every truth row's
+    key and grade; and under ``left_join`` how many times each truth row
+    counts in R and the ideal: once per list row of its item, at least once
+    (the rows of the truth left-joined with the list: RecTools'
+    ``merge_reco``)."""
+    relevant = (tgrades >= threshold) & (tgrades > 0)
+    rkeys, rcount = np.unique(tkey[relevant], return_counts=True)
+    first = np.ones(len(skey), dtype=bool)
+    first[1:] = skey[1:] != skey[:-1]
+    in_list = np.zeros(len(skey), dtype=bool)  # the sorted rows, back in list order
+    in_list[korder] = first
+    if duplicates == "count_distinct":
+        distinct = np.where(in_list, rec_gain, 0.0)
+        return Joined(
+            distinct=distinct, n_distinct=np.bincount(rkeys // n_items, minlength=n_users)
+        ), None
+    at = np.minimum(np.searchsorted(rkeys, skey), max(len(rkeys) - 1, 0))
+    m_sorted = np.zeros(len(skey))
+    if len(rkeys):
+        found = rkeys[at] == skey
+        m_sorted[found] = rcount[at[found]]
+    p_sorted = np.searchsorted(skey, skey, "right") - np.searchsorted(skey, skey, "left")
+    pairs, listed = np.empty(len(skey)), np.empty(len(skey))
+    pairs[korder], listed[korder] = m_sorted, p_sorted
+    pairs = np.where(rec_gain > 0, pairs, 0.0)  # hits of explicit feedback only where recommended
+    how = Joined(pairs=pairs, each_pair=duplicates == "join")
+    if duplicates == "join":
+        how.rejoined = pairs * pairs * listed
+        how.rejoin_extra = how.rejoined - np.where(in_list, pairs, 0.0)
+        return how, None
+    left = np.searchsorted(skey, tkey, "right") - np.searchsorted(skey, tkey, "left")
+    return how, np.maximum(left, 1)
 
 
 def _positive(
@@ -754,7 +853,8 @@ def _dedupe_lists(
     counts: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray]:
     """An item twice in a list: an error, (``keep``) its later rows dropped
-    and counted, or (``count``) every row kept, the later ones counted.
+    and counted, or (``count`` and the other values of :data:`EVERY_ROW`)
+    every row kept, the later ones counted.
     Returns the stable order of the rows' (user, item) keys and the sorted
     keys."""
     key = rows.ru * n_items + rows.ri
@@ -771,8 +871,8 @@ def _dedupe_lists(
             "pass " + option("duplicates", "keep") + " to keep the first occurrence"
         )
         raise rows.located(message, first, j, raw_users, raw_items)
-    if duplicates == "count":  # every row stays: its own position, its own hit
-        counts["recommendation_rows_duplicate_counted"] = len(dup_rows)
+    if duplicates in EVERY_ROW:  # every row stays: its own position, its own hit
+        counts["recommendation_rows_duplicate_" + _why(duplicates)] = len(dup_rows)
         return korder, skey
     keep = np.ones(len(key), dtype=bool)
     keep[dup_rows] = False
@@ -817,9 +917,16 @@ def _dedupe_truth(
         starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
         grades = np.maximum.reduceat(grades, starts)
         tkey = tkey[starts]
-        why = "counted" if duplicates == "count" else "dropped"  # count: rows stay in R
-        counts["truth_rows_duplicate_" + why] = int(tdup.sum())
+        counts["truth_rows_duplicate_" + _why(duplicates)] = int(tdup.sum())
     return tkey // n_items, tkey, grades
+
+
+def _why(duplicates: str) -> str:
+    """How repeated rows were read, as their counts' keys say it
+    (``recommendation_rows_duplicate_<why>``, ``truth_rows_duplicate_<why>``)."""
+    if duplicates in JOINS:
+        return "joined"  # every row stays, its pairs are hits
+    return "counted" if duplicates in EVERY_ROW else "dropped"  # count: rows stay in R
 
 
 def _grades_of(
@@ -1128,6 +1235,55 @@ def _graded_sources(
     )
 
 
+def _scored_source(
+    p: Prepared, specs: Sequence[MetricSpec], w: int, at: np.ndarray | None
+) -> _CellSource | None:
+    """The cells of the hits scored > 0, when a metric reads only those
+    (``scores=positive``: torchmetrics), else None."""
+    if not any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
+        return None
+    gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
+    return _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
+
+
+def _join_sources(p: Prepared, w: int, at: np.ndarray | None) -> dict[str, _CellSource]:
+    """The cells of how repeated rows count (:class:`Joined`), by name of
+    the :class:`Batch` field they become."""
+    how = p.joined
+    if how is None:
+        return {}
+    named = {
+        "pairs": how.pairs,
+        "rejoined": how.rejoined,
+        "rejoin_extra": how.rejoin_extra,
+        "distinct_hits": how.distinct,
+    }
+    return {
+        name: _CellSource(p.rec_offsets, np.ascontiguousarray(values, np.float64), w, at)
+        for name, values in named.items()
+        if values is not None
+    }
+
+
+def _join_block(p: Prepared, sources: dict[str, _CellSource], u0: int, u1: int) -> dict[str, Any]:
+    """The :class:`Batch` fields of how repeated rows count, for users u0..u1-1."""
+    if p.joined is None:
+        return {}
+    out: dict[str, Any] = {name: c.block(u0, u1) for name, c in sources.items()}
+    out["each_pair"] = p.joined.each_pair
+    if p.joined.n_distinct is not None:
+        out["n_distinct"] = p.joined.n_distinct[u0:u1]
+    return out
+
+
+def _history_block(
+    history: tuple[np.ndarray, np.ndarray], u0: int, u1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Users ``u0:u1`` of the training items' ``(offsets, items)``, offsets from 0."""
+    offsets, items = history
+    return offsets[u0 : u1 + 1] - offsets[u0], items[offsets[u0] : offsets[u1]]
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -1154,16 +1310,14 @@ def compute(
     ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
     slots = None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at)
     positive = p.positive_ideal_offsets is not None
-    scored = None  # the hits scored > 0 (scores=positive: torchmetrics)
-    if any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
-        gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
-        scored = _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
+    scored = _scored_source(p, specs, w, at)
     tied = {key: _CellSource(p.rec_offsets, _tie_averaged(p, *key), w, at) for key in _tied(specs)}
     if positive:
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
     graded = _graded_sources(p, specs, w, wi, at)
+    joins = _join_sources(p, w, at)
     judged = pooled = None
     if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
         assert p.rec_pooled is not None
@@ -1197,12 +1351,7 @@ def compute(
             positive_hits=pos_hits.block(u0, u1) if positive else None,
             positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
             slots=None if slots is None else slots.block(u0, u1),
-            history=None
-            if history is None
-            else (
-                history[0][u0 : u1 + 1] - history[0][u0],
-                history[1][history[0][u0] : history[0][u1]],
-            ),
+            history=None if history is None else _history_block(history, u0, u1),
             judged=None if judged is None else judged.block(u0, u1),
             pooled=None if pooled is None else pooled.block(u0, u1),
             n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
@@ -1211,6 +1360,8 @@ def compute(
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
             graded_hits=None if graded is None else graded[0].block(u0, u1),
             graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
+            listed=p.has_recs[u0:u1],
+            **_join_block(p, joins, u0, u1),
         )
         for j, s in enumerate(specs):
             on = batch.graded_view() if graded is not None and _gain_read(s) else batch

@@ -248,16 +248,15 @@ _DLPACK_CPU = 1
 
 
 def _adopt(obj: Any, name: str) -> Any:
-    """``obj`` as the selection takes it: a DLPack array without ``__array__``
-    (CuPy, JAX, ...) becomes, without a copy, a NumPy array when it lives on
-    the host and a PyTorch tensor on its device otherwise; anything else stays."""
-    if obj is None or _is_torch(obj) or hasattr(obj, "__array__"):
-        return obj
-    if not hasattr(obj, "__dlpack__"):
+    """``obj`` as the selection takes it: a DLPack array on a device (CuPy, JAX,
+    ...: their ``__array__`` refuses or copies to the host) becomes, without a
+    copy, a PyTorch tensor on that device; one on the host without
+    ``__array__``, a NumPy array; anything else stays."""
+    if obj is None or _is_torch(obj) or not hasattr(obj, "__dlpack__"):
         return obj
     device = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else _DLPACK_CPU
     if int(device) == _DLPACK_CPU:
-        return np.from_dlpack(obj)
+        return obj if hasattr(obj, "__array__") else np.from_dlpack(obj)
     try:
         import torch
     except ImportError:

@@ -30,7 +30,7 @@ __all__ = ["evaluate", "score"]
 
 EmptyTruth = Literal["skip", "zero", "keep", "error"]
 MissingRecs = Literal["zero", "skip", "error"]
-Duplicates = Literal["error", "keep", "count"]
+Duplicates = Literal["error", "keep", "count", "count_distinct", "join", "left_join"]
 Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
 
 
@@ -119,8 +119,10 @@ def evaluate(
             candidates they are given, e.g. torchmetrics).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth, or
-            ``count``: every row counts, as LensKit counts them (see
-            :class:`~receval.EvalOptions`).
+            ``count``: every row counts, as LensKit counts them;
+            ``count_distinct`` (RePlay), ``join`` (Microsoft Recommenders)
+            and ``left_join`` (RecTools): every (list row, truth row) pair of
+            an item a hit (see :class:`~receval.EvalOptions`).
         rank: what a rank column means: ``order`` or ``position`` (see
             :class:`~receval.EvalOptions`).
         depth: read only the first ``depth`` items of each list (trec_eval's

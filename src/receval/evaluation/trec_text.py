@@ -23,7 +23,9 @@ of printing them:
 - under ``-J``, ``  -nan`` (glibc's ``%6.4f`` of a NaN) where trec_eval
   divides 0 by 0: ``iprec_at_recall``/``11pt_avg`` of a list condensed to
   nothing (m_iprec_at_recall.c), and their ``all`` lines; the library's
-  value there is 0;
+  value is NaN there too (``iprec[empty=nan]``, the trec_eval convention's),
+  but for a query of the qrels missing from the run (``-c``), whose value
+  is 0;
 - ``runid``: the tag (6th column) of the run's last line (get_trec_results.c);
 - ``relstring``: per query only, the grades of the first N documents
   retrieved as text (m_relstring.c), read from the same files with the
@@ -407,9 +409,10 @@ def _printed(ln: Line, row: Any, column: Mapping[str, str], condensed: bool) -> 
     m_iprec_at_recall.c and m_11pt_avg.c start from ``num_rel_ret / num_ret``
     and keep it (NaN) for the levels whose cut ``lround(level * num_rel)`` is
     0 relevant documents (recall 0 always, so ``11pt_avg``, their mean, is
-    always NaN there); the other levels stay 0. receval's value is 0 there.
-    Only under ``-J`` (``condensed``): a query of the qrels missing from the
-    run under ``-c`` alone is a list of one unjudged document to trec_eval."""
+    always NaN there); the other levels stay 0. receval's value is NaN there
+    too (``empty=nan``) for a list given, 0 for a query of the qrels missing
+    from the run (``-c``): to trec_eval that is a list of one unjudged
+    document, which ``-J`` condenses to nothing, and ``-c`` alone keeps."""
     value = float(row[column[str(ln.metric)]])
     if not ln.name.startswith(("iprec_at_recall_", "11pt_avg")):
         return value

@@ -652,6 +652,16 @@ _DEFS: tuple[MetricDef, ...] = (
             _TIED,
             _CORRECTION,
             _GAMMA,
+            ParamDef(
+                "zero_ideal",
+                str,
+                "zero",
+                "a user with relevant items whose ideal DCG is exactly 0 (gains of 0 or below): "
+                "0, or dcg / 0 as IEEE arithmetic gives it, NaN (0/0) or ±inf "
+                "(LensKit 2025.8's NDCG(gain=...))",
+                choices=("zero", "divide"),
+                only_with=("gain", ("linear", "exp")),
+            ),
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",
@@ -714,6 +724,18 @@ _ROUNDING = ParamDef(
     "how c = recall·R is rounded: to the nearest (trec_eval 10's lround) or ⌊recall·R + 0.9⌋ "
     "(trec9: trec_eval 9 and pytrec_eval, which bundles trec_eval 9.0.8)",
     choices=("nearest", "trec9"),
+)
+
+
+#: interpolated precision of a list given empty: 0, or trec_eval's 0/0
+_IPREC_EMPTY = ParamDef(
+    "empty",
+    str,
+    "zero",
+    "a list given empty (no item in the top k): 0, or NaN at the recall levels whose c is 0 "
+    "(trec_eval's num_rel_ret / num_ret = 0/0, m_iprec_at_recall.c); a user without a list "
+    "(missing_recs='zero', trec_eval's -c) stays 0",
+    choices=("zero", "nan"),
 )
 
 
@@ -915,6 +937,7 @@ _DEFS += (
                 check_text="a number in [0, 1]",
             ),
             _ROUNDING,
+            _IPREC_EMPTY,
         ),
         notes="trec_eval's iprec_at_recall_x (m_iprec_at_recall.c); ir_measures' IPrec@x.",
     ),
@@ -924,7 +947,7 @@ _DEFS += (
         description="mean interpolated precision at the recall levels 0, 0.1, ..., 1",
         formula="(1/11) Σ_{x ∈ {0, 0.1, ..., 1}} iprec[recall=x]",
         kernel=T.iprec_avg,
-        params=(_ROUNDING,),
+        params=(_ROUNDING, _IPREC_EMPTY),
         notes="trec_eval's 11pt_avg (m_11pt_avg.c; the name `11pt_avg` parses too).",
     ),
 )

@@ -147,8 +147,13 @@ def parse_params(
                 f"{metric!r}: bad value {raw.strip()!r} for {d.name}'s {key}: {exc}"
                 + (suggest(raw.strip(), p.choices) if p.choices else "")
             ) from None
+    given = set(values)
     for key, value in (defaults or {}).get(d.name, {}).items():
         values.setdefault(key, value)  # a convention's default, unless given
+    for key in set(values) - given:  # ... where it applies (ParamDef.only_with)
+        rule = d.param_map[key].only_with
+        if rule is not None and values.get(rule[0], d.param_map[rule[0]].default) not in rule[1]:
+            del values[key]
     kept = tuple(
         (name, values[name]) for name in sorted(values) if values[name] != d.param_map[name].default
     )

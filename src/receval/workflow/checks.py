@@ -14,6 +14,10 @@ severity (``leakage``: the split leaks, ``receval check`` exits 1;
   train and test both have the timestamp column (else skipped, with a note);
   ``chronological=True`` makes the timestamp required, ``False`` skips the
   check (a random split, where test may precede train by design).
+- ``session_straddles_cut`` (leakage, with ``session_col=`` or
+  ``session_gap=``): sessions with rows in both train and test — a session
+  split (:func:`receval.split` ``method="session"``) puts each session wholly
+  in one part.
 - ``seen_in_train``: recommended (user, item) pairs the user already has in
   train — usually a bug (filter with :func:`remove_seen`), unless re-consumption
   is the task.
@@ -340,6 +344,8 @@ def check(
     score_col: str | None = None,
     rank_col: str | None = None,
     timestamp_col: str = "timestamp",
+    session_col: str | None = None,
+    session_gap: Any = None,
 ) -> CheckReport:
     """Run every check the given inputs allow; see the module docstring.
 
@@ -370,6 +376,11 @@ def check(
         user_col, item_col, score_col, rank_col: column names on top of
             ``options`` (None: detected).
         timestamp_col: the timestamp column of train and test.
+        session_col, session_gap: the split is by sessions — named by a
+            column of train and test (per user), or runs of one user's rows
+            of train and test together with no inactivity gap longer than
+            ``session_gap`` (as :func:`receval.split` takes it) —: sessions
+            with rows in both parts are leakage (``session_straddles_cut``).
 
     Returns:
         A :class:`CheckReport` (``report.leakage``: the leakage found;
@@ -407,6 +418,16 @@ def check(
         if chronological is not False:
             sources = {k: v.source for k, v in given.items() if v is not None}
             out.append(_chronology(tr, te, chronological, timestamp_col, sources, codes))
+        if session_col is not None or session_gap is not None:
+            if session_col is not None and session_gap is not None:
+                raise ReceValError(
+                    f"{option('session_col')} and {option('session_gap')} exclude each other: "
+                    "sessions are named by a column or cut by a gap"
+                )
+            sources = {k: v.source for k, v in given.items() if v is not None}
+            out.append(
+                _session_straddle(tr, te, session_col, session_gap, timestamp_col, sources, codes)
+            )
         out += _cold_start(te, codes)
     if rc is not None:
         out += _lists(rc, te, k)
@@ -685,6 +706,126 @@ def _chronology(
         "leakage",
         _examples(zip(te["user"].iloc[first], te["item"].iloc[first], strict=True)),
     )
+
+
+def _session_straddle(
+    tr: pd.DataFrame,
+    te: pd.DataFrame,
+    session_col: str | None,
+    session_gap: Any,
+    ts: str,
+    sources: dict[str, str],
+    codes: _Codes,
+) -> Finding:
+    """Sessions with rows in both train and test: by a (user, ``session_col``)
+    pair, or by runs of one user's rows of train and test together with no
+    inactivity gap longer than ``session_gap``."""
+    if session_col is not None:
+        straddles, s_te, label = _sessions_by_column(tr, te, session_col, sources, codes)
+        how, called = f"session column {session_col!r}", "session"
+    else:
+        straddles, s_te, label = _sessions_by_gap(tr, te, session_gap, ts, sources, codes)
+        how, called = f"inactivity gap {session_gap!r}", "session starting at"
+    sessions = int(pd.Series(s_te[straddles]).nunique())
+    n = int(straddles.sum())
+    first = np.flatnonzero(straddles)
+    where = ""
+    if n:
+        r = int(first[0])
+        where = (
+            f"; the first: user {plain(te['user'].iloc[r])!r}, {called} {label(r)!r}, "
+            f"test row {r} (from 0)"
+        )
+    return _finding(
+        "session_straddles_cut",
+        sessions,
+        f"{sessions} sessions ({how}; {n} of {len(te)} test rows) have rows in both train and "
+        "test (leakage: a session split puts each session wholly in one part, a model fit on "
+        f"train has seen part of these test sessions){where}",
+        "leakage",
+        _examples(zip(te["user"].iloc[first[:5]], [label(int(i)) for i in first[:5]], strict=True)),
+    )
+
+
+def _sessions_by_column(
+    tr: pd.DataFrame, te: pd.DataFrame, col: str, sources: dict[str, str], codes: _Codes
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Test rows whose (user, ``col``) session has a training row, each test
+    row's session code, and a test row's session as the input writes it."""
+    for frame, name in ((tr, "train"), (te, "test")):
+        if col not in frame.columns:
+            found = ", ".join(map(str, frame.columns))
+            raise InputError(
+                f"no session column {col!r} (columns found: {found}); name it with "
+                + option("session_col"),
+                source=sources[name],
+            )
+        missing = frame[col].isna().to_numpy()
+        if missing.any():
+            raise InputError(
+                "missing session id", source=sources[name], row=int(np.flatnonzero(missing)[0])
+            )
+    ids = [
+        canonical(f[col].to_numpy(), "session", sources[n])
+        for f, n in ((tr, "train"), (te, "test"))
+    ]
+    (s_tr, s_te), width = _shared(unify(ids, "session", []))
+    key_te = codes.codes["user"]["test"] * width + s_te
+    in_train = pd.Series(codes.codes["user"]["train"] * width + s_tr).unique()
+    column = te[col]
+    return pd.Series(key_te).isin(in_train).to_numpy(), key_te, lambda i: plain(column.iloc[i])
+
+
+def _sessions_by_gap(
+    tr: pd.DataFrame,
+    te: pd.DataFrame,
+    session_gap: Any,
+    ts: str,
+    sources: dict[str, str],
+    codes: _Codes,
+) -> tuple[np.ndarray, np.ndarray, Any]:
+    """As :func:`_sessions_by_column`, sessions cut by an inactivity gap over
+    train and test together (rows without a timestamp are in no session);
+    a session shown by its first time."""
+    from receval.workflow.split import duration
+
+    times = _comparable(tr, te, ts)
+    if isinstance(times[0], str):
+        name, why = times
+        raise InputError(
+            f"sessions by an inactivity gap need comparable timestamps in train and test: "
+            f"{name} {why}; name the column with {option('timestamp_col')}",
+            source=sources[str(name).split(" and ")[0]],
+        )
+    t_tr, v_tr, t_te, v_te = times
+    gap = duration("session_gap", session_gap, _times(tr, ts)[0] == "date")
+    n_tr = len(tr)
+    user = np.concatenate([codes.codes["user"]["train"], codes.codes["user"]["test"]])
+    when = np.concatenate([t_tr, t_te]).astype(np.float64)
+    valid = np.concatenate([v_tr, v_te])
+    rows = np.flatnonzero(valid)
+    order = rows[np.lexsort((when[rows], user[rows]))]
+    u, t = user[order], when[order]
+    new = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        new[1:] = (u[1:] != u[:-1]) | (t[1:] - t[:-1] > gap)
+    session = np.zeros(len(user), dtype=np.int64)
+    session[order] = np.cumsum(new) - 1
+    n_sessions = int(session.max()) + 1 if len(order) else 1
+    has_train = np.zeros(n_sessions, dtype=bool)
+    has_train[session[:n_tr][v_tr]] = True
+    start = np.full(n_sessions, np.inf)
+    np.minimum.at(start, session[valid], when[valid])
+    s_te = session[n_tr:]
+    return v_te & has_train[s_te], s_te, lambda i: _time_label(te, ts, float(start[s_te[i]]))
+
+
+def _time_label(frame: pd.DataFrame, ts: str, value: float) -> Any:
+    """A time of :func:`_times`' scale as the column shows it (a session's start)."""
+    s = frame[ts]
+    if pd.api.types.is_datetime64_any_dtype(s) or s.dtype == object:
+        return str(pd.Timestamp(int(value)))
+    return int(value) if float(value).is_integer() else float(value)
 
 
 def _time_text(frame: pd.DataFrame, ts: str, valid: np.ndarray, values: np.ndarray) -> str:

@@ -25,7 +25,27 @@ Methods (``split(log, method=...)``):
   all go to test, so the test share can exceed ``test_size`` a little.
 - ``user_time``: chronological, per user — each user's last n rows (or last
   share), ordered by timestamp, ties by input row order.
-- ``leave_one_out``: ``user_time`` with ``test_size=1``.
+- ``leave_last_out``: per user, the last n rows by time (``test_size=n``, an
+  int, default 1), optionally the ``validation_size`` rows just before them as
+  validation. Rows of one user with the same timestamp are ordered by item id
+  in the id order (:func:`receval.ids.order_of`), the larger id counting as
+  later: the split depends neither on row order nor on the form of the ids
+  (``1``, ``1.0``, ``"1"``); rows equal in user, time and item keep input order.
+- ``leave_one_out``: ``leave_last_out`` with n = 1 (one implementation).
+- ``session``: sessions — a (user, ``session_col``) pair, or a run of one
+  user's rows with no inactivity gap longer than ``session_gap`` — are
+  assigned wholly to train or test by a time cut (``cutoff``, or found from
+  ``test_size``: the time that assigns the first of the last ``test_size``
+  share or count of sessions, ordered by that time): a session is test
+  when it starts at or after the cut; one that starts before the cut and ends
+  at or after it (it straddles the cut) goes where ``straddle`` says: ``test``
+  (default: a session is test when its last row is at or after the cut, as
+  session-rec assigns them), ``train`` (by its first row) or ``drop``.
+- ``time_windows``: :class:`Folds` of successive test windows of
+  ``test_length`` (one every ``step``), ``n_folds`` of them ending just after
+  the last interaction (or at ``end``, or starting at ``start``); each fold
+  trains on everything before its test window (expanding) or on the
+  ``train_length`` before it (rolling).
 
 Per-user counts: a share ``s`` of a user with ``n`` rows is ``round(s · n)``
 rows (halves rounded up), and never more than ``n − 1``, so every user keeps
@@ -58,31 +78,56 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import pandas as pd
 
 from receval.errors import InputError, OptionError, ReceValError, check_seed, option
+from receval.ids import canonical, order_of
 from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log
 from receval.io.write import OutputSet
 
 __all__ = [
     "METHODS",
+    "Folds",
     "Split",
     "filter_interactions",
     "kfold",
+    "leave_last_out",
     "leave_one_out",
     "random_split",
+    "session_split",
     "split",
     "split_file",
     "time_split",
+    "time_windows",
     "user_random_split",
     "user_time_split",
 ]
 
-Method = Literal["random", "user_random", "time", "user_time", "leave_one_out"]
-METHODS: tuple[str, ...] = ("random", "user_random", "time", "user_time", "leave_one_out")
+Method = Literal[
+    "random",
+    "user_random",
+    "time",
+    "user_time",
+    "leave_one_out",
+    "leave_last_out",
+    "session",
+    "time_windows",
+]
+METHODS: tuple[str, ...] = (
+    "random",
+    "user_random",
+    "time",
+    "user_time",
+    "leave_one_out",
+    "leave_last_out",
+    "session",
+    "time_windows",
+)
+#: where a session that straddles the cut goes (``session``)
+STRADDLE: tuple[str, ...] = ("test", "train", "drop")
 
 _EPS = 1e-9
 
@@ -93,6 +138,7 @@ FILES: tuple[str, ...] = (
     "test.parquet",
     "validation.parquet",
     "split.json",
+    "folds.json",
     "manifest.json",
 )
 
@@ -194,6 +240,8 @@ class _Opts:
     relevance_threshold: float | None
     drop_unseen_users: bool
     drop_unseen_items: bool
+    #: drop test/validation rows whose (user, item) pair is in train
+    drop_seen: bool = False
     #: the rating and timestamp columns asked for (messages)
     asked: dict[str, str | None] = field(default_factory=dict)
 
@@ -342,11 +390,14 @@ def _codes(values: pd.Series) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _positions(group: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's 0-based position within its group ordered by ``key`` (ties:
-    row order), and its group's size."""
+def _positions(
+    group: np.ndarray, key: np.ndarray, tiebreak: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's 0-based position within its group ordered by ``key``, then
+    ``tiebreak`` (ties left: row order), and its group's size."""
     n = len(group)
-    order = np.lexsort((key, group))  # stable: equal keys keep row order
+    keys = (key, group) if tiebreak is None else (tiebreak, key, group)
+    order = np.lexsort(keys)  # stable: equal keys keep row order
     g = group[order]
     starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1] if n else np.zeros(0, np.int64)
     run = np.zeros(n, dtype=np.int64)
@@ -501,8 +552,14 @@ def _finish(
     info: dict[str, Any],
     method: str,
     parameters: dict[str, Any],
+    excluded: np.ndarray | None = None,
 ) -> Split:
-    train_df = frame[~test & (~val if val is not None else True)].reset_index(drop=True)
+    """The parts from the masks (``excluded``: rows in no part), the options
+    applied to test and validation, the sizes."""
+    in_train = ~test & (~val if val is not None else True)
+    if excluded is not None:
+        in_train &= ~excluded
+    train_df = frame[in_train].reset_index(drop=True)
     test_df = frame[test].reset_index(drop=True)
     val_df = frame[val].reset_index(drop=True) if val is not None else None
     dropped = info["dropped"]
@@ -534,6 +591,14 @@ def _finish(
                 "absent from train"
             )
             part = part[~unseen].reset_index(drop=True)
+        if o.drop_seen:
+            seen = _seen_pairs(part, train_df, o)
+            count = {"rows": int(seen.sum())}
+            dropped.setdefault("seen_pairs", {})[name] = count
+            notes.append(
+                f"dropped from {name}: {count['rows']} rows whose (user, item) pair is in train"
+            )
+            part = part[~seen].reset_index(drop=True)
         parts[name] = part
     test_df = parts["test"]
     val_df = parts["validation"]
@@ -546,6 +611,16 @@ def _finish(
     return Split(train=train_df, test=test_df, validation=val_df, info=info)
 
 
+def _seen_pairs(part: pd.DataFrame, train: pd.DataFrame, o: _Opts) -> np.ndarray:
+    """Rows of ``part`` whose (user, item) pair is in ``train`` (codes shared by
+    both, one hash pass per column)."""
+    n = len(part)
+    users, _ = pd.factorize(pd.concat([part[o.user_col], train[o.user_col]], ignore_index=True))
+    items, width = pd.factorize(pd.concat([part[o.item_col], train[o.item_col]], ignore_index=True))
+    key = users.astype(np.int64) * max(len(width), 1) + items
+    return pd.Series(key[:n]).isin(key[n:]).to_numpy()
+
+
 def _opts(
     user_col: str | None,
     item_col: str | None,
@@ -556,6 +631,7 @@ def _opts(
     relevance_threshold: float | None,
     drop_unseen_users: bool,
     drop_unseen_items: bool,
+    drop_seen: bool = False,
 ) -> _Opts:
     if relevance_threshold is not None:
         try:
@@ -574,6 +650,7 @@ def _opts(
         relevance_threshold,
         bool(drop_unseen_users),
         bool(drop_unseen_items),
+        bool(drop_seen),
     )
 
 
@@ -584,11 +661,13 @@ def _per_user(
     test_size: Any,
     validation_size: Any,
     info: dict[str, Any],
+    tiebreak: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per user, the rows at the end of ``key`` order are test, the ones just
-    before them validation; at least one row per user stays in train."""
+    """Per user, the rows at the end of ``key`` order (then ``tiebreak``) are
+    test, the ones just before them validation; at least one row per user
+    stays in train."""
     user = _codes(frame[o.user_col])
-    pos, n = _positions(user, key)
+    pos, n = _positions(user, key, tiebreak)
     t = np.minimum(_how_many(test_size, n), np.maximum(n - 1, 0))
     v = np.minimum(_how_many(validation_size, n), np.maximum(n - 1 - t, 0))
     test = pos >= n - t
@@ -604,59 +683,113 @@ def _per_user(
     return test, val
 
 
+@overload
+def split(interactions: Any, method: Literal["time_windows"], **options: Any) -> Folds: ...
+
+
+@overload
+def split(
+    interactions: Any,
+    method: Literal[
+        "random",
+        "user_random",
+        "time",
+        "user_time",
+        "leave_one_out",
+        "leave_last_out",
+        "session",
+    ] = ...,
+    **options: Any,
+) -> Split: ...
+
+
 def split(
     interactions: Any,
     method: Method = "user_time",
     *,
-    test_size: float | int = 0.2,
+    test_size: float | int | None = None,
     validation_size: float | int | None = None,
     cutoff: Any = None,
     validation_cutoff: Any = None,
     seed: int = 0,
+    session_col: str | None = None,
+    session_gap: Any = None,
+    straddle: Literal["test", "train", "drop"] = "test",
+    test_length: Any = None,
+    train_length: Any = None,
+    step: Any = None,
+    n_folds: int = 1,
+    start: Any = None,
+    end: Any = None,
     min_user_interactions: int = 0,
     min_item_interactions: int = 0,
     relevance_threshold: float | None = None,
     drop_unseen_users: bool = False,
     drop_unseen_items: bool = False,
+    drop_seen: bool = False,
     user_col: str | None = None,
     item_col: str | None = None,
     rating_col: str | None = None,
     timestamp_col: str | None = None,
-) -> Split:
+) -> Split | Folds:
     """Split an interaction log into train and test (and validation).
 
     Args:
         interactions: a table (pandas, polars, pyarrow) with user and item
             columns, optionally rating and timestamp.
-        method: ``random``, ``user_random``, ``time``, ``user_time`` or
-            ``leave_one_out`` (see the module docstring).
+        method: ``random``, ``user_random``, ``time``, ``user_time``,
+            ``leave_one_out``, ``leave_last_out``, ``session`` or
+            ``time_windows`` (see the module docstring). ``time_windows``
+            returns :class:`Folds`, the others a :class:`Split`.
         test_size: a share in (0, 1) (a float) or a number of rows (an int):
-            of all rows (``random``, ``time``) or of each user's rows.
+            of all rows (``random``, ``time``), of each user's rows, or of the
+            sessions (``session``); ``leave_last_out``: the number n of each
+            user's last rows (an int). None: 0.2 (``leave_last_out``: 1).
         validation_size: the same, for a validation part taken just before
             the test part (chronological) or at random from the rest; None: no
             validation part.
-        cutoff: ``time`` only: rows with timestamp ≥ cutoff are test (a
-            number, or a date for date columns); overrides ``test_size``.
+        cutoff: ``time`` and ``session``: the cut (a number, or a date for
+            date columns); overrides ``test_size``.
         validation_cutoff: ``time`` only: rows in [validation_cutoff, cutoff)
             are validation.
         seed: the seed of the random methods.
+        session_col: ``session``: the column naming each user's sessions.
+        session_gap: ``session``: instead of ``session_col``, a new session
+            starts after an inactivity longer than this: a duration string
+            (``"30min"``, ``"1h"``) or a number (seconds for date columns, the
+            column's own unit for numeric timestamps).
+        straddle: ``session``: where a session that starts before the cut and
+            ends at or after it goes: ``test`` (default), ``train`` or
+            ``drop`` (neither part).
+        test_length, train_length, step: ``time_windows``: durations (as
+            ``session_gap``) of each test window, of each train window (None:
+            expanding, everything before the test window) and between the
+            starts of two folds' test windows (None: ``test_length``).
+        n_folds: ``time_windows``: the number of folds.
+        start, end: ``time_windows``: the start of the first test window, or
+            the (exclusive) end of the last one (neither: just after the last
+            interaction).
         min_user_interactions, min_item_interactions: k-core filter before
             splitting (see :func:`filter_interactions`).
         relevance_threshold: keep in test/validation only rows rated ≥ it.
         drop_unseen_users, drop_unseen_items: drop test/validation rows whose
             user/item has no training row.
+        drop_seen: drop test/validation rows whose (user, item) pair is in
+            train.
         user_col, item_col, rating_col, timestamp_col: the columns (None:
             detected: user, user_id, userId, ...; rating, stars; timestamp,
             time, date, ...; see :func:`receval.io.interactions.log_columns`).
 
     Returns:
-        A :class:`Split`.
+        A :class:`Split` (``time_windows``: :class:`Folds`).
 
     Example:
         >>> import pandas as pd
         >>> log = pd.DataFrame({"user": [1] * 5, "item": range(5), "timestamp": range(5)})
         >>> split(log, "user_time", test_size=0.4).test["item"].tolist()
         [3, 4]
+        >>> split(log, "leave_last_out", test_size=2, validation_size=1).validation["item"].tolist()
+        [2]
     """
     o = _opts(
         user_col,
@@ -668,14 +801,28 @@ def split(
         relevance_threshold,
         drop_unseen_users,
         drop_unseen_items,
+        drop_seen,
     )
     if method not in METHODS:
         raise ReceValError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    if method == "leave_one_out":
-        test_size = 1
-    _check_size("test_size", test_size)
-    _check_size("validation_size", validation_size, allow_none=True)
-    _check_shares(test_size, validation_size)
+    _only_for(
+        method,
+        session=(session_col, session_gap, None if straddle == "test" else straddle),
+        time_windows=(test_length, train_length, step, None if n_folds == 1 else n_folds),
+        time_windows_anchor=(start, end),
+        time_or_session=(cutoff,),
+        time=(validation_cutoff,),
+    )
+    if method == "time_windows":
+        if test_size is not None or validation_size is not None:
+            raise OptionError(
+                "test_size" if test_size is not None else "validation_size",
+                test_size if test_size is not None else validation_size,
+                expected="no value for time_windows",
+                reason="its test windows are given by test_length (and n_folds, step, start/end)",
+            )
+        return _time_windows(interactions, o, test_length, train_length, step, n_folds, start, end)
+    test_size = _sizes(method, test_size, validation_size)
     check_seed(seed)
     frame, info, o = _prepare(interactions, o)
     params: dict[str, Any] = {"test_size": test_size}
@@ -683,6 +830,7 @@ def split(
         params["validation_size"] = validation_size
     n = len(frame)
     val: np.ndarray | None
+    excluded = None
     if method in ("random", "user_random"):
         params["seed"] = seed
         rng = np.random.default_rng(seed)
@@ -695,12 +843,428 @@ def split(
         test, val = _time_global(
             frame, o, test_size, validation_size, cutoff, validation_cutoff, params
         )
-    else:
+    elif method == "session":
+        if validation_size is not None:
+            raise OptionError(
+                "validation_size",
+                validation_size,
+                expected="no value for session",
+                reason="a session split has train and test only",
+            )
+        test, excluded = _session_split(
+            frame, o, test_size, cutoff, session_col, session_gap, straddle, params, info
+        )
+        val = None
+    elif method == "user_time":
         key = _time_key(frame, o)
         test, val = _per_user(frame, o, key, test_size, validation_size, info)
+    else:  # leave_last_out, leave_one_out: one implementation; ties by item id
+        key = _time_key(frame, o)
+        tiebreak = _item_order(frame, o)
+        test, val = _per_user(frame, o, key, test_size, validation_size, info, tiebreak)
     if method == "leave_one_out":
         params = {k: v for k, v in params.items() if k != "test_size"}
-    return _finish(frame, test, val, o, info, method, params)
+    if o.drop_seen:
+        params["drop_seen"] = True
+    return _finish(frame, test, val, o, info, method, params, excluded)
+
+
+def _only_for(method: str, **given: tuple[Any, ...]) -> None:
+    """Refuse the options of one method given to another (a session gap to a
+    random split was a silent no-op)."""
+    owners = {
+        "session": ("session",),
+        "time_windows": ("time_windows",),
+        "time_windows_anchor": ("time_windows",),
+        "time_or_session": ("time", "session"),
+        "time": ("time",),
+    }
+    names = {
+        "session": ("session_col", "session_gap", "straddle"),
+        "time_windows": ("test_length", "train_length", "step", "n_folds"),
+        "time_windows_anchor": ("start", "end"),
+        "time_or_session": ("cutoff",),
+        "time": ("validation_cutoff",),
+    }
+    for group, values in given.items():
+        if method in owners[group]:
+            continue
+        for name, value in zip(names[group], values, strict=True):
+            if value is not None:
+                raise OptionError(
+                    name,
+                    value,
+                    expected=f"no value for method {method!r}",
+                    reason=f"it is an option of {' and '.join(owners[group])} only",
+                )
+
+
+def _sizes(method: str, test_size: Any, validation_size: Any) -> Any:
+    """``test_size`` checked (with ``validation_size``), its default filled in."""
+    if method == "leave_one_out":
+        test_size = 1
+    elif test_size is None:
+        test_size = 1 if method == "leave_last_out" else 0.2
+    if method == "leave_last_out":
+        _check_count("test_size", test_size, 1)
+        if validation_size is not None:
+            _check_count("validation_size", validation_size, 0)
+    _check_size("test_size", test_size)
+    _check_size("validation_size", validation_size, allow_none=True)
+    _check_shares(test_size, validation_size)
+    return test_size
+
+
+def _check_count(name: str, value: Any, low: int) -> None:
+    """``leave_last_out`` counts: integers ≥ ``low`` (a share is refused)."""
+    if not _is_count(value) or value < low:
+        raise OptionError(
+            name,
+            value,
+            expected=f"an integer >= {low} (a number of rows per user)",
+            reason="leave_last_out takes each user's last n rows, not a share",
+        )
+
+
+def _item_order(frame: pd.DataFrame, o: _Opts) -> np.ndarray:
+    """Each row's item as its rank in the id order (:func:`receval.ids.order_of`:
+    integers first, numerically, then text by code point; ``1``, ``1.0`` and
+    ``"1"`` are one id): a tie-break that depends neither on row order nor on
+    the form of the ids."""
+    ids = canonical(frame[o.item_col].to_numpy(), "item", "interactions")
+    order = order_of(ids)
+    ranked = ids[order]
+    new = np.ones(len(ids), dtype=bool)
+    if len(ids) > 1:
+        new[1:] = ranked[1:] != ranked[:-1]
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return rank
+
+
+# --------------------------------------------------------------------------- durations, sessions
+
+
+def _is_date(frame: pd.DataFrame, col: Any) -> bool:
+    """Whether :func:`_time_key` reads the column as dates (int64 nanoseconds)."""
+    s = frame[col]
+    return bool(
+        pd.api.types.is_datetime64_any_dtype(s)
+        or s.dtype == object
+        or pd.api.types.is_string_dtype(s)
+    )
+
+
+def duration(name: str, value: Any, dates: bool) -> float:
+    """A positive duration on the scale of :func:`_time_key`: a duration string
+    (``"30min"``, ``"1D"``) or a :class:`pandas.Timedelta` is exact for date
+    columns and read as seconds for numeric ones; a number is seconds for date
+    columns and the column's own unit for numeric ones."""
+    expected = "a positive duration like '30min', '4h', '7D' or a positive number"
+    if isinstance(value, bool):
+        raise OptionError(name, value, expected=expected)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+        if not (math.isfinite(number) and number > 0):
+            raise OptionError(name, value, expected=expected)
+        return number * 1e9 if dates else number
+    try:
+        td = pd.Timedelta(value)
+    except (ValueError, TypeError):
+        raise OptionError(name, value, expected=expected) from None
+    if pd.isna(td) or td.value <= 0:
+        raise OptionError(name, value, expected=expected)
+    return float(td.value) if dates else td.value / 1e9
+
+
+def _group_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Codes of the pairs (a, b) of two int64 code arrays."""
+    width = int(b.max()) + 1 if len(b) else 1
+    return _codes(pd.Series(a * width + b))
+
+
+def _sessions(
+    frame: pd.DataFrame,
+    o: _Opts,
+    key: np.ndarray,
+    tiebreak: np.ndarray,
+    session_col: str | None,
+    session_gap: Any,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Each row's session (int64 codes) and the parameters that defined them:
+    a (user, ``session_col``) pair, or a run of one user's rows (in time
+    order, ties by item id) with no gap longer than ``session_gap``."""
+    if (session_col is None) == (session_gap is None):
+        which = "both were given" if session_col is not None else "neither was given"
+        raise ReceValError(
+            f"a session split needs {option('session_col')} (the column naming sessions) or "
+            f"{option('session_gap')} (an inactivity gap that starts a new session), one of "
+            f"the two: {which}"
+        )
+    user = _codes(frame[o.user_col])
+    if session_col is not None:
+        if session_col not in frame.columns:
+            found = ", ".join(map(str, frame.columns))
+            raise InputError(
+                f"no session column {session_col!r} (columns found: {found}); name it with "
+                + option("session_col"),
+                source="interactions",
+            )
+        missing = frame[session_col].isna().to_numpy()
+        if missing.any():
+            raise InputError("missing session id", source="interactions", row=_first(missing))
+        return _group_codes(user, _codes(frame[session_col])), {"session_col": session_col}
+    gap = duration("session_gap", session_gap, _is_date(frame, o.timestamp_col))
+    order = np.lexsort((tiebreak, key, user))
+    u, k = user[order], key[order]
+    new = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        new[1:] = (u[1:] != u[:-1]) | (k[1:] - k[:-1] > gap)
+    session = np.empty(len(order), dtype=np.int64)
+    session[order] = np.cumsum(new) - 1
+    return session, {"session_gap": session_gap}
+
+
+def _session_split(
+    frame: pd.DataFrame,
+    o: _Opts,
+    test_size: Any,
+    cutoff: Any,
+    session_col: str | None,
+    session_gap: Any,
+    straddle: str,
+    params: dict[str, Any],
+    info: dict[str, Any],
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``session``: the test mask and the mask of rows in no part (straddling
+    sessions with ``straddle="drop"``)."""
+    if straddle not in STRADDLE:
+        raise OptionError("straddle", straddle, expected="one of " + ", ".join(STRADDLE))
+    key = _time_key(frame, o)
+    session, defined = _sessions(frame, o, key, _item_order(frame, o), session_col, session_gap)
+    params.update(defined)
+    params["straddle"] = straddle
+    n_sessions = int(session.max()) + 1 if len(session) else 0
+    first = np.full(n_sessions, np.inf)
+    last = np.full(n_sessions, -np.inf)
+    np.minimum.at(first, session, key)
+    np.maximum.at(last, session, key)
+    by = last if straddle == "test" else first  # the time that assigns a whole session
+    if cutoff is not None:
+        cut = _cut_value(frame, o.timestamp_col, cutoff)
+        params.pop("test_size", None)
+        params["cutoff"] = cutoff
+    else:
+        t = int(_how_many(test_size, n_sessions))
+        cut = float(np.sort(by)[n_sessions - t]) if t else math.inf
+        params["cutoff_found"] = _show_time(frame, o.timestamp_col, cut) if n_sessions else None
+    straddling = (first < cut) & (last >= cut)
+    test_s = by >= cut
+    excluded = None
+    if straddle == "drop":
+        excluded = straddling[session]
+        test_s &= ~straddling
+        info["dropped"]["straddling_sessions"] = {
+            "sessions": int(straddling.sum()),
+            "rows": int(excluded.sum()),
+        }
+        info["notes"].append(
+            f"dropped: {int(straddling.sum())} sessions ({int(excluded.sum())} rows) that start "
+            "before the cut and end at or after it"
+        )
+    elif straddling.any():
+        info["notes"].append(
+            f"{int(straddling.sum())} sessions start before the cut and end at or after it: "
+            f"each is wholly in {straddle} (straddle={straddle})"
+        )
+    info["sessions"] = {
+        "train": int((~test_s & ~(straddling & (straddle == "drop"))).sum()),
+        "test": int(test_s.sum()),
+        "straddling": int(straddling.sum()),
+    }
+    return test_s[session], excluded
+
+
+# --------------------------------------------------------------------------- time windows
+
+
+@dataclass
+class Folds:
+    """The folds of a ``time_windows`` split: a sequence of :class:`Split`.
+
+    Attributes:
+        splits: one :class:`Split` per fold, oldest test window first; each
+            one's ``info["fold"]`` has its number, the time ranges of its
+            train and test windows (``[from, to)``; ``from`` None: the
+            expanding window's open start).
+        info: ``method``, ``parameters``, ``sizes`` of the input and
+            ``folds`` (each fold's ranges and sizes).
+    """
+
+    splits: list[Split]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.splits)
+
+    def __iter__(self) -> Iterator[Split]:
+        return iter(self.splits)
+
+    def __getitem__(self, i: int) -> Split:
+        return self.splits[i]
+
+    def describe(self) -> list[str]:
+        """One line for the method, one per fold (windows and sizes)."""
+        params = ", ".join(f"{k}={v}" for k, v in self.info["parameters"].items())
+        lines = [f"split: {self.info['method']} ({params})"]
+        for f in self.info["folds"]:
+            tr, te = f["train"], f["test"]
+            lines.append(
+                f"fold {f['fold']}: train [{tr['from']}, {tr['to']}) {tr['rows']} rows, "
+                f"test [{te['from']}, {te['to']}) {te['rows']} rows, {te['users']} users"
+            )
+        lines += self.info.get("notes", [])
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.describe())
+
+    def save(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write each fold into ``out_dir/fold_<i>/`` (as :meth:`Split.save`:
+        its parts, ``split.json`` and manifest), then ``folds.json`` (this
+        info) and ``manifest.json``; the whole folder is one set
+        (:class:`receval.io.write.OutputSet`): a reader never sees folds of
+        two runs."""
+        paths: dict[str, Path] = {}
+        text = json.dumps(_jsonable(self.info), indent=2) + "\n"
+        params = {"method": self.info.get("method"), **_jsonable(self.info.get("parameters", {}))}
+        with OutputSet(out_dir, "split", params) as s:
+            for i, fold in enumerate(self.splits):
+                saved = fold.save(s.folder / f"fold_{i}")
+                for name, path in saved.items():
+                    s.add(str(path.relative_to(s.folder)), path)
+                    paths[f"fold_{i}_{name}"] = path
+            paths["folds"] = s.write("folds.json", lambda p: p.write_text(text, encoding="utf-8"))
+        paths["manifest"] = s.manifest
+        return paths
+
+
+def _after(value: float, frame: pd.DataFrame, col: Any) -> float:
+    """The default end of the last test window, just after the last time
+    ``value``: the next whole second for dates, + 1 for integer timestamps,
+    the next float otherwise."""
+    if _is_date(frame, col):
+        second = 1e9
+        return (math.floor(value / second) + 1) * second
+    if pd.api.types.is_integer_dtype(frame[col]) and float(value).is_integer():
+        return value + 1
+    return float(np.nextafter(value, np.inf))
+
+
+def _first_start(
+    frame: pd.DataFrame,
+    col: Any,
+    key: np.ndarray,
+    start: Any,
+    end: Any,
+    span: float,
+    params: dict[str, Any],
+) -> float:
+    """The start of the first test window: ``start``, or ``span`` (the folds'
+    whole test span) before ``end`` or before just after the last row."""
+    if start is not None:
+        params["start"] = start
+        return _cut_value(frame, col, start)
+    if end is not None:
+        stop = _cut_value(frame, col, end)
+        params["end"] = end
+    elif len(key):
+        stop = _after(float(key.max()), frame, col)
+        params["end_found"] = _show_time(frame, col, stop)
+    else:
+        stop = 0.0
+    return stop - span
+
+
+def _time_windows(
+    interactions: Any,
+    o: _Opts,
+    test_length: Any,
+    train_length: Any,
+    step: Any,
+    n_folds: Any,
+    start: Any,
+    end: Any,
+) -> Folds:
+    if test_length is None:
+        raise ReceValError(
+            f"a time_windows split needs {option('test_length')}: the length of each test "
+            "window, a duration like '1D' or '7D' (or a number)"
+        )
+    if not _is_count(n_folds) or n_folds < 1:
+        raise OptionError("n_folds", n_folds, expected="an integer >= 1")
+    if start is not None and end is not None:
+        raise OptionError(
+            "end", end, expected="no value with start", reason="start or end anchors the folds"
+        )
+    frame, base, o = _prepare(interactions, o)
+    key = _time_key(frame, o)
+    col = o.timestamp_col
+    dates = _is_date(frame, col)
+    t_len = duration("test_length", test_length, dates)
+    r_len = None if train_length is None else duration("train_length", train_length, dates)
+    hop = t_len if step is None else duration("step", step, dates)
+    params: dict[str, Any] = {"test_length": test_length}
+    if train_length is not None:
+        params["train_length"] = train_length
+    params |= {"step": step if step is not None else test_length, "n_folds": n_folds}
+    first_start = _first_start(frame, col, key, start, end, t_len + (n_folds - 1) * hop, params)
+    splits = []
+    folds_info = []
+    for f in range(n_folds):
+        lo = first_start + f * hop
+        hi = lo + t_len
+        test = (key >= lo) & (key < hi)
+        train = key < lo
+        if r_len is not None:
+            train &= key >= lo - r_len
+        info = _copy_info(base)
+        s = _finish(frame, test, None, o, info, "time_windows", dict(params), ~(train | test))
+        shown = {
+            "train": {
+                "from": None if r_len is None else _show_time(frame, col, lo - r_len),
+                "to": _show_time(frame, col, lo),
+            },
+            "test": {"from": _show_time(frame, col, lo), "to": _show_time(frame, col, hi)},
+        }
+        outside = int((~(train | test)).sum())
+        s.info["fold"] = {"fold": f, **shown, "outside": outside}
+        if not test.any():
+            s.info["notes"].append(f"fold {f}: no interaction in its test window")
+        if not train.any():
+            s.info["notes"].append(f"fold {f}: no interaction in its train window")
+        sz = s.info["sizes"]
+        folds_info.append(
+            {
+                "fold": f,
+                "train": {**shown["train"], **sz["train"]},
+                "test": {**shown["test"], **sz["test"]},
+                "outside": outside,
+            }
+        )
+        splits.append(s)
+    notes = list(base["notes"]) + [
+        n for s in splits for n in s.info["notes"] if n.startswith("fold")
+    ]
+    info = {
+        "method": "time_windows",
+        "parameters": params,
+        "columns": base["columns"],
+        "sizes": base["sizes"],
+        "folds": folds_info,
+        "notes": notes,
+    }
+    return Folds(splits, info)
 
 
 def _random_rows(
@@ -731,7 +1295,7 @@ def split_file(
     rating_col: str | None = None,
     timestamp_col: str | None = None,
     **options: Any,
-) -> Split:
+) -> Split | Folds:
     """Split an interaction log file (``receval split``): the file is read
     whole (:func:`receval.io.interactions.read_log`: any format receval reads,
     MovieLens logs, ``-`` for the standard input), so every part keeps all the
@@ -843,8 +1407,63 @@ def user_time_split(interactions: Any, test_size: float | int = 0.2, **options: 
 
 
 def leave_one_out(interactions: Any, **options: Any) -> Split:
-    """``split(interactions, "leave_one_out", ...)``: each user's last row is test."""
+    """``split(interactions, "leave_one_out", ...)``: each user's last row is
+    test — :func:`leave_last_out` with n = 1 (one implementation), recorded as
+    ``leave_one_out``."""
     return split(interactions, "leave_one_out", **options)
+
+
+def leave_last_out(
+    interactions: Any, n: int = 1, *, validation: int | None = None, **options: Any
+) -> Split:
+    """``split(interactions, "leave_last_out", test_size=n, validation_size=validation)``.
+
+    Per user, the last ``n`` rows by time are test and the ``validation`` rows
+    just before them validation; each user keeps at least one training row.
+    Rows of one user with the same timestamp are ordered by item id (the id
+    order: integers numerically, then text; ``1`` and ``"1"`` alike), the
+    larger id later; rows with the same user, time and item by input order.
+
+    Example:
+        >>> import pandas as pd
+        >>> log = pd.DataFrame({"user": [1, 1, 1, 1], "item": [5, 7, 6, 8],
+        ...                     "timestamp": [1, 2, 2, 0]})
+        >>> s = leave_last_out(log, 1, validation=1)
+        >>> s.test["item"].tolist(), s.validation["item"].tolist()
+        ([7], [6])
+    """
+    return split(interactions, "leave_last_out", test_size=n, validation_size=validation, **options)
+
+
+def session_split(interactions: Any, cutoff: Any = None, **options: Any) -> Split:
+    """``split(interactions, "session", cutoff=cutoff, ...)``: sessions (by
+    ``session_col=`` or ``session_gap=``) after the cut are test, each session
+    wholly in one part.
+
+    Example:
+        >>> import pandas as pd
+        >>> log = pd.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 4],
+        ...                     "timestamp": [0, 10, 100, 95, 99]})
+        >>> s = session_split(log, cutoff=98, session_gap=30)
+        >>> s.test["item"].tolist(), s.info["sessions"]
+        ([3, 1, 4], {'train': 1, 'test': 2, 'straddling': 1})
+    """
+    return split(interactions, "session", cutoff=cutoff, **options)
+
+
+def time_windows(interactions: Any, test_length: Any, **options: Any) -> Folds:
+    """``split(interactions, "time_windows", test_length=..., ...)``: folds of
+    successive test windows, each trained on what precedes it (expanding) or
+    on ``train_length`` before it (rolling).
+
+    Example:
+        >>> import pandas as pd
+        >>> log = pd.DataFrame({"user": [1] * 6, "item": range(6), "timestamp": range(6)})
+        >>> folds = time_windows(log, 2, n_folds=2, train_length=2)
+        >>> [(f.train["item"].tolist(), f.test["item"].tolist()) for f in folds]
+        [([0, 1], [2, 3]), ([2, 3], [4, 5])]
+    """
+    return split(interactions, "time_windows", test_length=test_length, **options)
 
 
 def kfold(

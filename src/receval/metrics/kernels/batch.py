@@ -231,6 +231,12 @@ class Batch:
             by ``grades``) with each item's gain replaced by the mean gain of
             its group of equal scores over the whole list; only built for
             ``tied=average`` (torchmetrics' nDCG).
+        listed: ``(m,)`` bool or None: was the user's list given (it may be
+            empty, or condensed to nothing under ``unjudged="condense"``),
+            as against a user without a list that a policy keeps
+            (``missing_recs="zero"``: trec_eval's ``-c``); None: every user's
+            was. Read by the kernels whose value of a list given empty is not
+            that of a missing one (``iprec[empty=nan]``).
         graded_hits, graded_ideal_cells: under ``graded=False`` (binary
             relevance), the grades of the relevant items as gains, whatever
             they are (0 and negative ones included), and each user's grades
@@ -238,6 +244,26 @@ class Batch:
             metric reads grades as gains (``gain=linear``/``exp``: LensKit's
             ``NDCG(gain='rating')``), which then sees them as ``hits`` and
             ``ideal_cells`` (:meth:`graded_view`).
+        pairs: :class:`Cells` of the (list row, truth row) pairs at each
+            relevant position, when the engine joined repeated rows
+            (``duplicates="join"`` / ``"left_join"``, only where some row
+            repeats): every pair is a hit, so hits@k is Σ pairs over the top
+            k and values such as precision or recall can exceed 1. Its cells
+            are those of ``hits``. None: each relevant position is one hit.
+        each_pair: with ``pairs``, AP adds one term per pair (the c-th pair
+            at position i adds (pairs above i + c) / i: Microsoft
+            Recommenders' ``map_at_k``) rather than one per position
+            ((pairs up to i) / i: RecTools' ``MAP``).
+        rejoined, rejoin_extra: with ``pairs`` under ``duplicates="join"``,
+            nDCG's gain at each position (its pairs joined once more with the
+            list's and the truth's rows of the item: pairs² × list rows of the
+            item) and the rows that join adds to the ideal there (its ideal
+            of the top k holds R + Σ rejoin_extra over the top k rows of
+            gain 1): Recommenders' ``ndcg_at_k``, binary gain.
+        distinct_hits, n_distinct: under ``duplicates="count_distinct"``,
+            ``hits`` at the first position of each item only, and each user's
+            distinct relevant items: what precision and recall count (RePlay's
+            ``set(pred[:k]) & set(ground_truth)``).
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -266,9 +292,16 @@ class Batch:
     n_judged: np.ndarray | None = None
     catalog_size: int | None = None
     scored_hits: Cells | None = None
+    listed: np.ndarray | None = None
     tied_gains: dict[tuple[str, str], Cells] | None = None
     graded_hits: Cells | None = None
     graded_ideal_cells: Cells | None = None
+    pairs: Cells | None = None
+    each_pair: bool = False
+    rejoined: Cells | None = None
+    rejoin_extra: Cells | None = None
+    distinct_hits: Cells | None = None
+    n_distinct: np.ndarray | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -312,6 +345,11 @@ class Batch:
         ideal are unchanged."""
         if self.scored_hits is None:
             raise ValueError("scores=positive needs the engine's scored_hits")
+        if self.pairs is not None:
+            raise ValueError(
+                "scores=positive is not supported with repeated rows joined "
+                "(duplicates='join' or 'left_join'): give scores=any or another duplicates value"
+            )
 
         def view() -> Batch:
             return replace(self, hits=self.scored_hits, _cache={})
@@ -325,6 +363,12 @@ class Batch:
         R and the lists are unchanged."""
         if self.graded_hits is None or self.graded_ideal_cells is None:
             raise ValueError("the graded view needs the engine's graded_hits")
+        if self.pairs is not None:
+            raise ValueError(
+                "grades read as gains under graded=False are not supported with repeated rows "
+                "joined (duplicates='join' or 'left_join'): give gain=binary, graded=True, or "
+                "another duplicates value"
+            )
         hits, ideal = self.graded_hits, self.graded_ideal_cells
 
         def view() -> Batch:
@@ -358,14 +402,34 @@ class Batch:
         return self.cached("positions", lambda: np.arange(1, self.width + 1, dtype=np.float64))
 
     def hits_at(self, k: int | None) -> np.ndarray:
-        """``(m,)`` int64: hits@k (the whole list when k is None)."""
+        """``(m,)`` int64: hits@k (the whole list when k is None); with
+        ``pairs``, the (list row, truth row) pairs in the top k."""
         key = None if k is None or k >= self.width else k
+        pairs = self.pairs
+        if pairs is not None:
+            return self.cached(
+                ("pairs_at", key),
+                lambda: np.rint(pairs.row_sums(pairs.value, key)).astype(np.int64),
+            )
         return self.cached(("hits_at", key), lambda: self.hits.counts(key))
 
     def hits_at_each(self, s: np.ndarray) -> np.ndarray:
         """``(m,)`` int64: hits at a per-user cut-off ``s`` (0 where s <= 0)."""
-        c = self.hits
-        return np.bincount(c.user[c.pos < s[c.user]], minlength=self.size)
+        c = self.hits if self.pairs is None else self.pairs
+        inside = c.pos < s[c.user]
+        if self.pairs is None:
+            return np.bincount(c.user[inside], minlength=self.size)
+        sums = np.bincount(c.user[inside], weights=c.value[inside], minlength=self.size)
+        return np.rint(sums).astype(np.int64)
+
+    def distinct_at(self, k: int | None) -> np.ndarray:
+        """``(m,)`` int64: the distinct relevant items in the top k
+        (``distinct_hits``; hits@k when no item repeats)."""
+        if self.distinct_hits is None:
+            return self.hits_at(k)
+        key = None if k is None or k >= self.width else k
+        cells = self.distinct_hits
+        return self.cached(("distinct_at", key), lambda: cells.counts(key))
 
     def hit_rank(self) -> np.ndarray:
         """``(c,)`` int64, per cell of ``hits``: hits@i at its position i, i.e.

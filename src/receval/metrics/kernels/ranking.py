@@ -89,7 +89,7 @@ def precision(
     mean) rather than 0. ``scores="positive"``: items scored <= 0 are never hits.
     """
     b = _scored(b, scores)
-    hits = b.hits_at(k)
+    hits = b.distinct_at(k)  # hits@k, or distinct items (duplicates="count_distinct")
     if denominator == "recommended":
         if b.recommended is None:
             raise ValueError("precision[denominator=recommended] needs ratings input")
@@ -110,8 +110,9 @@ def recall(
     ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit);
     ``scores="positive"``: items scored <= 0 are never hits (R unchanged)."""
     b = _scored(b, scores)
-    den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
-    return ratio(b.hits_at(k), den)
+    r = b.n_relevant if b.n_distinct is None else b.n_distinct  # count_distinct: items
+    den = _min_k(k, r) if denominator == "min_k_relevant" else r
+    return ratio(b.distinct_at(k), den)
 
 
 def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
@@ -134,9 +135,30 @@ def hit_rate(b: Batch, k: int | None) -> np.ndarray:
 
 def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user."""
+    if b.pairs is not None:
+        return b.pairs.row_sums(b.cached("ap_pair_terms", lambda: _ap_pair_terms(b)), k)
     # rel_i · hits@i / i at each relevant cell
     terms = b.cached("ap_terms", lambda: b.hit_rank() / (b.hits.pos + 1))
     return b.hits.row_sums(terms, k)
+
+
+def _ap_pair_terms(b: Batch) -> np.ndarray:
+    """The AP terms at each relevant position when its m (list row, truth
+    row) pairs are hits (``Batch.pairs``), C the pairs up to it: C / i once
+    per position (RecTools' ``MAP``: its sparse matrix adds a position's pairs
+    into one cell), or with ``each_pair`` Σ_{c=1..m} (C − m + c) / i, one term
+    per pair (Microsoft Recommenders' ``map_at_k``: ``cumcount() + 1`` over
+    the joined rows divided by their rank)."""
+    c = b.pairs
+    assert c is not None
+    running = np.cumsum(c.value)
+    starts = np.concatenate(([0.0], running))[c.offsets[:-1]]
+    upto = running - starts[c.user]  # C: the user's pairs up to this position
+    at = c.pos + 1.0
+    if not b.each_pair:
+        return upto / at
+    m = c.value
+    return (m * (upto - m) + m * (m + 1.0) / 2.0) / at
 
 
 def average_precision(
@@ -257,11 +279,57 @@ def dcg(
             lambda: avg.row_sums(avg.value * weights[avg.pos], k),
         )
     cells = graded_cells(b, grades)[0]
-    terms = b.cached(
-        ("dcg_terms", gain, base, grades, discount),
-        lambda: _discounted(b, cells, gain, base, discount),
-    )
+    pairs = b.pairs if cells is b.hits else None  # a relevant position gains once per pair
+
+    def discounted() -> np.ndarray:
+        out = _discounted(b, cells, gain, base, discount)
+        return out if pairs is None else out * pairs.value
+
+    terms = b.cached(("dcg_terms", gain, base, grades, discount), discounted)
     return b.cached(("dcg", gain, base, grades, discount, k), lambda: cells.row_sums(terms, k))
+
+
+def _rejoined_ndcg(
+    b: Batch, k: int | None, gain: str, ideal: str, discount: str, plain: np.ndarray
+) -> np.ndarray:
+    """nDCG with every position's pairs joined once more with the list's
+    and the truth's rows of its item (``Batch.rejoined``: Microsoft
+    Recommenders' ``ndcg_at_k`` merges its hits with the predictions and then
+    with the truth): DCG Σ rejoined_i / log(i + 1); the ideal: the joined rows,
+    R + Σ rejoin_extra over the top k of them, cut at k. Every row gains the
+    same: 1 (binary), or gain(g) where all of a user's relevant grades are g.
+    Users without a repeated row keep ``plain``, the nDCG of their rows."""
+    rejoined, extra = b.rejoined, b.rejoin_extra
+    assert rejoined is not None
+    repeated = np.zeros(b.size, dtype=bool)
+    repeated[rejoined.user[rejoined.value != 1.0]] = True
+    if extra is not None:
+        repeated[extra.user] = True
+    if not repeated.any():
+        return plain
+    cells = b.ideal_cells
+    has = np.diff(cells.offsets) > 0
+    top = cells.first()
+    low = np.zeros(b.size)
+    low[has] = cells.value[cells.offsets[1:][has] - 1]  # each user's grades descend
+    mixed = repeated & (top != low)
+    if ideal != "relevant" or (gain != "binary" and mixed.any()):
+        raise ValueError(
+            "repeated rows joined twice (duplicates='join') are read by ndcg with ideal="
+            "relevant and gain=binary (or all of a user's relevant grades equal), not "
+            f"gain={gain}, ideal={ideal} on these grades: give another duplicates value"
+        )
+    weights = _discount(b, rejoined.width, 2.0, discount)
+    scale = np.ones(b.size) if gain == "binary" else _gain(top, gain)
+    dcg = rejoined.row_sums(rejoined.value * weights[rejoined.pos], k) * scale
+    rows = b.n_relevant.astype(np.float64)
+    if extra is not None:
+        rows = rows + extra.row_sums(extra.value, k)
+    span = np.rint(rows).astype(np.int64)
+    span = span if k is None else np.minimum(span, k)
+    whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
+    best = np.concatenate(([0.0], np.cumsum(whole)))[span] * scale
+    return np.where(repeated, ratio(dcg, best), plain)
 
 
 def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
@@ -282,6 +350,7 @@ def ndcg(
     grades: str = "relevant",
     discount: str = "log",
     tied: str = "order",
+    zero_ideal: str = "zero",
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -294,7 +363,12 @@ def ndcg(
     relevance threshold (trec_eval's nDCG under ``-l``).
     ``tied="average"``: equal scores share their gains (:func:`dcg`); the
     ideal is unchanged (torchmetrics' nDCG).
+    ``zero_ideal="divide"``: a user with relevant items whose idcg@k is
+    exactly 0 (gains of 0 or below: grades read as gains) gets dcg@k / 0 as
+    IEEE arithmetic gives it, NaN for 0/0 and ±inf otherwise (LensKit 2025.8's
+    ``NDCG(gain=...)``, which divides by its ideal unguarded).
     """
+    rejoin = b.rejoined is not None and grades == "relevant" and tied == "order"
     actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
     if ideal == "relevant":
         best = _ideal_dcg(b, k, gain, grades, discount)
@@ -305,7 +379,15 @@ def ndcg(
         best = np.concatenate(([0.0], np.cumsum(whole)))[span] * top
     else:
         best = _retrieved_ideal_dcg(b, k, gain, grades, discount)
-    return ratio(actual, best)
+    out = ratio(actual, best)
+    if zero_ideal == "divide":
+        zero = (best == 0) & (b.n_relevant > 0)
+        if zero.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[zero] = actual[zero] / best[zero]
+    if rejoin:  # duplicates="join": a repeated item's rows joined twice (Recommenders)
+        return _rejoined_ndcg(b, k, gain, ideal, discount, out)
+    return out
 
 
 def _retrieved_ideal_dcg(

@@ -251,15 +251,32 @@ def _recall_cut(level: float, r: np.ndarray, rounding: str = "nearest") -> np.nd
     return (whole + (x - whole >= 0.5)).astype(np.int64)
 
 
-def iprec(b: Batch, k: int | None, *, recall: float = 0.0, rounding: str = "nearest") -> np.ndarray:
+def iprec(
+    b: Batch,
+    k: int | None,
+    *,
+    recall: float = 0.0,
+    rounding: str = "nearest",
+    empty: str = "zero",
+) -> np.ndarray:
     """Interpolated precision at a recall level: the largest precision at or
     after the position where the list reaches c = round(recall · R) relevant
     items (its first relevant item for c = 0); 0 when it never does.
-    trec_eval's iprec_at_recall (m_iprec_at_recall.c)."""
-    return _iprec_at(b, k, recall, rounding)
+    trec_eval's iprec_at_recall (m_iprec_at_recall.c).
+
+    ``empty="nan"``: a list given empty (no item in the top k) is NaN at the
+    levels whose c is 0, 0 at the others: trec_eval starts from
+    ``num_rel_ret / num_ret`` = 0/0 and keeps it for the levels it never
+    passes (pytrec_eval on a query mapped to ``{}``; a list ``-J`` condenses
+    to nothing). A user without a list (``Batch.listed`` False: trec_eval
+    ``-c`` ranks one document that is in no qrels) stays 0.
+    """
+    return _iprec_at(b, k, recall, rounding, empty)
 
 
-def _iprec_at(b: Batch, k: int | None, level: float, rounding: str) -> np.ndarray:
+def _iprec_at(
+    b: Batch, k: int | None, level: float, rounding: str, empty: str = "zero"
+) -> np.ndarray:
     ip = _interpolated(b, k)
     c = _recall_cut(level, b.n_relevant, rounding)
     h = b.hits
@@ -270,19 +287,30 @@ def _iprec_at(b: Batch, k: int | None, level: float, rounding: str) -> np.ndarra
     found = np.maximum(c, 1)[user] == rank  # the c-th relevant item (the first for c = 0)
     out = np.zeros(b.size)
     out[user[found]] = ip[user[found], pos[found]]
+    if empty == "nan":
+        out[_given_empty(b, k) & (c == 0)] = np.nan
     return out
+
+
+def _given_empty(b: Batch, k: int | None) -> np.ndarray:
+    """``(m,)`` bool: the users whose list was given and holds no item in the top k."""
+    none = b.retrieved(k) == 0
+    return none if b.listed is None else none & b.listed
 
 
 #: trec_eval's 11 recall levels (m_11pt_avg.c)
 ELEVEN = tuple(i / 10 for i in range(11))
 
 
-def iprec_avg(b: Batch, k: int | None, *, rounding: str = "nearest") -> np.ndarray:
+def iprec_avg(
+    b: Batch, k: int | None, *, rounding: str = "nearest", empty: str = "zero"
+) -> np.ndarray:
     """Mean interpolated precision at the recall levels 0, 0.1, ..., 1
-    (trec_eval's 11pt_avg; m_11pt_avg.c)."""
+    (trec_eval's 11pt_avg; m_11pt_avg.c). ``empty="nan"``: NaN for a list
+    given empty (its level 0 is 0/0, see :func:`iprec`)."""
     total = np.zeros(b.size)
     for level in ELEVEN:
-        total += _iprec_at(b, k, level, rounding)
+        total += _iprec_at(b, k, level, rounding, empty)
     return total / len(ELEVEN)
 
 
