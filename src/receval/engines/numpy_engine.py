@@ -101,6 +101,13 @@ class Prepared:
     #: how repeated rows are read, when some were (:class:`Joined`); None:
     #: every relevant position is one hit
     joined: Joined | None = None
+    #: with propensities (a weighted metric asked, :func:`pair_weights`): the
+    #: relevant list rows (``rec_gain > 0``) and 1/p of each, and 1/p of every
+    #: relevant pair of the truth with its user code
+    hit_rows: np.ndarray | None = None
+    hit_weight: np.ndarray | None = None
+    relevant_weight: np.ndarray | None = None
+    relevant_user: np.ndarray | None = None
 
 
 #: the ``duplicates`` values under which every row counts (none dropped)
@@ -420,6 +427,7 @@ def prepare(
     if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
         has_recs |= condensed > 0
     positions = _rank_positions(rows, rec_offsets, rank, counts)
+    weights = pair_weights(rows, truth, (tu, ti), rec_gain, threshold, ideal_offsets, relevant_from)
     graded = (None, None, None)
     if gains is not None:
         once = duplicates not in EVERY_ROW  # a pair twice in the truth: in the ideal once
@@ -458,7 +466,92 @@ def prepare(
         graded_ideal_grades=graded[1],
         graded_ideal_offsets=graded[2],
         joined=joined,
+        hit_rows=weights[0],
+        hit_weight=weights[1],
+        relevant_weight=weights[2],
+        relevant_user=weights[3],
     )
+
+
+def pair_weights(
+    rows: _Rows,
+    truth: TruthData,
+    codes: tuple[np.ndarray, np.ndarray],
+    rec_gain: np.ndarray,
+    threshold: float,
+    ideal_offsets: np.ndarray,
+    relevant_from: str,
+) -> tuple[np.ndarray | None, ...]:
+    """The inverse propensities 1/p of the relevant (user, item) pairs: the
+    relevant list rows and the weight of each, and the weight of every relevant
+    pair of the truth with its user (in the truth's order).
+    ``truth.propensity`` holds each truth row's p (NaN where none was given:
+    an error for a relevant pair, naming it). p = 0 (an item never seen in
+    ``train=`` under the popularity model) is an infinite weight, which only
+    ``clip=`` makes finite (:func:`compute` says so).
+    ``codes``: the truth rows' user and item codes. Nones without
+    propensities (no weighted metric asked).
+    """
+    if truth.propensity is None:
+        return None, None, None, None
+    tu, ti = codes
+    if relevant_from == "list":
+        raise InputError(
+            "weighted metrics (weighting=) read the relevant items of the truth: they do "
+            "not go with " + option("relevant_from", "list"),
+            source="propensities",
+        )
+    n_relevant = np.diff(ideal_offsets)
+    n_users = len(n_relevant)
+    rel = (truth.grades >= threshold) & (truth.grades > 0)
+    p_rel = np.asarray(truth.propensity, dtype=np.float64)[rel]
+    missing = np.isnan(p_rel)
+    if missing.any():
+        j = int(np.flatnonzero(rel)[np.flatnonzero(missing)[0]])
+        raise InputError(
+            f"{int(missing.sum())} relevant (user, item) pairs of the truth have no "
+            "propensity in " + option("propensities") + " (every relevant pair needs one)",
+            source="propensities",
+            user=truth.users[j],
+            item=truth.items[j],
+        )
+    with np.errstate(divide="ignore"):
+        w_rel = 1.0 / p_rel
+    ru_rel = tu[rel]
+    if not np.array_equal(np.bincount(ru_rel, minlength=n_users), n_relevant):
+        raise InputError(
+            "weighted metrics need each relevant (user, item) pair once in the truth",
+            source="propensities",
+        )
+    # the weight of each relevant list row: its truth row, among the relevant ones
+    hit = np.flatnonzero(rec_gain > 0)
+    qu, qi = rows.ru[hit], rows.ri[hit]
+    joined = _native_join(qu, qi, ru_rel, ti[rel], w_rel, n_users, -np.inf, True)
+    if joined is not None and joined[0] is not None:
+        found = joined[0]
+    else:
+        found = _values_of_pairs(qu, qi, ru_rel, ti[rel], w_rel)
+    return hit, found, np.ascontiguousarray(w_rel), np.ascontiguousarray(ru_rel)
+
+
+def _values_of_pairs(
+    ru: np.ndarray, ri: np.ndarray, tu: np.ndarray, ti: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """Per (ru, ri) row, ``values`` of the first truth row (tu, ti) of the same
+    pair (0 where none): the sorting path of :func:`pair_weights`."""
+    out = np.zeros(len(ru))
+    if not len(ru) or not len(tu):
+        return out
+    codes, uniq = encode([ti, ri])
+    n = max(len(uniq), 1)
+    tkey = tu.astype(np.int64) * n + codes[0]
+    qkey = ru.astype(np.int64) * n + codes[1]
+    order = np.argsort(tkey, kind="stable")
+    skey = tkey[order]
+    at = np.minimum(np.searchsorted(skey, qkey), len(skey) - 1)
+    hit = skey[at] == qkey
+    out[hit] = values[order[at[hit]]]
+    return out
 
 
 #: what a negative grade is read as (``negative_grades``), and its count's key
@@ -1284,6 +1377,107 @@ def _history_block(
     return offsets[u0 : u1 + 1] - offsets[u0], items[offsets[u0] : offsets[u1]]
 
 
+def _views(
+    graded: tuple[_CellSource, _CellSource] | None,
+    weights: tuple[_HitWeights, _RelevantWeights | None] | None,
+    u0: int,
+    u1: int,
+) -> dict[str, Any]:
+    """A block's :class:`Batch` fields of the grades as gains and of the weights."""
+    return {
+        "graded_hits": None if graded is None else graded[0].block(u0, u1),
+        "graded_ideal_cells": None if graded is None else graded[1].block(u0, u1),
+        "hit_weights": None if weights is None else weights[0].block(u0, u1),
+        "relevant_weights": None
+        if weights is None or weights[1] is None
+        else weights[1].block(u0, u1),
+    }
+
+
+class _RelevantWeights:
+    """Each user's relevant pairs' weights, ascending (a sum over them never
+    depends on the order of the truth's rows), cut block by block as
+    ``(block-local user of each, weight)`` (:attr:`Batch.relevant_weights`)."""
+
+    def __init__(self, users: np.ndarray, weights: np.ndarray, n_users: int) -> None:
+        if len(users) and bool((users[1:] >= users[:-1]).all()):  # grouped already (usual)
+            self.user, values = users, weights
+        else:
+            order = np.argsort(users, kind="stable")
+            self.user, values = users[order], weights[order]
+        self.offsets = user_offsets(self.user, n_users)
+        rank = np.arange(len(values)) - self.offsets[self.user]
+        width = int(rank.max(initial=-1)) + 1
+        if n_users * width <= 4 * len(values) + 1024:  # few per user: one padded row each
+            rows = np.full((n_users, width), np.inf)
+            at = self.user * width + rank
+            rows.reshape(-1)[at] = values
+            rows.sort(axis=1)  # the padding (inf) last; equal weights are equal numbers
+            self.values = rows.reshape(-1)[at]
+        else:
+            again = np.argsort(weights)
+            again = again[np.argsort(users[again], kind="stable")]
+            self.values = weights[again]
+
+    def block(self, u0: int, u1: int) -> tuple[np.ndarray, np.ndarray]:
+        c0, c1 = self.offsets[u0], self.offsets[u1]
+        return self.user[c0:c1] - u0, self.values[c0:c1]
+
+
+def weighted(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
+    """The specs that weight relevant pairs by their inverse propensity (``weighting=``)."""
+    return [s for s in specs if s.param_dict.get("weighting", "none") != "none"]
+
+
+class _HitWeights:
+    """The weights of the cells of ``hits`` (the relevant list rows at positions
+    below its width), cut block by block like them (:attr:`Batch.hit_weights`)."""
+
+    def __init__(
+        self,
+        hits: _CellSource,
+        rows: np.ndarray,
+        weights: np.ndarray,
+        at: np.ndarray | None,
+        p: Prepared,
+    ) -> None:
+        pos = at[rows] if at is not None else rows - p.rec_offsets[p.rec_user[rows]]
+        self.values = weights[pos < hits.width]
+        self.offsets = hits.offsets
+        assert len(self.values) == len(hits.value)
+
+    def block(self, u0: int, u1: int) -> np.ndarray:
+        return self.values[self.offsets[u0] : self.offsets[u1]]
+
+
+def _weight_sources(
+    p: Prepared, specs: Sequence[MetricSpec], hits: _CellSource, at: np.ndarray | None
+) -> tuple[_HitWeights, _RelevantWeights | None] | None:
+    """The weights of the list's relevant cells (aligned with ``hits``: the same
+    nonzero rows, 1/p >= 1) and of each user's relevant pairs, when a metric
+    is weighted. A pair of propensity 0 is an error unless its metric clips."""
+    asked = weighted(specs)
+    if not asked:
+        return None
+    if p.hit_rows is None or p.hit_weight is None or p.relevant_weight is None:
+        raise MetricError(f"{asked[0]} needs propensities (propensities=), which were not given")
+    for s in asked:
+        if float(s.param_dict.get("clip", 0.0)) == 0.0 and np.isinf(p.relevant_weight).any():
+            zero = int(np.isinf(p.relevant_weight).sum())
+            raise MetricError(
+                f"{s}: {zero} relevant (user, item) pairs have propensity 0 (under the "
+                "popularity model: items never seen in " + option("train") + "): give clip=, "
+                f"the smallest propensity allowed, e.g. {s.name}@{s.k or 10}[weighting="
+                f"{s.param_dict['weighting']},clip=0.01]"
+            )
+    snips = any(s.param_dict["weighting"] == "snips" for s in asked)  # reads Σ_relevant w
+    assert p.relevant_user is not None
+    return (
+        _HitWeights(hits, p.hit_rows, p.hit_weight, at, p),
+        _RelevantWeights(p.relevant_user, p.relevant_weight, len(p.n)) if snips else None,
+    )
+
+
 def compute(
     p: Prepared,
     specs: Sequence[MetricSpec],
@@ -1318,6 +1512,7 @@ def compute(
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
     graded = _graded_sources(p, specs, w, wi, at)
     joins = _join_sources(p, w, at)
+    weights = _weight_sources(p, specs, hits, at)
     judged = pooled = None
     if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
         assert p.rec_pooled is not None
@@ -1358,10 +1553,9 @@ def compute(
             catalog_size=catalog_size,
             scored_hits=None if scored is None else scored.block(u0, u1),
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
-            graded_hits=None if graded is None else graded[0].block(u0, u1),
-            graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
             listed=p.has_recs[u0:u1],
             **_join_block(p, joins, u0, u1),
+            **_views(graded, weights, u0, u1),
         )
         for j, s in enumerate(specs):
             on = batch.graded_view() if graded is not None and _gain_read(s) else batch

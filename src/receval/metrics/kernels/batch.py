@@ -264,6 +264,17 @@ class Batch:
             ``hits`` at the first position of each item only, and each user's
             distinct relevant items: what precision and recall count (RePlay's
             ``set(pred[:k]) & set(ground_truth)``).
+        hit_weights: ``(c,)`` float64 or None: per cell of ``hits``, the
+            inverse propensity 1/p of that relevant (user, item) pair (``inf``
+            for p = 0); only built when a metric asks for ``weighting=``
+            (:func:`~receval.metrics.kernels.ranking.pair_weights`). The views
+            that replace ``hits`` (:meth:`scored_positive`, :meth:`graded_view`)
+            drop it.
+        relevant_weights: ``(users, weights)`` or None: 1/p of every relevant
+            (user, item) pair of the block's users, ``users`` the block-local
+            user of each (non-decreasing), each user's weights ascending (so a
+            sum over them never depends on the order of the truth's rows); with
+            ``hit_weights``, when a metric asks for ``weighting=snips``.
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -302,6 +313,8 @@ class Batch:
     rejoin_extra: Cells | None = None
     distinct_hits: Cells | None = None
     n_distinct: np.ndarray | None = None
+    hit_weights: np.ndarray | None = None
+    relevant_weights: tuple[np.ndarray, np.ndarray] | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -352,7 +365,7 @@ class Batch:
             )
 
         def view() -> Batch:
-            return replace(self, hits=self.scored_hits, _cache={})
+            return replace(self, hits=self.scored_hits, hit_weights=None, _cache={})
 
         return self.cached("scored_positive", view)
 
@@ -372,7 +385,7 @@ class Batch:
         hits, ideal = self.graded_hits, self.graded_ideal_cells
 
         def view() -> Batch:
-            return replace(self, hits=hits, ideal_cells=ideal, _cache={})
+            return replace(self, hits=hits, ideal_cells=ideal, hit_weights=None, _cache={})
 
         return self.cached("graded_view", view)
 

@@ -31,6 +31,7 @@ __all__ = [
     "hit_rate",
     "hits",
     "ndcg",
+    "pair_weights",
     "precision",
     "r_precision",
     "ratio",
@@ -53,6 +54,78 @@ def ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     out = num / np.where(zero, 1.0, den)  # plain loops: faster than a masked divide
     out[zero] = 0.0
     return out
+
+
+WEIGHTINGS = ("none", "ips", "snips")
+
+
+def pair_weights(
+    b: Batch, weighting: str, clip: float = 0.0
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The inverse-propensity weights of a weighted metric (docs/counterfactual-metrics.md).
+
+    Returns None for ``weighting="none"``; else ``(w, scale)``: ``w`` the weight
+    of each cell of ``b.hits`` (the relevant item at that position),
+    w = 1 / max(p, clip) with p the pair's propensity, and ``scale`` None
+    (``ips``) or, per user, R / Σ_{i relevant} w_i (``snips``: the relevant
+    items' weights normalised to sum to R, the self-normalised estimator of
+    Yang et al. 2018, per user). Every kernel that sums over relevant items
+    multiplies each item's term by its w, and its value by ``scale``. With
+    every p = 1 both are exactly 1: the unweighted value, bit for bit.
+
+    >>> from receval.metrics.kernels.batch import Cells
+    >>> hits = Cells.from_dense(np.array([[1.0, 0.0, 1.0]]))
+    >>> b = Batch(hits, Cells.from_dense(np.array([[1.0, 1.0]])), n=np.array([3]),
+    ...           n_relevant=np.array([2]), hit_weights=np.array([2.0, 4.0]),
+    ...           relevant_weights=(np.array([0, 0]), np.array([2.0, 4.0])))
+    >>> w, scale = pair_weights(b, "snips", 0.5)  # weights 2, 4 clipped to 2, 2: scale 2 / 4
+    >>> w.tolist(), scale.tolist()
+    ([2.0, 2.0], [0.5])
+    """
+    if weighting == "none":
+        return None
+    if b.hit_weights is None or (weighting == "snips" and b.relevant_weights is None):
+        raise ValueError(
+            f"weighting={weighting} needs the engine's propensities (propensities=), and "
+            "reads the list's relevant items as they are (not with scores=positive, "
+            "grades=positive, tied=average, correction= or grades read as gains)"
+        )
+    if b.pairs is not None or b.distinct_hits is not None:
+        raise ValueError(
+            f"weighting={weighting} reads each relevant item once: not with repeated rows "
+            "joined or counted distinct (duplicates='join', 'left_join' or 'count_distinct'); "
+            "give duplicates='error' or 'keep'"
+        )
+
+    def compute() -> tuple[np.ndarray, np.ndarray | None]:
+        assert b.hit_weights is not None
+        cap = 1.0 / clip if clip > 0 else None
+        w = b.hit_weights if cap is None else np.minimum(b.hit_weights, cap)
+        if weighting == "ips":
+            return w, None
+        assert b.relevant_weights is not None
+        users, rw = b.relevant_weights
+        rw = rw if cap is None else np.minimum(rw, cap)
+        total = np.bincount(users, weights=rw, minlength=b.size)
+        return w, ratio(b.n_relevant, total)
+
+    return b.cached(("pair_weights", weighting, clip), compute)
+
+
+def _weighted_hits(b: Batch, k: int | None, weighting: str, clip: float) -> np.ndarray:
+    """Σ_{i ∈ hits@k} w_i per user, once per batch, cut-off and clip (recall,
+    precision and hit rate, ips and snips share it, as they share hits@k)."""
+    key = None if k is None or k >= b.width else k
+    w = pair_weights(b, weighting, clip)
+    assert w is not None
+    return b.cached(("weighted_hits", clip, key), lambda: b.hits.row_sums(w[0], k))
+
+
+def _scaled(values: np.ndarray, weights: tuple[np.ndarray, np.ndarray | None] | None) -> np.ndarray:
+    """``values`` times the SNIPS scale R / Σw (unchanged for ips and none)."""
+    if weights is None or weights[1] is None:
+        return values
+    return values * weights[1]
 
 
 def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
@@ -80,6 +153,8 @@ def precision(
     denominator: str = "k",
     empty: str = "zero",
     scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n.
 
@@ -87,9 +162,14 @@ def precision(
     the items of the top k whose predicted rating reaches the threshold; NaN
     when there is none. ``empty="nan"``: an empty list is NaN (left out of the
     mean) rather than 0. ``scores="positive"``: items scored <= 0 are never hits.
+    ``weighting``: each hit counts its weight 1/p (:func:`pair_weights`).
     """
     b = _scored(b, scores)
-    hits = b.distinct_at(k)  # hits@k, or distinct items (duplicates="count_distinct")
+    weights = pair_weights(b, weighting, clip)
+    if weights is None:
+        hits = b.distinct_at(k)  # hits@k, or distinct items (duplicates="count_distinct")
+    else:
+        hits = _scaled(_weighted_hits(b, k, weighting, clip), weights)
     if denominator == "recommended":
         if b.recommended is None:
             raise ValueError("precision[denominator=recommended] needs ratings input")
@@ -104,14 +184,25 @@ def precision(
 
 
 def recall(
-    b: Batch, k: int | None, *, denominator: str = "relevant", scores: str = "any"
+    b: Batch,
+    k: int | None,
+    *,
+    denominator: str = "relevant",
+    scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """hits@k / R: the share of the user's R relevant items found in the top k;
     ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit);
-    ``scores="positive"``: items scored <= 0 are never hits (R unchanged)."""
+    ``scores="positive"``: items scored <= 0 are never hits (R unchanged).
+    ``weighting``: Σ_{hits} w_i / R (``ips``), Σ_{hits} w_i / Σ_{relevant} w_i
+    (``snips``), w_i = 1/p (:func:`pair_weights`)."""
     b = _scored(b, scores)
     r = b.n_relevant if b.n_distinct is None else b.n_distinct  # count_distinct: items
     den = _min_k(k, r) if denominator == "min_k_relevant" else r
+    weights = pair_weights(b, weighting, clip)
+    if weights is not None:
+        return _scaled(ratio(_weighted_hits(b, k, weighting, clip), den), weights)
     return ratio(b.distinct_at(k), den)
 
 
@@ -128,18 +219,23 @@ def hits(b: Batch, k: int | None) -> np.ndarray:
     return b.hits_at(k).astype(np.float64)
 
 
-def hit_rate(b: Batch, k: int | None) -> np.ndarray:
-    """1 if hits@k > 0 else 0."""
+def hit_rate(b: Batch, k: int | None, *, weighting: str = "none", clip: float = 0.0) -> np.ndarray:
+    """1 if hits@k > 0 else 0. ``weighting``: the mean weight of the hits
+    within k, Σ_{hits} w_i / hits@k (0 without a hit): w_i 1[rank_i <= k]
+    for a single relevant item (leave-one-out), 1 when every p is 1."""
+    weights = pair_weights(b, weighting, clip)
+    if weights is not None:
+        return _scaled(ratio(_weighted_hits(b, k, weighting, clip), b.hits_at(k)), weights)
     return (b.hits_at(k) > 0).astype(np.float64)
 
 
-def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
-    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user."""
-    if b.pairs is not None:
+def _ap_numerator(b: Batch, k: int | None, w: np.ndarray | None = None) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user (each term times w_i when weighted)."""
+    if b.pairs is not None:  # duplicates="join"/"left_join" (weighting refuses them)
         return b.pairs.row_sums(b.cached("ap_pair_terms", lambda: _ap_pair_terms(b)), k)
     # rel_i · hits@i / i at each relevant cell
     terms = b.cached("ap_terms", lambda: b.hit_rank() / (b.hits.pos + 1))
-    return b.hits.row_sums(terms, k)
+    return b.hits.row_sums(terms if w is None else terms * w, k)
 
 
 def _ap_pair_terms(b: Batch) -> np.ndarray:
@@ -168,6 +264,8 @@ def average_precision(
     denominator: str = "min_k_relevant",
     empty: str = "zero",
     scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
 
@@ -176,9 +274,12 @@ def average_precision(
     without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
     ``empty="nan"``: an empty list is NaN (left out of the mean) rather than 0;
     ``scores="positive"``: items scored <= 0 are never hits.
+    ``weighting``: each relevant item's term rel_i · precision@i times its w_i
+    (precision@i itself unweighted; D unchanged; :func:`pair_weights`).
     """
     b = _scored(b, scores)
-    num = _ap_numerator(b, k)
+    weights = pair_weights(b, weighting, clip)
+    num = _ap_numerator(b, k, None if weights is None else weights[0])
     if denominator == "min_k_relevant":
         den = _min_k(k, b.n_relevant)
     elif denominator == "relevant":
@@ -193,7 +294,7 @@ def average_precision(
         den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
-    return _empty_nan(b, k, ratio(num, den), empty)
+    return _empty_nan(b, k, _scaled(ratio(num, den), weights), empty)
 
 
 def reciprocal_rank(b: Batch, k: int | None, *, scores: str = "any") -> np.ndarray:
@@ -261,6 +362,8 @@ def dcg(
     grades: str = "relevant",
     discount: str = "log",
     tied: str = "order",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
@@ -268,7 +371,9 @@ def dcg(
     log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit).
     ``tied="average"``: each item gains the mean gain of its group of equal
     scores (over the whole list), so a group straddling k counts the share of
-    its gains its positions within k hold (sklearn's ``_tie_average_dcg``)."""
+    its gains its positions within k hold (sklearn's ``_tie_average_dcg``).
+    ``weighting``: each relevant item's term times its w_i (:func:`pair_weights`)."""
+    weights = None if weighting == "none" else pair_weights(b, weighting, clip)
     if tied == "average":
         if b.tied_gains is None or (gain, grades) not in b.tied_gains:
             raise ValueError("tied=average needs the engine's tied_gains")
@@ -286,6 +391,12 @@ def dcg(
         return out if pairs is None else out * pairs.value
 
     terms = b.cached(("dcg_terms", gain, base, grades, discount), discounted)
+    if weights is not None:
+        w = weights
+        return b.cached(
+            ("dcg", gain, base, grades, discount, k, weighting, clip),
+            lambda: _scaled(cells.row_sums(terms * w[0], k), w),
+        )
     return b.cached(("dcg", gain, base, grades, discount, k), lambda: cells.row_sums(terms, k))
 
 
@@ -351,6 +462,8 @@ def ndcg(
     discount: str = "log",
     tied: str = "order",
     zero_ideal: str = "zero",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -367,9 +480,12 @@ def ndcg(
     exactly 0 (gains of 0 or below: grades read as gains) gets dcg@k / 0 as
     IEEE arithmetic gives it, NaN for 0/0 and ±inf otherwise (LensKit 2025.8's
     ``NDCG(gain=...)``, which divides by its ideal unguarded).
+    ``weighting``: the DCG's terms weighted (:func:`dcg`), the ideal unchanged.
     """
     rejoin = b.rejoined is not None and grades == "relevant" and tied == "order"
-    actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
+    actual = dcg(
+        b, k, gain=gain, grades=grades, discount=discount, tied=tied, weighting=weighting, clip=clip
+    )
     if ideal == "relevant":
         best = _ideal_dcg(b, k, gain, grades, discount)
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
