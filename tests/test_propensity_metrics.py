@@ -334,3 +334,17 @@ def test_spark_command_line_reads_a_propensity_file(
     got = json.loads(capsys.readouterr().out)["metrics"]
     want = _w_pandas(d, tmp_path)[0]
     assert got == pytest.approx(want, rel=0, abs=0)
+
+
+@pytest.mark.parametrize("duplicates", ["join", "left_join", "count_distinct"])
+def test_weighting_refuses_rows_joined_or_counted_distinct(duplicates: str) -> None:
+    """A weighted metric reads each relevant item once: the duplicates modes that
+    join repeated rows (RecTools, Recommenders) or count them distinct (RePlay) are
+    refused, naming the option."""
+    recs = pd.DataFrame({"user": [1, 1, 1], "item": ["a", "a", "b"], "rank": [1, 2, 3]})
+    truth = pd.DataFrame({"user": [1, 1], "item": ["a", "b"]})
+    props = pd.DataFrame({"item": ["a", "b"], "propensity": [0.5, 0.25]})
+    with pytest.raises(receval.OptionError, match="duplicates"):
+        receval.evaluate(
+            recs, truth, "recall@3[weighting=ips]", propensities=props, duplicates=duplicates
+        )

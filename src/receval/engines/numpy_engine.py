@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from receval._accel import NATIVE
-from receval.errors import InputError, MetricError, option
+from receval.errors import InputError, MetricError, OptionError, option
 from receval.ids import distinct, order_of, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
@@ -427,7 +427,10 @@ def prepare(
     if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
         has_recs |= condensed > 0
     positions = _rank_positions(rows, rec_offsets, rank, counts)
-    weights = pair_weights(rows, truth, (tu, ti), rec_gain, threshold, ideal_offsets, relevant_from)
+    joins = None if joined is None else duplicates  # some row repeats, joined or distinct
+    weights = pair_weights(
+        rows, truth, (tu, ti), rec_gain, threshold, ideal_offsets, relevant_from, joins
+    )
     graded = (None, None, None)
     if gains is not None:
         once = duplicates not in EVERY_ROW  # a pair twice in the truth: in the ideal once
@@ -481,6 +484,7 @@ def pair_weights(
     threshold: float,
     ideal_offsets: np.ndarray,
     relevant_from: str,
+    joins: str | None = None,
 ) -> tuple[np.ndarray | None, ...]:
     """The inverse propensities 1/p of the relevant (user, item) pairs: the
     relevant list rows and the weight of each, and the weight of every relevant
@@ -494,6 +498,14 @@ def pair_weights(
     """
     if truth.propensity is None:
         return None, None, None, None
+    if joins is not None:  # repeated rows joined (join, left_join) or counted distinct
+        raise OptionError(
+            "duplicates",
+            joins,
+            reason="weighted metrics (weighting=) read each relevant item once: they do not go "
+            "with repeated rows joined or counted distinct",
+            allowed=("error", "keep", "count"),
+        )
     tu, ti = codes
     if relevant_from == "list":
         raise InputError(
