@@ -423,9 +423,7 @@ def prepare(
     )
     tie_start, tie_end = _tie_groups(rows.ru, rows.score, rec_offsets, need_ties, counts)
     has_recs, in_truth = _presence(rec_offsets, reu, tu, teu, n_users)
-    condensed = dropped.get("recommendation_rows_unjudged_dropped")
-    if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
-        has_recs |= condensed > 0
+    _listed_condensed(has_recs, dropped)
     positions = _rank_positions(rows, rec_offsets, rank, counts)
     joins = None if joined is None else duplicates  # some row repeats, joined or distinct
     weights = pair_weights(
@@ -474,6 +472,13 @@ def prepare(
         relevant_weight=weights[2],
         relevant_user=weights[3],
     )
+
+
+def _listed_condensed(has_recs: np.ndarray, dropped: dict[str, np.ndarray]) -> None:
+    """A list condensed to nothing is still a list (trec_eval's -J): in ``has_recs``."""
+    condensed = dropped.get("recommendation_rows_unjudged_dropped")
+    if condensed is not None:
+        has_recs |= condensed > 0
 
 
 def pair_weights(
