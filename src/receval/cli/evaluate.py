@@ -75,16 +75,17 @@ Propensities = Annotated[
     typer.Option(
         "--propensities",
         metavar="FILE|popularity",
-        help="the propensity of each relevant pair, for weighted metrics "
-        "(recall@10[weighting=ips]): a file with user, item and propensity columns (or item "
+        help="the propensity of each relevant pair, for the weighted metrics, e.g. "
+        "recall[weighting=ips] : a file with user, item and propensity columns (or item "
         "and propensity), or popularity: Yang et al.'s model estimated from --train",
     ),
 ]
 PropensityGamma = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--propensity-gamma",
-        help="gamma of --propensities popularity: p_i = (n_i / n_max)^((gamma + 1) / 2)",
+        help="gamma of --propensities popularity: p_i = (n_i / n_max)^((gamma + 1) / 2) "
+        f"(default {DEFAULT_GAMMA:g})",
     ),
 ]
 
@@ -125,7 +126,7 @@ def evaluate(
     user_groups: UserGroups = None,
     item_groups: ItemGroups = None,
     propensities: Propensities = None,
-    propensity_gamma: PropensityGamma = DEFAULT_GAMMA,
+    propensity_gamma: PropensityGamma = None,
     engine: EngineOpt = Engine.numpy,
     master: Master = None,
     mlflow: MlflowFlag = False,
@@ -157,7 +158,8 @@ def evaluate(
     else:
         refuse_input_targets(read, files=written)
     shown_as = Output.json if as_json else output
-    weighting = {"propensities": propensities, "propensity_gamma": propensity_gamma}
+    gamma = DEFAULT_GAMMA if propensity_gamma is None else propensity_gamma
+    weighting = {"propensities": propensities, "propensity_gamma": gamma}
     if engine is Engine.spark:
         if per_user_path is not None:
             per_user_suffix_format(per_user_path, engine)

@@ -24,7 +24,6 @@ from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
 from receval.io.propensities import (
     DEFAULT_GAMMA,
-    MODELS,
     PairsWithPropensities,
     Propensities,
 )
@@ -300,14 +299,6 @@ def _with_propensities(
     ):
         return False
     inputs = opened.inputs
-    model = isinstance(propensities, str) and propensities.strip().lower() in MODELS
-    if model and spark_files.is_spark(train):
-        raise ReceValError(
-            f"propensities={propensities!r} estimates the propensities from "
-            + option("train")
-            + " in this process, which a Spark DataFrame is not: give a table of "
-            "propensities (user, item, propensity, or item, propensity), or train= as a table"
-        )
     known = Propensities(propensities, train=train, gamma=gamma, cols=opts.columns())
     if isinstance(inputs, Tables):
         inputs.truth.propensity = known.of(inputs.truth)

@@ -38,11 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from receval.errors import InputError, OptionError, option
+from receval.errors import InputError, OptionError, ReceValError, option
 from receval.ids import as_str, canonical, kind
 from receval.io.columns import ITEMS, names_of, resolve, to_arrow
 from receval.io.inputs import is_path, opened
 from receval.io.items import train_pairs
+from receval.io.spark_files import is_spark
 from receval.records import Columns, Pair, RecsData, TruthData
 
 __all__ = [
@@ -222,6 +223,14 @@ class Propensities:
                     reason="the popularity model is estimated from "
                     + option("train")
                     + ", which was not given",
+                )
+            if is_spark(train):
+                raise ReceValError(
+                    f"propensities={obj!r} estimates the propensities from "
+                    + option("train")
+                    + " in this process, which a Spark DataFrame is not: give a table of "
+                    "propensities (user, item, propensity, or item, propensity), or train= as "
+                    "a table"
                 )
             self.items, self.values = popularity_propensities(train, gamma, cols)
             self.users: np.ndarray | None = None
