@@ -3,6 +3,7 @@ memory on a large log, bias and RMSE against a synthetic policy of known value.
 
     python benchmarks/off_policy.py --rows 10000000 --data bench-data/off_policy
     python benchmarks/off_policy.py --accuracy --draws 200 --draw-rows 20000
+    python benchmarks/off_policy.py --slates 1000000 --data bench-data/off_policy_slates
 
 The synthetic world: ``contexts`` users drawn uniformly, ``actions`` actions,
 a true expected reward ``q(x, a)`` in (0, 1), rewards Bernoulli(q); the logging
@@ -19,6 +20,14 @@ resident memory (``ru_maxrss``): the whole file in memory, and
 bootstrap. Accuracy: ``--draws`` independent logs of ``--draw-rows`` rows, the
 bias (mean error) and the RMSE of each estimator, with the standard error of
 the bias.
+
+Slates (``--slates S``): S slates of 5 positions (5·S rows, written slate by
+slate in row groups of 1M rows), each position's action drawn independently
+from the logging policy (so the pseudo-inverse's closed form holds), reward
+Bernoulli(q); the evaluation policy the ranking of each context's five most
+probable actions under the evaluation softmax. The slate estimators iips,
+rips, sips and pi, the whole file in memory against ``batch_rows=1_000_000``,
+with and without the bootstrap, each in a fresh process.
 """
 
 from __future__ import annotations
@@ -35,6 +44,8 @@ import numpy as np
 import pandas as pd
 
 ESTIMATORS = ["dm", "ips", "snips", "dr", "sndr", "switch-dr"]
+SLATE = ["iips", "rips", "sips", "pi"]
+SLATE_LEN = 5
 
 
 def world(contexts: int, actions: int, seed: int) -> dict[str, np.ndarray]:
@@ -103,6 +114,50 @@ def write(data: Path, rows: int, contexts: int, actions: int, seed: int) -> None
     (data / "meta.json").write_text(json.dumps({"rows": rows, "true_value": truth}))
 
 
+def write_slates(data: Path, slates: int, contexts: int, actions: int, seed: int) -> None:
+    """The slate log (slate by slate, row groups of 1M rows) and the ranking."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data.mkdir(parents=True, exist_ok=True)
+    w = world(contexts, actions, seed)
+    top = np.argsort(-w["target"], axis=1, kind="stable")[:, :SLATE_LEN]
+    pd.DataFrame(
+        {
+            "context": np.repeat(np.arange(contexts), SLATE_LEN),
+            "position": np.tile(np.arange(1, SLATE_LEN + 1), contexts),
+            "action": top.ravel(),
+        }
+    ).to_parquet(data / "ranking.parquet")
+    rng = np.random.default_rng(seed + 3)
+    per = 1_000_000 // SLATE_LEN
+    writer = None
+    for lo in range(0, slates, per):
+        n = min(per, slates - lo)
+        ctx = np.repeat(rng.integers(0, contexts, n), SLATE_LEN)
+        cdf = np.cumsum(w["behaviour"][ctx], axis=1)
+        action = np.minimum((rng.random(len(ctx))[:, None] > cdf).sum(axis=1), cdf.shape[1] - 1)
+        mu = w["behaviour"][ctx, action].reshape(n, SLATE_LEN)
+        frame = pd.DataFrame(
+            {
+                "context": ctx,
+                "slate": np.repeat(np.arange(lo, lo + n), SLATE_LEN),
+                "position": np.tile(np.arange(1, SLATE_LEN + 1), n),
+                "action": action,
+                "reward": (rng.random(len(ctx)) < w["q"][ctx, action]).astype(np.float64),
+                "propensity": mu.ravel(),
+                "propensity_cascade": np.cumprod(mu, axis=1).ravel(),
+                "propensity_slate": np.repeat(mu.prod(axis=1), SLATE_LEN),
+            }
+        )
+        part = pa.Table.from_pandas(frame, preserve_index=False)
+        writer = writer or pq.ParquetWriter(data / "slates.parquet", part.schema)
+        writer.write_table(part)
+    assert writer is not None
+    writer.close()
+    (data / "meta.json").write_text(json.dumps({"rows": slates * SLATE_LEN, "slates": slates}))
+
+
 def run_mode(data: Path, mode: str) -> None:
     """One timing in this process: prints wall time and peak memory as JSON."""
     import receval
@@ -110,15 +165,24 @@ def run_mode(data: Path, mode: str) -> None:
     resamples = 200 if mode.endswith("boot") else 0
     batch = 1_000_000 if mode.startswith("batches") else None
     start = time.perf_counter()
-    res = receval.off_policy(
-        data / "logs.parquet",
-        data / "policy.parquet",
-        ESTIMATORS,
-        reward_model=data / "model.parquet",
-        switch_tau=5.0,
-        n_resamples=resamples,
-        batch_rows=batch,
-    )
+    if (data / "slates.parquet").exists():
+        res = receval.off_policy(
+            data / "slates.parquet",
+            data / "ranking.parquet",
+            SLATE,
+            n_resamples=resamples,
+            batch_rows=batch,
+        )
+    else:
+        res = receval.off_policy(
+            data / "logs.parquet",
+            data / "policy.parquet",
+            ESTIMATORS,
+            reward_model=data / "model.parquet",
+            switch_tau=5.0,
+            n_resamples=resamples,
+            batch_rows=batch,
+        )
     wall = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     estimates = {e.estimator: e.estimate for e in res.estimates}
@@ -128,7 +192,10 @@ def run_mode(data: Path, mode: str) -> None:
 def speed(data: Path, repeat: int) -> None:
     """Each mode ``repeat`` times in fresh processes: the median wall time, peak memory."""
     meta = json.loads((data / "meta.json").read_text())
-    print(f"{meta['rows']:,} rows, true value {meta['true_value']:.6f}")
+    if "slates" in meta:
+        print(f"{meta['rows']:,} rows, {meta['slates']:,} slates of {SLATE_LEN}")
+    else:
+        print(f"{meta['rows']:,} rows, true value {meta['true_value']:.6f}")
     print(f"{'mode':<16} {'median s':>9} {'runs s':>22} {'peak MB':>8}")
     for mode in ("memory", "memory-boot", "batches", "batches-boot"):
         runs = []
@@ -185,9 +252,15 @@ def main() -> None:
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--draw-rows", type=int, default=20_000)
+    ap.add_argument("--slates", type=int, default=0, help="time the slate estimators on S slates")
     args = ap.parse_args()
     if args.run:
         run_mode(args.data, args.run)
+    elif args.slates:
+        meta = args.data / "meta.json"
+        if not meta.exists() or json.loads(meta.read_text()).get("slates") != args.slates:
+            write_slates(args.data, args.slates, args.contexts, args.actions, args.seed)
+        speed(args.data, args.repeat)
     elif args.accuracy:
         accuracy(args.draws, args.draw_rows, 1000, args.actions, args.seed)
     else:

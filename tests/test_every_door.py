@@ -646,3 +646,131 @@ def test_agreement_and_intent_aware_on_spark(spark: Any, form: str) -> None:
     check_door((dict(res.summary), {m: per_user[m] for m in per_user.columns}), want)
     qrels = spark.createDataFrame(o["qrels"])
     check_door(_intent_api(run, qrels), _expected_own("intent_aware", form))
+
+
+# -- propensity-weighted metrics (issue #35 point 1): the same numbers through every door ---
+
+WEIGHTED = [
+    "recall@5[weighting=ips]",
+    "ndcg@5[weighting=snips,clip=0.2]",
+    "ap@5[weighting=ips,clip=0.1]",
+    "precision@3[weighting=snips]",
+    "hit_rate@5[weighting=ips]",
+]
+
+
+def _weighted_data(form: str) -> dict[str, pd.DataFrame]:
+    """The doors' data with one propensity per truth row (the same values whatever
+    the id form; six decimals, which every file format writes exactly)."""
+    d = _data(form)
+    rng = np.random.default_rng(35)
+    t = d["truth"]
+    d["propensities"] = pd.DataFrame(
+        {
+            "user": t["user"],
+            "item": t["item"],
+            "propensity": np.round(rng.uniform(0.05, 1.0, len(t)), 6),
+        }
+    )
+    return {k: d[k] for k in ("recs", "truth", "propensities")}
+
+
+def _weighted_api(recs: Any, truth: Any, props: Any) -> Outcome:
+    res = receval.evaluate(recs, truth, WEIGHTED, propensities=props, **OPTIONS)
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
+
+
+def _w_pandas(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    return _weighted_api(d["recs"], d["truth"], d["propensities"])
+
+
+def _w_pyarrow(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    t = {k: pa.Table.from_pandas(v, preserve_index=False) for k, v in d.items()}
+    return _weighted_api(t["recs"], t["truth"], t["propensities"])
+
+
+def _w_polars(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    pl = imported("polars")
+    t = {k: pl.from_pandas(v) for k, v in d.items()}
+    return _weighted_api(t["recs"], t["truth"], t["propensities"])
+
+
+def _w_mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    pairs = d["propensities"]
+    props = {(u, i): p for u, i, p in pairs.itertuples(index=False)}
+    return _weighted_api(d["recs"], d["truth"], props)
+
+
+def _w_files(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
+    def door(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+        p = _write(d, tmp, ext)
+        return _weighted_api(p["recs"], p["truth"], p["propensities"])
+
+    door.__name__ = f"weighted_{ext}"
+    return door
+
+
+def _w_streamed(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    p = _write(d, tmp, "parquet")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(stream, "CHUNK_ROWS", 5)  # many chunks of users
+        return _weighted_api(p["recs"], p["truth"], p["propensities"])
+
+
+def _w_accumulator(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    users = sorted(set(d["recs"]["user"]) | set(d["truth"]["user"]))
+    one, two = (
+        receval.Accumulator(WEIGHTED, propensities=d["propensities"], **OPTIONS) for _ in "12"
+    )
+    for j, batch in enumerate([users[:4], users[4:7], users[7:]]):
+        (one if j == 1 else two).update(
+            d["recs"][d["recs"]["user"].isin(batch)], d["truth"][d["truth"]["user"].isin(batch)]
+        )
+    res = one.merge(two).compute()
+    return dict(res.summary), {m: res.per_user[m] for m in res.per_user.columns}
+
+
+def _w_cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
+    def door(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+        p = _write(d, tmp, ext)
+        out = tmp / "per_user.csv"
+        args = [sys.executable, "-m", "receval", "evaluate", str(p["recs"]), str(p["truth"])]
+        for m in WEIGHTED:
+            args += ["-m", m]
+        args += ["--propensities", str(p["propensities"])]
+        args += ["--per-user", str(out), "--json", "-q", *FLAGS]
+        done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)["metrics"]
+        summary = {k: math.nan if v is None else v for k, v in summary.items()}
+        frame = pd.read_csv(out, dtype={"user": str}).set_index("user")
+        return summary, {m: frame[m] for m in frame.columns}
+
+    door.__name__ = f"weighted_cli_{ext}"
+    return door
+
+
+WEIGHTED_DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
+    _w_pyarrow,
+    _w_polars,
+    _w_mapping,
+    _w_files("csv"),
+    _w_files("jsonl"),
+    _w_files("parquet"),
+    _w_streamed,
+    _w_accumulator,
+]
+#: (door, id form): every in-process door with every id form; the command line (a
+#: process, the slow part) once, with digit strings, which a file reads as numbers
+WEIGHTED_CASES = [(door, form) for door in WEIGHTED_DOORS for form in ID_FORMS]
+WEIGHTED_CASES += [(_w_cli("csv"), "digits")]
+
+
+@pytest.mark.parametrize(
+    ("door", "form"),
+    WEIGHTED_CASES,
+    ids=[f"{door.__name__.strip('_')}-{form}" for door, form in WEIGHTED_CASES],
+)
+def test_weighted_metrics_through_every_door(door: Any, form: str, tmp_path: Path) -> None:
+    d = _weighted_data(form)
+    check_door(door(d, tmp_path), _w_pandas(d, tmp_path))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time each loads on fi
     from receval.analysis.off_policy import off_policy
     from receval.analysis.report import Report, report
     from receval.analysis.stats import power
+    from receval.analysis.strata import propensity_strata
     from receval.analysis.tracking import log_mlflow, log_wandb
     from receval.evaluation.accumulator import Accumulator
     from receval.evaluation.api import evaluate, evaluate_explicit, score
@@ -104,6 +105,7 @@ _LAZY = {
     "IntentAwareResult": "receval.analysis.intent_aware",
     "off_policy": "receval.analysis.off_policy",
     "power": "receval.analysis.stats",
+    "propensity_strata": "receval.analysis.strata",
     "log_mlflow": "receval.analysis.tracking",
     "log_wandb": "receval.analysis.tracking",
     "synthetic_interactions": "receval.workflow.synthetic",
@@ -195,6 +197,7 @@ __all__ = [
     "parse_metrics",
     "power",
     "pr_curve",
+    "propensity_strata",
     "qrels_dict",
     "read_interactions",
     "register_metric",

@@ -109,6 +109,9 @@ class TruthData:
     #: role -> the input column read for it (``{}`` for mappings); the
     #: ``relevance`` entry names the column the grades came from
     columns: dict[str, str] = field(default_factory=dict)
+    #: the propensity of each row's (user, item) pair, NaN where none was given
+    #: (``evaluate(..., propensities=)``); None: no weighted metric asked
+    propensity: np.ndarray | None = None
 
     @property
     def max_grade(self) -> float:
@@ -216,7 +219,7 @@ def subset(data: Any, keep: np.ndarray, keep_empty: np.ndarray) -> Any:
         "rows": len(users),
         "empty_users": np.asarray(data.empty_users)[keep_empty],
     }
-    for name in ("score", "rank", "recommended", "grades"):
+    for name in ("score", "rank", "recommended", "grades", "propensity"):
         value = getattr(data, name, None)
         if isinstance(value, np.ndarray):
             changes[name] = value[keep]

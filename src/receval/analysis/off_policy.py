@@ -47,6 +47,7 @@ estimator puts on the rewards (``n`` for the direct method).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +60,14 @@ from receval.analysis.resampling import poisson_weights, user_keys
 from receval.analysis.stats import quantile_interval
 from receval.errors import InputError, OptionError, check_seed
 
-__all__ = ["ESTIMATORS", "SLATE_ESTIMATORS", "OffPolicyEstimate", "OffPolicyResult", "off_policy"]
+__all__ = [
+    "ESTIMATORS",
+    "SLATE_ESTIMATORS",
+    "OffPolicyEstimate",
+    "OffPolicyResult",
+    "WeightSummary",
+    "off_policy",
+]
 
 #: The estimators :func:`off_policy` knows, in the order they are reported.
 ESTIMATORS: tuple[str, ...] = ("dm", "ips", "snips", "dr", "sndr", "switch-dr")
@@ -76,6 +84,198 @@ _NEEDS_MODEL = frozenset({"dm", "dr", "sndr", "switch-dr"})
 _SUM_TOL = 1e-6  # |Σ_a π(a|x) − 1| allowed
 
 
+#: Bins of the weights' histogram per decade: bin ``k`` holds ``10^(k/B) < v <= 10^((k+1)/B)``.
+_BINS_PER_DECADE = 20
+#: The thresholds of :attr:`WeightSummary.above`.
+WEIGHT_THRESHOLDS: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 100.0)
+#: The levels of :attr:`WeightSummary.quantiles`.
+WEIGHT_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999)
+
+
+@dataclass(frozen=True)
+class WeightSummary:
+    """The distribution of the weights ``v_i`` an estimator puts on the logged
+    rewards (one per logged row: ``min(w_i, clip)`` for ips and dr, ``w_i`` for
+    snips and sndr, 1 for dm, the row's slate weight for the slate
+    estimators), summarised in the same pass as the estimate: a log read in
+    batches never holds them all.
+
+    ``count``, ``negative`` (the pseudo-inverse's weights can be < 0),
+    ``zero``, ``min``, ``max`` and ``mean`` are exact; ``above[t]``: the exact
+    share of the weights ``> t``, for ``t`` in 1, 2, 5, 10, 100; ``bins``:
+    ``(k, count)`` for the positive weights, bin ``k`` holding
+    ``10^(k/20) < v <= 10^((k+1)/20)``; ``quantiles[q]``, q in 0.5, 0.9, 0.99,
+    0.999: the upper edge of the bin holding the ``ceil(q·count)``-th smallest
+    weight, kept within ``[min, max]`` (an upper bound of the exact quantile,
+    at most ``10^(1/20) ≈ 1.12`` times it for a positive weight, exact at 1,
+    10, 100; 0 for a zero weight, ``min(0, max)`` for a negative one).
+
+    Example:
+        >>> s = _Hist.of(np.array([0.5, 1.0, 1.0, 4.0])).summary()
+        >>> s.max, s.above[2.0], s.quantiles[0.999]
+        (4.0, 0.25, 4.0)
+    """
+
+    count: int
+    negative: int
+    zero: int
+    min: float
+    max: float
+    mean: float
+    above: Mapping[float, float]
+    quantiles: Mapping[float, float]
+    bins: tuple[tuple[int, int], ...]
+
+    def decades(self) -> dict[str, float]:
+        """The share of the weights per decade: ``< 0``, ``0``, then
+        ``(10^j, 10^(j+1)]`` for each decade from the smallest positive
+        weight's to the largest's (labels ``0.1–1``, ``1000–1e4``); the data
+        of the report's histogram.
+
+        Example:
+            >>> _Hist.of(np.array([0.5, 2.0, 2.0, 40.0])).summary().decades()
+            {'0.1–1': 0.25, '1–10': 0.5, '10–100': 0.25}
+        """
+        out: dict[str, float] = {}
+        n = self.count or 1
+        if self.negative:
+            out["< 0"] = self.negative / n
+        if self.zero:
+            out["0"] = self.zero / n
+        if self.bins:
+            per: dict[int, int] = {}
+            for k, c in self.bins:
+                per[k // _BINS_PER_DECADE] = per.get(k // _BINS_PER_DECADE, 0) + c
+            for j in range(min(per), max(per) + 1):
+                out[f"{_power(j)}–{_power(j + 1)}"] = per.get(j, 0) / n
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python values (the keys of ``above`` and ``quantiles`` as text)."""
+        return {
+            "count": self.count,
+            "negative": self.negative,
+            "zero": self.zero,
+            "min": _num(self.min),
+            "max": _num(self.max),
+            "mean": _num(self.mean),
+            "above": {f"{t:g}": _num(v) for t, v in self.above.items()},
+            "quantiles": {f"{q:g}": _num(v) for q, v in self.quantiles.items()},
+            "bins": [list(b) for b in self.bins],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WeightSummary:
+        """The inverse of :meth:`to_dict`."""
+
+        def f(x: Any) -> float:
+            return math.nan if x is None else float(x)
+
+        return cls(
+            int(d["count"]),
+            int(d["negative"]),
+            int(d["zero"]),
+            f(d["min"]),
+            f(d["max"]),
+            f(d["mean"]),
+            {float(t): f(v) for t, v in d["above"].items()},
+            {float(q): f(v) for q, v in d["quantiles"].items()},
+            tuple((int(k), int(c)) for k, c in d["bins"]),
+        )
+
+
+def _power(j: int) -> str:
+    """10^j as a short label: 0.01 … 1000, else 1e-5, 1e6."""
+    return f"{10.0**j:g}" if -2 <= j <= 3 else f"1e{j}"
+
+
+def _num(x: float) -> float | None:
+    """NaN as None (JSON)."""
+    return None if x != x else float(x)
+
+
+@dataclass
+class _Hist:
+    """A mergeable summary of weights: counts, extremes, sum, counts above the
+    thresholds and the histogram of the positive ones (:class:`WeightSummary`)."""
+
+    count: int
+    negative: int
+    zero: int
+    vmin: float
+    vmax: float
+    total: float
+    above: np.ndarray
+    keys: np.ndarray  # bin numbers, ascending
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, v: np.ndarray) -> _Hist:
+        vmin = float(v.min()) if v.size else math.inf
+        pos = v if vmin > 0 else v[v > 0]
+        x = np.log10(pos)
+        x *= _BINS_PER_DECADE
+        np.ceil(x, out=x)
+        k = x.astype(np.int64)
+        k -= 1
+        low = int(k.min()) if k.size else 0
+        counts = np.bincount(k - low)  # the bins span a few hundred numbers at most
+        keys = np.flatnonzero(counts) + low
+        counts = counts[counts > 0]
+        above = [np.count_nonzero(v > t) for t in WEIGHT_THRESHOLDS]
+        return cls(
+            int(v.size),
+            int(np.count_nonzero(v < 0)) if vmin < 0 else 0,
+            int(v.size - pos.size - (np.count_nonzero(v < 0) if vmin < 0 else 0)),
+            vmin,
+            float(v.max()) if v.size else -math.inf,
+            float(v.sum()),
+            np.array(above, dtype=np.int64),
+            keys,
+            counts.astype(np.int64),
+        )
+
+    def __add__(self, other: _Hist) -> _Hist:
+        keys, inverse = np.unique(np.concatenate([self.keys, other.keys]), return_inverse=True)
+        counts = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(counts, inverse, np.concatenate([self.counts, other.counts]))
+        return _Hist(
+            self.count + other.count,
+            self.negative + other.negative,
+            self.zero + other.zero,
+            min(self.vmin, other.vmin),
+            max(self.vmax, other.vmax),
+            self.total + other.total,
+            self.above + other.above,
+            keys,
+            counts,
+        )
+
+    def summary(self) -> WeightSummary:
+        n = self.count
+        edges = [min(0.0, self.vmax)] * (self.negative > 0) + [0.0] * (self.zero > 0)
+        sizes = [self.negative] * (self.negative > 0) + [self.zero] * (self.zero > 0)
+        edges += [10.0 ** ((int(k) + 1) / _BINS_PER_DECADE) for k in self.keys]
+        sizes += [int(c) for c in self.counts]
+        cum = np.cumsum(np.asarray(sizes, dtype=np.int64))
+        quantiles = {}
+        for q in WEIGHT_QUANTILES:
+            at = int(np.searchsorted(cum, max(1, math.ceil(q * n - 1e-9))))
+            quantiles[q] = min(max(edges[at], self.vmin), self.vmax) if n else math.nan
+        share = [int(c) / n if n else math.nan for c in self.above]
+        return WeightSummary(
+            count=n,
+            negative=self.negative,
+            zero=self.zero,
+            min=self.vmin if n else math.nan,
+            max=self.vmax if n else math.nan,
+            mean=self.total / n if n else math.nan,
+            above=dict(zip(WEIGHT_THRESHOLDS, share, strict=True)),
+            quantiles=quantiles,
+            bins=tuple((int(k), int(c)) for k, c in zip(self.keys, self.counts, strict=True)),
+        )
+
+
 @dataclass(frozen=True)
 class OffPolicyEstimate:
     """One estimator's estimate of the evaluation policy's value.
@@ -84,7 +284,9 @@ class OffPolicyEstimate:
     when ``n_resamples=0``); ``ess``: the effective sample size
     ``(Σ v)² / Σ v²`` of the weights ``v`` the estimator puts on the logged
     rewards; ``notes``: counts of what the estimator did to the weights
-    (rows clipped, rows switched to the reward model).
+    (rows clipped, rows switched to the reward model); ``weights``: the
+    distribution of those weights (:class:`WeightSummary`; None on an
+    estimate not made by :func:`off_policy`).
     """
 
     estimator: str
@@ -94,6 +296,7 @@ class OffPolicyEstimate:
     ess: float
     rows: int
     notes: Mapping[str, float] = field(default_factory=dict)
+    weights: WeightSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -134,11 +337,10 @@ class OffPolicyResult:
         return pd.DataFrame(rows).set_index("estimator")
 
     def to_dict(self) -> dict[str, Any]:
-        """The estimates, settings and notes as plain Python values (NaN as None)."""
-
-        def num(x: float) -> float | None:
-            return None if x != x else float(x)
-
+        """The estimates, settings and notes as plain Python values (NaN as
+        None); each estimate's ``weights`` as :meth:`WeightSummary.to_dict`.
+        :meth:`from_dict` reads it back."""
+        num = _num
         return {
             "estimates": {
                 e.estimator: {
@@ -148,6 +350,7 @@ class OffPolicyResult:
                     "ess": num(e.ess),
                     "rows": e.rows,
                     **{k: num(v) for k, v in e.notes.items()},
+                    **({"weights": e.weights.to_dict()} if e.weights is not None else {}),
                 }
                 for e in self.estimates
             },
@@ -156,6 +359,50 @@ class OffPolicyResult:
             "seed": self.seed,
             "notes": {k: num(v) for k, v in self.notes.items()},
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> OffPolicyResult:
+        """The result :meth:`to_dict` (or ``receval off-policy --json``) wrote.
+
+        Example:
+            >>> r = OffPolicyResult((OffPolicyEstimate("ips", 0.5, 0.4, 0.6, 9.0, 10),),
+            ...                     0.95, 100, 0, {"rows": 10.0})
+            >>> OffPolicyResult.from_dict(r.to_dict()) == r
+            True
+        """
+
+        def f(x: Any) -> float:
+            return math.nan if x is None else float(x)
+
+        try:
+            estimates = []
+            for name, e in d["estimates"].items():
+                fixed = {"estimate", "low", "high", "ess", "rows", "weights"}
+                notes = {k: f(v) for k, v in e.items() if k not in fixed}
+                weights = WeightSummary.from_dict(e["weights"]) if "weights" in e else None
+                estimates.append(
+                    OffPolicyEstimate(
+                        str(name),
+                        f(e["estimate"]),
+                        f(e["low"]),
+                        f(e["high"]),
+                        f(e["ess"]),
+                        int(e["rows"]),
+                        notes,
+                        weights,
+                    )
+                )
+            notes = {k: f(v) for k, v in d["notes"].items()}
+            return cls(
+                tuple(estimates), float(d["ci"]), int(d["n_resamples"]), int(d["seed"]), notes
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(
+                "expected an off-policy result as OffPolicyResult.to_dict writes it "
+                f"(receval off-policy --json): estimates, ci, n_resamples, seed, notes; "
+                f"found a problem at {exc!r}",
+                source="off_policy",
+            ) from None
 
     def to_json(self) -> str:
         """:meth:`to_dict` as JSON text."""
@@ -653,13 +900,11 @@ def _slate_policy_arrays(
     return evals
 
 
-def _slate_ranking(policy: Any, s: _Slates, poscol: str) -> dict[str, np.ndarray]:
-    """A deterministic ranking's probabilities of the logged actions: 1 where
-    they match it (at the position, up to it, in the whole slate), else 0."""
-    log = s.log
-    pframe = _frame(policy, "policy", log.act)
-    pctx = _column(pframe, [log.ctx], "policy", "context")
-    pact = _column(pframe, [log.act], "policy", "action")
+def _ranking_table(policy: Any, ctx: str, act: str, poscol: str) -> pd.DataFrame:
+    """A deterministic ranking as (context, position, chosen) rows, checked."""
+    pframe = _frame(policy, "policy", act)
+    pctx = _column(pframe, [ctx], "policy", "context")
+    pact = _column(pframe, [act], "policy", "action")
     ppos = _column(pframe, [poscol], "policy", "position")
     ranking = pd.DataFrame(
         {
@@ -677,6 +922,13 @@ def _slate_ranking(policy: Any, s: _Slates, poscol: str) -> dict[str, np.ndarray
             source="policy",
             row=row,
         )
+    return ranking
+
+
+def _slate_ranking(ranking: pd.DataFrame, s: _Slates) -> dict[str, np.ndarray]:
+    """A deterministic ranking's probabilities of the logged actions: 1 where
+    they match it (at the position, up to it, in the whole slate), else 0."""
+    log = s.log
     _uncovered(log, pd.Index(ranking["context"].unique()), "ranks nothing")
     query = pd.DataFrame({"context": log.contexts, "position": s.position})
     chosen = query.merge(ranking, on=["context", "position"], how="left")["chosen"]
@@ -708,8 +960,13 @@ def _slate_propensity(name: str, s: _Slates, columns: Mapping[str, str]) -> np.n
             source="logs",
             column=pcol,
         )
-    prop = _numbers(frame, pcol, "logs")
-    _check_probability(prop, pcol, "logs", zero_ok=False, what="propensity")
+    try:
+        prop = _numbers(frame, pcol, "logs")
+        _check_probability(prop, pcol, "logs", zero_ok=False, what="propensity")
+    except InputError as exc:  # the row as the log gives it, not as sorted
+        assert exc.row is not None
+        row = int(s.order[exc.row])
+        raise InputError(exc.reason, source=exc.source, row=row, column=exc.column) from None
     if name == "sips":
         by_slate = pd.Series(prop).groupby(s.slates)
         spread = by_slate.transform("max") - by_slate.transform("min")
@@ -725,14 +982,25 @@ def _slate_propensity(name: str, s: _Slates, columns: Mapping[str, str]) -> np.n
     return prop
 
 
-def _slate_rows(logs: Any, policy: Any, names: Sequence[str], columns: Mapping[str, str]) -> _Rows:
-    """The per-row terms of the slate estimators (rows sorted by slate and position)."""
+def _slate_rows(
+    logs: Any,
+    policy: Any,
+    names: Sequence[str],
+    columns: Mapping[str, str],
+    *,
+    ranking: pd.DataFrame | None = None,
+) -> _Rows:
+    """The per-row terms of the slate estimators (rows sorted by slate and
+    position); ``ranking``: the policy's :func:`_ranking_table`, read once."""
     s = _read_slates(logs, names, columns)
     needed = sorted({_SLATE_POLICY[n] for n in names})
     if isinstance(policy, Mapping):
         evals = _slate_policy_arrays(policy, needed, s)
     else:
-        evals = _slate_ranking(policy, s, columns.get("position", "position"))
+        if ranking is None:
+            poscol = columns.get("position", "position")
+            ranking = _ranking_table(policy, s.log.ctx, s.log.act, poscol)
+        evals = _slate_ranking(ranking, s)
     weights: dict[str, np.ndarray] = {}
     for name in names:
         w = evals[_SLATE_POLICY[name]] / _slate_propensity(name, s, columns)
@@ -808,6 +1076,7 @@ class _Sums:
     per_context: np.ndarray | None  # (columns × contexts) sums
     rows: int
     counts: dict[str, float]
+    weights: _Hist  # the distribution of the weights v
 
     def __add__(self, other: _Sums) -> _Sums:
         keys = per_context = None
@@ -825,6 +1094,7 @@ class _Sums:
             per_context,
             self.rows + other.rows,
             {k: v + other.counts[k] for k, v in self.counts.items()},
+            self.weights + other.weights,
         )
 
     def boot(self, n_resamples: int, seed: int) -> np.ndarray:
@@ -850,6 +1120,13 @@ class _Sums:
 _BLOCK_VALUES = 1 << 21  # Poisson weights drawn at a time (resamples × contexts)
 
 
+def _weight_kind(name: str, clip: float | None) -> str:
+    """Estimators with this kind put the same weights on the rows of a log."""
+    if name in ("ips", "dr"):
+        return "raw" if clip is None else "clipped"
+    return {"snips": "raw", "sndr": "raw", "dm": "ones"}.get(name, name)
+
+
 def _sums(
     name: str,
     d: _Rows,
@@ -857,9 +1134,11 @@ def _sums(
     tau: float | None,
     n_resamples: int,
     seed: int,
+    hists: dict[str, _Hist] | None = None,
 ) -> _Sums:
     """Estimator ``name``'s sums over the rows of ``d``: the columns, the
-    squared weights and, for the bootstrap, the columns' sums per context."""
+    squared weights and, for the bootstrap, the columns' sums per context;
+    ``hists``: the weights' summaries of ``d`` already made, by kind."""
     cols = _columns_of(name, d, clip, tau)
     v = cols[-1]
     keys = per_ctx = None
@@ -871,7 +1150,13 @@ def _sums(
         counts["clipped_rows"] = float((d.weight > clip).sum())
     if name == "switch-dr":
         counts["switched_rows"] = float((d.weight > float(tau or 0)).sum())
-    return _Sums(cols.sum(axis=1), float((v * v).sum()), keys, per_ctx, len(d.reward), counts)
+    kind = _weight_kind(name, clip)
+    hist = hists.get(kind) if hists is not None else None
+    if hist is None:
+        hist = _Hist.of(v)
+        if hists is not None:
+            hists[kind] = hist
+    return _Sums(cols.sum(axis=1), float((v * v).sum()), keys, per_ctx, len(d.reward), counts, hist)
 
 
 def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) -> OffPolicyEstimate:
@@ -885,7 +1170,9 @@ def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) ->
         if boot.size:
             low, high = quantile_interval(boot, 1.0 - ci)
     estimate = float(_finish(name, sums.totals))
-    return OffPolicyEstimate(name, estimate, low, high, ess, sums.rows, sums.counts)
+    return OffPolicyEstimate(
+        name, estimate, low, high, ess, sums.rows, sums.counts, sums.weights.summary()
+    )
 
 
 def _stream(
@@ -902,14 +1189,10 @@ def _stream(
         raise OptionError(
             "batch_rows", batch_rows, expected="None unless the log is a Parquet file's path"
         )
-    if any(n in SLATE_ESTIMATORS for n in names):
-        raise OptionError(
-            "batch_rows",
-            batch_rows,
-            expected="None for the slate estimators (a slate may span batches)",
-        )
     if isinstance(policy, (np.ndarray, list, tuple, pd.Series, Mapping)):
         raise OptionError("batch_rows", batch_rows, expected="None with a policy given as arrays")
+    if any(n in SLATE_ESTIMATORS for n in names):
+        return _stream_slates(logs, policy, names, columns, batch_rows, settings)
     need_model = bool(_NEEDS_MODEL & set(names))
     if need_model and (reward_model is None or isinstance(reward_model, tuple)):
         raise OptionError(
@@ -945,12 +1228,110 @@ def _stream(
             raise InputError(
                 exc.reason, source=str(logs), row=exc.row + offset, column=exc.column
             ) from None
+        hists: dict[str, _Hist] = {}
         for name in names:
-            part = _sums(name, d, *settings)
+            part = _sums(name, d, *settings, hists)
             total[name] = total[name] + part if name in total else part
         notes["rows"] += d.notes["rows"]
         notes["max_weight"] = max(notes["max_weight"], d.notes["max_weight"])
         offset += len(frame)
+    if not total:
+        raise InputError("the log has no rows", source=str(logs))
+    return total, notes
+
+
+def _offset(exc: InputError, logs: Any, offset: int) -> InputError:
+    """The error of a batch with the row counted from the file's first row."""
+    if exc.row is None or exc.source != "logs":
+        return exc
+    return InputError(exc.reason, source=str(logs), row=exc.row + offset, column=exc.column)
+
+
+def _stream_slates(
+    logs: Any,
+    policy: Any,
+    names: Sequence[str],
+    columns: Mapping[str, str],
+    batch_rows: int,
+    settings: tuple[float | None, float | None, int, int],
+) -> tuple[dict[str, _Sums], dict[str, float]]:
+    """The sums of the slate estimators over a Parquet slate log read
+    ``batch_rows`` rows at a time, in one pass.
+
+    Each slate's rows must be next to each other in the file (any order within
+    the slate): the rows of the last slate of a batch wait for the next batch,
+    so every slate is computed whole, as :func:`_slate_rows` computes it on the
+    whole log; a slate seen again after other slates is an error. Memory: one
+    batch, the longest slate, the policy, and a 64-bit key per slate seen."""
+    from receval.io.bandit_logs import iter_bandit_batches
+
+    act = columns.get("action", "action")
+    poscol = columns.get("position", "position")
+    total: dict[str, _Sums] = {}
+    notes: dict[str, float] = {"rows": 0.0, "slates": 0.0, "max_weight": -math.inf}
+    ranking: pd.DataFrame | None = None
+    seen = np.empty(0, dtype=np.uint64)  # the keys of the slates done, sorted
+    pending: pd.DataFrame | None = None  # the rows of the last slate of the batch before
+    start = 0  # the file row of the first row of ``pending``
+
+    def run(chunk: pd.DataFrame, start: int) -> None:
+        nonlocal ranking, seen
+        ctx = _column(chunk, [columns.get("context", "context"), "user"], "logs", "context")
+        scol = columns.get("slate", "slate")
+        scol = scol if scol in chunk.columns else ctx
+        ids = chunk[scol].to_numpy()
+        codes, uniques = pd.factorize(ids, use_na_sentinel=False)
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        keys = np.sort(user_keys(uniques))
+        at = np.minimum(np.searchsorted(seen, keys), max(len(seen) - 1, 0))
+        again = seen[at] == keys if len(seen) else np.zeros(len(keys), dtype=bool)
+        if len(starts) != len(uniques) or again.any():
+            if again.any():
+                row = int(np.flatnonzero(np.isin(user_keys(ids), keys[again]))[0])
+            else:
+                row = int(starts[np.flatnonzero(pd.Index(codes[starts]).duplicated())[0]])
+            found = ids[row].item() if isinstance(ids[row], np.generic) else ids[row]
+            raise InputError(
+                f"slate {found!r} has rows apart from each other (again at this row): "
+                "reading a slate log in batches needs each slate's rows next to each "
+                "other; sort the file by slate, or read it whole (batch_rows=None)",
+                source=str(logs),
+                row=row + start,
+                column=scol,
+            )
+        seen = np.sort(np.concatenate([seen, keys]))  # keys are new: no repeats
+        if ranking is None and not isinstance(policy, Mapping):
+            ranking = _ranking_table(policy, ctx, act, poscol)
+        try:
+            d = _slate_rows(chunk, policy, names, columns, ranking=ranking)
+        except InputError as exc:
+            raise _offset(exc, logs, start) from None
+        hists: dict[str, _Hist] = {}
+        for name in names:
+            part = _sums(name, d, *settings, hists)
+            total[name] = total[name] + part if name in total else part
+        notes["rows"] += d.notes["rows"]
+        notes["slates"] += d.notes["slates"]
+        notes["max_weight"] = max(notes["max_weight"], d.notes["max_weight"])
+
+    for batch in iter_bandit_batches(logs, batch_rows, act):
+        frame = batch.to_pandas()
+        if pending is not None:
+            frame = pd.concat([pending, frame], ignore_index=True)
+        if not len(frame):
+            continue
+        ctx = _column(frame, [columns.get("context", "context"), "user"], "logs", "context")
+        scol = columns.get("slate", "slate")
+        ids = frame[scol if scol in frame.columns else ctx].to_numpy()
+        codes = pd.factorize(ids, use_na_sentinel=False)[0]
+        differ = np.flatnonzero(codes != codes[-1])
+        cut = int(differ[-1]) + 1 if differ.size else 0  # the last slate's run starts here
+        if cut:
+            run(frame.iloc[:cut].reset_index(drop=True), start)
+            start += cut
+        pending = frame.iloc[cut:].reset_index(drop=True)
+    if pending is not None and len(pending):
+        run(pending, start)
     if not total:
         raise InputError("the log has no rows", source=str(logs))
     return total, notes
@@ -1024,17 +1405,23 @@ def off_policy(
             model). Per-action estimators with a policy table and, for dm and
             the dr family, a reward-model table; the notes then lack
             ``contexts`` and the unsupported mass (they need every row of a
-            context at once). The same numbers as in memory, up to the order
-            of floating-point sums.
+            context at once). The slate estimators with a (context, position,
+            action) ranking, on a log whose slates' rows are next to each other
+            (a slate spanning two batches waits for the second; a slate whose
+            rows are apart is an error); notes ``rows``, ``slates``,
+            ``max_weight``. The same numbers as in memory, up to the order of
+            floating-point sums (to 1e-12), and the same weight summaries.
 
     Returns:
-        An :class:`OffPolicyResult` (``result["ips"].estimate``, ``.to_frame()``).
+        An :class:`OffPolicyResult` (``result["ips"].estimate``, ``.to_frame()``;
+        ``result["ips"].weights``: the :class:`WeightSummary` of its weights).
 
     Raises:
         InputError: a propensity ≤ 0 or > 1, a policy probability outside
             [0, 1], a context whose probabilities do not sum to 1, a logged
             context the policy does not cover, a missing column, a slate log
-            without positions or with a position twice in a slate.
+            without positions or with a position twice in a slate, a slate
+            log read in batches whose slate has rows apart.
         OptionError: an unknown estimator or a bad setting.
 
     Example:
@@ -1088,6 +1475,7 @@ def off_policy(
             d = _slate_rows(logs, policy, names, cols)
         else:
             d = _rows(logs, policy, reward_model, need_model, cols)
-        sums, notes = {name: _sums(name, d, *settings) for name in names}, d.notes
+        hists: dict[str, _Hist] = {}
+        sums, notes = {name: _sums(name, d, *settings, hists) for name in names}, d.notes
     out = tuple(_estimate(name, sums[name], ci, n_resamples, seed) for name in names)
     return OffPolicyResult(out, ci, n_resamples, seed, notes)

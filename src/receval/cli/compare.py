@@ -61,6 +61,7 @@ from receval.cli.inputs import (
 )
 from receval.errors import (
     InputError,
+    OptionError,
     ReceValError,
 )
 from receval.evaluation.options import EvalOptions
@@ -288,6 +289,16 @@ def report(
     item_groups: ItemGroups = None,
     quiet: Quiet = False,
     plugin: Plugins = None,
+    off_policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--off-policy",
+            metavar="[NAME=]FILE",
+            help="add a section of counterfactual estimates: a JSON file written by "
+            "'receval off-policy --json' (NAME: its title, default the file's stem); "
+            "repeat the flag for several policies",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of one or more systems."""
     from receval.analysis.report import report as run
@@ -299,10 +310,12 @@ def report(
             "truth": truth,
             **{f"recommendations file {i}": r for i, r in enumerate(runs, 1)},
             **input_files(items, user_groups),
+            **{f"off-policy file {n}": f for n, f in _off_policy_files(off_policy).items()},
         },
         files={"out": out_path},
         folders={"png": png},
     )
+    counterfactual = _off_policy_results(_off_policy_files(off_policy))
     html = dict.fromkeys(REPORT_SUFFIXES, "html")
     suffix_format("out", out_path, html, "the report is an HTML page")
     with file_notes(quiet):  # what each file was read as, once it is all read
@@ -314,7 +327,14 @@ def report(
         settings = _tests(baseline, test, correction, alpha, n_resamples, seed, options)
         with status("reading and computing the report", quiet):
             rep = _located(
-                given.locate, run, given.runs, given.truth, metrics, **settings, **given.extra
+                given.locate,
+                run,
+                given.runs,
+                given.truth,
+                metrics,
+                **settings,
+                **given.extra,
+                **({"off_policy": counterfactual} if counterfactual else {}),
             )
         _note_runs(rep.comparison, given.files, truth, quiet)
     with status("writing the report", quiet):
@@ -326,3 +346,45 @@ def report(
     # the comparison's (too few resamples, the evaluations' notes), then the report's
     # (e.g. PNGs asked for without matplotlib)
     _say_notes([*rep.comparison.notes, *rep.notes], quiet)
+
+
+def _off_policy_files(given: list[str] | None) -> dict[str, Path]:
+    """``--off-policy [NAME=]FILE`` values as name → path (an existing file
+    whose name holds "=" is a path)."""
+    out: dict[str, Path] = {}
+    for value in given or []:
+        name, sep, rest = value.partition("=")
+        if sep and name and not Path(value).exists():
+            key, path = name, Path(rest)
+        else:
+            key, path = Path(value).stem, Path(value)
+        if key in out:
+            raise OptionError(
+                "off_policy", value, expected="a name given once (NAME=FILE names each file)"
+            )
+        out[key] = path
+    return out
+
+
+def _off_policy_results(files: Mapping[str, Path]) -> dict[str, Any]:
+    """The results in the files of ``--off-policy``, read and checked."""
+    import json
+
+    from receval.analysis.off_policy import OffPolicyResult
+
+    out = {}
+    for name, path in files.items():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"cannot read the file ({exc.strerror})", source=str(path)) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(
+                f"expected the JSON of 'receval off-policy --json'; not JSON ({exc})",
+                source=str(path),
+            ) from None
+        try:
+            out[name] = OffPolicyResult.from_dict(data)
+        except InputError as exc:
+            raise InputError(exc.reason, source=str(path)) from None
+    return out

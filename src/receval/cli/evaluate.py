@@ -68,6 +68,26 @@ from receval.errors import (
     ReceValError,
 )
 from receval.evaluation.options import EvalOptions
+from receval.io.propensities import DEFAULT_GAMMA
+
+Propensities = Annotated[
+    str | None,
+    typer.Option(
+        "--propensities",
+        metavar="FILE|popularity",
+        help="the propensity of each relevant pair, for the weighted metrics, e.g. "
+        "recall[weighting=ips] : a file with user, item and propensity columns (or item "
+        "and propensity), or popularity: Yang et al.'s model estimated from --train",
+    ),
+]
+PropensityGamma = Annotated[
+    float | None,
+    typer.Option(
+        "--propensity-gamma",
+        help="gamma of --propensities popularity: p_i = (n_i / n_max)^((gamma + 1) / 2) "
+        f"(default {DEFAULT_GAMMA:g})",
+    ),
+]
 
 # -- commands ---------------------------------------------------------------------------------
 
@@ -105,6 +125,8 @@ def evaluate(
     remove_seen: RemoveSeen = False,
     user_groups: UserGroups = None,
     item_groups: ItemGroups = None,
+    propensities: Propensities = None,
+    propensity_gamma: PropensityGamma = None,
     engine: EngineOpt = Engine.numpy,
     master: Master = None,
     mlflow: MlflowFlag = False,
@@ -136,6 +158,8 @@ def evaluate(
     else:
         refuse_input_targets(read, files=written)
     shown_as = Output.json if as_json else output
+    gamma = DEFAULT_GAMMA if propensity_gamma is None else propensity_gamma
+    weighting = {"propensities": propensities, "propensity_gamma": gamma}
     if engine is Engine.spark:
         if per_user_path is not None:
             per_user_suffix_format(per_user_path, engine)
@@ -155,6 +179,7 @@ def evaluate(
                 remove_seen=remove_seen,
                 quiet=quiet,
                 mlflow=tracking if mlflow else None,
+                weighting=weighting,
             )
         return
     if master is not None:
@@ -166,7 +191,16 @@ def evaluate(
         per_user_format = per_user_suffix_format(str(per_user), engine)
     with file_notes(quiet):  # what each file was read as, once it is all read
         result, inputs = _evaluate_files(
-            (recs, truth), metrics, options, fmt, sep, items, user_groups, remove_seen, quiet
+            (recs, truth),
+            metrics,
+            options,
+            fmt,
+            sep,
+            items,
+            user_groups,
+            remove_seen,
+            quiet,
+            weighting,
         )
     page = None
     if mlflow and not no_mlflow_report:
@@ -187,12 +221,15 @@ def _evaluate_files(
     user_groups: str | None,
     remove_seen: bool,
     quiet: bool,
+    weighting: Mapping[str, Any] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """``evaluate`` in this process: the files handed down to
     :func:`receval.evaluate`, which opens them (two Parquet files stream by
     chunks of users); an input error names the file and its line. Returns
     the Result (with the files read and their columns in its parameters) and
-    the inputs handed down (``recommendations``, ``truth``, ``train``, ...)."""
+    the inputs handed down (``recommendations``, ``truth``, ``train``, ...).
+    ``weighting``: ``propensities`` (a file or a model's name) and
+    ``propensity_gamma``, for the weighted metrics."""
     from receval.evaluation.api import evaluate as run
 
     recs, truth = files
@@ -202,6 +239,9 @@ def _evaluate_files(
         r: (inputs[r], r) for r in ("recommendations", "truth")
     }
     where |= {k: (inputs[k], ITEM_ROLES[k]) for k in input_files(items, user_groups)}
+    weighting = dict(weighting or {})
+    if weighting.get("propensities") is not None:
+        where["propensities"] = (weighting["propensities"], "items")
     removed = None
     if remove_seen:
         inputs["train"] = seen_in(inputs.get("train"), options)
@@ -213,6 +253,7 @@ def _evaluate_files(
         with progress_bar(f"reading {recs} and {truth}", quiet) as bar:
             recs_in, truth_in = inputs["recommendations"], inputs["truth"]
             extra = {k: v for k, v in inputs.items() if k in ITEM_ROLES}
+            extra |= {k: v for k, v in weighting.items() if v is not None}
             result = run(recs_in, truth_in, metrics, options=options, progress=bar, **extra)
     except NoSharedUser:
         raise  # about both inputs, not one file's row
@@ -277,13 +318,15 @@ def _evaluate_spark(
     quiet: bool,
     user_groups: str | None = None,
     mlflow: Tracking | None = None,
+    weighting: Mapping[str, Any] | None = None,
 ) -> None:
     """``evaluate --engine spark``: the files read by Spark, evaluated on its
     session (:mod:`receval.engines.spark`, the files read by
     :mod:`receval.io.spark_files`); errors name the file and the
     user (a Spark row has no line number). ``mlflow``: the flags of
     ``--mlflow`` (the result is logged without an HTML report: its curves
-    read the lists in this process)."""
+    read the lists in this process). ``weighting``: ``--propensities`` (a file,
+    read in this process) and ``--propensity-gamma``."""
     if remove_seen:
         raise OptionError(
             "remove_seen",
@@ -307,7 +350,9 @@ def _evaluate_spark(
         if per_user is not None:  # an existing folder: refused before any work
             refuse_existing(spark, per_user)
         files = (recs, truth)
-        result = _spark_result(spark, files, metrics, options, fmt, sep, items, user_groups, quiet)
+        result = _spark_result(
+            spark, files, metrics, options, fmt, sep, items, user_groups, quiet, weighting
+        )
         if per_user is not None:  # written by Spark: a folder of part files, _SUCCESS last
             with status(f"writing {per_user} with Spark", quiet):
                 write_per_user(result.per_user_spark, per_user)
@@ -326,9 +371,11 @@ def _spark_result(
     items: Mapping[str, Path | None],
     user_groups: str | None,
     quiet: bool,
+    weighting: Mapping[str, Any] | None = None,
 ) -> Any:
     """The files of ``evaluate --engine spark`` (recommendations, truth, the
-    item inputs) read by Spark on ``spark``, and evaluated there."""
+    item inputs) read by Spark on ``spark``, and evaluated there; the
+    propensities (``weighting``) read in this process."""
     from receval.evaluation.api import evaluate as run
     from receval.io.spark_files import format_of, items_of, read
 
@@ -354,6 +401,7 @@ def _spark_result(
     # O(items) and O(users): opened by the library in this process, as in-process
     groups = {"item_groups": items.get("item_groups")}
     extra |= item_inputs(groups, user_groups, sep)
+    extra |= {k: v for k, v in (weighting or {}).items() if v is not None}
     try:
         with status("evaluating on Spark", quiet):
             result = run(recs_df, truth_df, metrics, options=options, **extra)
@@ -361,7 +409,10 @@ def _spark_result(
         raise
     except InputError as exc:
         files = {k: str(v) for k, v in input_files({}, user_groups).items()}
-        where = {"recommendations": recs, "truth": truth, **paths, **files}.get(str(exc.source))
+        props = {"propensities": str((weighting or {}).get("propensities"))}
+        where = {"recommendations": recs, "truth": truth, **paths, **files, **props}.get(
+            str(exc.source)
+        )
         raise exc.located(source=where) if where is not None else exc from None
     result.parameters["inputs"] = {
         "recommendations": {"path": recs, "format": format_of(recs, fmt.value)},

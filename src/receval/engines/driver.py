@@ -403,6 +403,8 @@ class _Evaluated:
             and not p.counts.get("recommendation_rows_duplicate_counted")
             and not p.counts.get("truth_rows_duplicate_dropped")
             and not p.counts.get("truth_rows_duplicate_counted")
+            and not p.counts.get("recommendation_rows_duplicate_joined")
+            and not p.counts.get("truth_rows_duplicate_joined")
             and p.counts.get("recommendation_rows") == int(p.n.sum())
             and p.counts.get("truth_rows") == len(self.truth.users)
         )
@@ -546,6 +548,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
         if exc.source == sub.source:
             raise exc.remap(pair.truth_row) from None
         raise exc.remap(pair.recs_row) from None
+    _count_clipped(p, specs)
     items = plan.items
     if items is not None and p.rec_item_ids is not None:
         p.rec_context = items.index_of(p.rec_item_ids)
@@ -568,6 +571,20 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
         np.array([s.definition.needs_truth for s in specs], dtype=bool),
     )
     return _Evaluated(p, sub, values, evaluated, policies, short, seen_rows)
+
+
+def _count_clipped(p: Prepared, specs: list[MetricSpec]) -> None:
+    """Count, per ``clip=`` of the weighted metrics, the relevant pairs whose
+    weight 1/p it lowered to 1/clip (``relevant_pairs_clipped_at_CLIP``), per user."""
+    if p.relevant_weight is None or p.relevant_user is None:
+        return
+    clips = {float(s.param_dict.get("clip", 0.0)) for s in numpy_engine.weighted(specs)}
+    n_users, user = len(p.user_ids), p.relevant_user
+    for clip in sorted(clips - {0.0}):
+        per_user = np.bincount(user[p.relevant_weight > 1.0 / clip], minlength=n_users)
+        key = f"relevant_pairs_clipped_at_{clip:g}"
+        p.dropped[key] = per_user
+        p.counts[key] = int(per_user.sum())
 
 
 def _tally_groups(

@@ -194,6 +194,7 @@ class _TruthIndex:
             graded=t.graded,
             source=t.source,
             empty_users=self.uniq[codes[lengths == 0]],
+            propensity=None if t.propensity is None else t.propensity[rows],
         )
         return sub, rows
 

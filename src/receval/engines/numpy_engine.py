@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from receval._accel import NATIVE
-from receval.errors import InputError, MetricError, option
+from receval.errors import InputError, MetricError, OptionError, option
 from receval.ids import distinct, order_of, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
@@ -98,6 +98,54 @@ class Prepared:
     graded_gain: np.ndarray | None = None
     graded_ideal_grades: np.ndarray | None = None
     graded_ideal_offsets: np.ndarray | None = None
+    #: how repeated rows are read, when some were (:class:`Joined`); None:
+    #: every relevant position is one hit
+    joined: Joined | None = None
+    #: with propensities (a weighted metric asked, :func:`pair_weights`): the
+    #: relevant list rows (``rec_gain > 0``) and 1/p of each, and 1/p of every
+    #: relevant pair of the truth with its user code
+    hit_rows: np.ndarray | None = None
+    hit_weight: np.ndarray | None = None
+    relevant_weight: np.ndarray | None = None
+    relevant_user: np.ndarray | None = None
+
+
+#: the ``duplicates`` values under which every row counts (none dropped)
+EVERY_ROW = ("count", "count_distinct", "join", "left_join")
+#: those that join the truth with the lists: a pair of rows is a hit
+JOINS = ("join", "left_join")
+
+
+@dataclass
+class Joined:
+    """Per list row, how a position of a repeated item counts, under the
+    ``duplicates`` values that read every row (only where some row repeats).
+
+    Attributes:
+        pairs: under ``join`` / ``left_join``, the (list row, truth row)
+            pairs of the position: the user's relevant truth rows of its item
+            (0 where it is not relevant); each is a hit.
+        each_pair: AP adds one term per pair (``join``: the c-th pair at
+            position i adds (pairs above i + c) / i, Microsoft Recommenders'
+            ``map_at_k``) rather than one per position ((pairs up to i) / i:
+            RecTools' ``MAP``).
+        rejoined: under ``join``, nDCG's gain of a position: its pairs joined
+            once more with the list's rows and the truth's rows of the item
+            (pairs² × list rows of the item; Recommenders' ``ndcg_at_k``).
+        rejoin_extra: the rows that second join adds to the nDCG ideal at a
+            position (rejoined, less the item's truth rows at its first
+            position): the ideal of the top k holds R + Σ of it over the top k.
+        distinct: under ``count_distinct``, the gain of a position only where
+            it holds its item's first row (precision and recall count distinct
+            items: RePlay); ``n_distinct`` per user its distinct relevant items.
+    """
+
+    pairs: np.ndarray | None = None
+    each_pair: bool = False
+    rejoined: np.ndarray | None = None
+    rejoin_extra: np.ndarray | None = None
+    distinct: np.ndarray | None = None
+    n_distinct: np.ndarray | None = None
 
 
 def per_user_counts(p: Prepared) -> dict[str, np.ndarray]:
@@ -362,7 +410,7 @@ def prepare(
         rows, tu, ti, truth.grades, n_users, judged, condense, relevant_from, dropped, counts
     )
     graded = positive_grades or relevant_from == "list" or rows.recommended is not None
-    rec_grade, rec_gain, rec_offsets, tuser, grades, ti = _join_truth(
+    rec_grade, rec_gain, rec_offsets, tuser, grades, ti, joined = _join_truth(
         rows, truth, tu, ti, n_users, n_items, users, items, counts, threshold, duplicates, graded
     )
 
@@ -375,15 +423,16 @@ def prepare(
     )
     tie_start, tie_end = _tie_groups(rows.ru, rows.score, rec_offsets, need_ties, counts)
     has_recs, in_truth = _presence(rec_offsets, reu, tu, teu, n_users)
-    condensed = dropped.get("recommendation_rows_unjudged_dropped")
-    if condensed is not None:  # a list condensed to nothing is still a list (trec_eval's -J)
-        has_recs |= condensed > 0
+    _listed_condensed(has_recs, dropped)
     positions = _rank_positions(rows, rec_offsets, rank, counts)
+    joins = None if joined is None else duplicates  # some row repeats, joined or distinct
+    weights = pair_weights(
+        rows, truth, (tu, ti), rec_gain, threshold, ideal_offsets, relevant_from, joins
+    )
     graded = (None, None, None)
     if gains is not None:
-        graded = graded_gains(
-            rows, rec_gain, tu, ti, truth.grades, gains, threshold, n_users, duplicates != "count"
-        )
+        once = duplicates not in EVERY_ROW  # a pair twice in the truth: in the ideal once
+        graded = graded_gains(rows, rec_gain, tu, ti, truth.grades, gains, threshold, n_users, once)
     return Prepared(
         user_ids=user_ids,
         rec_item_ids=items[0] if rows.source_rows is None else items[0][rows.source_rows],
@@ -417,7 +466,109 @@ def prepare(
         graded_gain=graded[0],
         graded_ideal_grades=graded[1],
         graded_ideal_offsets=graded[2],
+        joined=joined,
+        hit_rows=weights[0],
+        hit_weight=weights[1],
+        relevant_weight=weights[2],
+        relevant_user=weights[3],
     )
+
+
+def _listed_condensed(has_recs: np.ndarray, dropped: dict[str, np.ndarray]) -> None:
+    """A list condensed to nothing is still a list (trec_eval's -J): in ``has_recs``."""
+    condensed = dropped.get("recommendation_rows_unjudged_dropped")
+    if condensed is not None:
+        has_recs |= condensed > 0
+
+
+def pair_weights(
+    rows: _Rows,
+    truth: TruthData,
+    codes: tuple[np.ndarray, np.ndarray],
+    rec_gain: np.ndarray,
+    threshold: float,
+    ideal_offsets: np.ndarray,
+    relevant_from: str,
+    joins: str | None = None,
+) -> tuple[np.ndarray | None, ...]:
+    """The inverse propensities 1/p of the relevant (user, item) pairs: the
+    relevant list rows and the weight of each, and the weight of every relevant
+    pair of the truth with its user (in the truth's order).
+    ``truth.propensity`` holds each truth row's p (NaN where none was given:
+    an error for a relevant pair, naming it). p = 0 (an item never seen in
+    ``train=`` under the popularity model) is an infinite weight, which only
+    ``clip=`` makes finite (:func:`compute` says so).
+    ``codes``: the truth rows' user and item codes. Nones without
+    propensities (no weighted metric asked).
+    """
+    if truth.propensity is None:
+        return None, None, None, None
+    if joins is not None:  # repeated rows joined (join, left_join) or counted distinct
+        raise OptionError(
+            "duplicates",
+            joins,
+            reason="weighted metrics (weighting=) read each relevant item once: they do not go "
+            "with repeated rows joined or counted distinct",
+            allowed=("error", "keep", "count"),
+        )
+    tu, ti = codes
+    if relevant_from == "list":
+        raise InputError(
+            "weighted metrics (weighting=) read the relevant items of the truth: they do "
+            "not go with " + option("relevant_from", "list"),
+            source="propensities",
+        )
+    n_relevant = np.diff(ideal_offsets)
+    n_users = len(n_relevant)
+    rel = (truth.grades >= threshold) & (truth.grades > 0)
+    p_rel = np.asarray(truth.propensity, dtype=np.float64)[rel]
+    missing = np.isnan(p_rel)
+    if missing.any():
+        j = int(np.flatnonzero(rel)[np.flatnonzero(missing)[0]])
+        raise InputError(
+            f"{int(missing.sum())} relevant (user, item) pairs of the truth have no "
+            "propensity in " + option("propensities") + " (every relevant pair needs one)",
+            source="propensities",
+            user=truth.users[j],
+            item=truth.items[j],
+        )
+    with np.errstate(divide="ignore"):
+        w_rel = 1.0 / p_rel
+    ru_rel = tu[rel]
+    if not np.array_equal(np.bincount(ru_rel, minlength=n_users), n_relevant):
+        raise InputError(
+            "weighted metrics need each relevant (user, item) pair once in the truth",
+            source="propensities",
+        )
+    # the weight of each relevant list row: its truth row, among the relevant ones
+    hit = np.flatnonzero(rec_gain > 0)
+    qu, qi = rows.ru[hit], rows.ri[hit]
+    joined = _native_join(qu, qi, ru_rel, ti[rel], w_rel, n_users, -np.inf, True)
+    if joined is not None and joined[0] is not None:
+        found = joined[0]
+    else:
+        found = _values_of_pairs(qu, qi, ru_rel, ti[rel], w_rel)
+    return hit, found, np.ascontiguousarray(w_rel), np.ascontiguousarray(ru_rel)
+
+
+def _values_of_pairs(
+    ru: np.ndarray, ri: np.ndarray, tu: np.ndarray, ti: np.ndarray, values: np.ndarray
+) -> np.ndarray:
+    """Per (ru, ri) row, ``values`` of the first truth row (tu, ti) of the same
+    pair (0 where none): the sorting path of :func:`pair_weights`."""
+    out = np.zeros(len(ru))
+    if not len(ru) or not len(tu):
+        return out
+    codes, uniq = encode([ti, ri])
+    n = max(len(uniq), 1)
+    tkey = tu.astype(np.int64) * n + codes[0]
+    qkey = ru.astype(np.int64) * n + codes[1]
+    order = np.argsort(tkey, kind="stable")
+    skey = tkey[order]
+    at = np.minimum(np.searchsorted(skey, qkey), len(skey) - 1)
+    hit = skey[at] == qkey
+    out[hit] = values[order[at[hit]]]
+    return out
 
 
 #: what a negative grade is read as (``negative_grades``), and its count's key
@@ -584,7 +735,9 @@ def _join_truth(
     threshold: float,
     duplicates: str,
     want_grades: bool,
-) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[
+    np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Joined | None
+]:
     """The grade of every listed item in the user's truth, joined.
 
     One pass per user (the compiled module) when it is built and finds no
@@ -596,9 +749,11 @@ def _join_truth(
     the grades are read, not only the gains) and the gain (the grade of a
     relevant, recommended item, else 0) of every list row, the list offsets,
     the truth's users and grades (de-duplicated on the sorting path) and the
-    truth's item codes.
+    truth's item codes, and (under the ``duplicates`` values that read every
+    row, when some row repeats) how the repeated rows count (:class:`Joined`).
     """
     joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
+    how = None
     if joined is not None:
         rec_grade, rec_gain, rec_offsets = joined
         tuser, grades = tu, truth.grades
@@ -610,7 +765,7 @@ def _join_truth(
         tuser, tkey, grades = _dedupe_truth(
             truth, tu, ti, n_users, n_items, duplicates, users[2], items[1], counts
         )
-        if duplicates == "count":  # a key twice in the list: every row reads its grade
+        if duplicates in EVERY_ROW:  # a key twice in the list: every row reads its grade
             rec_grade = _grades_of_rows(korder, skey, tkey, grades)
             tuser, grades = tu, truth.grades  # every truth row is a relevant item (R, ideal)
         else:
@@ -622,7 +777,61 @@ def _join_truth(
         if rows.recommended is not None:  # explicit feedback: only recommended items are hits
             relevant &= rows.recommended
         rec_gain = np.where(relevant, rec_grade, 0.0)
-    return rec_grade, rec_gain, rec_offsets, tuser, grades, ti
+    if joined is None and duplicates in EVERY_ROW and duplicates != "count":
+        how, left = _joins(
+            duplicates, korder, skey, tu * max(int(n_items or 1), 1) + ti, truth.grades, rec_gain,
+            threshold, max(int(n_items or 1), 1), n_users,
+        )  # fmt: skip
+        if left is not None:  # left_join: a truth row once per list row of its item (>= 1)
+            tuser, grades = np.repeat(tu, left), np.repeat(truth.grades, left)
+    return rec_grade, rec_gain, rec_offsets, tuser, grades, ti, how
+
+
+def _joins(
+    duplicates: str,
+    korder: np.ndarray,
+    skey: np.ndarray,
+    tkey: np.ndarray,
+    tgrades: np.ndarray,
+    rec_gain: np.ndarray,
+    threshold: float,
+    n_items: int,
+    n_users: int,
+) -> tuple[Joined, np.ndarray | None]:
+    """How repeated rows count under ``duplicates`` (``count_distinct``,
+    ``join`` or ``left_join``; :class:`Joined`), from the list rows' sorted
+    (user, item) keys (``skey``, ``korder`` their rows) and every truth row's
+    key and grade; and under ``left_join`` how many times each truth row
+    counts in R and the ideal: once per list row of its item, at least once
+    (the rows of the truth left-joined with the list: RecTools'
+    ``merge_reco``)."""
+    relevant = (tgrades >= threshold) & (tgrades > 0)
+    rkeys, rcount = np.unique(tkey[relevant], return_counts=True)
+    first = np.ones(len(skey), dtype=bool)
+    first[1:] = skey[1:] != skey[:-1]
+    in_list = np.zeros(len(skey), dtype=bool)  # the sorted rows, back in list order
+    in_list[korder] = first
+    if duplicates == "count_distinct":
+        distinct = np.where(in_list, rec_gain, 0.0)
+        return Joined(
+            distinct=distinct, n_distinct=np.bincount(rkeys // n_items, minlength=n_users)
+        ), None
+    at = np.minimum(np.searchsorted(rkeys, skey), max(len(rkeys) - 1, 0))
+    m_sorted = np.zeros(len(skey))
+    if len(rkeys):
+        found = rkeys[at] == skey
+        m_sorted[found] = rcount[at[found]]
+    p_sorted = np.searchsorted(skey, skey, "right") - np.searchsorted(skey, skey, "left")
+    pairs, listed = np.empty(len(skey)), np.empty(len(skey))
+    pairs[korder], listed[korder] = m_sorted, p_sorted
+    pairs = np.where(rec_gain > 0, pairs, 0.0)  # hits of explicit feedback only where recommended
+    how = Joined(pairs=pairs, each_pair=duplicates == "join")
+    if duplicates == "join":
+        how.rejoined = pairs * pairs * listed
+        how.rejoin_extra = how.rejoined - np.where(in_list, pairs, 0.0)
+        return how, None
+    left = np.searchsorted(skey, tkey, "right") - np.searchsorted(skey, tkey, "left")
+    return how, np.maximum(left, 1)
 
 
 def _positive(
@@ -754,7 +963,8 @@ def _dedupe_lists(
     counts: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray]:
     """An item twice in a list: an error, (``keep``) its later rows dropped
-    and counted, or (``count``) every row kept, the later ones counted.
+    and counted, or (``count`` and the other values of :data:`EVERY_ROW`)
+    every row kept, the later ones counted.
     Returns the stable order of the rows' (user, item) keys and the sorted
     keys."""
     key = rows.ru * n_items + rows.ri
@@ -771,8 +981,8 @@ def _dedupe_lists(
             "pass " + option("duplicates", "keep") + " to keep the first occurrence"
         )
         raise rows.located(message, first, j, raw_users, raw_items)
-    if duplicates == "count":  # every row stays: its own position, its own hit
-        counts["recommendation_rows_duplicate_counted"] = len(dup_rows)
+    if duplicates in EVERY_ROW:  # every row stays: its own position, its own hit
+        counts["recommendation_rows_duplicate_" + _why(duplicates)] = len(dup_rows)
         return korder, skey
     keep = np.ones(len(key), dtype=bool)
     keep[dup_rows] = False
@@ -817,9 +1027,16 @@ def _dedupe_truth(
         starts = np.flatnonzero(np.concatenate(([True], ~tdup)))
         grades = np.maximum.reduceat(grades, starts)
         tkey = tkey[starts]
-        why = "counted" if duplicates == "count" else "dropped"  # count: rows stay in R
-        counts["truth_rows_duplicate_" + why] = int(tdup.sum())
+        counts["truth_rows_duplicate_" + _why(duplicates)] = int(tdup.sum())
     return tkey // n_items, tkey, grades
+
+
+def _why(duplicates: str) -> str:
+    """How repeated rows were read, as their counts' keys say it
+    (``recommendation_rows_duplicate_<why>``, ``truth_rows_duplicate_<why>``)."""
+    if duplicates in JOINS:
+        return "joined"  # every row stays, its pairs are hits
+    return "counted" if duplicates in EVERY_ROW else "dropped"  # count: rows stay in R
 
 
 def _grades_of(
@@ -1128,12 +1345,154 @@ def _graded_sources(
     )
 
 
+def _scored_source(
+    p: Prepared, specs: Sequence[MetricSpec], w: int, at: np.ndarray | None
+) -> _CellSource | None:
+    """The cells of the hits scored > 0, when a metric reads only those
+    (``scores=positive``: torchmetrics), else None."""
+    if not any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
+        return None
+    gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
+    return _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
+
+
+def _join_sources(p: Prepared, w: int, at: np.ndarray | None) -> dict[str, _CellSource]:
+    """The cells of how repeated rows count (:class:`Joined`), by name of
+    the :class:`Batch` field they become."""
+    how = p.joined
+    if how is None:
+        return {}
+    named = {
+        "pairs": how.pairs,
+        "rejoined": how.rejoined,
+        "rejoin_extra": how.rejoin_extra,
+        "distinct_hits": how.distinct,
+    }
+    return {
+        name: _CellSource(p.rec_offsets, np.ascontiguousarray(values, np.float64), w, at)
+        for name, values in named.items()
+        if values is not None
+    }
+
+
+def _join_block(p: Prepared, sources: dict[str, _CellSource], u0: int, u1: int) -> dict[str, Any]:
+    """The :class:`Batch` fields of how repeated rows count, for users u0..u1-1."""
+    if p.joined is None:
+        return {}
+    out: dict[str, Any] = {name: c.block(u0, u1) for name, c in sources.items()}
+    out["each_pair"] = p.joined.each_pair
+    if p.joined.n_distinct is not None:
+        out["n_distinct"] = p.joined.n_distinct[u0:u1]
+    return out
+
+
 def _history_block(
     history: tuple[np.ndarray, np.ndarray], u0: int, u1: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Users ``u0:u1`` of the training items' ``(offsets, items)``, offsets from 0."""
     offsets, items = history
     return offsets[u0 : u1 + 1] - offsets[u0], items[offsets[u0] : offsets[u1]]
+
+
+def _views(
+    graded: tuple[_CellSource, _CellSource] | None,
+    weights: tuple[_HitWeights, _RelevantWeights | None] | None,
+    u0: int,
+    u1: int,
+) -> dict[str, Any]:
+    """A block's :class:`Batch` fields of the grades as gains and of the weights."""
+    return {
+        "graded_hits": None if graded is None else graded[0].block(u0, u1),
+        "graded_ideal_cells": None if graded is None else graded[1].block(u0, u1),
+        "hit_weights": None if weights is None else weights[0].block(u0, u1),
+        "relevant_weights": None
+        if weights is None or weights[1] is None
+        else weights[1].block(u0, u1),
+    }
+
+
+class _RelevantWeights:
+    """Each user's relevant pairs' weights, ascending (a sum over them never
+    depends on the order of the truth's rows), cut block by block as
+    ``(block-local user of each, weight)`` (:attr:`Batch.relevant_weights`)."""
+
+    def __init__(self, users: np.ndarray, weights: np.ndarray, n_users: int) -> None:
+        if len(users) and bool((users[1:] >= users[:-1]).all()):  # grouped already (usual)
+            self.user, values = users, weights
+        else:
+            order = np.argsort(users, kind="stable")
+            self.user, values = users[order], weights[order]
+        self.offsets = user_offsets(self.user, n_users)
+        rank = np.arange(len(values)) - self.offsets[self.user]
+        width = int(rank.max(initial=-1)) + 1
+        if n_users * width <= 4 * len(values) + 1024:  # few per user: one padded row each
+            rows = np.full((n_users, width), np.inf)
+            at = self.user * width + rank
+            rows.reshape(-1)[at] = values
+            rows.sort(axis=1)  # the padding (inf) last; equal weights are equal numbers
+            self.values = rows.reshape(-1)[at]
+        else:
+            again = np.argsort(weights)
+            again = again[np.argsort(users[again], kind="stable")]
+            self.values = weights[again]
+
+    def block(self, u0: int, u1: int) -> tuple[np.ndarray, np.ndarray]:
+        c0, c1 = self.offsets[u0], self.offsets[u1]
+        return self.user[c0:c1] - u0, self.values[c0:c1]
+
+
+def weighted(specs: Sequence[MetricSpec]) -> list[MetricSpec]:
+    """The specs that weight relevant pairs by their inverse propensity (``weighting=``)."""
+    return [s for s in specs if s.param_dict.get("weighting", "none") != "none"]
+
+
+class _HitWeights:
+    """The weights of the cells of ``hits`` (the relevant list rows at positions
+    below its width), cut block by block like them (:attr:`Batch.hit_weights`)."""
+
+    def __init__(
+        self,
+        hits: _CellSource,
+        rows: np.ndarray,
+        weights: np.ndarray,
+        at: np.ndarray | None,
+        p: Prepared,
+    ) -> None:
+        pos = at[rows] if at is not None else rows - p.rec_offsets[p.rec_user[rows]]
+        self.values = weights[pos < hits.width]
+        self.offsets = hits.offsets
+        assert len(self.values) == len(hits.value)
+
+    def block(self, u0: int, u1: int) -> np.ndarray:
+        return self.values[self.offsets[u0] : self.offsets[u1]]
+
+
+def _weight_sources(
+    p: Prepared, specs: Sequence[MetricSpec], hits: _CellSource, at: np.ndarray | None
+) -> tuple[_HitWeights, _RelevantWeights | None] | None:
+    """The weights of the list's relevant cells (aligned with ``hits``: the same
+    nonzero rows, 1/p >= 1) and of each user's relevant pairs, when a metric
+    is weighted. A pair of propensity 0 is an error unless its metric clips."""
+    asked = weighted(specs)
+    if not asked:
+        return None
+    if p.hit_rows is None or p.hit_weight is None or p.relevant_weight is None:
+        raise MetricError(f"{asked[0]} needs propensities (propensities=), which were not given")
+    for s in asked:
+        if float(s.param_dict.get("clip", 0.0)) == 0.0 and np.isinf(p.relevant_weight).any():
+            zero = int(np.isinf(p.relevant_weight).sum())
+            raise MetricError(
+                f"{s}: {zero} relevant (user, item) pairs have propensity 0 (under the "
+                "popularity model: items never seen in " + option("train") + "): give clip=, "
+                f"the smallest propensity allowed, e.g. {s.name}@{s.k or 10}[weighting="
+                f"{s.param_dict['weighting']},clip=0.01]"
+            )
+    snips = any(s.param_dict["weighting"] == "snips" for s in asked)  # reads Σ_relevant w
+    assert p.relevant_user is not None
+    return (
+        _HitWeights(hits, p.hit_rows, p.hit_weight, at, p),
+        _RelevantWeights(p.relevant_user, p.relevant_weight, len(p.n)) if snips else None,
+    )
 
 
 def compute(
@@ -1162,16 +1521,15 @@ def compute(
     ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
     slots = None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at)
     positive = p.positive_ideal_offsets is not None
-    scored = None  # the hits scored > 0 (scores=positive: torchmetrics)
-    if any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
-        gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
-        scored = _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
+    scored = _scored_source(p, specs, w, at)
     tied = {key: _CellSource(p.rec_offsets, _tie_averaged(p, *key), w, at) for key in _tied(specs)}
     if positive:
         assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
         pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
         pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
     graded = _graded_sources(p, specs, w, wi, at)
+    joins = _join_sources(p, w, at)
+    weights = _weight_sources(p, specs, hits, at)
     judged = pooled = None
     if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
         assert p.rec_pooled is not None
@@ -1212,9 +1570,9 @@ def compute(
             catalog_size=catalog_size,
             scored_hits=None if scored is None else scored.block(u0, u1),
             tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
-            graded_hits=None if graded is None else graded[0].block(u0, u1),
-            graded_ideal_cells=None if graded is None else graded[1].block(u0, u1),
             listed=p.has_recs[u0:u1],
+            **_join_block(p, joins, u0, u1),
+            **_views(graded, weights, u0, u1),
         )
         for j, s in enumerate(specs):
             on = batch.graded_view() if graded is not None and _gain_read(s) else batch

@@ -33,6 +33,7 @@ from receval.evaluation.assemble import result_of
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.items import build_context
+from receval.io.propensities import DEFAULT_GAMMA, Propensities
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.spec import MetricSpec, parse_metrics
 from receval.records import Columns
@@ -49,6 +50,9 @@ class Accumulator:
             (``threshold=``, ``empty_truth=``, ...) apply on top.
         train, catalog, item_features, popular, item_groups: the item-side
             inputs of :func:`receval.evaluate`, given once.
+        propensities, propensity_gamma: the propensities of the relevant
+            pairs, for the weighted metrics (``weighting=``), as for
+            :func:`receval.evaluate`; each batch's truth is matched with them.
 
     A user must come in one batch only (:meth:`compute` says which user came
     twice). ERR without ``max_grade=`` normalises by the largest grade of the
@@ -61,6 +65,8 @@ class Accumulator:
         metrics: str | MetricSpec | Iterable[str | MetricSpec],
         *,
         options: EvalOptions | None = None,
+        propensities: Any = None,
+        propensity_gamma: float = DEFAULT_GAMMA,
         **kwargs: Any,
     ) -> None:
         opts, inputs = split_kwargs(options, kwargs, caller="Accumulator")
@@ -74,8 +80,19 @@ class Accumulator:
             "popular": inputs.get("popular") is not None or inputs.get("train") is not None,
             "item_groups": inputs.get("item_groups") is not None,
             "catalog_size": opts.catalog_size is not None,
+            "propensities": propensities is not None,
         }
         check_inputs(specs, given)
+        self._propensities = None
+        if propensities is not None and any(
+            s.param_dict.get("weighting", "none") != "none" for s in specs
+        ):
+            self._propensities = Propensities(
+                propensities,
+                train=inputs.get("train"),
+                gamma=propensity_gamma,
+                cols=Columns(user=opts.user_col, item=opts.item_col),
+            )
         items = None
         if inputs.get("item_groups") is not None or any(
             s.definition.needs or s.definition.kind == "aggregate" for s in specs
@@ -112,6 +129,8 @@ class Accumulator:
                 "which a stream of batches does not know: give it, e.g. "
                 f"err@10[max_grade={float(tr.grades.max()):g}]"
             )
+        if self._propensities is not None:
+            tr.propensity = self._propensities.of(tr)
         self._engine.add(recs, tr)
 
     def update_scores(

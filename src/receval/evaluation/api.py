@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -20,17 +22,22 @@ from receval.io import spark_files
 from receval.io.items import build_context
 from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
+from receval.io.propensities import (
+    DEFAULT_GAMMA,
+    PairsWithPropensities,
+    Propensities,
+)
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
 from receval.metrics.registry import DOORS, REQUIREMENTS
 from receval.metrics.spec import MetricSpec, parse_metrics, suggest
-from receval.records import Columns, RecsData, Tables, TruthData
+from receval.records import Columns, Pair, PairSource, RecsData, SparkRows, Tables, TruthData
 
 __all__ = ["evaluate", "score"]
 
 EmptyTruth = Literal["skip", "zero", "keep", "error"]
 MissingRecs = Literal["zero", "skip", "error"]
-Duplicates = Literal["error", "keep", "count"]
+Duplicates = Literal["error", "keep", "count", "count_distinct", "join", "left_join"]
 Ties = Literal["item", "item_desc", "item_str", "item_str_desc", "input"]
 
 
@@ -68,6 +75,8 @@ def evaluate(
     progress: Callable[[int], None] | bool | None = None,
     user_groups: Any = None,
     item_groups: Any = None,
+    propensities: Any = None,
+    propensity_gamma: float = DEFAULT_GAMMA,
 ) -> Result:
     """Evaluate recommendation lists against the truth.
 
@@ -119,8 +128,10 @@ def evaluate(
             candidates they are given, e.g. torchmetrics).
         duplicates: ``error``, or ``keep``: the first occurrence of an item in
             a list, the largest grade of a (user, item) pair in the truth, or
-            ``count``: every row counts, as LensKit counts them (see
-            :class:`~receval.EvalOptions`).
+            ``count``: every row counts, as LensKit counts them;
+            ``count_distinct`` (RePlay), ``join`` (Microsoft Recommenders)
+            and ``left_join`` (RecTools): every (list row, truth row) pair of
+            an item a hit (see :class:`~receval.EvalOptions`).
         rank: what a rank column means: ``order`` or ``position`` (see
             :class:`~receval.EvalOptions`).
         depth: read only the first ``depth`` items of each list (trec_eval's
@@ -167,6 +178,15 @@ def evaluate(
             several rows) or its file, or a mapping ``item -> group(s)``; on
             the Spark engine it may be a Spark DataFrame (collected: one row per
             (item, group)).
+        propensities: the propensity p of each relevant (user, item) pair,
+            read by the weighted metrics (``recall@10[weighting=ips]``,
+            ``ndcg@10[weighting=snips,clip=0.05]``; docs/counterfactual-metrics.md):
+            a table (user, item, ``propensity``) or its file, a table (item,
+            ``propensity``), a mapping ``item -> p`` or ``(user, item) -> p``,
+            or ``"popularity"``: Yang et al.'s (2018) model estimated from
+            ``train``, p_i = (n_i / n_max)^((γ + 1) / 2). Every relevant pair
+            needs one, in (0, 1]. Every engine (Spark: a table, or ``train`` in memory).
+        propensity_gamma: γ of the ``"popularity"`` model (default 1: p_i ∝ n_i).
 
     Returns:
         A :class:`Result`: ``summary`` (metric → mean), ``per_user``,
@@ -208,7 +228,7 @@ def evaluate(
         progress = None
     side = {"train": train, "catalog": catalog, "item_features": item_features}
     side |= {"popular": popular, "item_groups": item_groups}
-    check_inputs(specs, _given(side, opts))
+    check_inputs(specs, _given(side, opts) | {"propensities": propensities is not None})
     # a Spark train= beside Spark inputs stays where it is: its item counts are computed there
     train_there = spark_files.beside(train, recommendations, truth)
     items = _item_context(specs, opts, side, train_there)
@@ -221,6 +241,7 @@ def evaluate(
         negative_grades=opts.negative_grades,
         train=train_there if items is not None else None,
     )
+    weighted = _with_propensities(specs, opened, propensities, train, propensity_gamma, opts)
     engine = engine_for(opened.inputs)
     if not engine.ordered_rows:
         _refuse_row_order(opts)
@@ -242,7 +263,69 @@ def evaluate(
             "metric asked has one (e.g. ndcg@10)"
         )
     res.notes.extend(set_notes({"recommendations": recommendations, "truth": truth, **side}))
+    if propensities is not None:
+        res.parameters["propensities"] = _named(propensities)
+        res.parameters["propensity_gamma"] = propensity_gamma
+        if not weighted:
+            res.notes.append(
+                "propensities= was given but no metric is weighted: ask for one with "
+                "weighting=, e.g. recall@10[weighting=ips]"
+            )
     return res
+
+
+def _named(propensities: Any) -> str:
+    """What the parameters record of ``propensities=``: a model's name, a file's path, or
+    the kind of table."""
+    if isinstance(propensities, (str, os.PathLike)):
+        return os.fspath(propensities)
+    return type(propensities).__name__
+
+
+def _with_propensities(
+    specs: Sequence[MetricSpec],
+    opened: Any,
+    propensities: Any,
+    train: Any,
+    gamma: float,
+    opts: EvalOptions,
+) -> bool:
+    """When a metric is weighted (``weighting=``), the truth of each part of the
+    users carries each row's propensity (``TruthData.propensity``): the whole
+    truth of tables in memory, each pair's of inputs streamed or of Spark's
+    partitions; whether one is."""
+    if propensities is None or not any(
+        s.param_dict.get("weighting", "none") != "none" for s in specs
+    ):
+        return False
+    inputs = opened.inputs
+    known = Propensities(propensities, train=train, gamma=gamma, cols=opts.columns())
+    if isinstance(inputs, Tables):
+        inputs.truth.propensity = known.of(inputs.truth)
+    elif isinstance(inputs, SparkRows):  # each partition's pair, on the workers
+        opened.inputs = dataclasses.replace(
+            inputs, to_pair=PairsWithPropensities(inputs.to_pair, known)
+        )
+    else:
+        opened.inputs = _WithPropensities(inputs, known)
+    return True
+
+
+class _WithPropensities(PairSource):
+    """A :class:`PairSource` whose pairs' truth carries the propensities."""
+
+    def __init__(self, inner: PairSource, known: Propensities) -> None:
+        self.inner, self.known = inner, known
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def max_grade(self) -> float:
+        return self.inner.max_grade
+
+    def over_pairs(self, run: Callable[[Iterator[Pair], list[str]], Any]) -> Any:
+        return self.inner.over_pairs(lambda pairs, notes: run(map(self.known.attach, pairs), notes))
 
 
 def _per_user_there(res: Result, engine: Engine) -> None:
@@ -492,6 +575,8 @@ _PROVIDERS = {
     "catalog_size": option("catalog_size")
     + " (how many items a full ranking would rank), which was not given",
     "cutoff": "a cut-off, e.g. {name}@10",
+    "propensities": option("propensities") + " (the propensity of each relevant pair, or "
+    "'popularity' with " + option("train") + "), which was not given",
 }
 
 

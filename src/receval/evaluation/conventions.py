@@ -67,9 +67,14 @@ class Convention:
             unjudged item (trec_eval), ``relevant`` when the tool reads no
             grades (every truth row relevant), ``nonrelevant`` when it reads
             one as judged but not relevant (ranx), else ``error``.
-        duplicates: ``count`` when the tool counts every row (an item twice
-            in a list is two positions and two hits; a truth row twice is
-            two relevant items), else ``error``.
+        duplicates: how the tool reads an item twice in a list or a (user,
+            item) pair twice in the truth: ``count`` when it counts every row
+            (an item twice in a list is two positions and two hits; a truth
+            row twice is two relevant items), ``count_distinct`` when its
+            precision and recall count distinct items besides, ``join`` /
+            ``left_join`` when every (list row, truth row) pair of an item
+            is a hit (R the truth rows / the rows of the truth left-joined
+            with the list), else ``error``.
         params: metric name → parameter → value, the defaults of metric strings.
         metrics: receval metric names the tool has (others are left out of
             :func:`compare_conventions`).
@@ -227,6 +232,7 @@ RECTOOLS = Convention(
     empty_truth="skip",
     missing_recs="zero",
     no_truth="skip",
+    duplicates="left_join",
     params={"ap": {"denominator": "relevant"}, "ndcg": {"gain": "binary", "ideal": "k"}},
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
     names={
@@ -244,6 +250,11 @@ RECTOOLS = Convention(
         "when ranks 1 and 2 are missing (seen items filtered out of a list), so it is not "
         "in the top 1 or 2.",
         "Every interaction of the test table is relevant (weights are not read).",
+        "Repeated rows (duplicates='left_join'): RecTools left-joins the interactions with "
+        "the recommendations, so every (interaction row, recommendation row) pair of an item "
+        "is a hit, and the joined rows (a test item listed twice is two) are what Recall, "
+        "MAP and the achievable nDCG divide by; MAP adds (pairs up to rank i) / i once per "
+        "rank. Precision, Recall, MAP and nDCG can then exceed 1 (its own test: MAP 3.5/3).",
     ),
     sources={
         "users": "rectools/metrics/base.py: merge_reco (interactions left-joined with the "
@@ -254,6 +265,11 @@ RECTOOLS = Convention(
         "precision": "rectools/metrics/classification.py: Precision (hits / k)",
         "rank": "rectools/metrics/classification.py: calc_confusions (a hit is rank <= k, "
         "the rank column as given); ranking.py: 1 / rank",
+        "duplicates": "rectools/metrics/base.py: merge_reco (pd.merge how='left'); "
+        "classification.py: calc_confusions (LIKED = the joined rows, TP = those ranked <= k); "
+        "ranking.py: MAP.fit (a csr_matrix of (user, rank): a rank's pairs summed in one "
+        "cell), NDCG (the joined rows' 1 / log(rank + 1)); tests/metrics/test_ranking.py: "
+        "test_when_duplicates_in_interactions",
     },
 )
 
@@ -266,6 +282,7 @@ REPLAY = Convention(
     empty_truth="skip",
     missing_recs="zero",
     no_truth="skip",
+    duplicates="count_distinct",
     params={"ndcg": {"gain": "binary"}},
     metrics=("precision", "recall", "ap", "ndcg", "rr", "hit_rate"),
     names={
@@ -281,6 +298,12 @@ REPLAY = Convention(
         "Equal scores are ordered by the item id's own order, descending: numbers "
         "numerically. Ids held as strings (a str column) are compared as text by RePlay, "
         "while receval reads digit strings as numbers: give ties='item_str_desc' for those.",
+        "Repeated rows (duplicates='count_distinct'): MAP, NDCG, MRR and HitRate test every "
+        "row of the prediction list and count ground-truth rows (min(k, len(ground_truth))), "
+        "while Precision and Recall count distinct items (set(pred[:k]) & set(ground_truth), "
+        "divided by k and by the distinct ground-truth items). RePlay's Spark path collects "
+        "the ground truth as a set (collect_set); this convention follows its pandas and "
+        "dict path.",
     ),
     sources={
         "ties": "replay/metrics/base_metric.py: sort by (rating, item) descending",
@@ -288,6 +311,9 @@ REPLAY = Convention(
         "missing predictions score 0",
         "ap": "replay/metrics/map.py: / min(k, len(ground_truth))",
         "ndcg": "replay/metrics/ndcg.py: binary, ideal of min(k, R) hits",
+        "duplicates": "replay/metrics/map.py, ndcg.py, mrr.py, hitrate.py (pred[i] in "
+        "ground_truth per row; len(ground_truth) counts rows); precision.py, recall.py "
+        "(set(pred[:k]) & set(ground_truth))",
     },
 )
 
@@ -462,6 +488,7 @@ RECOMMENDERS = Convention(
     empty_truth="skip",
     missing_recs="skip",
     no_truth="skip",
+    duplicates="join",
     params={"ndcg": {"gain": "binary"}},
     metrics=("precision", "recall", "ap", "ndcg"),
     names={
@@ -483,6 +510,13 @@ RECOMMENDERS = Convention(
         "Equal predictions keep their input order (a stable pandas sort by user, prediction).",
         "r_precision_at_k has no receval equivalent: it counts the hits among the first "
         "min(k, R) positions, divides by R and averages only the users with such a hit.",
+        "Repeated rows (duplicates='join'): its inner join makes every (prediction row, truth "
+        "row) pair of an item a hit (precision, recall and MAP count the pairs; R counts the "
+        "truth rows; map_at_k gives the c-th pair at rank i (pairs above + c) / i); "
+        "ndcg_at_k joins those pairs once more with the predictions and then with the truth, "
+        "so a position gains pairs² × the item's prediction rows and its ideal holds those "
+        "joined rows. Values can exceed 1. With repeated rows, nDCG is reproduced for "
+        "score_type='binary' only: ndcg[gain=linear] and [gain=exp] are refused on them.",
     ),
     sources={
         "users": "recommenders/evaluation/python_evaluation.py: merge_ranking_true_pred "
@@ -494,6 +528,9 @@ RECOMMENDERS = Convention(
         "rating, head(k))",
         "relevance": "python_evaluation.py: merge_ranking_true_pred (a hit is any "
         "predicted item of the truth table, whatever its rating)",
+        "duplicates": "python_evaluation.py: merge_ranking_true_pred (pd.merge of the top k "
+        "with the truth: every pair a row), _get_reciprocal_rank (cumcount() + 1 over those "
+        "rows / rank), ndcg_at_k (df_hit.merge(rating_pred).merge(rating_true, how='outer'))",
     },
 )
 
@@ -610,6 +647,14 @@ _AP_TEXT = {
     "hits": "hits in the top k",
     "retrieved": "min(k, n)",
 }
+_DUP_TEXT = {
+    "error": "an error",
+    "keep": "the first kept",
+    "count": "every row counts",
+    "count_distinct": "every row counts; precision and recall: distinct items",
+    "join": "every (list row, truth row) pair a hit; R: truth rows",
+    "left_join": "every (list row, truth row) pair a hit; R: rows of the left join",
+}
 _P_TEXT = {"k": "k", "retrieved": "min(k, n)", "recommended": "recommended items in the top k"}
 
 
@@ -666,6 +711,7 @@ def decisions(c: Convention) -> dict[str, str]:
             if c.param("ndcg", "grades") == "positive"
             else ""
         ),
+        "repeated rows (duplicates)": _DUP_TEXT[c.duplicates],
         "numbers": "float32" if c.float32 else "float64",
     }
     return {k: v for k, v in out.items()}

@@ -176,8 +176,12 @@ OPTIONS: tuple[Option, ...] = (
         "an item twice in a list, a (user, item) pair twice in the truth",
         "An item twice in a list or a pair twice in the truth: error, keep the first "
         "occurrence / the largest grade (counted), or count every row: two positions (each "
-        "a hit when relevant) / two relevant items, counted (LensKit's reading).",
-        ("error", "keep", "count"),
+        "a hit when relevant) / two relevant items, counted (LensKit's reading); "
+        "count_distinct: as count, but precision and recall count distinct items (RePlay); "
+        "join: every (list row, truth row) pair of an item is a hit, R the truth rows "
+        "(Microsoft Recommenders); left_join: the same, R the rows of the truth left-joined "
+        "with the list (RecTools). Under join and left_join values can exceed 1.",
+        ("error", "keep", "count", "count_distinct", "join", "left_join"),
         preset=True,
     ),
     Option(
@@ -296,7 +300,21 @@ class EvalOptions:
             twice is two relevant items (R and the ideal count truth rows; a
             listed item reads the pair's largest grade); counted in
             ``recommendation_rows_duplicate_counted`` /
-            ``truth_rows_duplicate_counted``.
+            ``truth_rows_duplicate_counted``. ``count_distinct``: as
+            ``count``, but precision and recall (and F1) count distinct items:
+            a relevant item twice in the top k is one hit, and recall divides
+            by the user's distinct relevant items (RePlay). ``join``: every
+            (list row, truth row) pair of the same item is a hit (hits@k is
+            the pairs in the top k; R the relevant truth rows; AP adds a term
+            per pair; nDCG's gains and ideal are its rows joined once more
+            with the list and the truth: Microsoft Recommenders);
+            ``left_join``: every pair a hit too, R the rows of the truth
+            left-joined with the whole list (a truth row once per list row
+            of its item, at least once; AP adds (pairs up to i) / i once per
+            position: RecTools). Under ``join`` and ``left_join`` precision,
+            recall, AP and nDCG can exceed 1; repeated rows are counted in
+            ``recommendation_rows_duplicate_joined`` /
+            ``truth_rows_duplicate_joined``.
         graded: False when grades are not read (every truth row is relevant).
         rank: what a ``rank`` column means: ``order`` (lists are ordered by
             it; gaps close up) or ``position`` (rank r is position r; a gap is

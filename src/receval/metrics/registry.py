@@ -118,6 +118,7 @@ REQUIREMENTS: Mapping[str, str] = MappingProxyType(
         "score_ties": "the groups of equal scores in each list (engine data)",
         "reference": "a reference run read as the truth (receval.agreement)",
         "subtopics": "subtopic judgments, read one subtopic at a time (receval.intent_aware)",
+        "propensities": "the propensity of each relevant (user, item) pair (propensities=)",
     }
 )
 
@@ -330,6 +331,12 @@ class MetricDef:
             if value not in allowed:
                 shown = " or ".join(f"{other}={v}" for v in allowed)
                 return f"{name}= applies only with {shown}"
+        if params.get("weighting", "none") != "none":
+            for name, value in _UNWEIGHTED_VIEWS.items():
+                if params.get(name) == value:
+                    return f"weighting= does not go with {name}={value}: leave one out"
+            if params.get("correction", "none") != "none":
+                return "weighting= does not go with correction=: leave one out"
         correction = params.get("correction", "none")
         if correction != "none":
             neutral = C.NEUTRAL.get(self.name, {})
@@ -456,6 +463,36 @@ _TIED = ParamDef(
 )
 
 
+#: inverse-propensity weighting of the relevant pairs (docs/counterfactual-metrics.md)
+_WEIGHTING = ParamDef(
+    "weighting",
+    str,
+    "none",
+    "each relevant (user, item) pair weighted by 1/p, its propensity (propensities=): none, "
+    "ips (inverse propensity scoring), or snips (self-normalised: each user's weights scaled "
+    "to sum to R; Yang et al. 2018)",
+    choices=K.WEIGHTINGS,
+    needs=(("ips", "propensities"), ("snips", "propensities")),
+)
+_CLIP = ParamDef(
+    "clip",
+    float,
+    0.0,
+    "the smallest propensity allowed: p below it counts as clip (weight at most 1/clip); "
+    "the pairs clipped are counted (relevant_pairs_clipped_at_CLIP)",
+    check=lambda x: 0.0 <= x <= 1.0,
+    check_text="a number in [0, 1]",
+    only_with=("weighting", ("ips", "snips")),
+)
+#: the parameter values under which the list's hits are not the relevant items as
+#: they are, which weighting does not read (a view without the weights)
+_UNWEIGHTED_VIEWS = {
+    "scores": "positive",
+    "grades": "positive",
+    "tied": "average",
+}
+
+
 def _corrected(kernel: Callable[..., np.ndarray], family: str) -> Callable[..., np.ndarray]:
     """The kernel, or with ``correction=`` the full-catalog estimate from the
     sampled ranks (:func:`receval.metrics.kernels.corrected.estimate`)."""
@@ -501,6 +538,8 @@ _DEFS: tuple[MetricDef, ...] = (
             _SCORES,
             _CORRECTION,
             _GAMMA,
+            _WEIGHTING,
+            _CLIP,
         ),
         undefined="users without relevant items (empty_truth policy); with empty=nan, empty "
         "lists (NaN), and with denominator=recommended lists recommending nothing (NaN)",
@@ -523,6 +562,8 @@ _DEFS: tuple[MetricDef, ...] = (
             _SCORES,
             _CORRECTION,
             _GAMMA,
+            _WEIGHTING,
+            _CLIP,
         ),
     ),
     MetricDef(
@@ -539,7 +580,7 @@ _DEFS: tuple[MetricDef, ...] = (
         description="1 if at least one relevant item is in the first k positions",
         formula="1 if hits@k > 0 else 0",
         kernel=_corrected(K.hit_rate, "hit_rate"),
-        params=(_CORRECTION, _GAMMA),
+        params=(_CORRECTION, _GAMMA, _WEIGHTING, _CLIP),
         notes="`hits` is not an alias: it is the count hits@k (ranx's hits).",
     ),
     MetricDef(
@@ -577,6 +618,8 @@ _DEFS: tuple[MetricDef, ...] = (
             _SCORES,
             _CORRECTION,
             _GAMMA,
+            _WEIGHTING,
+            _CLIP,
         ),
         undefined="users without relevant items (empty_truth policy); with empty=nan, empty "
         "lists (NaN)",
@@ -627,6 +670,8 @@ _DEFS: tuple[MetricDef, ...] = (
             _GRADES,
             _DISCOUNT,
             _TIED,
+            _WEIGHTING,
+            _CLIP,
         ),
         bounds=(0.0, math.inf),
         graded=True,
@@ -662,6 +707,8 @@ _DEFS: tuple[MetricDef, ...] = (
                 choices=("zero", "divide"),
                 only_with=("gain", ("linear", "exp")),
             ),
+            _WEIGHTING,
+            _CLIP,
         ),
         graded=True,
         notes="The log base cancels out in nDCG, so it is not a parameter.",

@@ -21,6 +21,7 @@ from receval._progress import silent, steps_of
 from receval._version import __version__
 from receval.analysis.compare import AlsoEvaluated, Comparison, compare
 from receval.analysis.formatting import fmt_p, fmt_value
+from receval.analysis.off_policy import OffPolicyResult
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
@@ -101,6 +102,8 @@ class Report:
         path: where the HTML was written (``out``), or None.
         notes: what the caller should know, e.g. that PNG images were asked
             for but matplotlib is not installed (the HTML is written anyway).
+        off_policy: name → the :class:`~receval.analysis.off_policy.OffPolicyResult`
+            drawn in the section "Counterfactual estimates" (empty: no section).
     """
 
     html: str
@@ -113,6 +116,7 @@ class Report:
     images: list[Path] = field(default_factory=list)
     path: Path | None = None
     notes: list[str] = field(default_factory=list)
+    off_policy: dict[str, OffPolicyResult] = field(default_factory=dict)
 
     def save(self, path: str | Path) -> Path:
         """Write the page (UTF-8) and return its path."""
@@ -178,6 +182,7 @@ def report(
     ci: str | None = None,
     n_jobs: int | None = None,
     options: EvalOptions | None = None,
+    off_policy: OffPolicyResult | Mapping[str, OffPolicyResult] | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """A self-contained HTML report of one or more systems (and PNG images on request).
@@ -215,6 +220,16 @@ def report(
         baseline, test, correction, alpha, n_resamples, seed, ci, n_jobs: as
             for :func:`receval.analysis.compare` (None: its defaults).
         options: the evaluation's :class:`~receval.EvalOptions`.
+        off_policy: counterfactual estimates to show in a section of their own
+            ("Counterfactual estimates", before the provenance): an
+            :class:`~receval.analysis.off_policy.OffPolicyResult` (what
+            :func:`receval.off_policy` returns; shown as "evaluation policy") or
+            a mapping name → result, e.g. one per candidate policy. Per result:
+            each estimator's estimate with its interval, its effective sample
+            size, the quantiles, maximum and shares above thresholds of its
+            weights (:class:`~receval.analysis.off_policy.WeightSummary`), and
+            a histogram of the weights per decade (chart ``weights-<name>``).
+            Nothing else on the page changes.
         **evaluate_kwargs: options as keywords (``threshold``, column names,
             policies ..., on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog`` ...).
@@ -239,6 +254,7 @@ def report(
         (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
     """
     _check_runs(runs)
+    counterfactual = _off_policy_results(off_policy)
     user_groups = evaluate_kwargs.pop("user_groups", None)
     opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
     step = silent
@@ -298,8 +314,9 @@ def report(
         "bias": _bias_figures(popularity, coverage, cmp.systems, max_k),
         "groups": _group_figures(cmp),
         "item_groups": _item_group_figures(cmp),
+        "off_policy": _weight_figures(counterfactual),
     }
-    html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance))
+    html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance), counterfactual)
     rep = Report(
         html=html,
         comparison=cmp,
@@ -308,6 +325,7 @@ def report(
         coverage=coverage,
         charts=[f.chart for group in figures.values() for f in group],
         max_k=max_k,
+        off_policy=counterfactual,
     )
     if out is not None:
         rep.save(out)
@@ -481,6 +499,7 @@ def _write_images(rep: Report, png_dir: str | Path) -> None:
             popularity=rep.popularity,
             systems=rep.comparison.systems,
             max_k=rep.max_k,
+            weights={n: weight_histogram(r) for n, r in rep.off_policy.items()} or None,
         )
     except ImportError as exc:
         written = "; the HTML report was written" if rep.path is not None else ""
@@ -917,7 +936,11 @@ def _grid(figures: Sequence[_Figure], empty: str) -> str:
 
 
 def _page(
-    title: str, cmp: Comparison, figures: Mapping[str, list[_Figure]], provenance: str
+    title: str,
+    cmp: Comparison,
+    figures: Mapping[str, list[_Figure]],
+    provenance: str,
+    counterfactual: Mapping[str, OffPolicyResult] | None = None,
 ) -> str:
     s0 = cmp.results[cmp.systems[0]].counts
     n = len(cmp.systems)
@@ -946,6 +969,14 @@ def _page(
         body.append(
             _section("item-groups", "By item group", _item_groups(cmp, figures["item_groups"]))
         )
+    if counterfactual:
+        body.append(
+            _section(
+                "off-policy",
+                "Counterfactual estimates",
+                _counterfactual(counterfactual, figures.get("off_policy", [])),
+            )
+        )
     body.append(_section("provenance", "How these numbers were produced", provenance))
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -954,3 +985,146 @@ def _page(
         f"<title>{escape(title)}</title><style>{_CSS}</style></head>"
         "<body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
     )
+
+
+# -- counterfactual (off-policy) estimates -------------------------------------------------
+
+#: the name of a single OffPolicyResult given to report(off_policy=...)
+_ONE_POLICY = "evaluation policy"
+
+
+def _off_policy_results(given: Any) -> dict[str, OffPolicyResult]:
+    """``report``'s ``off_policy``: None, one result, or name → result; checked."""
+    if given is None:
+        return {}
+    if isinstance(given, OffPolicyResult):
+        return {_ONE_POLICY: given}
+    if isinstance(given, Mapping) and given:
+        bad = {
+            str(k): type(v).__name__ for k, v in given.items() if not isinstance(v, OffPolicyResult)
+        }
+        if not bad:
+            return {str(k): v for k, v in given.items()}
+        first = next(iter(bad.items()))
+        raise ReceValError(
+            f"off_policy must map names to OffPolicyResult (what receval.off_policy returns); "
+            f"{first[0]!r} is a {first[1]}"
+        )
+    raise ReceValError(
+        "off_policy must be an OffPolicyResult (what receval.off_policy returns) or a "
+        f"non-empty mapping name → OffPolicyResult; got {type(given).__name__}"
+    )
+
+
+def weight_histogram(result: OffPolicyResult) -> pd.DataFrame:
+    """The share of each estimator's weights per decade (rows: estimators
+    whose weights are not all 1, i.e. not dm; columns: ``< 0``, ``0``, then
+    the decades from the smallest weight's to the largest's), the data of the
+    report's chart ``weights-<name>``.
+
+    Example:
+        >>> import pandas as pd
+        >>> from receval.analysis.off_policy import off_policy
+        >>> logs = pd.DataFrame({"context": [1, 2], "action": ["a", "b"],
+        ...                      "reward": [1.0, 0.0], "propensity": [0.5, 0.05]})
+        >>> policy = pd.DataFrame({"context": [1, 2], "action": ["a", "b"],
+        ...                        "probability": [1.0, 1.0]})
+        >>> h = weight_histogram(off_policy(logs, policy, ["ips"], n_resamples=0))
+        >>> list(h.columns), h.loc["ips"].tolist()
+        (['1–10', '10–100'], [0.5, 0.5])
+    """
+    rows: dict[str, dict[str, float]] = {}
+    for e in result.estimates:
+        w = e.weights
+        if w is None or (w.min == 1.0 and w.max == 1.0):
+            continue
+        rows[e.estimator] = w.decades()
+    labels: list[str] = []
+    for d in rows.values():
+        labels += [k for k in d if k not in labels]
+    fixed = [k for k in ("< 0", "0") if k in labels]
+    decades = sorted((k for k in labels if k not in fixed), key=lambda k: float(k.split("–")[0]))
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[*fixed, *decades])
+    return frame.fillna(0.0)
+
+
+def _weight_figures(results: Mapping[str, OffPolicyResult]) -> list[_Figure]:
+    """One histogram of the weights per result: each estimator's share of rows per decade."""
+    out = []
+    for name, res in results.items():
+        frame = weight_histogram(res)
+        if frame.empty:
+            continue
+        chart = f"weights-{name}"
+        out.append(
+            _figure(
+                chart,
+                svg.bar_chart(
+                    chart,
+                    f"Importance weights: {name}",
+                    list(frame.columns),
+                    {e: frame.loc[e].tolist() for e in frame.index},
+                    xlabel="weight (decade)",
+                    ylabel="share of logged rows",
+                ),
+                "Share of the logged rows whose weight (the factor on the row's reward: "
+                "π(a|x) / π₀(a|x), clipped for ips and dr, 0 where switch-dr uses the reward "
+                "model; per slate estimator its own ratio) falls in each decade (10^j, 10^(j+1)]. "
+                "Mass at large weights means a few rows carry the estimate.",
+            )
+        )
+    return out
+
+
+def _g(x: float, digits: int = 4) -> str:
+    return "–" if x != x else f"{x:.{digits}g}"
+
+
+def _counterfactual(results: Mapping[str, OffPolicyResult], figures: Sequence[_Figure]) -> str:
+    """Per result: a table of estimates, intervals, ESS and weights; then the charts."""
+    parts = []
+    for name, res in results.items():
+        level = f"{res.ci:.0%}"
+        head = (
+            "<tr><th class='name'>estimator</th><th>estimate</th>"
+            f"<th>{level} interval</th><th>ESS</th><th>ESS / rows</th><th>max weight</th>"
+            "<th>weight p50</th><th>p90</th><th>p99</th><th>share &gt; 10</th>"
+            "<th class='name'>notes</th></tr>"
+        )
+        rows = []
+        for e in res.estimates:
+            w = e.weights
+            interval = "–" if e.low != e.low else f"[{fmt_value(e.low)}, {fmt_value(e.high)}]"
+            q = w.quantiles if w is not None else {}
+            notes = ", ".join(f"{k} {v:g}" for k, v in e.notes.items())
+            rows.append(
+                f'<tr data-policy="{escape(name)}" data-estimator="{escape(e.estimator)}">'
+                f"<td class='name'>{escape(e.estimator)}</td><td>{fmt_value(e.estimate)}</td>"
+                f"<td>{interval}</td><td>{_g(e.ess, 6)}</td>"
+                f"<td>{fmt_value(e.ess / e.rows if e.rows else float('nan'), 3)}</td>"
+                f"<td>{_g(w.max) if w else '–'}</td>"
+                + "".join(f"<td>{_g(q.get(p, float('nan')))}</td>" for p in (0.5, 0.9, 0.99))
+                + f"<td>{fmt_value(w.above.get(10.0, float('nan')), 3) if w else '–'}</td>"
+                f"<td class='name'>{escape(notes)}</td></tr>"
+            )
+        facts = ", ".join(f"{k} {v:g}" for k, v in res.notes.items())
+        boot = (
+            f"{level} percentile intervals of {res.n_resamples} Poisson-bootstrap resamples "
+            f"over contexts (seed {res.seed})"
+            if res.n_resamples
+            else "no interval (n_resamples=0)"
+        )
+        parts.append(
+            f"<h3>{escape(name)}</h3><table class='off-policy'><thead>{head}</thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            f"<p class='note'>{escape(boot)}. ESS: the effective sample size (Σv)²/Σv² of "
+            "the weights v each estimator puts on the logged rewards (rows for dm). "
+            "Weight quantiles: upper edges of histogram bins of width 10^(1/20) "
+            f"(at most 12% above the exact quantile). Log: {escape(facts)}.</p>"
+        )
+    parts.append(_grid(figures, ""))
+    parts.append(
+        "<p class='note'>Definitions, assumptions and biases of each estimator: the "
+        "off-policy page of receval's documentation.</p>"
+    )
+    return "".join(parts)

@@ -44,11 +44,14 @@ def write_pngs(
     systems: list[str],
     max_k: int | None = None,
     dpi: int = 150,
+    weights: Mapping[str, pd.DataFrame] | None = None,
 ) -> list[Path]:
     """Write one PNG per chart of the report into ``out_dir`` (created if needed):
     ``curve_<metric>.png``, ``pr_curve.png``, ``distribution_<metric>.png`` and,
-    with training data, ``popularity.png`` (of the top ``max_k``). Returns the
-    paths written.
+    with training data, ``popularity.png`` (of the top ``max_k``) and, with
+    ``weights`` (name → share of rows per estimator and weight decade, as
+    :func:`receval.analysis.report.html.weight_histogram` gives),
+    ``weights_<name>.png``. Returns the paths written.
 
     The images are one set (:class:`receval.io.write.OutputSet`): the folder is
     locked while they are drawn, and they are published together with a
@@ -60,7 +63,19 @@ def write_pngs(
     figure, canvas = _figure_class()
     with OutputSet(out_dir, "report", {"dpi": dpi, "systems": list(systems)}) as out:
         charts = (curves, distributions, popularity, systems, max_k)
-        return _draw_all(out, figure, canvas, *charts, dpi)
+        written = _draw_all(out, figure, canvas, *charts, dpi)
+        for name, frame in (weights or {}).items():
+            fig = figure(figsize=(7, 4))
+            canvas(fig)
+            _weights(fig.subplots(), frame, name)
+            fig.tight_layout()
+            written.append(
+                out.write(
+                    f"weights_{_slug(name)}.png",
+                    lambda tmp, f=fig: f.savefig(tmp, dpi=dpi, format="png"),
+                )
+            )
+        return written
 
 
 def _draw_all(
@@ -154,4 +169,21 @@ def _popularity(ax: Any, popularity: pd.DataFrame, max_k: int | None) -> None:
     ax.set_xlabel("item popularity decile (1 = most popular)")
     ax.set_ylabel("share of recommendations")
     ax.set_title(f"Popularity bias (top-{max_k})" if max_k else "Popularity bias")
+    ax.legend()
+
+
+def _weights(ax: Any, frame: pd.DataFrame, name: str) -> None:
+    """Share of the logged rows per weight decade, one bar per estimator."""
+    names = list(frame.index)
+    cols = list(frame.columns)
+    width = 0.8 / max(1, len(names))
+    x = np.arange(len(cols))
+    for j, est in enumerate(names):
+        ax.bar(
+            x + j * width, frame.loc[est].to_numpy(dtype=float), width, color=color(j), label=est
+        )
+    ax.set_xticks(x + 0.4 - width / 2, cols)
+    ax.set_xlabel("weight (decade)")
+    ax.set_ylabel("share of logged rows")
+    ax.set_title(f"Importance weights: {name}")
     ax.legend()

@@ -244,6 +244,37 @@ class Batch:
             metric reads grades as gains (``gain=linear``/``exp``: LensKit's
             ``NDCG(gain='rating')``), which then sees them as ``hits`` and
             ``ideal_cells`` (:meth:`graded_view`).
+        pairs: :class:`Cells` of the (list row, truth row) pairs at each
+            relevant position, when the engine joined repeated rows
+            (``duplicates="join"`` / ``"left_join"``, only where some row
+            repeats): every pair is a hit, so hits@k is Σ pairs over the top
+            k and values such as precision or recall can exceed 1. Its cells
+            are those of ``hits``. None: each relevant position is one hit.
+        each_pair: with ``pairs``, AP adds one term per pair (the c-th pair
+            at position i adds (pairs above i + c) / i: Microsoft
+            Recommenders' ``map_at_k``) rather than one per position
+            ((pairs up to i) / i: RecTools' ``MAP``).
+        rejoined, rejoin_extra: with ``pairs`` under ``duplicates="join"``,
+            nDCG's gain at each position (its pairs joined once more with the
+            list's and the truth's rows of the item: pairs² × list rows of the
+            item) and the rows that join adds to the ideal there (its ideal
+            of the top k holds R + Σ rejoin_extra over the top k rows of
+            gain 1): Recommenders' ``ndcg_at_k``, binary gain.
+        distinct_hits, n_distinct: under ``duplicates="count_distinct"``,
+            ``hits`` at the first position of each item only, and each user's
+            distinct relevant items: what precision and recall count (RePlay's
+            ``set(pred[:k]) & set(ground_truth)``).
+        hit_weights: ``(c,)`` float64 or None: per cell of ``hits``, the
+            inverse propensity 1/p of that relevant (user, item) pair (``inf``
+            for p = 0); only built when a metric asks for ``weighting=``
+            (:func:`~receval.metrics.kernels.ranking.pair_weights`). The views
+            that replace ``hits`` (:meth:`scored_positive`, :meth:`graded_view`)
+            drop it.
+        relevant_weights: ``(users, weights)`` or None: 1/p of every relevant
+            (user, item) pair of the block's users, ``users`` the block-local
+            user of each (non-decreasing), each user's weights ascending (so a
+            sum over them never depends on the order of the truth's rows); with
+            ``hit_weights``, when a metric asks for ``weighting=snips``.
 
     Example:
         >>> gains = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
@@ -276,6 +307,14 @@ class Batch:
     tied_gains: dict[tuple[str, str], Cells] | None = None
     graded_hits: Cells | None = None
     graded_ideal_cells: Cells | None = None
+    pairs: Cells | None = None
+    each_pair: bool = False
+    rejoined: Cells | None = None
+    rejoin_extra: Cells | None = None
+    distinct_hits: Cells | None = None
+    n_distinct: np.ndarray | None = None
+    hit_weights: np.ndarray | None = None
+    relevant_weights: tuple[np.ndarray, np.ndarray] | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -319,9 +358,14 @@ class Batch:
         ideal are unchanged."""
         if self.scored_hits is None:
             raise ValueError("scores=positive needs the engine's scored_hits")
+        if self.pairs is not None:
+            raise ValueError(
+                "scores=positive is not supported with repeated rows joined "
+                "(duplicates='join' or 'left_join'): give scores=any or another duplicates value"
+            )
 
         def view() -> Batch:
-            return replace(self, hits=self.scored_hits, _cache={})
+            return replace(self, hits=self.scored_hits, hit_weights=None, _cache={})
 
         return self.cached("scored_positive", view)
 
@@ -332,10 +376,16 @@ class Batch:
         R and the lists are unchanged."""
         if self.graded_hits is None or self.graded_ideal_cells is None:
             raise ValueError("the graded view needs the engine's graded_hits")
+        if self.pairs is not None:
+            raise ValueError(
+                "grades read as gains under graded=False are not supported with repeated rows "
+                "joined (duplicates='join' or 'left_join'): give gain=binary, graded=True, or "
+                "another duplicates value"
+            )
         hits, ideal = self.graded_hits, self.graded_ideal_cells
 
         def view() -> Batch:
-            return replace(self, hits=hits, ideal_cells=ideal, _cache={})
+            return replace(self, hits=hits, ideal_cells=ideal, hit_weights=None, _cache={})
 
         return self.cached("graded_view", view)
 
@@ -365,14 +415,34 @@ class Batch:
         return self.cached("positions", lambda: np.arange(1, self.width + 1, dtype=np.float64))
 
     def hits_at(self, k: int | None) -> np.ndarray:
-        """``(m,)`` int64: hits@k (the whole list when k is None)."""
+        """``(m,)`` int64: hits@k (the whole list when k is None); with
+        ``pairs``, the (list row, truth row) pairs in the top k."""
         key = None if k is None or k >= self.width else k
+        pairs = self.pairs
+        if pairs is not None:
+            return self.cached(
+                ("pairs_at", key),
+                lambda: np.rint(pairs.row_sums(pairs.value, key)).astype(np.int64),
+            )
         return self.cached(("hits_at", key), lambda: self.hits.counts(key))
 
     def hits_at_each(self, s: np.ndarray) -> np.ndarray:
         """``(m,)`` int64: hits at a per-user cut-off ``s`` (0 where s <= 0)."""
-        c = self.hits
-        return np.bincount(c.user[c.pos < s[c.user]], minlength=self.size)
+        c = self.hits if self.pairs is None else self.pairs
+        inside = c.pos < s[c.user]
+        if self.pairs is None:
+            return np.bincount(c.user[inside], minlength=self.size)
+        sums = np.bincount(c.user[inside], weights=c.value[inside], minlength=self.size)
+        return np.rint(sums).astype(np.int64)
+
+    def distinct_at(self, k: int | None) -> np.ndarray:
+        """``(m,)`` int64: the distinct relevant items in the top k
+        (``distinct_hits``; hits@k when no item repeats)."""
+        if self.distinct_hits is None:
+            return self.hits_at(k)
+        key = None if k is None or k >= self.width else k
+        cells = self.distinct_hits
+        return self.cached(("distinct_at", key), lambda: cells.counts(key))
 
     def hit_rank(self) -> np.ndarray:
         """``(c,)`` int64, per cell of ``hits``: hits@i at its position i, i.e.

@@ -31,6 +31,7 @@ __all__ = [
     "hit_rate",
     "hits",
     "ndcg",
+    "pair_weights",
     "precision",
     "r_precision",
     "ratio",
@@ -53,6 +54,78 @@ def ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     out = num / np.where(zero, 1.0, den)  # plain loops: faster than a masked divide
     out[zero] = 0.0
     return out
+
+
+WEIGHTINGS = ("none", "ips", "snips")
+
+
+def pair_weights(
+    b: Batch, weighting: str, clip: float = 0.0
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The inverse-propensity weights of a weighted metric (docs/counterfactual-metrics.md).
+
+    Returns None for ``weighting="none"``; else ``(w, scale)``: ``w`` the weight
+    of each cell of ``b.hits`` (the relevant item at that position),
+    w = 1 / max(p, clip) with p the pair's propensity, and ``scale`` None
+    (``ips``) or, per user, R / Σ_{i relevant} w_i (``snips``: the relevant
+    items' weights normalised to sum to R, the self-normalised estimator of
+    Yang et al. 2018, per user). Every kernel that sums over relevant items
+    multiplies each item's term by its w, and its value by ``scale``. With
+    every p = 1 both are exactly 1: the unweighted value, bit for bit.
+
+    >>> from receval.metrics.kernels.batch import Cells
+    >>> hits = Cells.from_dense(np.array([[1.0, 0.0, 1.0]]))
+    >>> b = Batch(hits, Cells.from_dense(np.array([[1.0, 1.0]])), n=np.array([3]),
+    ...           n_relevant=np.array([2]), hit_weights=np.array([2.0, 4.0]),
+    ...           relevant_weights=(np.array([0, 0]), np.array([2.0, 4.0])))
+    >>> w, scale = pair_weights(b, "snips", 0.5)  # weights 2, 4 clipped to 2, 2: scale 2 / 4
+    >>> w.tolist(), scale.tolist()
+    ([2.0, 2.0], [0.5])
+    """
+    if weighting == "none":
+        return None
+    if b.hit_weights is None or (weighting == "snips" and b.relevant_weights is None):
+        raise ValueError(
+            f"weighting={weighting} needs the engine's propensities (propensities=), and "
+            "reads the list's relevant items as they are (not with scores=positive, "
+            "grades=positive, tied=average, correction= or grades read as gains)"
+        )
+    if b.pairs is not None or b.distinct_hits is not None:
+        raise ValueError(
+            f"weighting={weighting} reads each relevant item once: not with repeated rows "
+            "joined or counted distinct (duplicates='join', 'left_join' or 'count_distinct'); "
+            "give duplicates='error' or 'keep'"
+        )
+
+    def compute() -> tuple[np.ndarray, np.ndarray | None]:
+        assert b.hit_weights is not None
+        cap = 1.0 / clip if clip > 0 else None
+        w = b.hit_weights if cap is None else np.minimum(b.hit_weights, cap)
+        if weighting == "ips":
+            return w, None
+        assert b.relevant_weights is not None
+        users, rw = b.relevant_weights
+        rw = rw if cap is None else np.minimum(rw, cap)
+        total = np.bincount(users, weights=rw, minlength=b.size)
+        return w, ratio(b.n_relevant, total)
+
+    return b.cached(("pair_weights", weighting, clip), compute)
+
+
+def _weighted_hits(b: Batch, k: int | None, weighting: str, clip: float) -> np.ndarray:
+    """Σ_{i ∈ hits@k} w_i per user, once per batch, cut-off and clip (recall,
+    precision and hit rate, ips and snips share it, as they share hits@k)."""
+    key = None if k is None or k >= b.width else k
+    w = pair_weights(b, weighting, clip)
+    assert w is not None
+    return b.cached(("weighted_hits", clip, key), lambda: b.hits.row_sums(w[0], k))
+
+
+def _scaled(values: np.ndarray, weights: tuple[np.ndarray, np.ndarray | None] | None) -> np.ndarray:
+    """``values`` times the SNIPS scale R / Σw (unchanged for ips and none)."""
+    if weights is None or weights[1] is None:
+        return values
+    return values * weights[1]
 
 
 def _min_k(k: int | None, x: np.ndarray) -> np.ndarray:
@@ -80,6 +153,8 @@ def precision(
     denominator: str = "k",
     empty: str = "zero",
     scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """hits@k / k; ``denominator="retrieved"`` divides by min(k, n). Without k: hits / n.
 
@@ -87,9 +162,14 @@ def precision(
     the items of the top k whose predicted rating reaches the threshold; NaN
     when there is none. ``empty="nan"``: an empty list is NaN (left out of the
     mean) rather than 0. ``scores="positive"``: items scored <= 0 are never hits.
+    ``weighting``: each hit counts its weight 1/p (:func:`pair_weights`).
     """
     b = _scored(b, scores)
-    hits = b.hits_at(k)
+    weights = pair_weights(b, weighting, clip)
+    if weights is None:
+        hits = b.distinct_at(k)  # hits@k, or distinct items (duplicates="count_distinct")
+    else:
+        hits = _scaled(_weighted_hits(b, k, weighting, clip), weights)
     if denominator == "recommended":
         if b.recommended is None:
             raise ValueError("precision[denominator=recommended] needs ratings input")
@@ -104,14 +184,26 @@ def precision(
 
 
 def recall(
-    b: Batch, k: int | None, *, denominator: str = "relevant", scores: str = "any"
+    b: Batch,
+    k: int | None,
+    *,
+    denominator: str = "relevant",
+    scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """hits@k / R: the share of the user's R relevant items found in the top k;
     ``denominator="min_k_relevant"`` divides by min(k, R) (LensKit);
-    ``scores="positive"``: items scored <= 0 are never hits (R unchanged)."""
+    ``scores="positive"``: items scored <= 0 are never hits (R unchanged).
+    ``weighting``: Σ_{hits} w_i / R (``ips``), Σ_{hits} w_i / Σ_{relevant} w_i
+    (``snips``), w_i = 1/p (:func:`pair_weights`)."""
     b = _scored(b, scores)
-    den = _min_k(k, b.n_relevant) if denominator == "min_k_relevant" else b.n_relevant
-    return ratio(b.hits_at(k), den)
+    r = b.n_relevant if b.n_distinct is None else b.n_distinct  # count_distinct: items
+    den = _min_k(k, r) if denominator == "min_k_relevant" else r
+    weights = pair_weights(b, weighting, clip)
+    if weights is not None:
+        return _scaled(ratio(_weighted_hits(b, k, weighting, clip), den), weights)
+    return ratio(b.distinct_at(k), den)
 
 
 def f1(b: Batch, k: int | None, *, beta: float = 1.0) -> np.ndarray:
@@ -127,16 +219,42 @@ def hits(b: Batch, k: int | None) -> np.ndarray:
     return b.hits_at(k).astype(np.float64)
 
 
-def hit_rate(b: Batch, k: int | None) -> np.ndarray:
-    """1 if hits@k > 0 else 0."""
+def hit_rate(b: Batch, k: int | None, *, weighting: str = "none", clip: float = 0.0) -> np.ndarray:
+    """1 if hits@k > 0 else 0. ``weighting``: the mean weight of the hits
+    within k, Σ_{hits} w_i / hits@k (0 without a hit): w_i 1[rank_i <= k]
+    for a single relevant item (leave-one-out), 1 when every p is 1."""
+    weights = pair_weights(b, weighting, clip)
+    if weights is not None:
+        return _scaled(ratio(_weighted_hits(b, k, weighting, clip), b.hits_at(k)), weights)
     return (b.hits_at(k) > 0).astype(np.float64)
 
 
-def _ap_numerator(b: Batch, k: int | None) -> np.ndarray:
-    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user."""
+def _ap_numerator(b: Batch, k: int | None, w: np.ndarray | None = None) -> np.ndarray:
+    """Σ_{i ≤ min(k, n)} rel_i · hits@i / i per user (each term times w_i when weighted)."""
+    if b.pairs is not None:  # duplicates="join"/"left_join" (weighting refuses them)
+        return b.pairs.row_sums(b.cached("ap_pair_terms", lambda: _ap_pair_terms(b)), k)
     # rel_i · hits@i / i at each relevant cell
     terms = b.cached("ap_terms", lambda: b.hit_rank() / (b.hits.pos + 1))
-    return b.hits.row_sums(terms, k)
+    return b.hits.row_sums(terms if w is None else terms * w, k)
+
+
+def _ap_pair_terms(b: Batch) -> np.ndarray:
+    """The AP terms at each relevant position when its m (list row, truth
+    row) pairs are hits (``Batch.pairs``), C the pairs up to it: C / i once
+    per position (RecTools' ``MAP``: its sparse matrix adds a position's pairs
+    into one cell), or with ``each_pair`` Σ_{c=1..m} (C − m + c) / i, one term
+    per pair (Microsoft Recommenders' ``map_at_k``: ``cumcount() + 1`` over
+    the joined rows divided by their rank)."""
+    c = b.pairs
+    assert c is not None
+    running = np.cumsum(c.value)
+    starts = np.concatenate(([0.0], running))[c.offsets[:-1]]
+    upto = running - starts[c.user]  # C: the user's pairs up to this position
+    at = c.pos + 1.0
+    if not b.each_pair:
+        return upto / at
+    m = c.value
+    return (m * (upto - m) + m * (m + 1.0) / 2.0) / at
 
 
 def average_precision(
@@ -146,6 +264,8 @@ def average_precision(
     denominator: str = "min_k_relevant",
     empty: str = "zero",
     scores: str = "any",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} rel_i · precision@i / D; 0 when D = 0.
 
@@ -154,9 +274,12 @@ def average_precision(
     without k), ``min_retrieved_relevant`` min(k, n, R) (LensKit).
     ``empty="nan"``: an empty list is NaN (left out of the mean) rather than 0;
     ``scores="positive"``: items scored <= 0 are never hits.
+    ``weighting``: each relevant item's term rel_i · precision@i times its w_i
+    (precision@i itself unweighted; D unchanged; :func:`pair_weights`).
     """
     b = _scored(b, scores)
-    num = _ap_numerator(b, k)
+    weights = pair_weights(b, weighting, clip)
+    num = _ap_numerator(b, k, None if weights is None else weights[0])
     if denominator == "min_k_relevant":
         den = _min_k(k, b.n_relevant)
     elif denominator == "relevant":
@@ -171,7 +294,7 @@ def average_precision(
         den = np.minimum(b.retrieved(k), b.n_relevant)
     else:  # pragma: no cover - the registry validates choices
         raise ValueError(denominator)
-    return _empty_nan(b, k, ratio(num, den), empty)
+    return _empty_nan(b, k, _scaled(ratio(num, den), weights), empty)
 
 
 def reciprocal_rank(b: Batch, k: int | None, *, scores: str = "any") -> np.ndarray:
@@ -239,6 +362,8 @@ def dcg(
     grades: str = "relevant",
     discount: str = "log",
     tied: str = "order",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """Σ_{i ≤ min(k, n)} gain(g_i) / log_base(i + 1); gain linear g, exp 2^g − 1 or
     binary 1; g_i the grade of a relevant item (``grades=positive``: of any item
@@ -246,7 +371,9 @@ def dcg(
     log_base(i)), ranks 1 and 2 undiscounted (Järvelin & Kekäläinen; LensKit).
     ``tied="average"``: each item gains the mean gain of its group of equal
     scores (over the whole list), so a group straddling k counts the share of
-    its gains its positions within k hold (sklearn's ``_tie_average_dcg``)."""
+    its gains its positions within k hold (sklearn's ``_tie_average_dcg``).
+    ``weighting``: each relevant item's term times its w_i (:func:`pair_weights`)."""
+    weights = None if weighting == "none" else pair_weights(b, weighting, clip)
     if tied == "average":
         if b.tied_gains is None or (gain, grades) not in b.tied_gains:
             raise ValueError("tied=average needs the engine's tied_gains")
@@ -257,11 +384,63 @@ def dcg(
             lambda: avg.row_sums(avg.value * weights[avg.pos], k),
         )
     cells = graded_cells(b, grades)[0]
-    terms = b.cached(
-        ("dcg_terms", gain, base, grades, discount),
-        lambda: _discounted(b, cells, gain, base, discount),
-    )
+    pairs = b.pairs if cells is b.hits else None  # a relevant position gains once per pair
+
+    def discounted() -> np.ndarray:
+        out = _discounted(b, cells, gain, base, discount)
+        return out if pairs is None else out * pairs.value
+
+    terms = b.cached(("dcg_terms", gain, base, grades, discount), discounted)
+    if weights is not None:
+        w = weights
+        return b.cached(
+            ("dcg", gain, base, grades, discount, k, weighting, clip),
+            lambda: _scaled(cells.row_sums(terms * w[0], k), w),
+        )
     return b.cached(("dcg", gain, base, grades, discount, k), lambda: cells.row_sums(terms, k))
+
+
+def _rejoined_ndcg(
+    b: Batch, k: int | None, gain: str, ideal: str, discount: str, plain: np.ndarray
+) -> np.ndarray:
+    """nDCG with every position's pairs joined once more with the list's
+    and the truth's rows of its item (``Batch.rejoined``: Microsoft
+    Recommenders' ``ndcg_at_k`` merges its hits with the predictions and then
+    with the truth): DCG Σ rejoined_i / log(i + 1); the ideal: the joined rows,
+    R + Σ rejoin_extra over the top k of them, cut at k. Every row gains the
+    same: 1 (binary), or gain(g) where all of a user's relevant grades are g.
+    Users without a repeated row keep ``plain``, the nDCG of their rows."""
+    rejoined, extra = b.rejoined, b.rejoin_extra
+    assert rejoined is not None
+    repeated = np.zeros(b.size, dtype=bool)
+    repeated[rejoined.user[rejoined.value != 1.0]] = True
+    if extra is not None:
+        repeated[extra.user] = True
+    if not repeated.any():
+        return plain
+    cells = b.ideal_cells
+    has = np.diff(cells.offsets) > 0
+    top = cells.first()
+    low = np.zeros(b.size)
+    low[has] = cells.value[cells.offsets[1:][has] - 1]  # each user's grades descend
+    mixed = repeated & (top != low)
+    if ideal != "relevant" or (gain != "binary" and mixed.any()):
+        raise ValueError(
+            "repeated rows joined twice (duplicates='join') are read by ndcg with ideal="
+            "relevant and gain=binary (or all of a user's relevant grades equal), not "
+            f"gain={gain}, ideal={ideal} on these grades: give another duplicates value"
+        )
+    weights = _discount(b, rejoined.width, 2.0, discount)
+    scale = np.ones(b.size) if gain == "binary" else _gain(top, gain)
+    dcg = rejoined.row_sums(rejoined.value * weights[rejoined.pos], k) * scale
+    rows = b.n_relevant.astype(np.float64)
+    if extra is not None:
+        rows = rows + extra.row_sums(extra.value, k)
+    span = np.rint(rows).astype(np.int64)
+    span = span if k is None else np.minimum(span, k)
+    whole = _discount(b, int(span.max(initial=0)), 2.0, discount)
+    best = np.concatenate(([0.0], np.cumsum(whole)))[span] * scale
+    return np.where(repeated, ratio(dcg, best), plain)
 
 
 def _ideal_dcg(b: Batch, k: int | None, gain: str, grades: str, discount: str) -> np.ndarray:
@@ -283,6 +462,8 @@ def ndcg(
     discount: str = "log",
     tied: str = "order",
     zero_ideal: str = "zero",
+    weighting: str = "none",
+    clip: float = 0.0,
 ) -> np.ndarray:
     """dcg@k / idcg@k; 0 when idcg@k = 0.
 
@@ -299,8 +480,12 @@ def ndcg(
     exactly 0 (gains of 0 or below: grades read as gains) gets dcg@k / 0 as
     IEEE arithmetic gives it, NaN for 0/0 and ±inf otherwise (LensKit 2025.8's
     ``NDCG(gain=...)``, which divides by its ideal unguarded).
+    ``weighting``: the DCG's terms weighted (:func:`dcg`), the ideal unchanged.
     """
-    actual = dcg(b, k, gain=gain, grades=grades, discount=discount, tied=tied)
+    rejoin = b.rejoined is not None and grades == "relevant" and tied == "order"
+    actual = dcg(
+        b, k, gain=gain, grades=grades, discount=discount, tied=tied, weighting=weighting, clip=clip
+    )
     if ideal == "relevant":
         best = _ideal_dcg(b, k, gain, grades, discount)
     elif ideal == "k":  # k items at the user's top grade, whatever R (n without k)
@@ -316,6 +501,8 @@ def ndcg(
         if zero.any():
             with np.errstate(divide="ignore", invalid="ignore"):
                 out[zero] = actual[zero] / best[zero]
+    if rejoin:  # duplicates="join": a repeated item's rows joined twice (Recommenders)
+        return _rejoined_ndcg(b, k, gain, ideal, discount, out)
     return out
 
 
