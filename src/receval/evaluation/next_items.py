@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval import ids
+import receval.ids as ids
 from receval.errors import InputError, OptionError
 from receval.evaluation.result import Result
 from receval.exact import ExactSum

@@ -37,7 +37,7 @@ at a time — the same lists and scores, bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
@@ -222,6 +222,27 @@ class Recommender:
         return frame
 
 
+def cooccurrence_blocks(x: sp.csr_matrix, budget: int) -> Iterator[tuple[int, Any]]:
+    """The item-item co-occurrences ``X^T X`` of a (rows × items) matrix, a block
+    of items at a time: ``(first item of the block, X_block^T X)``, each block
+    holding about ``budget`` co-occurrences at most (and at least one item),
+    counted from each item's rows' lengths."""
+    xt = x.T.tocsr()
+    n = x.shape[1]
+    # co-occurrences an item's row holds at most: the lengths of its rows
+    work = np.bincount(
+        np.repeat(np.arange(n), np.diff(xt.indptr)),
+        weights=np.diff(x.indptr)[xt.indices],
+        minlength=n,
+    )
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(np.cumsum(work[start:]), budget)) + start
+        stop = min(n, max(stop, start + 1))
+        yield start, xt[start:stop] @ x
+        start = stop
+
+
 def _cat(parts: list[np.ndarray], like: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else like[:0]
 
@@ -383,22 +404,10 @@ class ItemKNNRecommender(Recommender):
         """Each item's ``neighbors`` most similar items (ties: item id ascending),
         from the nonzero co-occurrences of blocks of items (X_block^T X), side by
         side (−inf pads): the dense rows' cosines and order, without them."""
-        x = self.matrix
-        xt = x.T.tocsr()
-        n = x.shape[1]
-        # co-occurrences an item's row holds at most: its users' items
-        work = np.bincount(
-            np.repeat(np.arange(n), np.diff(xt.indptr)),
-            weights=np.diff(x.indptr)[xt.indices],
-            minlength=n,
-        )
         rows_, cols_, vals_ = [], [], []
-        start = 0
-        while start < n:
-            # about BLOCK_CELLS / 8 co-occurrences (and at least one item) at once
-            stop = int(np.searchsorted(np.cumsum(work[start:]), BLOCK_CELLS >> 3)) + start
-            stop = min(n, max(stop, start + 1))
-            sub = (xt[start:stop] @ x).tocsr()
+        # about BLOCK_CELLS / 8 co-occurrences (and at least one item) at once
+        for start, product in cooccurrence_blocks(self.matrix, BLOCK_CELLS >> 3):
+            sub = product.tocsr()
             sub.eliminate_zeros()
             sub.sort_indices()  # within a row, positions follow item ids
             sizes = np.diff(sub.indptr)
@@ -416,7 +425,6 @@ class ItemKNNRecommender(Recommender):
                 rows_.append(r + start)
                 cols_.append(items[r, q])
                 vals_.append(v)
-            start = stop
         empty = np.zeros(0, dtype=np.int64)
         return _cat(rows_, empty), _cat(cols_, empty), _cat(vals_, np.zeros(0))
 

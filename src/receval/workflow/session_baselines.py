@@ -53,7 +53,7 @@ import scipy.sparse as sp
 
 from receval.errors import InputError, OptionError, ReceValError
 from receval.ids import as_str, canonical, order_of
-from receval.workflow.baselines import BLOCK_CELLS
+from receval.workflow.baselines import BLOCK_CELLS, cooccurrence_blocks
 from receval.workflow.split import duration
 
 __all__ = [
@@ -498,23 +498,13 @@ class SessionItemKNNRecommender(SessionRecommender):
         dates: bool,
     ) -> None:
         x = counts
-        xt = x.T.tocsr()
         n = x.shape[1]
         supp = np.asarray(x.sum(axis=0)).ravel()
         left = (supp + self.lmbd) ** self.alpha
         right = (supp + self.lmbd) ** (1.0 - self.alpha)
-        # co-occurrences an item's row holds at most: its sessions' lengths
-        work = np.bincount(
-            np.repeat(np.arange(n), np.diff(xt.indptr)),
-            weights=np.diff(x.indptr)[xt.indices],
-            minlength=n,
-        )
         rows_, cols_, vals_ = [], [], []
-        start = 0
-        while start < n:
-            stop = int(np.searchsorted(np.cumsum(work[start:]), BLOCK_CELLS >> 2)) + start
-            stop = min(n, max(stop, start + 1))
-            sub = (xt[start:stop] @ x).tocoo()
+        for start, product in cooccurrence_blocks(x, BLOCK_CELLS >> 2):
+            sub = product.tocoo()
             r = sub.row.astype(np.int64) + start
             c = sub.col.astype(np.int64)
             norm = left[r] * right[c]
@@ -525,7 +515,6 @@ class SessionItemKNNRecommender(SessionRecommender):
             rows_.append(r)
             cols_.append(c)
             vals_.append(v)
-            start = stop
         self._scores = sp.csr_matrix(
             (np.concatenate(vals_), (np.concatenate(rows_), np.concatenate(cols_))), shape=(n, n)
         )
