@@ -155,7 +155,7 @@ def run_session_demo(
         "next-item accuracy (mean over steps):",
         board.to_string(float_format=lambda v: f"{v:.4f}"),
         "",
-        f"{best} against popular (sessions paired):",
+        f"{best} against popular (sessions paired: each session's mean over its steps):",
         str(comparison),
         "",
         f"done in {seconds:.1f} s",
