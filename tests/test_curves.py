@@ -18,7 +18,7 @@ from receval.analysis.curves import (
     roc_auc,
     roc_points,
 )
-from receval.errors import InputError, MetricError, ReceValError
+from receval.errors import InputError, MetricError, OptionError, ReceValError
 from tests.required import TREC_FILES
 
 # SPEC §11, seed 004: u1 truth {1..6}, list [1,6,8]; u2 truth {2,4,6}, list [1..5];
@@ -260,6 +260,24 @@ def test_roc_duplicates_keep() -> None:
     recs = pd.DataFrame({"user": [1, 1, 1], "item": [1, 1, 2], "score": [3.0, 0.0, 1.0]})
     truth = pd.DataFrame({"user": [1, 1], "item": [1, 1], "relevance": [0, 2]})
     assert roc(recs, truth, duplicates="keep")[1] == 1.0
+
+
+@pytest.mark.parametrize("mode", ["count", "count_distinct"])
+def test_roc_duplicates_count_keeps_every_scored_row(mode: str) -> None:
+    # item 1 scored twice (3.0 and 0.0, both positive), item 2 once (1.0, negative):
+    # pairs (pos, neg) = (3 > 1) and (0 < 1): AUC 1/2, where keep reads 1.0
+    recs = pd.DataFrame({"user": [1, 1, 1], "item": [1, 1, 2], "score": [3.0, 0.0, 1.0]})
+    truth = pd.DataFrame({"user": [1, 1], "item": [1, 1], "relevance": [0, 2]})
+    curve, auc = roc(recs, truth, duplicates=mode)
+    assert auc == 0.5
+    assert curve["tpr"].tolist() == [0.0, 0.5, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("mode", ["join", "left_join"])
+def test_roc_refuses_joined_duplicates(mode: str) -> None:
+    recs = pd.DataFrame({"user": [1], "item": [1], "score": [1.0]})
+    with pytest.raises(OptionError, match=f"duplicates='{mode}'"):
+        roc(recs, {1: [1]}, duplicates=mode)
 
 
 ROC_ERRORS = [

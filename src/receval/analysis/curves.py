@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, MetricError, ReceValError, option
+from receval.errors import InputError, MetricError, OptionError, ReceValError, option
 from receval.evaluation.api import evaluate
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.ids import unify
@@ -254,8 +254,13 @@ def roc(
         options: the :class:`~receval.EvalOptions` (threshold, duplicates and column
             names are read from it; the keywords below apply on top).
         threshold: the grade from which an item is relevant.
-        duplicates: ``error`` (default) on a repeated (user, item) pair, or
-            ``keep`` its first scored row / largest grade.
+        duplicates: ``error`` (default) on a repeated (user, item) pair,
+            ``keep`` its first scored row / largest grade, or ``count`` /
+            ``count_distinct``: every scored row is a point of the curve (a
+            relevant item listed twice is two positive pairs; a truth pair
+            twice is relevant once). ``join`` and ``left_join`` (the readings
+            of Microsoft Recommenders and RecTools, neither of which has a ROC
+            curve) are refused: a curve of scored rows has no joined reading.
         user_col, item_col, score_col, relevance_col: column names (None:
             detected, as by :func:`receval.evaluate`).
 
@@ -284,6 +289,13 @@ def roc(
         relevance_col=relevance_col,
     )
     threshold, duplicates = opts.threshold, opts.duplicates
+    if duplicates in ("join", "left_join"):
+        raise OptionError(
+            "duplicates",
+            duplicates,
+            allowed=("error", "keep", "count", "count_distinct"),
+            reason="roc() reads each scored row once: it has no joined reading of repeated rows",
+        )
     if isinstance(recommendations, Mapping):
         raise ReceValError(
             "roc() needs scores: give a table with a score column, not lists of items"
@@ -325,7 +337,8 @@ def roc(
                 user=recs.users[j],
                 item=recs.items[j],
             )
-        left = left[~dup]
+        if duplicates == "keep":
+            left = left[~dup]
     right = pd.DataFrame({"u": tu, "i": ti, "g": tr.grades})
     tdup = right.duplicated(["u", "i"], keep=False).to_numpy()
     if tdup.any():
