@@ -109,9 +109,7 @@ def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:
     if tied:
         rows = "1 recommendation row ties" if tied == 1 else f"{tied} recommendation rows tie"
         above = "it" if tied == 1 else "them"
-        out.append(
-            f"{rows} in score with the row above {above}: ties were broken by {TIES[ties]}"
-        )
+        out.append(f"{rows} in score with the row above {above}: ties were broken by {TIES[ties]}")
     short = counts.get("lists_shorter_than_largest_k")
     if short:
         lists = "1 list is" if short == 1 else f"{short} lists are"

@@ -162,8 +162,7 @@ def notes_for(path: str | os.PathLike[str]) -> list[str]:
         by += f" (finished {where.finished})"
     if where.facts is None:
         return [
-            f"not part of the set {where.manifest} lists ({by}): another run's file, "
-            "or added since"
+            f"not part of the set {where.manifest} lists ({by}): another run's file, or added since"
         ]
     try:
         st = os.stat(path)

@@ -459,7 +459,6 @@ class OutputSet:
         below = (self.folder.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
         _refuse_held_in(self.folder / name, below)
 
-
     def _not_a_lock(self, what: str) -> OutputError:
         return OutputError(
             f"{self._lock} is {what}, not a receval lock: remove it or write elsewhere",
