@@ -774,3 +774,259 @@ WEIGHTED_CASES += [(_w_cli("csv"), "digits")]
 def test_weighted_metrics_through_every_door(door: Any, form: str, tmp_path: Path) -> None:
     d = _weighted_data(form)
     check_door(door(d, tmp_path), _w_pandas(d, tmp_path))
+
+
+# -- next items (issue #36 point 2): lists after each prefix of a session, every door -------
+#
+# The same sessions and lists, ids in the three forms, go through every form of
+# receval.evaluate_next_items' lists (a table: pandas, pyarrow, polars; a mapping
+# (session, step) -> items; a callable handed the prefixes) and through
+# `receval next-items` on CSV and Parquet files; the summary, each session's means
+# and the metric by position must equal the pandas door's, bit for bit.
+
+NEXT_METRICS = ["ndcg@5", "rr", "recall@3", "precision@3", "ap@5"]
+NEXT_OPTIONS = {"target": "remaining", "average": "sessions"}
+NEXT_FLAGS = ["--target", "remaining", "--average", "sessions"]
+
+NextOutcome = tuple[dict[str, float], pd.DataFrame, pd.DataFrame]
+
+
+def _next_data(form: str) -> dict[str, pd.DataFrame]:
+    """Sessions (rows shuffled: the time column orders them; one session of one
+    item; items repeated within a session) and their lists: five items after
+    each prefix, the 3rd and 4th tied in score, a few steps without a list."""
+    rng = np.random.default_rng(36)
+    user, item = _ids(form)
+    rows = []
+    for s in range(9):
+        n = 1 if s == 4 else int(rng.integers(2, 7))
+        for t, j in enumerate(rng.choice(8, n)):  # repeats allowed
+            rows.append((user(100 + s), user(s % 3), item(int(j)), 10 * s + t))
+    sessions = pd.DataFrame(rows, columns=["session", "user", "item", "time"])
+    sessions = sessions.sample(frac=1, random_state=2).reset_index(drop=True)
+    lists = []
+    for sid, g in sessions.groupby("session", sort=False):
+        for t in range(1, len(g)):
+            if rng.random() < 0.15:
+                continue  # no list for this step: scored 0
+            for r, j in enumerate(rng.choice(12, 5, replace=False)):
+                score = float(10 - min(r, 3)) + (rng.random() / 10 if r < 3 else 0.0)
+                lists.append((sid, t, item(int(j)), score))
+    frame = pd.DataFrame(lists, columns=["session", "step", "item", "score"])
+    return {"sessions": sessions, "lists": frame}
+
+
+def _next_api(lists: Any, sessions: Any) -> NextOutcome:
+    res = receval.evaluate_next_items(lists, sessions, NEXT_METRICS, **NEXT_OPTIONS)
+    assert res.per_session is not None and res.by_position is not None
+    per_session = res.per_session.copy()
+    per_session.index = per_session.index.map(str)
+    return dict(res.summary), per_session, res.by_position
+
+
+def _n_pandas(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+    return _next_api(d["lists"], d["sessions"])
+
+
+def _n_pyarrow(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+    t = {k: pa.Table.from_pandas(v, preserve_index=False) for k, v in d.items()}
+    return _next_api(t["lists"], t["sessions"])
+
+
+def _n_polars(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+    pl = imported("polars")
+    return _next_api(pl.from_pandas(d["lists"]), pl.from_pandas(d["sessions"]))
+
+
+def _n_mapping(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+    """Lists as (session, step) -> items, best first (ties by the tie rule);
+    sessions as session -> items in time order."""
+    lists = {
+        key: [
+            i
+            for _, i in sorted(
+                zip(g["score"], g["item"], strict=True), key=lambda r: (-r[0], _id_key(r[1]))
+            )
+        ]
+        for key, g in d["lists"].groupby(["session", "step"])
+    }
+    ordered = d["sessions"].sort_values("time", kind="stable")
+    sessions = {s: list(g["item"]) for s, g in ordered.groupby("session")}
+    res = receval.evaluate_next_items(lists, sessions, NEXT_METRICS, **NEXT_OPTIONS)
+    per_session = res.per_session.copy()  # type: ignore[union-attr]
+    per_session.index = per_session.index.map(str)
+    return dict(res.summary), per_session, res.by_position  # type: ignore[return-value]
+
+
+def _n_callable(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+    """A model handed the prefixes in batches of about 4 steps: it returns the
+    lists of the steps of its batch (ids matched by their text)."""
+    lists = d["lists"].assign(
+        key=d["lists"]["session"].map(str) + "|" + d["lists"]["step"].map(str)
+    )
+    batches = []
+
+    def model(prefixes: pd.DataFrame) -> pd.DataFrame:
+        keys = set(prefixes["session"].map(str) + "|" + prefixes["step"].map(str))
+        batches.append(len(keys))
+        return lists[lists["key"].isin(keys)].drop(columns="key")
+
+    res = receval.evaluate_next_items(
+        model, d["sessions"], NEXT_METRICS, batch_size=4, **NEXT_OPTIONS
+    )
+    assert len(batches) > 2  # several batches
+    per_session = res.per_session.copy()  # type: ignore[union-attr]
+    per_session.index = per_session.index.map(str)
+    return dict(res.summary), per_session, res.by_position  # type: ignore[return-value]
+
+
+def _n_cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], NextOutcome]:
+    def door(d: dict[str, pd.DataFrame], tmp: Path) -> NextOutcome:
+        from receval.cli import main
+
+        p = _write(d, tmp, ext)
+        per_session, by_position = tmp / "per_session.csv", tmp / "by_position.parquet"
+        args = ["next-items", str(p["lists"]), str(p["sessions"]), *NEXT_FLAGS]
+        for m in NEXT_METRICS:
+            args += ["-m", m]
+        args += ["--per-session", str(per_session), "--by-position", str(by_position)]
+        args += ["-o", "json", "-q"]
+        with pytest.MonkeyPatch.context() as mp:
+            import io as _io
+
+            out = _io.StringIO()
+            mp.setattr(sys, "stdout", out)
+            code = main(args)
+        assert code == 0
+        summary = json.loads(out.getvalue())["metrics"]
+        summary = {k: math.nan if v is None else v for k, v in summary.items()}
+        sessions = pd.read_csv(per_session, dtype={"session": str})
+        return (
+            summary,
+            sessions.set_index("session"),
+            pd.read_parquet(by_position).set_index("step"),
+        )
+
+    door.__name__ = f"next_items_cli_{ext}"
+    return door
+
+
+NEXT_DOORS: list[Callable[[dict[str, pd.DataFrame], Path], NextOutcome]] = [
+    _n_pandas,
+    _n_pyarrow,
+    _n_polars,
+    _n_mapping,
+    _n_callable,
+    _n_cli("csv"),
+    _n_cli("parquet"),
+]
+
+
+#: the pandas door's numbers per id form (computed once)
+_NEXT_EXPECTED: dict[str, NextOutcome] = {}
+
+
+def _same_frame(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    assert list(got.index) == list(want.index)
+    assert list(got.columns) == list(want.columns)
+    for c in want.columns:
+        for a, b in zip(got[c].tolist(), want[c].tolist(), strict=True):
+            assert _same(float(a), float(b)), (c, a, b)
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+@pytest.mark.parametrize("door", NEXT_DOORS, ids=lambda f: f.__name__.strip("_"))
+def test_next_items_through_every_door(door: Any, form: str, tmp_path: Path) -> None:
+    d = _next_data(form)
+    if form not in _NEXT_EXPECTED:
+        _NEXT_EXPECTED[form] = _n_pandas(d, tmp_path)
+    got, want = door(d, tmp_path), _NEXT_EXPECTED[form]
+    assert list(got[0]) == list(want[0])
+    for m, v in want[0].items():
+        assert _same(got[0][m], v), (m, got[0][m], v)
+    _same_frame(got[1], want[1])
+    _same_frame(got[2], want[2])
+    assert want[2]["steps"].sum() > 10 and want[1].notna().all().all()
+
+
+# -- backtest: receval.backtest in Python and `receval backtest --command` ------------------
+#
+# One popularity model, as a Python callable and as a script the command runs per
+# fold (reading the fold's Parquet files, writing a CSV): each fold's values and
+# their mean equal bit for bit, ids in the three forms.
+
+BACKTEST_METRICS = ["ndcg@3", "hit_rate@3", "recall@3", "coverage@3"]
+
+#: the model's script: the k most frequent items of the fold's train (ties by the tie
+#: rule), for every test user. Arrow's Parquet reader alone (pyarrow.parquet loads
+#: pandas: 0.4 s more per fold), so each fold's process starts quickly
+POPULAR = """
+import sys, collections
+import pyarrow as pa
+try:
+    from pyarrow._parquet import ParquetReader
+    def column(path, name):
+        reader = ParquetReader()
+        reader.open(pa.OSFile(path))
+        return reader.read_all().column(name).to_pylist()
+except ImportError:  # another pyarrow: its public reader
+    import pyarrow.parquet as pq
+    def column(path, name):
+        return pq.read_table(path).column(name).to_pylist()
+train, users, out, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def key(v):
+    t = str(v)
+    return (0, int(t)) if t.lstrip("-").isdigit() else (1, t)
+counts = collections.Counter(column(train, "item"))
+top = sorted(counts, key=lambda i: (-counts[i], key(i)))[:k]
+with open(out, "w") as f:
+    f.write("user,item,rank\\n")
+    for u in column(users, "user"):
+        f.writelines(f"{u},{i},{r + 1}\\n" for r, i in enumerate(top))
+"""
+
+
+def _backtest_log(form: str) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    user, item = _ids(form)
+    weights = 1 / np.arange(1, 13)
+    items = rng.choice(12, 60, p=weights / weights.sum())
+    return pd.DataFrame(
+        {
+            "user": [user(int(u)) for u in rng.integers(0, 8, 60)],
+            "item": [item(int(j)) for j in items],
+            "timestamp": np.arange(60),
+        }
+    )
+
+
+def _popular(train: pd.DataFrame, users: np.ndarray, fold: Any) -> pd.DataFrame:
+    counts = train["item"].value_counts()
+    top = sorted(counts.index, key=lambda i: (-counts[i], _id_key(i)))[: fold.k]
+    return pd.DataFrame(
+        [(u, i, r + 1) for u in users for r, i in enumerate(top)], columns=["user", "item", "rank"]
+    )
+
+
+@pytest.mark.parametrize("form", ID_FORMS)
+def test_backtest_in_python_and_on_the_command_line(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _backtest_log(form)
+    windows = {"test_length": 10, "n_folds": 2}
+    res = receval.backtest(log, windows, _popular, BACKTEST_METRICS, k=3)
+    path, script = tmp_path / "log.csv", tmp_path / "popular.py"
+    log.to_csv(path, index=False)
+    script.write_text(POPULAR)
+    template = f"{sys.executable} {script} {{train}} {{users}} {{out}} {{k}}"
+    args = ["backtest", str(path), "--command", template, "--test-length", "10"]
+    args += ["--n-folds", "2", "-k", "3", *(a for m in BACKTEST_METRICS for a in ("-m", m))]
+    got = _command(args, capsys)
+    want = res.to_frame()
+    assert len(got["folds"]) == len(want) == 2
+    for m in BACKTEST_METRICS:
+        values = [math.nan if f[m] is None else f[m] for f in got["folds"]]
+        assert all(_same(a, b) for a, b in zip(values, want[m].tolist(), strict=True)), m
+        assert _same(got["metrics"][m], res.summary[m]), m
+    assert [f["users_evaluated"] for f in got["folds"]] == want["users_evaluated"].tolist()
+    assert want["hit_rate@3"].notna().all() and want["users_evaluated"].min() > 0

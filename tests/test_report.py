@@ -66,7 +66,26 @@ def rep(tmp_path_factory: pytest.TempPathFactory) -> Report:
         title="Test report",
         user_groups={u: "early" if u < N_USERS // 2 else "late" for u in range(N_USERS)},
         item_groups=ITEM_GROUPS,
+        next_items=_next_item_results(),
     )
+
+
+def _next_item_results() -> dict[str, receval.NextItemResult]:
+    """Two sequential models on 30 random sessions (the section "Next items")."""
+    rng = np.random.default_rng(3)
+    sessions = {
+        s: [int(i) for i in rng.choice(N_ITEMS, int(rng.integers(2, 8)))] for s in range(30)
+    }
+    good, random = {}, {}
+    for s, items in sessions.items():
+        for t in range(1, len(items)):
+            noise = [int(i) for i in rng.permutation(N_ITEMS) if i != items[t]][:5]
+            good[(s, t)] = ([items[t]] if rng.random() < 0.6 else []) + noise
+            random[(s, t)] = noise
+    return {
+        name: receval.evaluate_next_items(lists, sessions, ["mrr@5", "recall@5"])
+        for name, lists in (("sequential", good), ("random", random))
+    }
 
 
 #: item groups by popularity rank of the id (the world's popularity falls with the id);
@@ -103,6 +122,8 @@ def test_report_content(rep: Report) -> None:
         "group-group-recall@5",
         "group-group-coverage@10",
         "item-exposure",
+        "position-rr@5",
+        "position-recall@5",
     ]
     assert rep.max_k == 10
     html = rep.html
@@ -484,6 +505,8 @@ def test_report_renders_in_headless_chromium(rep: Report, tmp_path: Path) -> Non
         "By user group",
         "group = early (40 users)",
         "By item group",
+        "Next items: metric by position in session",
+        "Paired comparison over sessions",
         "How these numbers were produced",
     ):
         assert key in text, key

@@ -166,6 +166,7 @@ COMMANDS = {
     "trec_eval": "trec",
     "intent-aware": "intent",
     "off-policy": "off_policy",
+    "next-items": "next_items",
 }
 
 

@@ -26,13 +26,14 @@ from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
 from receval.errors import ReceValError
 from receval.evaluation.api import needs_item_context
+from receval.evaluation.next_items import NextItemResult
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.spark_files import is_spark
 from receval.io.write import atomic_write_text, make_folder
 from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
 
-__all__ = ["Report", "report"]
+__all__ = ["Report", "next_item_positions", "report"]
 
 _MAX_K = 1000
 
@@ -104,6 +105,14 @@ class Report:
             for but matplotlib is not installed (the HTML is written anyway).
         off_policy: name → the :class:`~receval.analysis.off_policy.OffPolicyResult`
             drawn in the section "Counterfactual estimates" (empty: no section).
+        next_items: name → the :class:`~receval.NextItemResult` drawn in the
+            section "Next items: metric by position in session" (empty: no section).
+        next_items_comparison: the paired comparison of ``next_items`` over
+            their units (sessions, or users with ``average="users"``), or None
+            (no next-item results). With next-item results alone (no runs) it
+            is also :attr:`comparison`.
+        positions: long table ``system, metric, step, sessions, value`` of the
+            charts of metric by position (None: no next-item results).
     """
 
     html: str
@@ -117,6 +126,9 @@ class Report:
     path: Path | None = None
     notes: list[str] = field(default_factory=list)
     off_policy: dict[str, OffPolicyResult] = field(default_factory=dict)
+    next_items: dict[str, NextItemResult] = field(default_factory=dict)
+    next_items_comparison: Comparison | None = None
+    positions: pd.DataFrame | None = None
 
     def save(self, path: str | Path) -> Path:
         """Write the page (UTF-8) and return its path."""
@@ -163,7 +175,7 @@ def _figure(chart: str, svg_text: str, caption: str) -> _Figure:
 
 
 def report(
-    runs: Mapping[str, Any],
+    runs: Mapping[str, Any] | None,
     truth: Any,
     metrics: str | MetricSpec | Iterable[str | MetricSpec] | None = None,
     *,
@@ -183,6 +195,7 @@ def report(
     n_jobs: int | None = None,
     options: EvalOptions | None = None,
     off_policy: OffPolicyResult | Mapping[str, OffPolicyResult] | None = None,
+    next_items: NextItemResult | Mapping[str, NextItemResult] | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """A self-contained HTML report of one or more systems (and PNG images on request).
@@ -199,8 +212,10 @@ def report(
     Args:
         runs: system name → recommendations (anything :func:`receval.evaluate`
             accepts; not precomputed results, the curves need the lists). One
-            system is enough: the page then has no comparison.
-        truth: the truth, as for :func:`receval.evaluate`.
+            system is enough: the page then has no comparison. Empty (``{}``
+            or None) only with ``next_items``: a page of next-item results alone.
+        truth: the truth, as for :func:`receval.evaluate` (None with next-item
+            results alone).
         metrics: the leaderboard's metrics (not needed with ``comparison``).
         comparison: a :class:`~receval.analysis.compare.Comparison` of these
             runs (same names) already computed: the page draws it instead of
@@ -230,6 +245,23 @@ def report(
             weights (:class:`~receval.analysis.off_policy.WeightSummary`), and
             a histogram of the weights per decade (chart ``weights-<name>``).
             Nothing else on the page changes.
+        next_items: next-item results (what :func:`receval.evaluate_next_items`
+            returns) to show in the section "Next items: metric by position in
+            session": one :class:`~receval.NextItemResult` (shown as "model")
+            or a mapping system name → result, evaluated with the same
+            ``target``, ``steps`` and ``average``. Per metric (those of every
+            result but aggregates): a chart of its mean at each step position
+            t (chart ``position-<metric>``, one line per system) and a table
+            (position, sessions with that step, each system's value); each
+            system's summary; and one :func:`receval.compare` of the results
+            over their paired units (sessions; users with
+            ``average="users"``) with the settings above — its leaderboard
+            and, with two or more systems, its pairwise tests. ``runs`` may
+            then be empty (``{}`` or None, ``truth`` None): the page holds
+            only that section and how its numbers were produced
+            (:attr:`Report.comparison` is then the next-item comparison, the
+            curves are empty); ``metrics``, if given, chooses among the
+            results' metrics. With runs, nothing else on the page changes.
         **evaluate_kwargs: options as keywords (``threshold``, column names,
             policies ..., on top of ``options``) and the inputs of
             :func:`receval.evaluate` (``train``, ``catalog`` ...).
@@ -253,16 +285,6 @@ def report(
         >>> rep.html.startswith("<!DOCTYPE html>"), rep.charts
         (True, ['curve-ndcg', 'curve-precision', 'curve-recall', 'pr-curve', 'dist-ndcg@2'])
     """
-    _check_runs(runs)
-    counterfactual = _off_policy_results(off_policy)
-    user_groups = evaluate_kwargs.pop("user_groups", None)
-    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
-    step = silent
-    told = inputs.get("progress")
-    if isinstance(told, bool):  # True: the steps on stderr
-        step = steps_of(told, "report")
-        inputs = {**inputs, "progress": None}
-    evaluate_kwargs = {"options": opts, **inputs}
     settings = {
         "baseline": baseline,
         "test": test,
@@ -273,6 +295,21 @@ def report(
         "ci": ci,
         "n_jobs": n_jobs,
     }
+    sequential = _next_item_results(next_items)
+    if sequential and not runs:  # a page of next-item results alone
+        page = {"out": out, "png_dir": png_dir, "title": title, "provenance": provenance}
+        given = (comparison, off_policy, options, evaluate_kwargs)
+        return _next_items_report(sequential, truth, metrics, settings, given, page)
+    runs = _check_runs(runs)
+    counterfactual = _off_policy_results(off_policy)
+    user_groups = evaluate_kwargs.pop("user_groups", None)
+    opts, inputs = split_kwargs(options, evaluate_kwargs, caller="report")
+    step = silent
+    told = inputs.get("progress")
+    if isinstance(told, bool):  # True: the steps on stderr
+        step = steps_of(told, "report")
+        inputs = {**inputs, "progress": None}
+    evaluate_kwargs = {"options": opts, **inputs}
     if user_groups is not None:
         if comparison is not None:
             raise ReceValError(
@@ -305,7 +342,38 @@ def report(
     coverage = (
         {s: float(summaries[s][f"coverage@{max_k}"]) for s in cmp.systems} if with_catalog else None
     )
-    figures = {
+    figures = _figures(cmp, curves, bases, popularity, coverage, max_k, counterfactual)
+    ncmp, positions, section = _next_items_beside(sequential, settings, comparison, figures, step)
+    html = _page(
+        title, cmp, figures, _provenance(cmp, specs, max_k, provenance), counterfactual, section
+    )
+    rep = Report(
+        html=html,
+        comparison=cmp,
+        curves=curves,
+        popularity=popularity,
+        coverage=coverage,
+        charts=[f.chart for group in figures.values() for f in group],
+        max_k=max_k,
+        off_policy=counterfactual,
+        next_items=sequential,
+        next_items_comparison=ncmp,
+        positions=positions,
+    )
+    return _finished(rep, out, png_dir)
+
+
+def _figures(
+    cmp: Comparison,
+    curves: pd.DataFrame,
+    bases: Sequence[MetricSpec],
+    popularity: pd.DataFrame | None,
+    coverage: Mapping[str, float] | None,
+    max_k: int,
+    counterfactual: Mapping[str, OffPolicyResult],
+) -> dict[str, list[_Figure]]:
+    """The charts of the page of runs, by section, in the page's order."""
+    return {
         "curves": [
             *_curve_figures(curves, bases, cmp.systems, max_k),
             _pr_figure(curves, cmp.systems, max_k),
@@ -316,17 +384,10 @@ def report(
         "item_groups": _item_group_figures(cmp),
         "off_policy": _weight_figures(counterfactual),
     }
-    html = _page(title, cmp, figures, _provenance(cmp, specs, max_k, provenance), counterfactual)
-    rep = Report(
-        html=html,
-        comparison=cmp,
-        curves=curves,
-        popularity=popularity,
-        coverage=coverage,
-        charts=[f.chart for group in figures.values() for f in group],
-        max_k=max_k,
-        off_policy=counterfactual,
-    )
+
+
+def _finished(rep: Report, out: str | Path | None, png_dir: str | Path | None) -> Report:
+    """The report, written to ``out`` and its images to ``png_dir`` when given."""
     if out is not None:
         rep.save(out)
     if png_dir is not None:
@@ -334,15 +395,19 @@ def report(
     return rep
 
 
-def _check_runs(runs: Mapping[str, Any]) -> None:
+def _check_runs(runs: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The runs, checked: a non-empty mapping of lists, not of results."""
     if not isinstance(runs, Mapping) or not runs:
-        raise ReceValError("report needs a mapping of system names to runs (at least one)")
+        raise ReceValError(
+            "report needs a mapping of system names to runs (at least one), or next_items="
+        )
     for name, run in runs.items():
         if isinstance(run, Result):
             raise ReceValError(
                 f"report needs the recommendations of {name!r}, not an evaluated Result "
                 "(the curves and popularity charts read the lists)"
             )
+    return runs
 
 
 def _comparison(
@@ -500,6 +565,8 @@ def _write_images(rep: Report, png_dir: str | Path) -> None:
             systems=rep.comparison.systems,
             max_k=rep.max_k,
             weights={n: weight_histogram(r) for n, r in rep.off_policy.items()} or None,
+            positions=rep.positions,
+            with_runs=not rep.curves.empty,
         )
     except ImportError as exc:
         written = "; the HTML report was written" if rep.path is not None else ""
@@ -789,7 +856,7 @@ def _leaderboard_cell(cmp: Comparison, m: str, s: str) -> str:
     return f'<td data-metric="{escape(m)}" data-system="{escape(s)}">{value}</td>'
 
 
-def _pairs(cmp: Comparison) -> str:
+def _pairs(cmp: Comparison, unit: str = "users") -> str:
     if len(cmp.systems) < 2:
         return '<p class="note">One system: nothing to compare.</p>'
     if not cmp.aligned:
@@ -822,7 +889,8 @@ def _pairs(cmp: Comparison) -> str:
                 f'<td class="name">{escape(str(winner))}</td></tr>'
             )
         out.append(
-            f"<h3>{escape(m)} <span class='meta'>({len(cmp.aligned[m])} users compared)</span></h3>"
+            f"<h3>{escape(m)} <span class='meta'>({len(cmp.aligned[m])} {escape(unit)} "
+            "compared)</span></h3>"
             f'<table class="pairs"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
         )
     notes = "* significant after correction. " + (cmp.interval_note() if ci else "")
@@ -904,13 +972,14 @@ def _missing(cmp: Comparison) -> str:
 
 
 def _provenance(
-    cmp: Comparison, specs: Sequence[MetricSpec], max_k: int, extra: Mapping[str, Any] | None
+    cmp: Comparison, specs: Sequence[MetricSpec], max_k: int | None, extra: Mapping[str, Any] | None
 ) -> str:
     parts = []
     if extra:
         parts += ["<h3>Data and protocol</h3>", _dl(extra)]
     settings = {k: v for k, v in cmp.settings.items() if k != "evaluate"}
-    settings["curves up to K"] = max_k
+    if max_k is not None:
+        settings["curves up to K"] = max_k
     parts += ["<h3>Comparison</h3>", _dl(settings), _parameters(cmp), _metric_definitions(specs)]
     parts.append(_by_system("Counts", cmp, {s: _flat(cmp.results[s].counts) for s in cmp.systems}))
     parts.append(_missing(cmp))
@@ -941,6 +1010,7 @@ def _page(
     figures: Mapping[str, list[_Figure]],
     provenance: str,
     counterfactual: Mapping[str, OffPolicyResult] | None = None,
+    next_items: str | None = None,
 ) -> str:
     s0 = cmp.results[cmp.systems[0]].counts
     n = len(cmp.systems)
@@ -977,7 +1047,14 @@ def _page(
                 _counterfactual(counterfactual, figures.get("off_policy", [])),
             )
         )
+    if next_items is not None:
+        body.append(next_items)
     body.append(_section("provenance", "How these numbers were produced", provenance))
+    return _document(title, body)
+
+
+def _document(title: str, body: Sequence[str]) -> str:
+    """The whole page around its sections."""
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -1128,3 +1205,369 @@ def _counterfactual(results: Mapping[str, OffPolicyResult], figures: Sequence[_F
         "off-policy page of receval's documentation.</p>"
     )
     return "".join(parts)
+
+
+# -- next items (sequential evaluation): metric by position in session ---------------------
+
+#: the name of a single NextItemResult given to report(next_items=...)
+_ONE_MODEL = "model"
+
+#: rows of a table of metric by position shown on the page (all are in Report.positions)
+_MAX_POSITIONS = 100
+
+#: compare's settings a next-item comparison takes from a comparison given to report
+_TAKEN = ("test", "correction", "alpha", "n_resamples", "seed", "ci")
+
+_TARGETS = {
+    "next": "the next item of the session",
+    "remaining": "the distinct items left in the session",
+}
+
+
+def _next_item_results(given: Any) -> dict[str, NextItemResult]:
+    """``report``'s ``next_items``: None, one result, or name → result; checked."""
+    if given is None:
+        return {}
+    if isinstance(given, NextItemResult):
+        return {_ONE_MODEL: given}
+    if isinstance(given, Mapping) and given:
+        bad = {
+            str(k): type(v).__name__ for k, v in given.items() if not isinstance(v, NextItemResult)
+        }
+        if not bad:
+            return {str(k): v for k, v in given.items()}
+        name, kind = next(iter(bad.items()))
+        raise ReceValError(
+            "next_items must map system names to NextItemResult (what "
+            f"receval.evaluate_next_items returns); {name!r} is a {kind}"
+        )
+    raise ReceValError(
+        "next_items must be a NextItemResult (what receval.evaluate_next_items returns) or a "
+        f"non-empty mapping name → NextItemResult; got {type(given).__name__}"
+    )
+
+
+def _next_settings(settings: Mapping[str, Any], comparison: Comparison | None) -> dict[str, Any]:
+    """The settings of the next-item comparison: those given to ``report``, or,
+    with a ``comparison`` given, that comparison's own."""
+    if comparison is not None:
+        return {k: comparison.settings[k] for k in _TAKEN if k in comparison.settings}
+    return {k: v for k, v in settings.items() if v is not None and k != "user_groups"}
+
+
+def _check_protocol(results: Mapping[str, NextItemResult]) -> None:
+    """The systems of the section share the protocol: target, steps, average."""
+    first_name, first = next(iter(results.items()))
+    for name, res in results.items():
+        if res.by_position is None:
+            raise ReceValError(f"next_items: {name!r} has no by_position table")
+        for key in ("target", "steps", "average"):
+            mine, theirs = res.parameters.get(key), first.parameters.get(key)
+            if mine != theirs:
+                raise ReceValError(
+                    f"next_items: {name!r} was evaluated with {key}={mine!r} but "
+                    f"{first_name!r} with {key}={theirs!r}: the systems compared must share "
+                    "target, steps and average"
+                )
+
+
+def _next_item_metrics(
+    results: Mapping[str, NextItemResult], metrics: Any
+) -> tuple[list[str], list[str]]:
+    """The metrics compared (every result's, or those asked) and, of them, the
+    per-step ones (charted by position)."""
+    first = next(iter(results.values()))
+    names = list(dict.fromkeys(str(s) for s in first.metrics))
+    common = [m for m in names if all(m in r.summary for r in results.values())]
+    if metrics is not None:
+        asked = list(dict.fromkeys(str(s) for s in parse_metrics(metrics)))
+        missing = [m for m in asked if m not in common]
+        if missing:
+            raise ReceValError(
+                f"report: {missing[0]} is not a metric of every next-item result "
+                f"(they have {', '.join(common) or 'none in common'})"
+            )
+        common = asked
+    assert first.by_position is not None
+    per_step = [m for m in common if m in first.by_position.columns]
+    if not per_step:
+        raise ReceValError(
+            "report: the next-item results share no per-step metric to draw by position "
+            f"(found {', '.join(common) or 'none'})"
+        )
+    return common, per_step
+
+
+def next_item_positions(
+    results: Mapping[str, NextItemResult], metrics: Sequence[str]
+) -> pd.DataFrame:
+    """The data of the report's charts ``position-<metric>``: each system's
+    ``by_position`` as one long table ``system, metric, step, sessions,
+    value`` (``sessions``: how many sessions have step t; ``value``: the
+    metric's mean over them), metric by metric.
+
+    Example:
+        >>> import receval
+        >>> sessions = {"s1": [1, 2, 3], "s2": [4, 5]}
+        >>> lists = {("s1", 1): [2, 9], ("s1", 2): [9, 3], ("s2", 1): [9, 8]}
+        >>> res = receval.evaluate_next_items(lists, sessions, "rr@2")
+        >>> next_item_positions({"m": res}, ["rr@2"]).values.tolist()
+        [['m', 'rr@2', 1, 2, 0.5], ['m', 'rr@2', 2, 1, 0.5]]
+    """
+    frames = []
+    for m in metrics:
+        for s, res in results.items():
+            bp = res.by_position
+            assert bp is not None
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "system": s,
+                        "metric": m,
+                        "step": bp.index.to_numpy().astype("int64"),
+                        "sessions": bp["steps"].to_numpy().astype("int64"),
+                        "value": bp[m].to_numpy(dtype=float),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _next_items_parts(
+    results: Mapping[str, NextItemResult],
+    metrics: Any,
+    settings: Mapping[str, Any],
+) -> tuple[Comparison, pd.DataFrame, list[_Figure]]:
+    """The next-item comparison (paired over the results' units), the long
+    table of metric by position, and its charts."""
+    _check_protocol(results)
+    compared, per_step = _next_item_metrics(results, metrics)
+    given = dict(settings)
+    if given.get("baseline") is not None and given["baseline"] not in results:
+        given.pop("baseline")  # the runs' baseline is not a next-item system
+    # the options the results were evaluated with (compare checks every result against them)
+    given["options"] = EvalOptions.from_dict(next(iter(results.values())).parameters)
+    ncmp = compare(dict(results), None, compared, **{**_COMPARE_DEFAULTS, **given})
+    positions = next_item_positions(results, per_step)
+    target = str(next(iter(results.values())).parameters.get("target"))
+    return ncmp, positions, _position_figures(positions, ncmp.systems, target)
+
+
+def _position_figures(
+    positions: pd.DataFrame, systems: Sequence[str], target: str
+) -> list[_Figure]:
+    """One line chart per metric: its mean at each step position, one line per system."""
+    out = []
+    for m in dict.fromkeys(positions["metric"]):
+        sub = positions[positions["metric"] == m]
+        series = {}
+        for s in systems:
+            mine = sub[sub["system"] == s]
+            series[s] = (mine["step"].tolist(), mine["value"].tolist())
+        chart = f"position-{m}"
+        out.append(
+            _figure(
+                chart,
+                svg.line_chart(
+                    chart,
+                    f"{m} by position in session",
+                    series,
+                    xlabel="step t (the list after the session's first t items)",
+                    ylabel=m,
+                    integer_x=True,
+                ),
+                f"{m} of the list given after the first t items of a session, against "
+                f"{_TARGETS.get(target, target)}: at each t, the mean over the sessions that "
+                "have a step t (more than t items; undefined values left out). One line per "
+                "system.",
+            )
+        )
+    return out
+
+
+def _position_table(positions: pd.DataFrame, metric: str, cmp: Comparison) -> str:
+    """Position, the sessions with that step, and each system's value."""
+    sub = positions[positions["metric"] == metric]
+    values = sub.pivot(index="step", columns="system", values="value")
+    sessions = sub.pivot(index="step", columns="system", values="sessions")
+    systems = cmp.systems
+    one = all(sessions[s].equals(sessions[systems[0]]) for s in systems)
+    count_cols = [systems[0]] if one else list(systems)
+    head = "<th>step t</th>" + (
+        "<th>sessions</th>"
+        if one
+        else "".join(f"<th>sessions · {escape(cmp.letters[s])}</th>" for s in systems)
+    )
+    head += "".join(f"<th>{escape(s)}</th>" for s in systems)
+    rows = []
+    for t in values.index[:_MAX_POSITIONS]:
+        counts = "".join(f"<td>{int(sessions.loc[t, s])}</td>" for s in count_cols)
+        cells = "".join(
+            f'<td data-system="{escape(s)}">{fmt_value(values.loc[t, s])}</td>' for s in systems
+        )
+        rows.append(f'<tr data-step="{int(t)}"><td>{int(t)}</td>{counts}{cells}</tr>')
+    more = ""
+    if len(values) > _MAX_POSITIONS:
+        more = (
+            f"<p class='note'>Steps 1..{_MAX_POSITIONS} of {len(values)} shown; every step is "
+            "in Report.positions.</p>"
+        )
+    return (
+        f"<h3>{escape(metric)} by position</h3>"
+        f"<table class='positions' data-metric='{escape(metric)}'><thead><tr>{head}</tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>{more}"
+    )
+
+
+def _next_summary(results: Mapping[str, NextItemResult], cmp: Comparison) -> str:
+    """Each system's summary (averaged as its ``average`` says) and its counts."""
+    head = "".join(f"<th>{escape(s)}</th>" for s in cmp.systems)
+    rows = "".join(
+        f'<tr><td class="name">{escape(m)}</td>'
+        + "".join(
+            f'<td data-metric="{escape(m)}" data-system="{escape(s)}">'
+            f"{fmt_value(results[s].summary[m])}</td>"
+            for s in cmp.systems
+        )
+        + "</tr>"
+        for m in cmp.metrics
+    )
+    counts = "".join(
+        f"<li>{escape(s)}: {escape(results[s]._counts_line())}</li>" for s in cmp.systems
+    )
+    return (
+        "<h3>Summary</h3><table class='next-summary'><thead><tr><th class='name'>metric</th>"
+        f"{head}</tr></thead><tbody>{rows}</tbody></table><ul class='note'>{counts}</ul>"
+    )
+
+
+def _next_items_section(
+    results: Mapping[str, NextItemResult],
+    cmp: Comparison,
+    positions: pd.DataFrame,
+    figures: Sequence[_Figure],
+    with_runs: bool,
+) -> str:
+    """The section "Next items: metric by position in session"."""
+    p = next(iter(results.values())).parameters
+    average = str(p.get("average"))
+    unit = "users" if average == "users" else "sessions"
+    target = str(p.get("target"))
+    intro = (
+        f"Each list is the one given after a prefix of a test session (steps: {p.get('steps')}), "
+        f"judged against {_TARGETS.get(target, target)} (target: {target}); the summary "
+        f"averages over {average}."
+    )
+    parts = [f"<p class='note'>{escape(intro)}</p>", _next_summary(results, cmp)]
+    parts.append(_grid(figures, ""))
+    parts += [_position_table(positions, m, cmp) for m in dict.fromkeys(positions["metric"])]
+    parts.append(f"<h3>Paired comparison over {unit}</h3>")
+    parts.append(_leaderboard(cmp))
+    if len(cmp.systems) > 1:
+        parts.append(_pairs(cmp, unit))
+    per = (
+        "each session's mean over its steps"
+        if unit == "sessions"
+        else ("each user's mean over the steps of their sessions")
+    )
+    note = (
+        f"The paired units are the {unit} ({per}); the means of this comparison are means over "
+        f"them{', not the summary above (a mean over steps)' if average == 'steps' else ''}. "
+        "Steps are never the units of a test: a session's steps are not independent."
+    )
+    parts.append(f"<p class='note'>{escape(note)}</p>")
+    if with_runs:  # else they are under "How these numbers were produced"
+        parts.append(_parameters(cmp))
+        parts.append(
+            _by_system("Counts", cmp, {s: _flat(cmp.results[s].counts) for s in cmp.systems})
+        )
+    return _section("next-items", "Next items: metric by position in session", *parts)
+
+
+def _next_items_beside(
+    results: Mapping[str, NextItemResult],
+    settings: Mapping[str, Any],
+    comparison: Comparison | None,
+    figures: dict[str, list[_Figure]],
+    step: Any,
+) -> tuple[Comparison | None, pd.DataFrame | None, str | None]:
+    """With runs: the next-item comparison, the positions and the section
+    (its charts added to ``figures``); None for each without next-item results.
+    ``step``: the report's progress steps."""
+    if not results:
+        return None, None, None
+    with step("next items: comparing the systems over their sessions"):
+        ncmp, positions, nfigures = _next_items_parts(
+            results, None, _next_settings(settings, comparison)
+        )
+    figures["next_items"] = nfigures
+    return ncmp, positions, _next_items_section(results, ncmp, positions, nfigures, True)
+
+
+def _next_items_report(
+    results: Mapping[str, NextItemResult],
+    truth: Any,
+    metrics: Any,
+    settings: Mapping[str, Any],
+    given: tuple[Comparison | None, Any, EvalOptions | None, Mapping[str, Any]],
+    page: Mapping[str, Any],
+) -> Report:
+    """``report`` of next-item results alone (no runs): the section, then how
+    its numbers were produced. ``given``: report's ``comparison``,
+    ``off_policy``, ``options`` and ``evaluate_kwargs``; ``page``: its
+    ``out``, ``png_dir``, ``title`` and ``provenance``."""
+    comparison, off_policy, options, evaluate_kwargs = given
+    title = str(page["title"])
+    if truth is not None:
+        raise ReceValError(
+            "report: with next_items and no runs, truth is not read (each step's truth is in "
+            "its sessions): give truth=None"
+        )
+    if comparison is not None:
+        raise ReceValError(
+            "report: comparison= draws runs; with next_items and no runs give no comparison "
+            "(the next-item results are compared over their sessions)"
+        )
+    others = sorted(k for k in evaluate_kwargs if k != "progress")
+    if others or options is not None:
+        given = ", ".join(others or ["options"])
+        raise ReceValError(
+            f"report: {given} apply to runs; with next_items and no runs give them to "
+            "receval.evaluate_next_items"
+        )
+    counterfactual = _off_policy_results(off_policy)
+    ncmp, positions, nfigures = _next_items_parts(results, metrics, _next_settings(settings, None))
+    figures = {"off_policy": _weight_figures(counterfactual), "next_items": nfigures}
+    specs = parse_metrics(ncmp.metrics)
+    first = next(iter(results.values()))
+    n = len(ncmp.systems)
+    sub = (
+        f"{n} system{'s' if n != 1 else ''} · {first.counts.get('sessions_evaluated', '?')} "
+        f"sessions evaluated · {escape(', '.join(ncmp.metrics))} · receval {escape(__version__)}"
+    )
+    body = [f"<header><h1>{escape(title)}</h1><div class='meta'>{sub}</div></header>"]
+    if counterfactual:
+        body.append(
+            _section(
+                "off-policy",
+                "Counterfactual estimates",
+                _counterfactual(counterfactual, figures["off_policy"]),
+            )
+        )
+    body.append(_next_items_section(results, ncmp, positions, nfigures, False))
+    prov = _provenance(ncmp, specs, None, page["provenance"])
+    body.append(_section("provenance", "How these numbers were produced", prov))
+    rep = Report(
+        html=_document(title, body),
+        comparison=ncmp,
+        curves=pd.DataFrame({"system": [], "metric": [], "k": [], "value": []}),
+        popularity=None,
+        coverage=None,
+        charts=[f.chart for group in figures.values() for f in group],
+        max_k=_max_k(specs, None),
+        off_policy=counterfactual,
+        next_items=dict(results),
+        next_items_comparison=ncmp,
+        positions=positions,
+    )
+    return _finished(rep, page["out"], page["png_dir"])

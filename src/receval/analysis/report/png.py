@@ -45,13 +45,20 @@ def write_pngs(
     max_k: int | None = None,
     dpi: int = 150,
     weights: Mapping[str, pd.DataFrame] | None = None,
+    positions: pd.DataFrame | None = None,
+    with_runs: bool = True,
 ) -> list[Path]:
     """Write one PNG per chart of the report into ``out_dir`` (created if needed):
     ``curve_<metric>.png``, ``pr_curve.png``, ``distribution_<metric>.png`` and,
     with training data, ``popularity.png`` (of the top ``max_k``) and, with
     ``weights`` (name → share of rows per estimator and weight decade, as
     :func:`receval.analysis.report.html.weight_histogram` gives),
-    ``weights_<name>.png``. Returns the paths written.
+    ``weights_<name>.png``, and with ``positions`` (the long table
+    ``system, metric, step, sessions, value`` of
+    :func:`receval.analysis.report.html.next_item_positions`)
+    ``position_<metric>.png``: each metric by step position, one line per
+    system. ``with_runs=False`` (a report of next-item results alone): no
+    curve, precision–recall or distribution image. Returns the paths written.
 
     The images are one set (:class:`receval.io.write.OutputSet`): the folder is
     locked while they are drawn, and they are published together with a
@@ -63,7 +70,7 @@ def write_pngs(
     figure, canvas = _figure_class()
     with OutputSet(out_dir, "report", {"dpi": dpi, "systems": list(systems)}) as out:
         charts = (curves, distributions, popularity, systems, max_k)
-        written = _draw_all(out, figure, canvas, *charts, dpi)
+        written = _draw_all(out, figure, canvas, *charts, dpi) if with_runs else []
         for name, frame in (weights or {}).items():
             fig = figure(figsize=(7, 4))
             canvas(fig)
@@ -75,7 +82,31 @@ def write_pngs(
                     lambda tmp, f=fig: f.savefig(tmp, dpi=dpi, format="png"),
                 )
             )
+        if positions is not None:
+            for metric in dict.fromkeys(positions["metric"]):
+                fig = figure(figsize=(6, 4))
+                canvas(fig)
+                _position(fig.subplots(), positions[positions["metric"] == metric], metric)
+                fig.tight_layout()
+                written.append(
+                    out.write(
+                        f"position_{_slug(metric)}.png",
+                        lambda tmp, f=fig: f.savefig(tmp, dpi=dpi, format="png"),
+                    )
+                )
         return written
+
+
+def _position(ax: Any, frame: pd.DataFrame, metric: str) -> None:
+    """A metric by step position in session, one line per system."""
+    for i, s in enumerate(dict.fromkeys(frame["system"])):
+        mine = frame[frame["system"] == s]
+        ax.plot(mine["step"], mine["value"], marker="o", ms=3, color=color(i), label=s)
+    ax.set_xlabel("step t (the list after the session's first t items)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} by position in session")
+    ax.grid(alpha=0.3)
+    ax.legend()
 
 
 def _draw_all(
