@@ -323,22 +323,7 @@ def roc(
     ru, tu = unify([ru, tu], "user", [])
     ri, ti = unify([ri, ti], "item", [])
 
-    left = pd.DataFrame({"u": ru, "i": ri, "score": recs.score})
-    dup = left.duplicated(["u", "i"], keep="first").to_numpy()
-    if dup.any():
-        j = int(np.flatnonzero(dup)[0])
-        if duplicates == "error":
-            raise InputError(
-                "the same item twice in a user's list; pass "
-                + option("duplicates", "keep")
-                + " to keep the first",
-                source="recommendations",
-                row=j,
-                user=recs.users[j],
-                item=recs.items[j],
-            )
-        if duplicates == "keep":
-            left = left[~dup]
+    left = _scored_rows(pd.DataFrame({"u": ru, "i": ri, "score": recs.score}), recs, duplicates)
     right = pd.DataFrame({"u": tu, "i": ti, "g": tr.grades})
     tdup = right.duplicated(["u", "i"], keep=False).to_numpy()
     if tdup.any():
@@ -362,6 +347,26 @@ def roc(
     fpr, tpr, thr = roc_points(score, label)
     table = pd.DataFrame({"fpr": fpr, "tpr": tpr, "threshold": thr})
     return table, roc_auc(fpr, tpr)
+
+
+def _scored_rows(left: pd.DataFrame, recs: Any, duplicates: str) -> pd.DataFrame:
+    """The scored rows of :func:`roc`: an item twice in a list is an error,
+    its first row (``keep``) or every row (``count``, ``count_distinct``)."""
+    dup = left.duplicated(["u", "i"], keep="first").to_numpy()
+    if not dup.any() or duplicates not in ("error", "keep"):
+        return left
+    if duplicates == "error":
+        j = int(np.flatnonzero(dup)[0])
+        raise InputError(
+            "the same item twice in a user's list; pass "
+            + option("duplicates", "keep")
+            + " to keep the first",
+            source="recommendations",
+            row=j,
+            user=recs.users[j],
+            item=recs.items[j],
+        )
+    return left[~dup]
 
 
 def roc_points(score: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
