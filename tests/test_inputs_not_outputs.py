@@ -1,11 +1,15 @@
 """No input is ever an output (issue #31, point 2): every input of every command,
 whatever its flag, is refused as an output target (exit 2, one line naming both,
 before any work or write), compared by file identity (a hard link, a symbolic
-link), and an output folder may not hold an input."""
+link), and an output folder may not hold an input. The commands that write files:
+evaluate (--per-user), report (--out, --png), split and demo (--out), backtest
+(--report) and next-items (--per-session, --by-position, --report); the audit at
+the end fails when a command gains an output flag that is not covered here."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +20,10 @@ from receval.cli import app, main
 
 RECS = "user,item,score\n1,1,1.0\n1,2,0.9\n1,3,0.8\n2,1,1.0\n2,2,0.9\n2,4,0.8\n"
 TRUTH = "user,item,relevance\n1,1,1\n1,3,1\n2,2,1\n"
+OFF_POLICY = (
+    '{"estimates":{"ips":{"estimate":0.5,"low":0.4,"high":0.6,"ess":9.0,"rows":10}},'
+    '"ci":0.95,"n_resamples":100,"seed":0,"notes":{"rows":10.0}}'
+)
 INPUTS = {  # file -> its text (every input a command takes, valid as such)
     "recs.csv": RECS,
     "truth.csv": TRUTH,
@@ -25,6 +33,12 @@ INPUTS = {  # file -> its text (every input a command takes, valid as such)
     "popular.csv": "item\n1\n5\n",
     "igroups.csv": "item,group\n1,head\n2,tail\n3,tail\n4,tail\n5,head\n",
     "ugroups.csv": "user,group\n1,x\n2,y\n",
+    "props.csv": "item,propensity\n1,0.5\n2,0.25\n3,0.5\n4,1\n",  # evaluate --propensities
+    "op.json": OFF_POLICY,  # report --off-policy: what `receval off-policy --json` writes
+    "log.csv": "user,item,timestamp\n1,1,1\n1,2,2\n2,1,3\n2,3,4\n1,4,5\n",  # backtest LOG
+    # next-items LISTS (the list after each prefix) and SESSIONS
+    "lists.csv": "session,step,item,rank\ns1,1,2,1\ns1,1,3,2\ns1,2,4,1\ns2,1,5,1\n",
+    "sessions.csv": "session,item,time\ns1,1,1\ns1,2,2\ns1,3,3\ns2,4,1\ns2,5,2\n",
 }
 
 #: an input flag -> (its file, its name in the error)
@@ -40,11 +54,24 @@ ITEM_ARGS = [a for flag, (file, _) in ITEM_FLAGS.items() for a in (flag, file)]
 
 
 def _evaluate(out_flag: str, out: str, *extra: str) -> list[str]:
-    return ["evaluate", "recs.csv", "truth.csv", "-m", "p@2", *ITEM_ARGS, *extra, out_flag, out]
+    argv = ["evaluate", "recs.csv", "truth.csv", "-m", "p@2", *ITEM_ARGS, *extra]
+    return [*argv, "--propensities", "props.csv", out_flag, out]
+
+
+def _backtest(out_flag: str, out: str) -> list[str]:
+    """The model is never run: the refusal comes first."""
+    argv = ["backtest", "log.csv", "--command", "true {out}", "--test-length", "2", "-m", "p@2"]
+    return [*argv, out_flag, out]
+
+
+def _next_items(out_flag: str, out: str) -> list[str]:
+    argv = ["next-items", "lists.csv", "sessions.csv", "-m", "mrr@2"]
+    return [*argv, "--train", "train.csv", "--catalog", "catalog.csv", out_flag, out]
 
 
 def _report(out_flag: str, out: str) -> list[str]:
     argv = ["report", "truth.csv", "recs.csv", "-m", "p@2", *ITEM_ARGS, "--n-resamples", "20"]
+    argv += ["--off-policy", "op.json"]
     if out_flag == "--png":
         argv += ["--out", "report.html"]
     return [*argv, out_flag, out]
@@ -58,18 +85,41 @@ COMMANDS = {
     ),
     ("report", "--out", False): _report,
     ("report", "--png", True): _report,
+    ("backtest", "--report", False): _backtest,
+    ("next-items", "--per-session", False): _next_items,
+    ("next-items", "--by-position", False): _next_items,
+    ("next-items", "--report", False): _next_items,
 }
 #: the inputs of evaluate and report: (input flag, its file, its name in the error)
 EVALUATE_INPUTS = [
     ("RECS", "recs.csv", "recommendations file"),
     ("TRUTH", "truth.csv", "truth file"),
     *((flag, file, label) for flag, (file, label) in ITEM_FLAGS.items()),
+    ("--propensities", "props.csv", "propensities file"),
 ]
 REPORT_INPUTS = [
     ("TRUTH", "truth.csv", "truth file"),
     ("RUN", "recs.csv", "recommendations file 1"),
     *((flag, file, label) for flag, (file, label) in ITEM_FLAGS.items()),
+    ("--off-policy", "op.json", "off-policy file op"),  # named by the file's stem
 ]
+#: each command's inputs (the first word of a COMMANDS key)
+INPUTS_OF = {
+    "evaluate": EVALUATE_INPUTS,
+    "report": REPORT_INPUTS,
+    "backtest": [("LOG", "log.csv", "interactions file")],
+    "next-items": [
+        ("LISTS", "lists.csv", "lists file"),
+        ("SESSIONS", "sessions.csv", "sessions file"),
+        ("--train", "train.csv", "train file"),
+        ("--catalog", "catalog.csv", "catalog file"),
+    ],
+}
+#: the outputs whose suffix is checked before the inputs: an input under its own name
+#: (not .html) is refused by the suffix rule, still with exit 2 and nothing written
+SUFFIX_FIRST = {("next-items", "--report")}
+#: the output flags that write an HTML page (the links made to an input end in .html)
+PAGES = {"--out", "--report"}
 
 #: how the output names the input: its own name, a hard link, a symbolic link;
 #: an output folder: also a folder holding it (itself, or through a link to it)
@@ -80,8 +130,7 @@ FOLDER_WAYS = (*FILE_WAYS, "folder holding it", "symlink to its folder")
 def _cases() -> list[tuple[str, str, bool, str, str, str, str]]:
     cases = []
     for (command, out_flag, folder), _ in COMMANDS.items():
-        inputs = EVALUATE_INPUTS if command.startswith("evaluate") else REPORT_INPUTS
-        for in_flag, file, label in inputs:
+        for in_flag, file, label in INPUTS_OF[command.split()[0]]:
             for way in FOLDER_WAYS if folder else FILE_WAYS:
                 cases.append((command, out_flag, folder, in_flag, file, label, way))
     return cases
@@ -148,16 +197,19 @@ def test_an_input_is_never_an_output(
     label: str,
     way: str,
 ) -> None:
-    suffix = ".html" if out_flag == "--out" else Path(file).suffix
+    suffix = ".html" if out_flag in PAGES else Path(file).suffix
     out, given = _target(way, file, suffix)
     argv = COMMANDS[command, out_flag, folder](out_flag, out)
     argv = [given if a == file else a for a in argv]
     paths = [given if name == file else name for name in INPUTS]
     before = {name: _state(files / name) for name in paths}
     line = _refused(capsys, argv)
-    assert f"{out_flag} {Path(out)} would write" in line, line
-    assert f"the {label} {given}" in line, line
-    assert "choose another output" in line, line
+    if (command, out_flag) in SUFFIX_FIRST and Path(out).suffix != ".html":
+        assert f"{out_flag} {out}: receval writes no" in line and "HTML page" in line, line
+    else:
+        assert f"{out_flag} {Path(out)} would write" in line, line
+        assert f"the {label} {given}" in line, line
+        assert "choose another output" in line, line
     assert {name: _state(files / name) for name in paths} == before
     if way in ("hard link", "symlink"):
         assert os.path.samefile(out, file)  # the link is left as it was
@@ -281,10 +333,16 @@ OUTPUTS = {
     "report": {"--out", "--png"},
     "split": {"--out"},
     "demo": {"--out"},
+    "backtest": {"--report"},  # each fold's files: a temporary folder, removed
+    "next-items": {"--per-session", "--by-position", "--report"},
 }
 #: options that are not files (--output/-o is stdout's format; --mlflow logs to MLflow)
 NOT_FILES = {"--output", "-o", "--json", "--mlflow", "--mlflow-experiment", "--mlflow-run-name"}
 WRITING = {"--out", "--per-user", "--png", "--save", "--html", "--csv", "--write", "--dir"}
+WRITING |= {"--report", "--per-session", "--by-position"}
+#: options whose help speaks of writing but that name no file receval writes:
+#: backtest's model (its {out} is a temporary file) and the format of that file
+WRITES_NO_FILE = {("backtest", "--command"), ("backtest", "--recs-format")}
 
 
 def test_every_output_flag_is_audited() -> None:
@@ -298,3 +356,40 @@ def test_every_output_flag_is_audited() -> None:
         (c, "--out") for c in LOG_COMMANDS
     }
     assert covered == {(c, f) for c, flags in OUTPUTS.items() for f in flags}
+
+
+def test_every_flag_that_writes_is_in_writing() -> None:
+    """A new output flag under another name is caught: an option whose help says
+    it writes, or whose metavar is PATH (the output flags'), must be in WRITING."""
+    cli = typer.main.get_command(app)
+    options = [
+        (name, p)
+        for name, cmd in cli.commands.items()  # type: ignore[attr-defined]
+        for p in cmd.params
+        if p.param_type_name == "option"  # typer's own click: no isinstance(p, click.Option)
+    ]
+    unaudited = [
+        (name, p.opts[0])
+        for name, p in options
+        if (
+            re.search(r"\bwrit(e|es|ing)\b", getattr(p, "help", None) or "", re.I)
+            or p.metavar == "PATH"
+        )
+        and not set(p.opts) & WRITING
+        and (name, p.opts[0]) not in WRITES_NO_FILE
+    ]
+    assert not unaudited, unaudited
+
+
+def test_the_newer_outputs_still_write_beside_their_inputs(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not refused: evaluate's --per-user beside its --propensities file, next-items'
+    tables beside its inputs (the inputs above, valid as such)."""
+    assert main([*_evaluate("--per-user", "pu.csv"), "-q"]) == 0, capsys.readouterr().err
+    assert main([*_next_items("--per-session", "ps.csv"), "--by-position", "bp.csv", "-q"]) == 0
+    capsys.readouterr()
+    assert pd.read_csv("pu.csv")["user"].tolist() == [1, 2]
+    assert pd.read_csv("ps.csv")["session"].tolist() == ["s1", "s2"]
+    assert pd.read_csv("bp.csv")["step"].tolist() == [1, 2]
+    assert {name: (files / name).read_text() for name in INPUTS} == INPUTS

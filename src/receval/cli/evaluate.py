@@ -68,7 +68,7 @@ from receval.errors import (
     ReceValError,
 )
 from receval.evaluation.options import EvalOptions
-from receval.io.propensities import DEFAULT_GAMMA
+from receval.io.propensities import DEFAULT_GAMMA, MODELS
 
 Propensities = Annotated[
     str | None,
@@ -152,6 +152,8 @@ def evaluate(
     tracking.ready()
     items = item_files(train, catalog, item_features, popular, item_groups)
     read = {"recommendations": recs_path, "truth": truth_path, **input_files(items, user_groups)}
+    if propensities is not None and propensities.strip().lower() not in MODELS:
+        read["propensities"] = propensities  # a file (else the popularity model's name)
     written = {"per_user": per_user_path}  # with Spark, a folder of part files
     if engine is Engine.spark:
         refuse_input_targets(read, folders=written)
