@@ -393,3 +393,16 @@ def test_the_newer_outputs_still_write_beside_their_inputs(
     assert pd.read_csv("ps.csv")["session"].tolist() == ["s1", "s2"]
     assert pd.read_csv("bp.csv")["step"].tolist() == [1, 2]
     assert {name: (files / name).read_text() for name in INPUTS} == INPUTS
+
+
+@pytest.mark.parametrize("way", FILE_WAYS)
+def test_two_outputs_never_name_one_file(
+    files: Path, capsys: pytest.CaptureFixture[str], way: str
+) -> None:
+    """next-items' --by-position naming the --per-session file (itself or through a
+    link once the first exists) would replace it: refused before any work."""
+    Path("ps.csv").write_text("kept\n")
+    target, _ = _target(way, "ps.csv", ".csv")
+    line = _refused(capsys, [*_next_items("--per-session", "ps.csv"), "--by-position", target])
+    assert "would write over the output of --per-session ps.csv" in line
+    assert Path("ps.csv").read_text() == "kept\n"

@@ -187,14 +187,22 @@ def refuse_input_targets(
     one of the files ``writes`` names (paths relative to the folder: the files
     the command writes there) through a hard link.
 
+    Two output files naming one file are refused the same way (``--by-position
+    x.csv would write over the output of --per-session x.csv``).
+
     The error is one line naming both: ``--per-user ug.csv would write over the
     user groups file ug.csv; choose another output file``."""
     from receval.io.write import refuse_inputs
 
     named = [(_input_label(key), path) for key, path in inputs.items() if _local(path)]
+    outputs: list[tuple[str, str | Path]] = []
     for flag, path in (files or {}).items():
         if _local(path):
+            assert path is not None
             refuse_inputs((option(flag, Path(path)), path), named)
+            # two output flags naming one file: the second would replace the first
+            refuse_inputs((option(flag, Path(path)), path), outputs)
+            outputs.append((f"output of {option(flag)}", path))
     for flag, path in (folders or {}).items():
         if _local(path):
             _refuse_inside(flag, Path(path), named, tuple(writes))
