@@ -303,3 +303,57 @@ def test_compare_pairs_by_session() -> None:
     assert cmp.table.loc[("rr@3", "a"), "users"] == 3  # three sessions paired
     assert cmp.table.loc[("rr@3", "a"), "mean"] == pytest.approx(a["rr@3"])
     assert list(cmp.aligned["rr@3"].index.sort_values()) == ["s1", "s2", "s3"]
+
+
+# -- the steps as evaluate's units (issue #36 point 6) ------------------------------
+
+
+def test_remaining_truth_is_built_in_unit_order() -> None:
+    # the truth handed to evaluate: units ascending, each step's distinct
+    # remaining items in session order (first occurrence), as written out here
+    from receval.evaluation.next_items import _Sessions
+
+    rng = np.random.default_rng(5)
+    sessions = {s: [int(x) for x in rng.integers(0, 6, size=rng.integers(1, 9))] for s in range(40)}
+    cols = {"session": None, "item": None, "time": None, "user": None}
+    for steps in ("all", "last"):
+        log = _Sessions.of(sessions, cols, steps)
+        units, items = log.truth("remaining")
+        expected: list[tuple[int, int]] = []
+        unit = 0
+        for s in sorted(sessions):
+            seq = sessions[s]
+            chosen = range(1, len(seq)) if steps == "all" else range(len(seq) - 1, len(seq))
+            for t in chosen:
+                if t < 1:
+                    continue
+                rest = list(dict.fromkeys(seq[t:]))
+                expected += [(unit, x) for x in rest]
+                unit += 1
+        assert list(zip(units.tolist(), items.tolist(), strict=True)) == expected
+
+
+@pytest.mark.parametrize("form", ["int", "text"])
+def test_runs_of_rows_found_across_blocks(form: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the (session, step) runs of the lists' rows are found a block of rows at a
+    # time: blocks of 3 rows give the same per-step values as one block
+    import receval.evaluation.next_items as next_items
+
+    def g(s: str) -> object:
+        return int(s[1:]) if form == "int" else s
+
+    lists = pd.DataFrame(
+        [(g(s), t, x) for (s, t), xs in LISTS.items() for x in xs],
+        columns=["session", "step", "item"],
+    )
+    sessions = SESSIONS.assign(session=SESSIONS["session"].map(g))
+    metrics = ["ndcg@3", "rr@3", "recall@2"]
+    base = evaluate_next_items(lists, sessions, metrics, target="remaining")
+    monkeypatch.setattr(next_items, "HEAD_BLOCK", 3)
+    small = evaluate_next_items(lists, sessions, metrics, target="remaining")
+    pd.testing.assert_frame_equal(small.per_step, base.per_step, check_exact=True)
+    assert small.summary == base.summary
+    # a list whose rows are apart is two runs of one step: the same values
+    apart = pd.concat([lists.iloc[[0]], lists.iloc[3:], lists.iloc[1:3]], ignore_index=True)
+    again = evaluate_next_items(apart, sessions, metrics, target="remaining")
+    pd.testing.assert_frame_equal(again.per_step, base.per_step, check_exact=True)

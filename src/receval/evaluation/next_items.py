@@ -427,28 +427,44 @@ class _Sessions:
 
     def truth(self, target: str) -> tuple[np.ndarray, np.ndarray]:
         """The units and items of the truth: one row per unit (``next``), or one
-        per distinct item of the rest of the session (``remaining``)."""
+        per distinct item of the rest of the session (``remaining``), units
+        ascending and each unit's items in session order (as ``evaluate``
+        groups them: no reordering there)."""
         sess, step = self.units()
-        if target == "next":
+        if target == "next" or self.last_only:  # (the last step's rest: its last item)
             return np.arange(self.n_units, dtype=np.int64), self.items[self.starts[sess] + step]
-        # item at 0-based position j >= 1 of session s belongs to steps 1..j
+        # the item at 0-based position j of a session is in the truth of step t
+        # (positions t..n-1) when it is its first occurrence there: t <= j and
+        # the previous occurrence of the item in the session is before t.
+        # Built in unit order (step t, then j), without a sort of the pairs.
+        earlier = self._previous_occurrence()
+        per_unit = self.lengths[sess] - step  # positions t..n-1: at least 1
+        head = np.cumsum(per_unit) - per_unit  # each unit's first pair
+        # the row in ``items`` of each (unit, j) pair: starts[s] + t + (pair - head)
+        row = np.repeat(self.starts[sess] + step - head, per_unit)
+        row += np.arange(len(row), dtype=np.int64)
+        keep = earlier[row] < np.repeat(step, per_unit)
+        kept = np.add.reduceat(keep.view(np.int8), head, dtype=np.int64) if len(head) else head
+        units = np.repeat(np.arange(self.n_units, dtype=np.int64), kept)
+        return units, self.items[row[keep]]
+
+    def _previous_occurrence(self) -> np.ndarray:
+        """For each item of each session: the 0-based position of the same
+        item earlier in the session, -1 when none."""
         n = len(self.items)
-        session_of_row = np.repeat(np.arange(len(self.ids)), self.lengths)
-        pos = np.arange(n) - self.starts[session_of_row]
-        if self.last_only:
-            keep = (pos == self.lengths[session_of_row] - 1) & (pos >= 1)
-            rows = np.flatnonzero(keep)
-            units = self.first[session_of_row[rows]]
+        session_of_row = np.repeat(np.arange(len(self.ids), dtype=np.int64), self.lengths)
+        codes, uniques = pd.factorize(self.items)
+        n_codes = max(len(uniques), 1)
+        if len(self.ids) * n_codes < 2**62:
+            order = np.argsort(session_of_row * n_codes + codes, kind="stable")
         else:
-            times = pos
-            rows = np.repeat(np.arange(n), times)
-            offs = np.arange(len(rows)) - np.repeat(np.cumsum(times) - times, times)
-            units = self.first[session_of_row[rows]] + offs
-        codes, _ = pd.factorize(self.items)
-        key = units * (int(codes.max(initial=0)) + 1) + codes[rows]
-        _, first_seen = np.unique(key, return_index=True)
-        first_seen.sort()  # units ascending, items in session order
-        return units[first_seen], self.items[rows[first_seen]]
+            order = np.lexsort((codes, session_of_row))
+        key_s, key_c = session_of_row[order], codes[order]
+        same = (key_s[1:] == key_s[:-1]) & (key_c[1:] == key_c[:-1])
+        pos = np.arange(n, dtype=np.int64) - self.starts[session_of_row]
+        out = np.full(n, -1, dtype=np.int64)
+        out[order[1:][same]] = pos[order[:-1][same]]
+        return out
 
     def prefixes(self, session: np.ndarray) -> pd.DataFrame:
         """The prefixes of the steps of these sessions (codes), one row per item."""
@@ -565,16 +581,21 @@ def _read_lists(
     what = "lists"
     session, step, items, ranks, scores, step_name = _raw_lists(lists, cols)
     n = len(items)
-    sess_ids = ids.canonical(session, "user", what) if n else log.ids[:0]
-    known, sess_ids = ids.unify([log.ids, sess_ids], "session", notes)
     t = _steps(step, step_name, what)
     # the rows of one list are usually together: each run of rows with the same
-    # (session, step) is looked up once
-    heads = np.flatnonzero(
-        np.r_[True, (sess_ids[1:] != sess_ids[:-1]) | (t[1:] != t[:-1])] if n else []
-    )
-    run_lengths = np.diff(np.r_[heads, n])
-    codes = _positions(known, sess_ids[heads])
+    # (session, step) is looked up once. Integer session ids are their own
+    # canonical form: the runs are found on them as given, else on the
+    # canonical ids.
+    if n and session.dtype.kind in "iu" and session.dtype != np.uint64:
+        heads = _run_heads(session, t)
+        head_ids = ids.canonical(session[heads], "user", what)
+    else:
+        sess_ids = ids.canonical(session, "user", what) if n else log.ids[:0]
+        heads = _run_heads(sess_ids, t)
+        head_ids = sess_ids[heads]
+    known, head_ids = ids.unify([log.ids, head_ids], "session", notes)
+    run_lengths = np.diff(np.append(heads, n))
+    codes = _positions(known, head_ids)
     if (codes < 0).any():
         row = int(heads[np.flatnonzero(codes < 0)[0]])
         raise InputError(
@@ -612,6 +633,31 @@ def _read_lists(
     if ranks is None and scores is None:  # the rows' order within each step
         ranks = _row_ranks(units, units_runs, run_lengths)
     return _ListRows(units, items, ranks, scores, n, dropped)
+
+
+#: rows compared at a time by :func:`_run_heads` (its flags stay in the cache)
+HEAD_BLOCK = 1 << 18
+
+
+def _run_heads(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Where each run of rows with equal (first, second) begins (row 0 first),
+    a block of rows at a time."""
+    n = len(first)
+    if not n:
+        return np.empty(0, dtype=np.int64)
+    change = np.empty(min(HEAD_BLOCK, n), dtype=bool)
+    other = np.empty(len(change), dtype=bool)
+    heads = [np.zeros(1, dtype=np.int64)]
+    for lo in range(1, n, HEAD_BLOCK):
+        hi = min(lo + HEAD_BLOCK, n)
+        c, o = change[: hi - lo], other[: hi - lo]
+        np.not_equal(first[lo:hi], first[lo - 1 : hi - 1], out=c)
+        np.not_equal(second[lo:hi], second[lo - 1 : hi - 1], out=o)
+        c |= o
+        found = np.flatnonzero(c)
+        found += lo
+        heads.append(found)
+    return np.concatenate(heads) if len(heads) > 1 else heads[0]
 
 
 def _row_ranks(units: np.ndarray, units_runs: np.ndarray, run_lengths: np.ndarray) -> np.ndarray:
@@ -659,11 +705,20 @@ def _steps(step: np.ndarray, name: str, what: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _means(values: np.ndarray, groups: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per group (0..n-1): the mean of the values but NaN, and how many."""
-    defined = ~np.isnan(values)
-    count = np.bincount(groups[defined], minlength=n)
-    total = np.bincount(groups[defined], weights=values[defined], minlength=n)
+def _means(
+    values: np.ndarray, groups: np.ndarray, n: int, sizes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (0..n-1): the mean of the values but NaN, and how many.
+    ``sizes``: ``np.bincount(groups, minlength=n)`` when known (the counts
+    when no value is NaN: then no row is selected, and the sums are the same)."""
+    nan = np.isnan(values)
+    if not nan.any():
+        count = sizes if sizes is not None else np.bincount(groups, minlength=n)
+        total = np.bincount(groups, weights=values, minlength=n)
+    else:
+        defined = ~nan
+        count = np.bincount(groups[defined], minlength=n)
+        total = np.bincount(groups[defined], weights=values[defined], minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return mean, count
@@ -678,28 +733,52 @@ def _step_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``per_step``, ``per_session`` and ``by_position`` from the steps' values."""
     sess, step = log.units()
-    values = res.per_user.reindex(np.arange(log.n_units))[names]
-    per_step = pd.DataFrame({"session": log.ids[sess], "step": step}, copy=False)
+    values = _unit_values(res, names, log.n_units)
+    step_cols: dict[str, Any] = {"session": log.ids[sess], "step": step}
     if log.users is not None:
-        per_step["user"] = log.users[sess]
-    for m in names:
-        per_step[m] = values[m].to_numpy()
+        step_cols["user"] = log.users[sess]
+    step_cols |= values
+    per_step = pd.DataFrame(step_cols, copy=False)
     n_sessions = len(log.ids)
     with_steps = np.flatnonzero(log.lengths >= 2)
-    session_cols: dict[str, Any] = {"steps": np.bincount(sess, minlength=n_sessions)[with_steps]}
+    sizes = np.bincount(sess, minlength=n_sessions)
+    session_cols: dict[str, Any] = {"steps": sizes[with_steps]}
     for m in names:
-        session_cols[m] = _means(per_step[m].to_numpy(), sess, n_sessions)[0][with_steps]
+        session_cols[m] = _means(values[m], sess, n_sessions, sizes)[0][with_steps]
     per_session = pd.DataFrame(
         session_cols, index=pd.Index(log.ids[with_steps], name="session"), copy=False
     )
     top = int(step.max(initial=0))
-    position_cols: dict[str, Any] = {"steps": np.bincount(step, minlength=top + 1)[1:]}
+    sizes = np.bincount(step, minlength=top + 1)
+    position_cols: dict[str, Any] = {"steps": sizes[1:]}
     for m in names:
-        position_cols[m] = _means(per_step[m].to_numpy(), step, top + 1)[0][1:]
+        position_cols[m] = _means(values[m], step, top + 1, sizes)[0][1:]
     by_position = pd.DataFrame(
         position_cols, index=pd.Index(np.arange(1, top + 1), name="step"), copy=False
     )
     return per_step, per_session, by_position
+
+
+def _unit_values(res: Result, names: list[str], n_units: int) -> dict[str, np.ndarray]:
+    """Each metric's value of units 0..n_units-1 (NaN: a unit ``evaluate``
+    did not return), read from the evaluation's per-user values as they are
+    (no frame built, no reindex) when every unit is there in order."""
+    from receval.evaluation.result import pending_per_user
+
+    pending = pending_per_user(res)
+    if pending is not None:
+        users = pending.user_ids
+        if (
+            len(users) == n_units
+            and users.dtype.kind in "iu"
+            and (not n_units or (users[0] == 0 and users[-1] == n_units - 1))
+            and bool(np.all(users[1:] > users[:-1]))
+        ):
+            row = {name: i for i, name in enumerate(pending.names)}
+            if all(m in row for m in names):
+                return {m: pending.values[row[m]] for m in names}
+    values = res.per_user.reindex(np.arange(n_units))
+    return {m: values[m].to_numpy() for m in names}
 
 
 def _user_units(per_step: pd.DataFrame, names: list[str]) -> pd.DataFrame:
