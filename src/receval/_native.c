@@ -3,6 +3,8 @@
  * passes — encoding sorted user ids, checking list order, joining ordered
  * lists with the truth, sorting each user's ideal grades, collecting the
  * relevant cells and filling the (users x positions) blocks the kernels read;
+ * the propensity weights of the relevant pairs (grouped, sorted and summed per
+ * user: relevant_weights, sort_runs, user_sums);
  * the per-exponent buckets of receval.exact's exact sums; the bootstrap's counts
  * of resampled users (receval.analysis.stats); item-kNN's
  * neighbour lists and top-k lists (receval.workflow.baselines); and the
@@ -21,6 +23,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +53,17 @@ slot_of(int64_t x, unsigned bits)
 
 /* One slot of a user's open-addressing table: an item, its grade, the user
  * it belongs to (a stamp, so the table is never cleared between users) and
- * its state: 0 a truth item not (yet) in the list, 1 a truth item in the
- * list, 2 an item of the list only. */
+ * its state: for a truth item, twice its place among the user's truth rows,
+ * plus 1 once it is in the list; LISTED_ONLY for an item of the list only
+ * (odd: a second row of it is a repeat, like a truth item listed twice). */
 typedef struct {
     int64_t key;
     double grade;
     uint32_t stamp;
     uint32_t state;
 } slot_t;
+
+#define LISTED_ONLY UINT32_MAX
 
 typedef struct {
     slot_t *slot;
@@ -83,12 +89,19 @@ table_reserve(table_t *t, size_t cap)
  * (any order). Writes, per list row, the item's grade in the user's truth
  * (0 when absent), its gain (the grade when grade >= threshold and > 0, else
  * 0) and its 0-based position in the list; and the list offsets per user.
+ * With hit_row (and hit_truth), also the pairs of the rows whose gain is > 0:
+ * hit_row[c] the list row, hit_truth[c] its truth row and (when hit_pos is
+ * not NULL) hit_pos[c] its 0-based position, in list order, c < *hits <=
+ * hit_cap (the propensity weights of receval.engines.numpy_engine: one join
+ * gives the grade and the weight of a row).
  */
 static int
 join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
           const int64_t *ti, const double *tg, Py_ssize_t m, int64_t users, double threshold,
-          double *out_grade, double *out_gain, int64_t *out_off)
+          double *out_grade, double *out_gain, int64_t *out_off, int64_t *hit_row,
+          int64_t *hit_truth, int64_t *hit_pos, Py_ssize_t hit_cap, Py_ssize_t *hits)
 {
+    Py_ssize_t c = 0;
     int status = OK;
     int64_t *toff = calloc((size_t)users + 1, sizeof(int64_t));
     int64_t *fill = malloc(((size_t)users + 1) * sizeof(int64_t));
@@ -140,6 +153,10 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
             continue;
         if (r1 == r0 && t1 - t0 == 1)
             continue; /* one truth row, no list: nothing to look up or repeat */
+        if (t1 - t0 > INT32_MAX) { /* a truth row's place must fit the state */
+            status = NO_MEMORY;
+            goto done;
+        }
         unsigned bits = 3;
         while (((size_t)1 << bits) < 8 * need)
             bits++;
@@ -167,26 +184,28 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
             s->stamp = gen;
             s->key = x;
             s->grade = tg[row];
-            s->state = 0;
+            s->state = (uint32_t)(j - t0) << 1;
         }
         for (int64_t r = r0; r < r1; r++) {
             int64_t x = ri[r];
             slot_t *s = &t.slot[slot_of(x, bits)];
             double g = 0.0;
+            int64_t found = -1;
             for (;;) {
                 if (s->stamp != gen) { /* not in the truth: remember it was listed */
                     s->stamp = gen;
                     s->key = x;
-                    s->state = 2;
+                    s->state = LISTED_ONLY;
                     break;
                 }
                 if (s->key == x) {
-                    if (s->state != 0) {
+                    if (s->state & 1) {
                         status = DUP_RECS;
                         goto done;
                     }
-                    s->state = 1;
+                    s->state |= 1;
                     g = s->grade;
+                    found = s->state >> 1;
                     break;
                 }
                 s = &t.slot[(size_t)(s - t.slot + 1) & mask];
@@ -194,9 +213,22 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
             if (out_grade)
                 out_grade[r] = g;
             out_gain[r] = (g >= threshold && g > 0.0) ? g : 0.0;
+            if (hit_row && out_gain[r] > 0.0) {
+                if (c >= hit_cap) {
+                    status = NO_MEMORY;
+                    goto done;
+                }
+                hit_row[c] = r;
+                hit_truth[c] = perm[t0 + found];
+                if (hit_pos)
+                    hit_pos[c] = r - r0;
+                c++;
+            }
         }
     }
 done:
+    if (hits)
+        *hits = c;
     free(toff);
     free(fill);
     free(perm);
@@ -207,18 +239,24 @@ done:
 static PyObject *
 join(PyObject *self, PyObject *args)
 {
-    PyObject *o[8];
+    PyObject *o[11] = {NULL};
     long long users;
     double threshold;
-    Py_buffer b[8];
-    static const char *names[8] = {"ru", "ri", "tu", "ti", "tg", "out_grade", "out_gain", "out_off"};
+    Py_buffer b[11];
+    static const char *names[11] = {"ru",       "ri",      "tu",      "ti",
+                                    "tg",       "out_grade", "out_gain", "out_off",
+                                    "hit_row",  "hit_truth", "hit_pos"};
     int got = 0, status = OK;
+    Py_ssize_t hits = 0;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOLdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
-                          &threshold, &o[5], &o[6], &o[7]))
+    if (!PyArg_ParseTuple(args, "OOOOOLdOOO|OOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
+                          &threshold, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
         return NULL;
-    for (; got < 8; got++) {
+    int pairs = o[8] != NULL && o[8] != Py_None; /* the hits' (list row, truth row) pairs */
+    int with_pos = pairs && o[10] != NULL && o[10] != Py_None;
+    int wanted = with_pos ? 11 : pairs ? 10 : 8;
+    for (; got < wanted; got++) {
         Py_ssize_t size = (got == 4 || got == 5 || got == 6) ? sizeof(double) : sizeof(int64_t);
         int optional = got == 5; /* out_grade: None to skip */
         if (optional && o[got] == Py_None) {
@@ -232,15 +270,19 @@ join(PyObject *self, PyObject *args)
     }
     Py_ssize_t n = b[0].len / 8, m = b[2].len / 8;
     if (users < 0 || b[1].len / 8 != n || b[3].len / 8 != m || b[4].len / 8 != m ||
-        (b[5].obj && b[5].len / 8 != n) || b[6].len / 8 != n || b[7].len / 8 != users + 1) {
+        (b[5].obj && b[5].len / 8 != n) || b[6].len / 8 != n || b[7].len / 8 != users + 1 ||
+        (pairs && b[9].len != b[8].len) || (with_pos && b[10].len != b[8].len)) {
         PyErr_SetString(PyExc_ValueError, "join: array lengths do not match");
         goto fail;
     }
+    Py_ssize_t cap = pairs ? b[8].len / 8 : 0;
     Py_BEGIN_ALLOW_THREADS
     status = join_pass(b[0].buf, b[1].buf, n, b[2].buf, b[3].buf, b[4].buf, m, (int64_t)users,
-                       threshold, b[5].buf, b[6].buf, b[7].buf);
+                       threshold, b[5].buf, b[6].buf, b[7].buf, pairs ? b[8].buf : NULL,
+                       pairs ? b[9].buf : NULL, with_pos ? b[10].buf : NULL, cap, &hits);
     Py_END_ALLOW_THREADS
-    result = PyLong_FromLong(status); /* NO_MEMORY too: the caller takes the NumPy path */
+    /* NO_MEMORY too: the caller takes the NumPy path */
+    result = pairs ? Py_BuildValue("(ln)", (long)status, hits) : PyLong_FromLong(status);
 fail:
     for (int i = 0; i < got; i++)
         if (b[i].obj != NULL)
@@ -495,6 +537,319 @@ fail:
     for (int i = 0; i < got; i++)
         PyBuffer_Release(&b[i]);
     return count < 0 ? NULL : PyLong_FromSsize_t(count);
+}
+
+/* The few values of one user ascending, in place. Up to 4 or 8, a sorting
+ * network (sort4, sort8); up to 16, a branchless insertion: inserting v into the sorted a[0..i-1] gives b[0] = min(a[0], v),
+ * b[k] = max(a[k-1], min(a[k], v)) and b[i] = max(a[i-1], v), written from
+ * the top down (only minimum and maximum instructions: random weights cost no
+ * mispredicted branches). Beyond 16, Shell sort (Ciura's gaps, then 2.25x).
+ * Values compare as numbers (no NaN): the result is the one sorted sequence,
+ * whatever the input order. */
+/* a < b ? a : b and a > b ? a : b: one minimum or maximum instruction each */
+static inline double
+lesser(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+static inline double
+greater(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+#define CE(a, b)                                                                   \
+    do {                                                                           \
+        double a_ = v[a], b_ = v[b];                                               \
+        v[a] = lesser(a_, b_);                                                     \
+        v[b] = greater(a_, b_);                                                    \
+    } while (0)
+
+/* Up to 8 values ascending: padded with +inf to 8, then Batcher's odd-even
+ * merge network (19 compare-exchanges, each a minimum and a maximum: no
+ * branch on the data). */
+static void
+sort8(double *x, int64_t len)
+{
+    double v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = i < len ? x[i] : HUGE_VAL;
+    CE(0, 1); CE(2, 3); CE(4, 5); CE(6, 7);
+    CE(0, 2); CE(1, 3); CE(4, 6); CE(5, 7);
+    CE(1, 2); CE(5, 6);
+    CE(0, 4); CE(1, 5); CE(2, 6); CE(3, 7);
+    CE(2, 4); CE(3, 5);
+    CE(1, 2); CE(3, 4); CE(5, 6);
+    for (int i = 0; i < len; i++)
+        x[i] = v[i];
+}
+
+/* Up to 4 values ascending: padded with +inf to 4, then a 5-exchange network. */
+static void
+sort4(double *x, int64_t len)
+{
+    double v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = i < len ? x[i] : HUGE_VAL;
+    CE(0, 1); CE(2, 3);
+    CE(0, 2); CE(1, 3);
+    CE(1, 2);
+    for (int i = 0; i < len; i++)
+        x[i] = v[i];
+}
+#undef CE
+
+static void
+sort_ascending(double *x, int64_t len)
+{
+    if (len <= 4) {
+        sort4(x, len);
+        return;
+    }
+    if (len <= 8) {
+        sort8(x, len);
+        return;
+    }
+    if (len <= 16) {
+        for (int64_t i = 1; i < len; i++) {
+            double v = x[i];
+            x[i] = greater(x[i - 1], v);
+            for (int64_t k = i - 1; k > 0; k--)
+                x[k] = greater(x[k - 1], lesser(x[k], v));
+            x[0] = lesser(x[0], v);
+        }
+        return;
+    }
+    static const int64_t ciura[] = {1, 4, 10, 23, 57, 132, 301, 701, 1750};
+    int64_t gaps[64], count = 0;
+    for (int i = 0; i < 9 && ciura[i] < len; i++)
+        gaps[count++] = ciura[i];
+    while (count < 64 && (double)gaps[count - 1] * 2.25 < (double)len)
+        gaps[count] = (int64_t)((double)gaps[count - 1] * 2.25), count++;
+    for (int64_t g = count - 1; g >= 0; g--) {
+        int64_t gap = gaps[g];
+        for (int64_t i = gap; i < len; i++) {
+            double v = x[i];
+            int64_t k = i;
+            for (; k >= gap && x[k - gap] > v; k -= gap)
+                x[k] = x[k - gap];
+            x[k] = v;
+        }
+    }
+}
+
+/* The relevant rows' weights when their users come in ascending order (the
+ * usual case: one pass). Returns 0, or -1 at the first relevant row whose
+ * user is below the last one's (then the caller groups them:
+ * relevant_grouped). */
+static int
+relevant_in_order(const int64_t *tu, const double *g, const double *p, Py_ssize_t m,
+                  int64_t users, double threshold, double *w, int64_t *wu, int64_t *off,
+                  Py_ssize_t *count, Py_ssize_t *missing, Py_ssize_t *first)
+{
+    int64_t cu = 0; /* off[0..cu] are written */
+    Py_ssize_t c = 0, lost = 0, at = -1;
+    off[0] = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!(g[j] >= threshold && g[j] > 0.0))
+            continue;
+        int64_t u = tu[j];
+        if (u < cu)
+            return -1;
+        while (cu < u)
+            off[++cu] = c;
+        if (p[j] != p[j] && lost++ == 0)
+            at = j;
+        w[c] = p[j];
+        wu[c] = u;
+        c++;
+    }
+    while (cu < users)
+        off[++cu] = c;
+    *count = c;
+    *missing = lost;
+    *first = at;
+    return 0;
+}
+
+/* The same for users in any order: counted, then placed (a counting sort,
+ * rows of a user in their order). */
+static int
+relevant_grouped(const int64_t *tu, const double *g, const double *p, Py_ssize_t m,
+                 int64_t users, double threshold, double *w, int64_t *wu, int64_t *off,
+                 Py_ssize_t *count, Py_ssize_t *missing, Py_ssize_t *first)
+{
+    memset(off, 0, ((size_t)users + 1) * sizeof(int64_t));
+    *missing = 0;
+    *first = -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!(g[j] >= threshold && g[j] > 0.0))
+            continue;
+        if (p[j] != p[j] && (*missing)++ == 0)
+            *first = j;
+        off[tu[j] + 1]++;
+    }
+    for (int64_t u = 0; u < users; u++)
+        off[u + 1] += off[u];
+    int64_t *at = malloc(((size_t)users + 1) * sizeof(int64_t));
+    if (at == NULL)
+        return NO_MEMORY;
+    memcpy(at, off, ((size_t)users + 1) * sizeof(int64_t));
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (g[j] >= threshold && g[j] > 0.0) {
+            int64_t c = at[tu[j]]++;
+            w[c] = p[j];
+            wu[c] = tu[j];
+        }
+    free(at);
+    *count = off[users];
+    return OK;
+}
+
+/* relevant_weights(tu, grades, weights, users, threshold, out_w, out_user,
+ * out_off) -> (status, count, missing, first): the weight (1/p) of every
+ * relevant truth row (grade >= threshold and > 0), grouped by user in code
+ * order, each user's in the truth's order (sort_runs then sorts them):
+ * out_w[c], its user out_user[c], user u's weights out_off[u]..out_off[u+1]-1.
+ * missing: the relevant rows whose weight is NaN (no propensity given),
+ * first: the first of them (the caller raises). Status: 0 done, 4 a user
+ * code out of range, 5 out of memory. */
+static PyObject *
+relevant_weights(PyObject *self, PyObject *args)
+{
+    PyObject *o[6];
+    long long users;
+    double threshold;
+    Py_buffer b[6];
+    int got = 0, status = OK;
+    Py_ssize_t count = 0, missing = 0, first = -1;
+    PyObject *result = NULL;
+    static const char *names[6] = {"tu", "grades", "weights", "out_w", "out_user", "out_off"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOLdOOO", &o[0], &o[1], &o[2], &users, &threshold, &o[3],
+                          &o[4], &o[5]))
+        return NULL;
+    for (; got < 6; got++)
+        if (take(o[got], &b[got], 8, got >= 3, names[got]) < 0)
+            goto fail;
+    Py_ssize_t m = b[0].len / 8;
+    if (users < 0 || b[1].len / 8 != m || b[2].len / 8 != m || b[3].len / 8 < m ||
+        b[4].len / 8 < m || b[5].len / 8 != users + 1) {
+        PyErr_SetString(PyExc_ValueError, "relevant_weights: array lengths do not match");
+        goto fail;
+    }
+    const int64_t *tu = b[0].buf;
+    const double *g = b[1].buf, *p = b[2].buf;
+    double *w = b[3].buf;
+    int64_t *wu = b[4].buf, *off = b[5].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (tu[j] < 0 || tu[j] >= users) {
+            status = OUT_OF_RANGE;
+            break;
+        }
+    if (status == OK &&
+        relevant_in_order(tu, g, p, m, (int64_t)users, threshold, w, wu, off, &count, &missing,
+                          &first) < 0)
+        status = relevant_grouped(tu, g, p, m, (int64_t)users, threshold, w, wu, off, &count,
+                                  &missing, &first);
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(lnnn)", (long)status, count, missing, first);
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
+/* sort_runs(off, values): each run values[off[u]..off[u+1]-1] sorted
+ * ascending in place (sort_ascending): a user's weights in the one order
+ * that does not depend on the truth's. */
+static PyObject *
+sort_runs(PyObject *self, PyObject *args)
+{
+    PyObject *o[2];
+    Py_buffer b[2];
+    int got = 0;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &o[0], &o[1]))
+        return NULL;
+    for (; got < 2; got++)
+        if (take(o[got], &b[got], 8, got == 1, got == 0 ? "off" : "values") < 0)
+            goto fail;
+    const int64_t *off = b[0].buf;
+    Py_ssize_t runs = b[0].len / 8 - 1, n = b[1].len / 8;
+    if (runs < 0 || off[0] < 0 || off[runs] > n) {
+        PyErr_SetString(PyExc_ValueError, "sort_runs: offsets outside the values");
+        goto fail;
+    }
+    for (Py_ssize_t u = 0; u < runs; u++)
+        if (off[u] > off[u + 1]) {
+            PyErr_SetString(PyExc_ValueError, "sort_runs: offsets are not ascending");
+            goto fail;
+        }
+    double *x = b[1].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t u = 0; u < runs; u++)
+        if (off[u + 1] - off[u] > 1)
+            sort_ascending(x + off[u], off[u + 1] - off[u]);
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
+/* user_sums(users, values, cap, out): out[u] = the sum of min(v, cap) over
+ * the values of user u, added in their order from 0.0 (what
+ * np.bincount(users, weights=np.minimum(values, cap)) adds, bit for bit),
+ * in one pass; users in 0..len(out)-1. */
+static PyObject *
+user_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o[3];
+    double cap;
+    Py_buffer b[3];
+    int got = 0, bad = 0;
+    PyObject *result = NULL;
+    static const char *names[3] = {"users", "values", "out"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOdO", &o[0], &o[1], &cap, &o[2]))
+        return NULL;
+    for (; got < 3; got++)
+        if (take(o[got], &b[got], 8, got == 2, names[got]) < 0)
+            goto fail;
+    Py_ssize_t n = b[0].len / 8, size = b[2].len / 8;
+    if (b[1].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "user_sums: array lengths do not match");
+        goto fail;
+    }
+    const int64_t *u = b[0].buf;
+    const double *v = b[1].buf;
+    double *out = b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    memset(out, 0, (size_t)size * sizeof(double));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (u[i] < 0 || u[i] >= size) {
+            bad = 1;
+            break;
+        }
+        out[u[i]] += lesser(v[i], cap);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "user_sums: a user is out of range");
+        goto fail;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
 }
 
 /* fill(off, u0, u1, values, width, out): the values of users u0..u1-1 (user
@@ -1191,11 +1546,22 @@ static PyMethodDef methods[] = {
      "cells(off, values, width, out_user, out_pos, out_value, out_off) -> count: the\n"
      "nonzero float64 values among each user's first width rows, user by user."},
     {"join", join, METH_VARARGS,
-     "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_off) -> status\n\n"
-     "out_grade may be None (not written).\n"
+     "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_off[, hit_row,\n"
+     "hit_truth[, hit_pos]]) -> status, or (status, hits) with hit_row\n\n"
+     "out_grade may be None (not written). hit_row, hit_truth, hit_pos: the list row, truth\n"
+     "row and position of each row whose gain is > 0 (hits of them, in list order).\n"
      "Grades and gains of ordered list rows (user codes ascending), and the\n"
      "list offsets per user. Status: 0 done, 1 an item twice in a list, 2 an item twice in a\n"
      "user's truth, 3 user codes not ascending, 4 a user code out of range, 5 out of memory."},
+    {"relevant_weights", relevant_weights, METH_VARARGS,
+     "relevant_weights(tu, grades, weights, users, threshold, out_w, out_user, out_off)\n"
+     "-> (status, count, missing, first): the weight of each relevant truth row, grouped\n"
+     "by user."},
+    {"user_sums", user_sums, METH_VARARGS,
+     "user_sums(users, values, cap, out): out[u] = the sum of min(v, cap) over user u's\n"
+     "values, in their order (np.bincount's sums)."},
+    {"sort_runs", sort_runs, METH_VARARGS,
+     "sort_runs(off, values): each run values[off[u]..off[u+1]-1] sorted ascending, in place."},
     {"exact_sum", exact_sum, METH_VARARGS,
      "exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): float64 values\n"
      "added exactly into per-exponent int64 buckets (see receval.exact)."},

@@ -108,6 +108,12 @@ class Prepared:
     hit_weight: np.ndarray | None = None
     relevant_weight: np.ndarray | None = None
     relevant_user: np.ndarray | None = None
+    #: when not None, ``relevant_weight`` is grouped by user (code order), user
+    #: u's at ``relevant_offsets[u]..[u + 1] - 1`` (:class:`_RelevantWeights`
+    #: sorts each user's, in place, when a metric reads their sum)
+    relevant_offsets: np.ndarray | None = None
+    #: the position in its list of each of ``hit_rows`` (from the compiled join), or None
+    hit_pos: np.ndarray | None = None
 
 
 #: the ``duplicates`` values under which every row counts (none dropped)
@@ -316,6 +322,10 @@ RANKS = {
 }
 
 
+#: the list rows of gain > 0, their truth rows and positions (:func:`_native_join`)
+_HitPairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 class _Rows:
     """The recommendation rows in list order, and how to name an input row."""
 
@@ -330,6 +340,10 @@ class _Rows:
             self.recommended = None if recs.recommended is None else recs.recommended[order]
             self.rank = None if recs.rank is None else recs.rank[order]
         self.source_rows = order  # rows kept, as input rows (None: all, in order)
+        #: from the compiled join, when propensities are given: the list row, the
+        #: truth row and the 0-based position of every row whose grade makes it
+        #: relevant (:func:`pair_weights`)
+        self.hit_pairs: _HitPairs | None = None
 
     def input_row(self, j: int) -> int:
         return j if self.order is None else int(self.order[j])
@@ -467,10 +481,7 @@ def prepare(
         graded_ideal_grades=graded[1],
         graded_ideal_offsets=graded[2],
         joined=joined,
-        hit_rows=weights[0],
-        hit_weight=weights[1],
-        relevant_weight=weights[2],
-        relevant_user=weights[3],
+        **weights,
     )
 
 
@@ -490,19 +501,29 @@ def pair_weights(
     ideal_offsets: np.ndarray,
     relevant_from: str,
     joins: str | None = None,
-) -> tuple[np.ndarray | None, ...]:
-    """The inverse propensities 1/p of the relevant (user, item) pairs: the
-    relevant list rows and the weight of each, and the weight of every relevant
-    pair of the truth with its user (in the truth's order).
+) -> dict[str, np.ndarray | None]:
+    """The inverse propensities 1/p of the relevant (user, item) pairs, as the
+    :class:`Prepared` fields that hold them: the relevant list rows
+    (``hit_rows``) and the weight of each (``hit_weight``), the weight of every
+    relevant pair of the truth (``relevant_weight``) with its user
+    (``relevant_user``), and None or their offsets per user
+    (``relevant_offsets``: then they are grouped by user, else in the truth's
+    order) and None or each relevant list row's position (``hit_pos``).
     ``truth.propensity`` holds each truth row's p (NaN where none was given:
     an error for a relevant pair, naming it). p = 0 (an item never seen in
     ``train=`` under the popularity model) is an infinite weight, which only
     ``clip=`` makes finite (:func:`compute` says so).
     ``codes``: the truth rows' user and item codes. Nones without
     propensities (no weighted metric asked).
+
+    The compiled path reads each relevant list row's truth row from the join
+    (``rows.hit_pairs``: one join gives grade and weight) and groups the
+    weights by user in one pass (:func:`_native_relevant_weights`); the NumPy
+    path joins the relevant rows once more (:func:`_values_of_pairs`). Both
+    give the same weights, bit for bit (1/p of the same p).
     """
     if truth.propensity is None:
-        return None, None, None, None
+        return {}
     if joins is not None:  # repeated rows joined (join, left_join) or counted distinct
         raise OptionError(
             "duplicates",
@@ -520,6 +541,23 @@ def pair_weights(
         )
     n_relevant = np.diff(ideal_offsets)
     n_users = len(n_relevant)
+    fast = None
+    if rows.hit_pairs is not None:  # the compiled join ran
+        with np.errstate(divide="ignore"):  # every row's 1/p at once (NaN: none given)
+            inverse = 1.0 / np.asarray(truth.propensity, dtype=np.float64)
+        fast = _native_relevant_weights(tu, truth, inverse, threshold, n_users)
+    if fast is not None and rows.hit_pairs is not None:
+        w_rel, ru_rel, rel_offsets = fast
+        if not np.array_equal(rel_offsets, ideal_offsets):  # the ideal's relevant pairs
+            raise InputError(
+                "weighted metrics need each relevant (user, item) pair once in the truth",
+                source="propensities",
+            )
+        hit, truth_row, pos = rows.hit_pairs
+        if rows.recommended is not None:  # explicit feedback: only recommended items are hits
+            keep = rows.recommended[hit]
+            hit, truth_row, pos = hit[keep], truth_row[keep], pos[keep]
+        return _weight_fields(hit, inverse[truth_row], w_rel, ru_rel, rel_offsets, pos)
     rel = (truth.grades >= threshold) & (truth.grades > 0)
     p_rel = np.asarray(truth.propensity, dtype=np.float64)[rel]
     missing = np.isnan(p_rel)
@@ -548,7 +586,44 @@ def pair_weights(
         found = joined[0]
     else:
         found = _values_of_pairs(qu, qi, ru_rel, ti[rel], w_rel)
-    return hit, found, np.ascontiguousarray(w_rel), np.ascontiguousarray(ru_rel)
+    w_rel, ru_rel = np.ascontiguousarray(w_rel), np.ascontiguousarray(ru_rel)
+    return _weight_fields(hit, found, w_rel, ru_rel, None, None)
+
+
+def _weight_fields(*values: np.ndarray | None) -> dict[str, np.ndarray | None]:
+    """The :class:`Prepared` fields of :func:`pair_weights`, named."""
+    names = ("hit_rows", "hit_weight", "relevant_weight", "relevant_user")
+    return dict(zip((*names, "relevant_offsets", "hit_pos"), values, strict=True))
+
+
+def _native_relevant_weights(
+    tu: np.ndarray, truth: TruthData, inverse: np.ndarray, threshold: float, n_users: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The weight (``inverse``: 1/p of each truth row) of every relevant truth
+    row (grade >= threshold and > 0), its user, and each user's offsets,
+    grouped by user (the compiled pass), or None without it. A relevant row
+    without a propensity is an error naming the first (as :func:`pair_weights`
+    does)."""
+    if _native is None:
+        return None
+    m = len(tu)
+    w, user, offsets = np.empty(m), np.empty(m, np.int64), np.empty(n_users + 1, np.int64)
+    grades = np.ascontiguousarray(truth.grades, dtype=np.float64)
+    status, count, missing, first = _native.relevant_weights(
+        np.ascontiguousarray(tu, dtype=np.int64), grades, inverse, n_users, float(threshold),
+        w, user, offsets,
+    )  # fmt: skip
+    if missing:
+        raise InputError(
+            f"{missing} relevant (user, item) pairs of the truth have no "
+            "propensity in " + option("propensities") + " (every relevant pair needs one)",
+            source="propensities",
+            user=truth.users[first],
+            item=truth.items[first],
+        )
+    if status != 0:
+        return None
+    return w[:count], user[:count], offsets
 
 
 def _values_of_pairs(
@@ -752,10 +827,13 @@ def _join_truth(
     truth's item codes, and (under the ``duplicates`` values that read every
     row, when some row repeats) how the repeated rows count (:class:`Joined`).
     """
-    joined = _native_join(rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades)
+    joined = _native_join(
+        rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades,
+        pairs=truth.propensity is not None and hasattr(_native, "relevant_weights"),
+    )  # fmt: skip
     how = None
     if joined is not None:
-        rec_grade, rec_gain, rec_offsets = joined
+        rec_grade, rec_gain, rec_offsets, rows.hit_pairs = joined
         tuser, grades = tu, truth.grades
     else:
         if n_items is None:  # raw integer ids so far: codes for the sorting path
@@ -1119,17 +1197,20 @@ def _native_join(
     n_users: int,
     threshold: float,
     want_grades: bool,
-) -> tuple[np.ndarray | None, np.ndarray, np.ndarray] | None:
+    pairs: bool = False,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, _HitPairs | None] | None:
     """Grades (when wanted), gains and list offsets from the compiled pass, or
     None when it is not available or the input needs the sorting path (an
-    item twice in a list or in a user's truth)."""
+    item twice in a list or in a user's truth). With ``pairs``, also the list
+    row, the truth row and the position of every row of gain > 0 (list
+    order), else None."""
     if _native is None:
         return None
     n = len(ru)
     grade = np.empty(n) if want_grades else None
     gain, offsets = np.empty(n), np.empty(n_users + 1, np.int64)
     c = np.ascontiguousarray
-    status = _native.join(
+    args = (
         c(ru, dtype=np.int64),
         c(ri, dtype=np.int64),
         c(tu, dtype=np.int64),
@@ -1141,7 +1222,15 @@ def _native_join(
         gain,
         offsets,
     )
-    return (grade, gain, offsets) if status == 0 else None
+    if not pairs:
+        status = _native.join(*args)
+        return (grade, gain, offsets, None) if status == 0 else None
+    cap = min(n, len(tu))  # a row of gain > 0 is a list row and a truth row, each once
+    hit = np.empty((3, cap), np.int64)  # list row, truth row, position
+    status, count = _native.join(*args, hit[0], hit[1], hit[2])
+    if status != 0:
+        return None
+    return grade, gain, offsets, (hit[0, :count], hit[1, :count], hit[2, :count])
 
 
 def _sorted_keys(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1414,9 +1503,23 @@ def _views(
 class _RelevantWeights:
     """Each user's relevant pairs' weights, ascending (a sum over them never
     depends on the order of the truth's rows), cut block by block as
-    ``(block-local user of each, weight)`` (:attr:`Batch.relevant_weights`)."""
+    ``(block-local user of each, weight)`` (:attr:`Batch.relevant_weights`).
+    Weights already grouped by user (``offsets``: the compiled pass of
+    :func:`pair_weights`) are sorted in place, a user at a time in C (sorting
+    networks for the usual few); else one padded row per user is sorted, or,
+    with many weights per user, one argsort."""
 
-    def __init__(self, users: np.ndarray, weights: np.ndarray, n_users: int) -> None:
+    def __init__(
+        self,
+        users: np.ndarray,
+        weights: np.ndarray,
+        n_users: int,
+        offsets: np.ndarray | None = None,
+    ) -> None:
+        if offsets is not None and hasattr(_native, "sort_runs"):  # grouped (compiled pass)
+            _native.sort_runs(offsets, weights)  # in place: any order of a user's is theirs
+            self.user, self.values, self.offsets = users, weights, offsets
+            return
         if len(users) and bool((users[1:] >= users[:-1]).all()):  # grouped already (usual)
             self.user, values = users, weights
         else:
@@ -1458,8 +1561,16 @@ class _HitWeights:
         at: np.ndarray | None,
         p: Prepared,
     ) -> None:
-        pos = at[rows] if at is not None else rows - p.rec_offsets[p.rec_user[rows]]
-        self.values = weights[pos < hits.width]
+        if at is not None:
+            pos = at[rows]
+        elif p.hit_pos is not None:  # from the compiled join
+            pos = p.hit_pos
+        else:
+            pos = rows - p.rec_offsets[p.rec_user[rows]]
+        if not len(pos) or pos.max() < hits.width:  # every hit is a cell
+            self.values = weights
+        else:
+            self.values = weights[pos < hits.width]
         self.offsets = hits.offsets
         assert len(self.values) == len(hits.value)
 
@@ -1478,20 +1589,24 @@ def _weight_sources(
         return None
     if p.hit_rows is None or p.hit_weight is None or p.relevant_weight is None:
         raise MetricError(f"{asked[0]} needs propensities (propensities=), which were not given")
-    for s in asked:
-        if float(s.param_dict.get("clip", 0.0)) == 0.0 and np.isinf(p.relevant_weight).any():
-            zero = int(np.isinf(p.relevant_weight).sum())
-            raise MetricError(
-                f"{s}: {zero} relevant (user, item) pairs have propensity 0 (under the "
-                "popularity model: items never seen in " + option("train") + "): give clip=, "
-                f"the smallest propensity allowed, e.g. {s.name}@{s.k or 10}[weighting="
-                f"{s.param_dict['weighting']},clip=0.01]"
-            )
+    unclipped = [s for s in asked if float(s.param_dict.get("clip", 0.0)) == 0.0]
+    # weights are >= 1 (never NaN here): an infinite one is the largest (one pass)
+    if unclipped and len(p.relevant_weight) and p.relevant_weight.max() == np.inf:
+        s = unclipped[0]
+        zero = int(np.isinf(p.relevant_weight).sum())
+        raise MetricError(
+            f"{s}: {zero} relevant (user, item) pairs have propensity 0 (under the "
+            "popularity model: items never seen in " + option("train") + "): give clip=, "
+            f"the smallest propensity allowed, e.g. {s.name}@{s.k or 10}[weighting="
+            f"{s.param_dict['weighting']},clip=0.01]"
+        )
     snips = any(s.param_dict["weighting"] == "snips" for s in asked)  # reads Σ_relevant w
     assert p.relevant_user is not None
     return (
         _HitWeights(hits, p.hit_rows, p.hit_weight, at, p),
-        _RelevantWeights(p.relevant_user, p.relevant_weight, len(p.n)) if snips else None,
+        _RelevantWeights(p.relevant_user, p.relevant_weight, len(p.n), p.relevant_offsets)
+        if snips
+        else None,
     )
 
 

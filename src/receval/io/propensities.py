@@ -290,6 +290,8 @@ class Propensities:
                 self._index[key] = (self.items[order], self.values[order])
         found = self._index[key]
         if isinstance(found, np.ndarray):
+            if not len(t_items) or (t_items.min() >= 0 and t_items.max() < len(found) - 1):
+                return found[t_items]  # every id inside the table (usual): one gather
             inside = (t_items >= 0) & (t_items < len(found) - 1)
             return found[np.where(inside, t_items, len(found) - 1)]
         items, values = found

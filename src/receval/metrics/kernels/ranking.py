@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from receval._accel import NATIVE as _native
 from receval.metrics.kernels.batch import Batch, Cells, cumsum_rows
 
 __all__ = [
@@ -105,11 +106,21 @@ def pair_weights(
             return w, None
         assert b.relevant_weights is not None
         users, rw = b.relevant_weights
-        rw = rw if cap is None else np.minimum(rw, cap)
-        total = np.bincount(users, weights=rw, minlength=b.size)
-        return w, ratio(b.n_relevant, total)
+        return w, ratio(b.n_relevant, _weight_sums(users, rw, cap, b.size))
 
     return b.cached(("pair_weights", weighting, clip), compute)
+
+
+def _weight_sums(users: np.ndarray, rw: np.ndarray, cap: float | None, size: int) -> np.ndarray:
+    """Per user, Σ min(w, cap) of its weights, added in their order from 0: one
+    compiled pass (``_native.user_sums``), or np.bincount's same sums."""
+    if hasattr(_native, "user_sums") and users.dtype == np.int64 and rw.dtype == np.float64:
+        out = np.empty(size)
+        c = np.ascontiguousarray
+        _native.user_sums(c(users), c(rw), np.inf if cap is None else float(cap), out)
+        return out
+    rw = rw if cap is None else np.minimum(rw, cap)
+    return np.bincount(users, weights=rw, minlength=size)
 
 
 def _weighted_hits(b: Batch, k: int | None, weighting: str, clip: float) -> np.ndarray:
