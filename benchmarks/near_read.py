@@ -2,6 +2,13 @@
 the same columns, and where the rest of its time goes.
 
     python benchmarks/near_read.py [--users 100000,1000000] [--repeat 5]
+    python benchmarks/near_read.py --users 100000 --no-parts --against OLD/src --rounds 5
+
+With ``--against`` another tree's ``src`` (e.g. ``git archive`` of an older
+commit, its compiled module copied in), each round runs this script twice in
+fresh processes, this tree's ``src`` then the other's (``PYTHONPATH``),
+alternating, and prints each round's figures and the medians of both: on a
+busy machine only figures taken side by side compare.
 
 On the workload of ``run.py`` (``workload.py``: generated under ``--data``/<users>
 if missing), in one warm process, interleaved repeat by repeat:
@@ -13,7 +20,9 @@ if missing), in one warm process, interleaved repeat by repeat:
 - **evaluate, files**: ``receval.evaluate`` of the two Parquet paths (the read
   included: streamed, merged by user).
 
-Each is the best of ``--repeat``; the ratios are to the read. Then, on the
+Each is the best of ``--repeat`` (wall time, and apart the process's CPU
+time over every thread, steadier on a busy machine); the ratios are to the
+read. Then, on the
 tables, the evaluation taken apart (one thread, best of 3): the merge of the
 two tables into pairs of users (the reading thread's work), the pairs' columns
 turned into checked NumPy arrays (``load``), and ``load`` plus the kernels of
@@ -49,9 +58,18 @@ def _best(fn: Any, repeat: int) -> float:
     return best
 
 
+def _cpu() -> float:
+    """CPU seconds of this process so far (user and system, every thread): on a
+    busy machine a steadier measure than wall time."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _parts(recs: Any, truth: Any) -> None:
     """The one-thread breakdown of an evaluation of two tables."""
-    from receval.engines import driver
+    from receval.engines import driver, numpy_engine
     from receval.evaluation.api import parse_metrics
     from receval.evaluation.options import EvalOptions
     from receval.io import stream
@@ -69,9 +87,16 @@ def _parts(recs: Any, truth: Any) -> None:
         for p in pairs:
             copy.copy(p).loaded()
 
-    def kernels() -> None:
-        for p in pairs:
-            driver.evaluate_pair(plan, copy.copy(p))
+    def kernels() -> None:  # with a workspace, as a thread of the engine's pool has one
+        reuse = getattr(numpy_engine, "install", None)
+        if reuse is not None:
+            reuse()
+        try:
+            for p in pairs:
+                driver.evaluate_pair(plan, copy.copy(p))
+        finally:
+            if reuse is not None:
+                numpy_engine.uninstall()
 
     merge_s, load_s, all_s = _best(merged, 3), _best(loads, 3), _best(kernels, 3)
     total = merge_s + all_s
@@ -114,16 +139,65 @@ def one_size(users: int, data: str, repeat: int, parts: bool) -> None:
         "files": lambda: receval.evaluate(rp, tp, metrics),
     }
     best = dict.fromkeys(cases, float("inf"))
+    cpu = dict.fromkeys(cases, float("inf"))  # the process's CPU seconds, every thread
     for _ in range(repeat):  # interleaved
         for name, fn in cases.items():
+            c0 = _cpu()
             best[name] = min(best[name], _best(fn, 1))
-    r = best["read"]
+            cpu[name] = min(cpu[name], _cpu() - c0)
+    r, rc = best["read"], cpu["read"]
     print(f"\n{users:,} users, {recs.num_rows:,} rec rows, best of {repeat}:")
-    print(f"  read both files      {r:.3f} s")
-    print(f"  evaluate, tables     {best['tables']:.3f} s ({best['tables'] / r:.2f}x the read)")
-    print(f"  evaluate, files      {best['files']:.3f} s ({best['files'] / r:.2f}x the read)")
+    print(f"  read both files      {r:.3f} s (cpu {rc:.3f} s)")
+    for name in ("tables", "files"):
+        w, c = best[name], cpu[name]
+        print(
+            f"  evaluate, {name:6s}     {w:.3f} s ({w / r:.2f}x the read; "
+            f"cpu {c:.3f} s, {c / rc:.2f}x)"
+        )
     if parts:
         _parts(recs, truth)
+
+
+def _against(args: argparse.Namespace) -> None:
+    """Rounds of this tree and another, each in a fresh process, alternating."""
+    import os
+    import re
+    import statistics
+    import subprocess
+
+    trees = {"this": str(HERE.parent / "src"), "other": args.against}
+    runs: dict[tuple[str, str, str], list[float]] = {}
+    for r in range(args.rounds):
+        for tree, src in trees.items():
+            cmd = [sys.executable, __file__, "--users", args.users, "--repeat", str(args.repeat)]
+            cmd += ["--data", args.data, "--no-parts"]
+            env = {**os.environ, "PYTHONPATH": src}
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            users = "?"
+            for line in out.splitlines():
+                head = re.match(r"^([\d,]+) users", line)
+                if head:
+                    users = head.group(1)
+                got = re.match(
+                    r"^\s+(read both files|evaluate, tables|evaluate, files)\s+([\d.]+) s"
+                    r".*cpu ([\d.]+) s",
+                    line,
+                )
+                if got:
+                    for what, value in (("", got.group(2)), (" cpu", got.group(3))):
+                        key = (users, got.group(1) + what, tree)
+                        runs.setdefault(key, []).append(float(value))
+            print(f"round {r + 1}, {tree} ({src}):\n{out.strip()}", flush=True)
+    print(f"\nmedians of {args.rounds} rounds (each the best of {args.repeat}), this / other:")
+    for (users, case, tree), values in runs.items():
+        if tree == "this":
+            other = runs.get((users, case, "other"), [float("nan")])
+            a, b = statistics.median(values), statistics.median(other)
+            print(f"  {users:>9} users  {case:18s} {a:.3f} / {b:.3f} s  ({a / b:.2f}x)")
+            print(
+                f"      runs: {', '.join(f'{v:.3f}' for v in values)} / "
+                f"{', '.join(f'{v:.3f}' for v in other)}"
+            )
 
 
 def main() -> None:
@@ -132,7 +206,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--data", default=str(HERE.parent / "bench-data"))
     ap.add_argument("--no-parts", action="store_true", help="skip the breakdown")
+    ap.add_argument("--against", help="another tree's src: rounds of both, alternating")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds with --against")
     args = ap.parse_args()
+    if args.against:
+        _against(args)
+        return
     for users in [int(u) for u in args.users.split(",")]:
         one_size(users, args.data, args.repeat, not args.no_parts)
 

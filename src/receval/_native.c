@@ -312,8 +312,9 @@ release(Py_buffer *view)
 }
 
 /* in_order(ru, rank, score, key) -> bool: are the rows in list order — users
- * ascending, then rank strictly ascending (rank given), or score descending
- * with equal scores in ascending key (score and key given)? */
+ * ascending, then rank strictly ascending (rank given: 4- or 8-byte signed
+ * integers, so that an int32 column is read as it is, without a cast), or
+ * score descending with equal scores in ascending key (score and key given)? */
 static PyObject *
 in_order(PyObject *self, PyObject *args)
 {
@@ -326,13 +327,25 @@ in_order(PyObject *self, PyObject *args)
         return NULL;
     if (take(o[0], &b[0], 8, 0, "ru") < 0)
         return NULL;
-    if (take_opt(o[1], &b[1], 8, "rank") < 0 || take_opt(o[2], &b[2], 8, "score") < 0 ||
-        take_opt(o[3], &b[3], 8, "key") < 0)
+    Py_ssize_t rank_size = 8;
+    if (o[1] != Py_None) {
+        if (PyObject_GetBuffer(o[1], &b[1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto fail;
+        rank_size = b[1].itemsize;
+        if ((rank_size != 4 && rank_size != 8) || b[1].ndim > 1 || b[1].format == NULL ||
+            strchr("ilq", b[1].format[strlen(b[1].format) - 1]) == NULL) {
+            PyErr_SetString(PyExc_ValueError,
+                            "rank: expected a 1-d array of 4- or 8-byte signed integers");
+            goto fail;
+        }
+    }
+    if (take_opt(o[2], &b[2], 8, "score") < 0 || take_opt(o[3], &b[3], 8, "key") < 0)
         goto fail;
     Py_ssize_t n = b[0].len / 8;
     const int64_t *ru = b[0].buf, *rank = b[1].buf, *key = b[3].buf;
+    const int32_t *rank32 = rank_size == 4 ? (const int32_t *)b[1].buf : NULL;
     const double *score = b[2].buf;
-    if ((rank && b[1].len / 8 != n) || (!rank && (!score || !key)) ||
+    if ((rank && b[1].len / rank_size != n) || (!rank && (!score || !key)) ||
         (score && (b[2].len / 8 != n || !key || b[3].len / 8 != n))) {
         PyErr_SetString(PyExc_ValueError, "in_order: give rank, or score and key, of every row");
         goto fail;
@@ -341,6 +354,8 @@ in_order(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 1; i < n && ok; i++) {
         if (ru[i] != ru[i - 1])
             ok = ru[i] > ru[i - 1];
+        else if (rank32)
+            ok = rank32[i] > rank32[i - 1];
         else if (rank)
             ok = rank[i] > rank[i - 1];
         else

@@ -161,12 +161,13 @@ def evaluate_cells(
     pair's one evaluation (each user's values do not depend on the other
     users), or — when a count cannot be cut by user (duplicates dropped) or a
     note was made — each cell's rows evaluated alone."""
-    done = _evaluate(plan, pair)
-    whole = done.part(plan, keep_values)
-    if not done.splittable():
-        by_cell = _cells_of(pair, cells)
-        return whole, [(code, evaluate_pair(plan, sub, keep_values)) for code, sub in by_cell]
-    return whole, done.parts(plan, cells.codes(done.p.user_ids), keep_values)
+    with numpy_engine.reusing():  # the thread's buffers, if the pool gave it some
+        done = _evaluate(plan, pair)
+        whole = done.part(plan, keep_values)
+        if done.splittable():
+            return whole, done.parts(plan, cells.codes(done.p.user_ids), keep_values)
+    by_cell = _cells_of(pair, cells)
+    return whole, [(code, evaluate_pair(plan, sub, keep_values)) for code, sub in by_cell]
 
 
 class GroupCombiners:
@@ -329,11 +330,33 @@ class Plan:
 
     @property
     def per_user(self) -> list[MetricSpec]:
-        return [s for s in self.specs if s.definition.kind != "aggregate"]
+        return list(self.facts.specs)
+
+    @property
+    def facts(self) -> numpy_engine.Facts:
+        """What the per-user metrics ask of the engine, read from the registry
+        once per plan (not per pair; :func:`numpy_engine.facts_of`). Kept on
+        the plan, left out when it is pickled."""
+        got = self.__dict__.get("_facts")
+        if got is None:
+            per_user = [s for s in self.specs if s.definition.kind != "aggregate"]
+            got = numpy_engine.facts_of(per_user)
+            object.__setattr__(self, "_facts", got)  # a cache, not a field
+        return got
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_facts", None)
+        state.pop("_aggregate", None)
+        return state
 
     @property
     def aggregate(self) -> list[MetricSpec]:
-        return [s for s in self.specs if s.definition.kind == "aggregate"]
+        got = self.__dict__.get("_aggregate")
+        if got is None:
+            got = tuple(s for s in self.specs if s.definition.kind == "aggregate")
+            object.__setattr__(self, "_aggregate", got)  # a cache, not a field
+        return list(got)
 
     @property
     def group_tallies(self) -> set[str]:
@@ -359,7 +382,8 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     counts, the item counts of aggregate metrics. Users of different pairs
     are disjoint, so parts :meth:`Combiner.add` up to the same outcome
     whatever the cut."""
-    return _evaluate(plan, pair).part(plan, keep_values)
+    with numpy_engine.reusing():  # the thread's buffers, if the pool gave it some
+        return _evaluate(plan, pair).part(plan, keep_values)
 
 
 @dataclass
@@ -516,11 +540,12 @@ def _at(counts: dict[str, Any], j: int) -> dict[str, Any]:
 def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     """Prepare and compute one pair: per-user values, who is evaluated, the
     users each policy concerns."""
-    specs = plan.per_user
+    facts = plan.facts
+    specs = list(facts.specs)
     recs, sub = pair.loaded()
     gains = None  # graded=False: the grades as read, for the metrics reading them as gains
     if not plan.graded:  # the one place the relevance reading is applied
-        gains = sub.grades if plan.graded_gains and numpy_engine.reads_gains(specs) else None
+        gains = sub.grades if plan.graded_gains and any(facts.gain_read) else None
         sub.grades = numpy_engine.binary_grades(sub.grades, plan.grade_cut)
     try:
         p = numpy_engine.prepare(
@@ -528,16 +553,14 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
             sub,
             threshold=plan.threshold,
             duplicates=plan.duplicates,
-            need_ties=any(s.definition.needs_ties for s in specs),
+            need_ties=facts.need_ties,
             max_grade=plan.max_grade if plan.graded else 1.0,
             ties=plan.ties,
-            positive_grades=any(
-                "positive_grades" in s.definition.requirements(s.k, dict(s.params)) for s in specs
-            ),
+            positive_grades=facts.positive_grades,
             relevant_from=plan.relevant_from,
             rank=plan.rank,
             depth=plan.depth,
-            judged=any(s.definition.reads_judged for s in specs) or plan.unjudged == "condense",
+            judged=facts.reads_judged or plan.unjudged == "condense",
             condense=plan.unjudged == "condense",
             negative_grades=plan.negative_grades,
             gains=gains,
@@ -552,7 +575,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
     items = plan.items
     if items is not None and p.rec_item_ids is not None:
         p.rec_context = items.index_of(p.rec_item_ids)
-    values = numpy_engine.compute(p, specs, items, plan.catalog_size)
+    values = numpy_engine.compute(p, facts, items, plan.catalog_size)
     seen_rows = None
     if items is not None and items.train_pairs is not None and p.rec_item_ids is not None:
         seen_rows = items.train_pairs.found(p.user_ids[p.rec_user], p.rec_context)
@@ -568,7 +591,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
         plan.empty_truth,
         plan.missing_recs,
         plan.empty_truth if plan.no_truth is None else plan.no_truth,
-        np.array([s.definition.needs_truth for s in specs], dtype=bool),
+        np.array(facts.needs_truth, dtype=bool),
     )
     return _Evaluated(p, sub, values, evaluated, policies, short, seen_rows)
 
@@ -921,9 +944,9 @@ def evaluated(plan: Plan, pairs: Iterable[Pair], cells: UserCells | None = None)
                     if tuned:
                         _malloc.release()
                 if cells is None:
-                    pending.append(pool.submit(evaluate_pair, plan, pair))
+                    pending.append(pool.submit(_pooled, evaluate_pair, plan, pair))
                 else:
-                    pending.append(pool.submit(evaluate_cells, plan, pair, cells))
+                    pending.append(pool.submit(_pooled, evaluate_cells, plan, pair, cells))
                 while len(pending) > THREADS:
                     yield pending.popleft().result()
             while pending:
@@ -931,6 +954,14 @@ def evaluated(plan: Plan, pairs: Iterable[Pair], cells: UserCells | None = None)
     finally:
         if tuned:
             _malloc.release()
+
+
+def _pooled(evaluate: Callable[..., Any], *args: Any) -> Any:
+    """``evaluate(*args)`` on a thread of :func:`evaluated`'s pool, which keeps
+    its buffers from one pair to the next (:class:`numpy_engine.Workspace`;
+    the thread, and its buffers, end with the pool)."""
+    numpy_engine.install()
+    return evaluate(*args)
 
 
 _EXAMPLES = 5

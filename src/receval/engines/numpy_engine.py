@@ -10,7 +10,9 @@ or per row: only per block of users and per metric.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -183,6 +185,79 @@ def _positions(p: Prepared) -> np.ndarray:
     return p.rec_pos
 
 
+class Workspace:
+    """Buffers that one thread reuses from one chunk of users to the next:
+    the largest arrays of a chunk's evaluation (the list rows' user codes, the
+    relevant cells), which would otherwise be allocated for every chunk and,
+    being fresh memory, faulted in and cleared by the system page by page.
+
+    Installed on a thread by :func:`install` (the driver does it on its pool's
+    threads, which end with the evaluation: the buffers go with them) and
+    claimed for one chunk by :func:`reusing`; an array taken from it lives
+    until the next chunk of that thread, so only the arrays of a chunk that
+    no result keeps come from it. Nothing process-wide is changed.
+    """
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple[str, str], np.ndarray] = {}
+        self.busy = False
+
+    def take(self, name: str, n: int, dtype: Any) -> np.ndarray:
+        """An uninitialised array of ``n`` items, the buffer ``name`` reused
+        (grown by a quarter when it is too small)."""
+        key = (name, np.dtype(dtype).str)
+        buf = self.buffers.get(key)
+        if buf is None or len(buf) < n:
+            size = n if buf is None else max(n, len(buf) + len(buf) // 4)
+            buf = self.buffers[key] = np.empty(size, dtype)
+        return buf[:n]
+
+
+_THREAD = threading.local()  # .space: the thread's Workspace; .active: while claimed
+
+
+def install() -> None:
+    """Give the calling thread a :class:`Workspace`, unless it has one. It
+    goes with the thread (or :func:`uninstall`)."""
+    if getattr(_THREAD, "space", None) is None:
+        _THREAD.space = Workspace()
+
+
+def uninstall() -> None:
+    """Take the calling thread's :class:`Workspace` away (its buffers freed)."""
+    _THREAD.space = None
+
+
+@contextmanager
+def reusing() -> Iterator[None]:
+    """Claim the calling thread's :class:`Workspace`, if it has one, for the
+    evaluation of one chunk: :func:`prepare` and :func:`compute` then take
+    their largest arrays from it. A nested claim (or a thread without one)
+    allocates as usual."""
+    space: Workspace | None = getattr(_THREAD, "space", None)
+    outer = getattr(_THREAD, "active", None)
+    if space is None or space.busy:
+        _THREAD.active = None
+        try:
+            yield
+        finally:
+            _THREAD.active = outer
+        return
+    space.busy, _THREAD.active = True, space
+    try:
+        yield
+    finally:
+        space.busy, _THREAD.active = False, outer
+
+
+def _take(name: str, n: int, dtype: Any) -> np.ndarray:
+    """An uninitialised array: from the claimed :class:`Workspace`, or new."""
+    space: Workspace | None = getattr(_THREAD, "active", None)
+    if space is None:
+        return np.empty(n, dtype)
+    return space.take(name, n, dtype)
+
+
 def _unique(values: np.ndarray) -> np.ndarray:
     """The distinct values in order of appearance (pandas' ``unique``: one hash pass)."""
     import pandas as pd
@@ -190,11 +265,15 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return pd.unique(values)
 
 
-def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+def encode(
+    parts: list[np.ndarray], reuse: str | None = None
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
     Sorted numeric parts (recommendations are usually grouped by user) are
-    encoded by their runs, without hashing every row.
+    encoded by their runs, without hashing every row. ``reuse``: the codes of
+    the first part go to that buffer of the thread's :class:`Workspace`
+    (when one is claimed: :func:`reusing`).
     """
     if any(p.dtype == object for p in parts):
         # one hash pass over every id (pandas' factorize), then the few distinct
@@ -214,11 +293,11 @@ def encode(parts: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     candidates = [r[0] if r is not None else _unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
-    for p, r in zip(parts, runs, strict=True):
+    for j, (p, r) in enumerate(zip(parts, runs, strict=True)):
         if r is None:
             codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
         elif r[1] is None:  # compiled: one walk along the sorted ids
-            out = np.empty(len(p), dtype=np.int64)
+            out = _take(reuse, len(p), np.int64) if reuse and not j else np.empty(len(p), np.int64)
             _native.codes(np.ascontiguousarray(p), uniq, out)
             codes.append(out)
         else:
@@ -293,7 +372,11 @@ def _list_order(ru: np.ndarray, key: np.ndarray, recs: RecsData) -> np.ndarray |
     descending, then the tie key ascending); None when they already are."""
     if _native is not None:
         c = np.ascontiguousarray
-        rank = None if recs.rank is None else c(recs.rank, dtype=np.int64)
+        rank = recs.rank  # int32 as read, or int64: the compiled check reads either
+        if rank is not None and rank.dtype != np.int32:
+            rank = c(rank, dtype=np.int64)
+        elif rank is not None:
+            rank = c(rank)
         score = None if rank is not None or recs.score is None else c(recs.score, np.float64)
         tie = None if rank is not None else c(key, dtype=np.int64)
         if _native.in_order(c(ru, dtype=np.int64), rank, score, tie):
@@ -411,7 +494,7 @@ def prepare(
     counts: dict[str, Any] = {"recommendation_rows": recs.rows, "truth_rows": truth.rows}
     users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
     items = unify([recs.items, truth.items], "item", notes)
-    (ru, reu, tu, teu), user_ids = encode(users)
+    (ru, reu, tu, teu), user_ids = encode(users, reuse="user_codes")
     notes += whitespace_notes(user_ids, "user")
     (ri, ti), n_items = _encode_items(items, notes=notes)
     n_users = len(user_ids)
@@ -431,7 +514,7 @@ def prepare(
     # --- the ideal: relevant grades per user, descending --------------------
     if relevant_from == "list":  # the truth is what the lists hold
         tuser, grades = rows.ru, rec_grade
-    ig, ideal_offsets = _ideal(tuser, grades, threshold, n_users)
+    ig, ideal_offsets = _ideal(tuser, grades, threshold, n_users, reuse="ideal_grades")
     pos_gain, pos_ig, pos_offsets = _positive(
         rows, rec_grade, tuser, grades, n_users, positive_grades
     )
@@ -1250,12 +1333,18 @@ def _sorted_keys(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ideal(
-    tuser: np.ndarray, grades: np.ndarray, threshold: float, n_users: int
+    tuser: np.ndarray,
+    grades: np.ndarray,
+    threshold: float,
+    n_users: int,
+    reuse: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The grades >= threshold and > 0 of each user sorted descending, and
-    their offsets (users in code order)."""
+    their offsets (users in code order); ``reuse``: the grades go to that
+    buffer of the claimed :class:`Workspace`."""
     if _native is not None:
-        out, offsets = np.empty(len(grades)), np.empty(n_users + 1, dtype=np.int64)
+        out = np.empty(len(grades)) if reuse is None else _take(reuse, len(grades), np.float64)
+        offsets = np.empty(n_users + 1, dtype=np.int64)
         c = np.ascontiguousarray
         count = _native.ideal(
             c(tuser, dtype=np.int64), c(grades, dtype=np.float64), n_users, threshold, out, offsets
@@ -1292,13 +1381,9 @@ def _max_grade(grades: np.ndarray) -> float:
     return float(grades.max()) if len(grades) else 1.0
 
 
-def _widths(p: Prepared, specs: Sequence[MetricSpec]) -> tuple[int, int]:
+def _widths(p: Prepared, facts: Facts) -> tuple[int, int]:
     # a correction (sampled evaluation) reads every listed item's sampled rank
-    whole = any(
-        s.k is None or "catalog_size" in s.definition.requirements(s.k, dict(s.params))
-        for s in specs
-    )
-    max_k = max((s.k for s in specs if s.k is not None), default=0)
+    whole, max_k = facts.whole, facts.max_k
     max_n = int(_spans(p).max(initial=0))
     max_r = int(p.n_relevant.max(initial=0))
     if p.positive_ideal_offsets is not None:
@@ -1360,15 +1445,25 @@ class _CellSource:
     in their list, or are given (``pos``: under ``rank="position"``)."""
 
     def __init__(
-        self, offsets: np.ndarray, values: np.ndarray, width: int, pos: np.ndarray | None = None
+        self,
+        offsets: np.ndarray,
+        values: np.ndarray,
+        width: int,
+        pos: np.ndarray | None = None,
+        reuse: str | None = None,
     ) -> None:
         users = len(offsets) - 1
         self.offsets = np.empty(users + 1, dtype=np.int64)
         self.width = width
         if _native is not None and pos is None and values.dtype == np.float64:
             cap = int(np.minimum(np.diff(offsets), width).sum())
-            self.user, self.pos = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-            self.value = np.empty(cap)
+            if reuse:  # from the thread's Workspace, when one is claimed
+                self.user = _take(reuse + ".user", cap, np.int64)
+                self.pos = _take(reuse + ".pos", cap, np.int64)
+                self.value = _take(reuse + ".value", cap, np.float64)
+            else:
+                self.user, self.pos = np.empty(cap, np.int64), np.empty(cap, np.int64)
+                self.value = np.empty(cap)
             c = _native.cells(offsets, values, width, self.user, self.pos, self.value, self.offsets)
             self.user, self.pos, self.value = self.user[:c], self.pos[:c], self.value[:c]
             return
@@ -1434,13 +1529,9 @@ def _graded_sources(
     )
 
 
-def _scored_source(
-    p: Prepared, specs: Sequence[MetricSpec], w: int, at: np.ndarray | None
-) -> _CellSource | None:
-    """The cells of the hits scored > 0, when a metric reads only those
-    (``scores=positive``: torchmetrics), else None."""
-    if not any("positive_scores" in s.definition.requirements(s.k, dict(s.params)) for s in specs):
-        return None
+def _scored_source(p: Prepared, w: int, at: np.ndarray | None) -> _CellSource:
+    """The cells of the hits scored > 0, for the metrics that read only those
+    (``scores=positive``: torchmetrics)."""
     gain = p.rec_gain if p.rec_score is None else np.where(p.rec_score > 0, p.rec_gain, 0.0)
     return _CellSource(p.rec_offsets, np.ascontiguousarray(gain, np.float64), w, at)
 
@@ -1610,89 +1701,232 @@ def _weight_sources(
     )
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a set of metrics asks of the engine, read once from the registry's
+    declarations (not once per chunk of users): :func:`facts_of`. The driver
+    keeps one per plan (:attr:`receval.engines.driver.Plan.facts`).
+
+    Attributes:
+        specs, defs, params: the specs, their definitions and their parameters
+            as dicts (non-default ones, as :class:`MetricSpec` holds them).
+        need_ties: a metric reads the groups of equal scores.
+        positive_grades: a metric reads every grade > 0 (``grades=positive``).
+        reads_judged: a metric reads which listed items are judged.
+        gain_read: per spec, whether it reads grades as gains under
+            ``graded=False`` (:func:`reads_gains`).
+        whole: a metric reads whole lists (no cut-off, or a correction).
+        max_k: the largest cut-off (0 without one).
+        scored: a metric reads only the hits scored > 0 (``scores=positive``).
+        tied: the (gain, grades) of the metrics whose equal scores share gains.
+        weighted: the specs weighted by inverse propensities (:func:`weighted`).
+        needs_items: a metric reads item-side arrays.
+        reads_history: a metric reads the users' training items.
+        needs_truth: per spec, whether it needs the truth (policies' ``zero``).
+    """
+
+    specs: tuple[MetricSpec, ...]
+    defs: tuple[Any, ...]
+    params: tuple[dict[str, Any], ...]
+    need_ties: bool
+    positive_grades: bool
+    reads_judged: bool
+    gain_read: tuple[bool, ...]
+    whole: bool
+    max_k: int
+    scored: bool
+    tied: tuple[tuple[str, str], ...]
+    weighted: tuple[MetricSpec, ...]
+    needs_items: bool
+    reads_history: bool
+    needs_truth: tuple[bool, ...]
+    _checked: dict[float, str | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def check(self, max_grade: float) -> None:
+        """Every metric's check of the data (:meth:`MetricDef.check_data`)
+        against the largest grade: a :class:`MetricError` naming the first
+        that refuses it (each largest grade checked once)."""
+        if max_grade in self._checked:
+            failed = self._checked[max_grade]
+        else:
+            failed = None
+            stats = {"max_grade": max_grade}
+            for s, d, params in zip(self.specs, self.defs, self.params, strict=True):
+                why = d.check_data(dict(params), stats)
+                if why is not None:
+                    failed = f"{s}: {why}"
+                    break
+            if len(self._checked) < 64:
+                self._checked[max_grade] = failed
+        if failed is not None:
+            raise MetricError(failed)
+
+
+def facts_of(specs: Sequence[MetricSpec]) -> Facts:
+    """What ``specs`` ask of the engine (:class:`Facts`), read from the registry.
+
+    Example:
+        >>> from receval.metrics.spec import parse_metrics
+        >>> f = facts_of(parse_metrics("ndcg@10,precision@5"))
+        >>> f.max_k, f.need_ties, f.whole
+        (10, False, False)
+    """
+    specs = tuple(specs)
+    defs = tuple(s.definition for s in specs)
+    params = tuple(dict(s.params) for s in specs)
+    needs = [d.requirements(s.k, q) for s, d, q in zip(specs, defs, params, strict=True)]
+    return Facts(
+        specs=specs,
+        defs=defs,
+        params=params,
+        need_ties=any(d.needs_ties for d in defs),
+        positive_grades=any("positive_grades" in n for n in needs),
+        reads_judged=any(d.reads_judged for d in defs),
+        gain_read=tuple(_gain_read(s) for s in specs),
+        whole=any(s.k is None or "catalog_size" in n for s, n in zip(specs, needs, strict=True)),
+        max_k=max((s.k for s in specs if s.k is not None), default=0),
+        scored=any("positive_scores" in n for n in needs),
+        tied=tuple(sorted(_tied(specs))),
+        weighted=tuple(weighted(specs)),
+        needs_items=any(d.needs for d in defs),
+        reads_history=any(d.reads_history for d in defs),
+        needs_truth=tuple(bool(d.needs_truth) for d in defs),
+    )
+
+
 def compute(
     p: Prepared,
-    specs: Sequence[MetricSpec],
+    specs: Sequence[MetricSpec] | Facts,
     items: ItemContext | None = None,
     catalog_size: int | None = None,
 ) -> np.ndarray:
     """Every metric for every user: a ``(len(specs), U)`` float64 array.
 
     Users are processed in blocks; every spec runs on the same block, so
-    cumulative arrays are shared across metrics and cut-offs.
+    cumulative arrays are shared across metrics and cut-offs. ``specs`` may
+    be their :class:`Facts` (:func:`facts_of`), read once for many chunks.
     """
-    stats = {"max_grade": p.max_grade}
-    for s in specs:
-        why = s.definition.check_data(dict(s.params), stats)
-        if why is not None:
-            raise MetricError(f"{s}: {why}")
+    facts = specs if isinstance(specs, Facts) else facts_of(specs)
+    facts.check(p.max_grade)
     n_users = len(p.user_ids)
-    out = np.empty((len(specs), n_users), dtype=np.float64)
-    w, wi = _widths(p, specs)
+    out = np.empty((len(facts.specs), n_users), dtype=np.float64)
+    w, wi = _widths(p, facts)
     step = max(1, BLOCK_CELLS // max(w, wi))
-    ties = p.tie_start is not None and any(s.definition.needs_ties for s in specs)
     at = p.rec_pos if p.positioned else None  # explicit positions (rank="position")
-    hits = _CellSource(p.rec_offsets, p.rec_gain, w, at)
-    ideal = _CellSource(p.ideal_offsets, p.ideal_grades, wi)
-    slots = None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at)
-    positive = p.positive_ideal_offsets is not None
-    scored = _scored_source(p, specs, w, at)
-    tied = {key: _CellSource(p.rec_offsets, _tie_averaged(p, *key), w, at) for key in _tied(specs)}
-    if positive:
-        assert p.positive_ideal_offsets is not None and p.positive_ideal_grades is not None
-        pos_hits = _CellSource(p.rec_offsets, p.positive_gain, w, at)
-        pos_ideal = _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi)
-    graded = _graded_sources(p, specs, w, wi, at)
-    joins = _join_sources(p, w, at)
-    weights = _weight_sources(p, specs, hits, at)
-    judged = pooled = None
-    if p.rec_judged is not None and any(s.definition.reads_judged for s in specs):
-        assert p.rec_pooled is not None
-        judged = _CellSource(p.rec_offsets, p.rec_judged, w, at)
-        pooled = _CellSource(p.rec_offsets, p.rec_pooled, w, at)
-    # the item index matrix only for the metrics that read item-side arrays
-    context = p.rec_context if any(s.definition.needs for s in specs) else None
-    dense_input = ties or p.rec_recommended is not None or context is not None
+    src = _sources(p, facts, w, wi, at)
     history = None
-    if items is not None and any(s.definition.reads_history for s in specs):
+    if items is not None and facts.reads_history:
         history = items.history(p.user_ids)
     u0 = 0
     while u0 < n_users:
         u1 = min(n_users, u0 + step)
-        fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=at)
-        batch = Batch(
-            hits.block(u0, u1),
-            ideal.block(u0, u1),
-            n=p.n[u0:u1],
-            n_relevant=p.n_relevant[u0:u1],
-            tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
-            tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
-            recommended=None
-            if p.rec_recommended is None
-            else _fill(values=p.rec_recommended, dtype=bool, pad=False, **fill),
-            max_grade=p.max_grade,
-            item_index=None
-            if context is None or items is None
-            else _fill(values=context, dtype=np.int64, pad=items.unknown, **fill),
-            items=items,
-            positive_hits=pos_hits.block(u0, u1) if positive else None,
-            positive_ideal_cells=pos_ideal.block(u0, u1) if positive else None,
-            slots=None if slots is None else slots.block(u0, u1),
-            history=None if history is None else _history_block(history, u0, u1),
-            judged=None if judged is None else judged.block(u0, u1),
-            pooled=None if pooled is None else pooled.block(u0, u1),
-            n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
-            catalog_size=catalog_size,
-            scored_hits=None if scored is None else scored.block(u0, u1),
-            tied_gains={key: c.block(u0, u1) for key, c in tied.items()} if tied else None,
-            listed=p.has_recs[u0:u1],
-            **_join_block(p, joins, u0, u1),
-            **_views(graded, weights, u0, u1),
-        )
-        for j, s in enumerate(specs):
-            on = batch.graded_view() if graded is not None and _gain_read(s) else batch
-            out[j, u0:u1] = s.definition.compute(on, s.k, dict(s.params))
-        if u0 == 0 and not dense_input and not batch.dense_built():
+        batch = _batch(p, src, items, catalog_size, history, w, at, u0, u1)
+        for j, (s, d, params) in enumerate(zip(facts.specs, facts.defs, facts.params, strict=True)):
+            on = batch.graded_view() if src.graded is not None and facts.gain_read[j] else batch
+            out[j, u0:u1] = d.compute(on, s.k, params)
+        if u0 == 0 and not src.dense_input and not batch.dense_built():
             step = max(step, SPARSE_BLOCK_USERS)
         u0 = u1
     return out
+
+
+@dataclass
+class _Sources:
+    """A chunk's cell sources, cut into every block's :class:`Batch`."""
+
+    hits: _CellSource
+    ideal: _CellSource
+    slots: _CellSource | None
+    scored: _CellSource | None
+    tied: dict[tuple[str, str], _CellSource]
+    positive: tuple[_CellSource, _CellSource] | None
+    graded: tuple[_CellSource, _CellSource] | None
+    joins: dict[str, _CellSource]
+    weights: tuple[_HitWeights, _RelevantWeights | None] | None
+    judged: tuple[_CellSource, _CellSource] | None
+    ties: bool
+    context: np.ndarray | None
+    dense_input: bool
+
+
+def _sources(p: Prepared, facts: Facts, w: int, wi: int, at: np.ndarray | None) -> _Sources:
+    """The cell sources of what the metrics of ``facts`` read."""
+    specs = facts.specs
+    hits = _CellSource(p.rec_offsets, p.rec_gain, w, at, reuse="hits")
+    positive = None
+    if p.positive_ideal_offsets is not None:
+        assert p.positive_ideal_grades is not None and p.positive_gain is not None
+        positive = (
+            _CellSource(p.rec_offsets, p.positive_gain, w, at),
+            _CellSource(p.positive_ideal_offsets, p.positive_ideal_grades, wi),
+        )
+    judged = None
+    if p.rec_judged is not None and facts.reads_judged:
+        assert p.rec_pooled is not None
+        judged = (
+            _CellSource(p.rec_offsets, p.rec_judged, w, at),
+            _CellSource(p.rec_offsets, p.rec_pooled, w, at),
+        )
+    ties = p.tie_start is not None and facts.need_ties
+    # the item index matrix only for the metrics that read item-side arrays
+    context = p.rec_context if facts.needs_items else None
+    return _Sources(
+        hits=hits,
+        ideal=_CellSource(p.ideal_offsets, p.ideal_grades, wi, reuse="ideal"),
+        slots=None if at is None else _CellSource(p.rec_offsets, np.ones(len(at)), w, at),
+        scored=_scored_source(p, w, at) if facts.scored else None,
+        tied={key: _CellSource(p.rec_offsets, _tie_averaged(p, *key), w, at) for key in facts.tied},
+        positive=positive,
+        graded=_graded_sources(p, specs, w, wi, at) if any(facts.gain_read) else None,
+        joins=_join_sources(p, w, at),
+        weights=_weight_sources(p, specs, hits, at) if facts.weighted else None,
+        judged=judged,
+        ties=ties,
+        context=context,
+        dense_input=ties or p.rec_recommended is not None or context is not None,
+    )
+
+
+def _batch(
+    p: Prepared,
+    src: _Sources,
+    items: ItemContext | None,
+    catalog_size: int | None,
+    history: tuple[np.ndarray, np.ndarray] | None,
+    w: int,
+    at: np.ndarray | None,
+    u0: int,
+    u1: int,
+) -> Batch:
+    """Users u0..u1-1 as one :class:`Batch` of every source."""
+    fill = dict(offsets=p.rec_offsets, u0=u0, u1=u1, width=w, user=p.rec_user, pos=at)
+    ties, context, positive, judged = src.ties, src.context, src.positive, src.judged
+    return Batch(
+        src.hits.block(u0, u1),
+        src.ideal.block(u0, u1),
+        n=p.n[u0:u1],
+        n_relevant=p.n_relevant[u0:u1],
+        tie_start=_fill(values=p.tie_start, dtype=np.int64, **fill) if ties else None,
+        tie_end=_fill(values=p.tie_end, dtype=np.int64, **fill) if ties else None,
+        recommended=None
+        if p.rec_recommended is None
+        else _fill(values=p.rec_recommended, dtype=bool, pad=False, **fill),
+        max_grade=p.max_grade,
+        item_index=None
+        if context is None or items is None
+        else _fill(values=context, dtype=np.int64, pad=items.unknown, **fill),
+        items=items,
+        positive_hits=None if positive is None else positive[0].block(u0, u1),
+        positive_ideal_cells=None if positive is None else positive[1].block(u0, u1),
+        slots=None if src.slots is None else src.slots.block(u0, u1),
+        history=None if history is None else _history_block(history, u0, u1),
+        judged=None if judged is None else judged[0].block(u0, u1),
+        pooled=None if judged is None else judged[1].block(u0, u1),
+        n_judged=None if judged is None or p.n_judged is None else p.n_judged[u0:u1],
+        catalog_size=catalog_size,
+        scored_hits=None if src.scored is None else src.scored.block(u0, u1),
+        tied_gains={key: c.block(u0, u1) for key, c in src.tied.items()} if src.tied else None,
+        listed=p.has_recs[u0:u1],
+        **_join_block(p, src.joins, u0, u1),
+        **_views(src.graded, src.weights, u0, u1),
+    )

@@ -189,10 +189,13 @@ def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source
 
 
 def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> np.ndarray:
-    """Ranks must be positive integers; returns them as int64."""
+    """Ranks must be positive integers; returns them as int64, or as int32
+    when they are (the column as read: no copy, the engine reads either)."""
     if rank.dtype.kind in "iu":  # integers: only the sign to check
         bad = rank < 1
         if not bad.any():
+            if rank.dtype == np.int32:
+                return rank
             return rank.astype(np.int64, copy=False)
         rank = rank.astype(np.float64)
     bad = ~np.isfinite(rank) | (rank < 1) | (rank != np.floor(rank))

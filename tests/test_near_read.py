@@ -1,0 +1,172 @@
+"""The evaluation near the read (issue #33 point 3): what each pair reuses.
+
+- the metrics' needs are read from the registry once per plan
+  (:class:`numpy_engine.Facts`), kept on the plan and left out of its pickle;
+- a thread's :class:`numpy_engine.Workspace` hands the largest arrays of one
+  pair to the next: values are bit for bit those of fresh arrays, a nested
+  evaluation never shares them, and chunks evaluated one after the other on
+  one thread do not see each other's buffers;
+- ranks read as int32 stay int32 (no cast of the column), and the compiled
+  list-order check reads them as the NumPy path does.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import receval
+from receval import ids
+from receval.engines import driver, numpy_engine
+from receval.io.tables import check_ranks, read_recs, read_truth
+from receval.metrics.kernels import batch
+from receval.metrics.spec import parse_metrics
+from receval.records import Pair
+from tests.test_stream import _same
+
+METRICS = ["precision@10,100", "recall@10", "ndcg@5,50", "ap@100", "rr", "hit_rate@1"]
+
+
+def _tables(seed: int, users: int, rank_type: Any = None) -> tuple[pa.Table, pa.Table]:
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0, 60, users)
+    user = np.repeat(np.arange(users), n)
+    rank = np.concatenate([np.arange(1, k + 1) for k in n]) if len(user) else np.empty(0)
+    item = rng.integers(0, 400, len(user))
+    recs = pd.DataFrame({"user": user, "item": item, "rank": rank}).drop_duplicates(
+        ["user", "item"]
+    )
+    recs["rank"] = recs.groupby("user").cumcount() + 1
+    m = rng.integers(0, 12, users)
+    tu = np.repeat(np.arange(users), m)
+    truth = pd.DataFrame(
+        {
+            "user": tu,
+            "item": rng.integers(0, 400, len(tu)),
+            "relevance": rng.integers(0, 4, len(tu)),
+        }
+    ).drop_duplicates(["user", "item"])
+    rank_type = pa.int32() if rank_type is None else rank_type
+    schema = pa.schema([("user", pa.int64()), ("item", pa.int64()), ("rank", rank_type)])
+    return pa.Table.from_pandas(recs, schema=schema, preserve_index=False), pa.Table.from_pandas(
+        truth, preserve_index=False
+    )
+
+
+def test_facts_are_read_once_per_plan_and_not_pickled() -> None:
+    specs = tuple(parse_metrics(["ndcg@10", "precision@5", "ap", "rr@3"]))
+    plan = driver.Plan(specs, 1.0, 1.0, "skip", "skip", "error")
+    facts = plan.facts
+    assert plan.facts is facts  # kept
+    assert facts.max_k == 10 and facts.whole and not facts.need_ties
+    assert facts.needs_truth == (True, True, True, True)
+    assert plan.per_user == list(specs)
+    again = pickle.loads(pickle.dumps(plan))
+    assert "_facts" not in again.__dict__ and again == plan
+    assert again.facts == facts
+
+
+def test_workspace_buffers_are_reused_and_nested_claims_get_fresh_arrays() -> None:
+    space = numpy_engine.Workspace()
+    a = space.take("x", 10, np.int64)
+    b = space.take("x", 8, np.int64)
+    assert np.shares_memory(a, b) and len(b) == 8
+    c = space.take("x", 100, np.int64)  # grown
+    assert len(c) == 100 and not np.shares_memory(a, c)
+    assert not np.shares_memory(space.take("x", 4, np.float64), c)  # one buffer per dtype
+    numpy_engine.install()
+    try:
+        with numpy_engine.reusing():
+            outer = numpy_engine._take("y", 5, np.int64)
+            with numpy_engine.reusing():  # nested: allocates as usual
+                inner = numpy_engine._take("y", 5, np.int64)
+            assert not np.shares_memory(outer, inner)
+            assert np.shares_memory(outer, numpy_engine._take("y", 5, np.int64))
+        fresh = numpy_engine._take("y", 5, np.int64)  # not claimed: new
+        assert not np.shares_memory(outer, fresh)
+    finally:
+        numpy_engine.uninstall()
+    with numpy_engine.reusing():  # no workspace on this thread
+        assert not np.shares_memory(numpy_engine._take("y", 5, np.int64), outer)
+
+
+def _numpy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numpy_engine, "_native", None)
+    monkeypatch.setattr(batch, "_native", None)
+    monkeypatch.setattr(ids, "_native", None)
+
+
+def _pair(recs: pa.Table, truth: pa.Table) -> Pair:
+    r, t = read_recs(recs), read_truth(truth)
+    return Pair(r, t, lambda i: i, lambda i: i, r.rows)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_pairs_on_one_thread_with_a_workspace_equal_fresh_arrays(
+    native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pairs of different sizes one after the other on one thread: each part is
+    that of an evaluation without the workspace (and of the NumPy path)."""
+    if not native:
+        _numpy_only(monkeypatch)
+    plan = driver.Plan(tuple(parse_metrics(METRICS)), 3.0, 1.0, "skip", "skip", "error")
+    sizes = [(1, 40), (2, 7), (3, 60), (4, 1)]
+    fresh = [driver.evaluate_pair(plan, _pair(*_tables(s, u))) for s, u in sizes]
+    numpy_engine.install()
+    try:
+        reused = [driver.evaluate_pair(plan, _pair(*_tables(s, u))) for s, u in sizes]
+    finally:
+        numpy_engine.uninstall()
+    for a, b in zip(fresh, reused, strict=True):
+        assert a.values is not None and b.values is not None
+        for x, y in zip(a.values, b.values, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert a.counts == b.counts and a.evaluated == b.evaluated
+
+
+@pytest.mark.parametrize("rank_type", [pa.int32(), pa.int64(), pa.int16()])
+def test_int32_ranks_stay_int32_and_order_as_int64(
+    rank_type: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recs, truth = _tables(5, 30, rank_type)
+    got = read_recs(recs).rank
+    assert got is not None and got.dtype == (np.int32 if rank_type == pa.int32() else np.int64)
+    whole = receval.evaluate(recs, truth, METRICS)
+    wide = receval.evaluate(
+        recs.cast(recs.schema.set(2, pa.field("rank", pa.int64()))), truth, METRICS
+    )
+    _same(whole, wide)
+    shuffled = recs.take(np.random.default_rng(0).permutation(recs.num_rows))  # sorted again
+    _same(whole, receval.evaluate(shuffled, truth, METRICS))
+    _numpy_only(monkeypatch)
+    _same(whole, receval.evaluate(shuffled, truth, METRICS))
+
+
+def test_in_order_reads_int32_and_int64_ranks() -> None:
+    native = numpy_engine._native
+    if native is None:
+        pytest.skip("the compiled module is not built")
+    ru = np.array([0, 0, 0, 1, 1], dtype=np.int64)
+    for dtype in (np.int32, np.int64):
+        assert native.in_order(ru, np.array([1, 2, 5, 1, 2], dtype), None, None)
+        assert not native.in_order(ru, np.array([1, 3, 2, 1, 2], dtype), None, None)
+        assert not native.in_order(ru, np.array([1, 2, 2, 1, 2], dtype), None, None)
+    for bad in (np.array([1, 2, 3, 1, 2], np.uint32), np.array([1.0, 2, 3, 1, 2])):
+        with pytest.raises(ValueError, match="rank"):
+            native.in_order(ru, bad, None, None)
+    with pytest.raises(ValueError, match="every row"):
+        native.in_order(ru, np.array([1, 2], np.int32), None, None)
+
+
+def test_check_ranks_keeps_int32_and_refuses_bad_ones() -> None:
+    users = items = np.arange(3)
+    ok = np.array([1, 2, 3], np.int32)
+    assert check_ranks(ok, users, items, "recs") is ok
+    assert check_ranks(ok.astype(np.uint8), users, items, "recs").dtype == np.int64
+    with pytest.raises(receval.ReceValError, match="positive integer"):
+        check_ranks(np.array([1, 0, 2], np.int32), users, items, "recs")
