@@ -20,8 +20,19 @@ the session's parallelism), then:
 - ``windows``: the JVM finds each recommendation's grade (a window by
   (user, item)) and its position (a window by user ordered by rank), and
   only the truth rows, the hits and one row per user go to Python;
+- ``collect, structs`` / ``collect, arrays`` (keys ``collect``, ``arrays``):
+  the same rows grouped by user in the JVM first (``collect_list`` of a
+  struct of (item, value, side), or one ``collect_list`` per column), one row
+  per user handed to Python and flattened there (Arrow's list offsets);
+- ``collect, sides joined`` (key ``sides``): each side grouped by user apart
+  (a ``collect_list`` per column: item and value) and the two joined on the
+  user (full outer), flattened in Python; ``collect, sides joined, structs``
+  (key ``sides-structs``): the same with a list of (item, value) structs.
+  The engine's plan since issue #33 point 5 (``sides``);
 - ``receval, 12 metrics``: the engine itself (``receval.evaluate`` on the two
   DataFrames: P/R/nDCG/AP/RR/HR at 10 and 100), for scale;
+  ``receval, 12 metrics, rows`` (key ``engine-rows``): the engine with every
+  row through the shuffle, as before it grouped the rows into lists;
 - ``receval, 12 metrics + largest grade`` (key ``grade`` or ``engine+grade``):
   the engine and then the Spark job that reads the largest grade of the
   truth, which the engine ran before every evaluation until it ran it only
@@ -29,7 +40,8 @@ the session's parallelism), then:
 
 ``--plans`` runs only some (keys: ``shuffle``, ``sort``, ``py1``, ``py2``,
 ``py4`` or ``floor`` (the floor plan: ``to python, 4 columns``), ``windows``,
-``engine``, ``grade``; or the full names), e.g. at large sizes
+``collect``, ``arrays``, ``sides``, ``sides-structs``, ``engine``,
+``engine-rows``, ``grade``; or the full names), e.g. at large sizes
 
     python benchmarks/spark_floor.py --users 1000000 --repeat 2 --plans floor,engine,grade
 
@@ -74,6 +86,88 @@ def _count(batches: Any) -> Any:
     yield pa.RecordBatch.from_pydict({"n": [n]})
 
 
+def _flat(batches: Any) -> Any:
+    """Rows grouped by user in the JVM (one row per user: the user, then list
+    columns) back to one row per (user, list element), as the engine would
+    read them, and counted: each list column flattened (a list of structs
+    into its fields), the user repeated by the lists' lengths (Arrow's
+    offsets; no per-row Python)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = 0
+    for batch in batches:
+        columns = {}
+        for name in batch.schema.names[1:]:
+            lists = batch.column(name)
+            values = lists.flatten()
+            if pa.types.is_struct(values.type):
+                for field, child in zip(values.type, values.flatten(), strict=True):
+                    columns[f"{name}.{field.name}"] = child
+            else:
+                columns[name] = values
+            lengths = np.diff(lists.offsets.to_numpy())
+        users = batch.column(0).take(np.repeat(np.arange(batch.num_rows), lengths))
+        table = pa.table({"user": users, **columns})
+        n += table.num_rows
+    yield pa.RecordBatch.from_pydict({"n": [n]})
+
+
+def _flat_sides(batches: Any) -> Any:
+    """One row per user with the lists of each side (recommendations' item
+    and value, truth's item and value) back to one row per (user, element),
+    both sides in one table with a side column, and counted."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = 0
+    for batch in batches:
+        sides = []
+        for side, (items, values) in enumerate((("ri", "rv"), ("ti", "tv"))):
+            lists = batch.column(items)
+            lengths = np.diff(lists.offsets.to_numpy())
+            users = batch.column(0).take(np.repeat(np.arange(batch.num_rows), lengths))
+            sides.append(
+                pa.table(
+                    {
+                        "user": users,
+                        "item": lists.flatten(),
+                        "v": batch.column(values).flatten(),
+                        "s": pa.array(np.full(len(users), side, np.int8)),
+                    }
+                )
+            )
+        n += pa.concat_tables(sides).num_rows
+    yield pa.RecordBatch.from_pydict({"n": [n]})
+
+
+def _flat_structs(batches: Any) -> Any:
+    """As :func:`_flat_sides`, each side's list a list of (item, value) structs."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = 0
+    for batch in batches:
+        sides = []
+        for side, name in enumerate(("r", "t")):
+            lists = batch.column(name)
+            lengths = np.diff(lists.offsets.to_numpy())
+            users = batch.column(0).take(np.repeat(np.arange(batch.num_rows), lengths))
+            item, value = lists.flatten().flatten()
+            sides.append(
+                pa.table(
+                    {
+                        "user": users,
+                        "item": item,
+                        "v": value,
+                        "s": pa.array(np.full(len(users), side, np.int8)),
+                    }
+                )
+            )
+        n += pa.concat_tables(sides).num_rows
+    yield pa.RecordBatch.from_pydict({"n": [n]})
+
+
 def plans(spark: Any, folder: Path) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -115,6 +209,56 @@ def plans(spark: Any, folder: Path) -> dict[str, Any]:
         )
     out["windows"] = windows
 
+    # grouped in the JVM first (MLlib's collect_list: a partial aggregation on
+    # the map side, so the shuffle carries about one row per user and split)
+    def collected(df: Any) -> int:
+        return sum(row.n for row in df.mapInArrow(_flat, "n long").collect())
+
+    out["collect, structs"] = lambda: collected(
+        both().groupBy("user").agg(F.collect_list(F.struct("item", "v", "s")).alias("l"))
+    )
+    out["collect, arrays"] = lambda: collected(
+        both()
+        .groupBy("user")
+        .agg(
+            F.collect_list("item").alias("item"),
+            F.collect_list("v").alias("v"),
+            F.collect_list("s").alias("s"),
+        )
+    )
+
+    def sides() -> int:
+        recs = spark.read.parquet(str(folder / "recs.parquet"))
+        truth = spark.read.parquet(str(folder / "truth.parquet"))
+        r = recs.groupBy("user").agg(
+            F.collect_list("item").alias("ri"),
+            F.collect_list(F.col("rank").cast("double")).alias("rv"),
+        )
+        t = truth.groupBy("user").agg(
+            F.collect_list("item").alias("ti"),
+            F.collect_list(F.col("relevance").cast("double")).alias("tv"),
+        )
+        df = r.join(t, "user", "full_outer")
+        return sum(row.n for row in df.mapInArrow(_flat_sides, "n long").collect())
+
+    out["collect, sides joined"] = sides
+
+    def sides_structs() -> int:
+        recs = spark.read.parquet(str(folder / "recs.parquet"))
+        truth = spark.read.parquet(str(folder / "truth.parquet"))
+        r = recs.groupBy("user").agg(
+            F.collect_list(F.struct("item", F.col("rank").cast("double").alias("v"))).alias("r")
+        )
+        t = truth.groupBy("user").agg(
+            F.collect_list(F.struct("item", F.col("relevance").cast("double").alias("v"))).alias(
+                "t"
+            )
+        )
+        df = r.join(t, "user", "full_outer")
+        return sum(row.n for row in df.mapInArrow(_flat_structs, "n long").collect())
+
+    out["collect, sides joined, structs"] = sides_structs
+
     def engine() -> Any:
         import receval
 
@@ -128,6 +272,19 @@ def plans(spark: Any, folder: Path) -> dict[str, Any]:
         return receval.evaluate(recs, truth, metrics).summary
 
     out["receval, 12 metrics"] = engine
+
+    def engine_rows() -> Any:
+        # the engine before it grouped each user's rows into lists in the JVM:
+        # every row through the shuffle (what it still does with a missing value)
+        from receval.engines.spark import Spark
+
+        Spark.lists = False
+        try:
+            return engine()
+        finally:
+            Spark.lists = None
+
+    out["receval, 12 metrics, rows"] = engine_rows
 
     def engine_and_grade() -> Any:
         # what the engine ran before it read the largest grade only for a metric
@@ -150,7 +307,12 @@ KEYS = {
     "py4": "to python, 4 columns",
     "floor": "to python, 4 columns",
     "windows": "windows",
+    "collect": "collect, structs",
+    "arrays": "collect, arrays",
+    "sides": "collect, sides joined",
+    "sides-structs": "collect, sides joined, structs",
     "engine": "receval, 12 metrics",
+    "engine-rows": "receval, 12 metrics, rows",
     "grade": "receval, 12 metrics + largest grade",
     "engine+grade": "receval, 12 metrics + largest grade",
 }

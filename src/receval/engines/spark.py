@@ -11,8 +11,14 @@ inputs runs here, on their session. Spark moves the data; receval computes:
    its own, run only when a metric of the request is bounded by it
    (:func:`reads_largest_grade`); otherwise each partition reports its own
    with its results;
-2. :meth:`Spark.parts`: the rows are hash-partitioned by user, so that every
-   row of a user is in one partition, and each partition runs
+2. :meth:`Spark.parts`: the rows of each user are grouped into lists in the
+   JVM (:func:`grouped`: ``collect_list`` per side and column, the sides
+   joined on the user; Spark aggregates partly before its shuffle, which then
+   carries about one row per user instead of every row), made rows again in
+   the Python worker (:func:`ungrouped`), so that every row of a user is in
+   one partition (the rows are repartitioned by user instead when a list
+   would leave out a missing value, or the ids are neither integers nor
+   text), and each partition runs
    :func:`receval.engines.driver.evaluate_pair` — the very code of the
    in-process engine — through ``mapInArrow``, returning one pickled
    :class:`~receval.engines.driver.Part`: exact sums, counts, item counts of
@@ -47,14 +53,19 @@ from receval.metrics.spec import MetricSpec
 from receval.records import SIDE, Pair, SparkRows
 
 __all__ = [
+    "LISTS",
+    "Dropped",
     "Spark",
     "by_user",
     "fails_on",
     "first_failing",
+    "groupable",
+    "grouped",
     "part_batch",
     "parts_of",
     "reads_largest_grade",
     "table_of",
+    "ungrouped",
     "user_array",
     "user_type",
     "without_rows",
@@ -90,13 +101,21 @@ class Spark(Engine):
             self.grade_read = True
         return plan
 
+    #: whether the rows of each user are grouped into lists in the JVM
+    #: (:func:`grouped`); False after a partition found a missing value in them
+    lists: bool | None = None
+
     def _grouped(self) -> Any:
         # every row of a user in one partition; Spark chooses how many (its
         # spark.sql.shuffle.partitions, coalesced to a bounded size by adaptive
         # execution), so each partition stays small whatever the data's size.
-        # (Grouping each user's rows into one list in the JVM first was measured:
-        # no faster at 1M users, 2.5x the memory; benchmarks/README.md.)
+        # Grouped into lists in the JVM (one row per user, :func:`grouped`) when
+        # the inputs allow it; else every row through the shuffle.
         rows: SparkRows = self.inputs
+        if self.lists is None:
+            self.lists = groupable(rows)
+        if self.lists:
+            return grouped(rows.sides)  # type: ignore[attr-defined]
         if rows.partitions:
             return rows.rows.repartition(rows.partitions, "user")
         return rows.rows.repartition("user")
@@ -105,12 +124,19 @@ class Spark(Engine):
         """Each partition's part, collected; the error of the smallest user,
         whatever the partitioning, when a partition failed.
         :attr:`partitions`: how many partitions held users."""
-        function = _partition_function(plan, self.inputs.to_pair, cells)
-        collected = parts_of(self._grouped().mapInArrow(function, "part binary"))
+        df = self._grouped()
+        names = self.inputs.rows.columns if self.lists else None
+        function = _partition_function(plan, self.inputs.to_pair, cells, names)
+        partitions = parts_of(df.mapInArrow(function, "part binary"))
+        collected = [got for partition in partitions for got in partition]
+        if any(kind == "dropped" for kind, _ in collected):
+            # a missing value that collect_list left out: every row again, as rows
+            self.lists = False
+            return self.parts(plan, cells)
         errors = [payload for kind, payload in collected if kind == "error"]
         if errors:
             raise min(errors, key=lambda e: (e[0] is not None, 0 if e[0] is None else e[0]))[1]
-        self.partitions = len(collected)
+        self.partitions = len(partitions)
         if not self.grade_read:  # the largest grade of the whole truth, from the partitions'
             tops = [top for _, (_, top) in collected if top is not None]
             self.plan = dataclasses.replace(plan, max_grade=max(tops) if tops else 1.0)
@@ -126,8 +152,10 @@ class Spark(Engine):
         schema = StructType(
             [StructField("user", spark_type)] + [StructField(name, DoubleType()) for name in names]
         )
-        function = _per_user_function(plan, self.inputs.to_pair, names, arrow_type)
-        return self._grouped().mapInArrow(function, schema)
+        df = self._grouped()
+        columns = self.inputs.rows.columns if self.lists else None
+        function = _per_user_function(plan, self.inputs.to_pair, names, arrow_type, columns)
+        return df.mapInArrow(function, schema)
 
 
 def reads_largest_grade(specs: Sequence[MetricSpec]) -> bool:
@@ -147,6 +175,97 @@ def reads_largest_grade(specs: Sequence[MetricSpec]) -> bool:
     True
     """
     return any(p.at_least == "max_grade" for s in specs for p in s.definition.params)
+
+
+#: the columns of :func:`grouped`: side i's row count is ``f"{LISTS}{i}"``, the
+#: list of its column c ``f"{LISTS}{i}_{c}"``
+LISTS = "__receval_lists_"
+
+
+def groupable(rows: SparkRows) -> bool:
+    """Whether the engine groups each user's rows into lists in the JVM
+    (:func:`grouped`): when the inputs carry their sides apart
+    (:attr:`receval.io.spark_files.OpenedRows.sides`), no number of
+    partitions is asked for, and the user ids are integers or text (grouping
+    keys of other types, e.g. doubles, are normalised by Spark: -0.0 would
+    come back 0.0)."""
+    from pyspark.sql.types import IntegralType, StringType
+
+    sides = getattr(rows, "sides", ())
+    if not sides or rows.partitions:
+        return False
+    return isinstance(rows.rows.schema["user"].dataType, (IntegralType, StringType))
+
+
+def grouped(sides: Sequence[Any]) -> Any:
+    """The rows of each side (recommendations, truth, a Spark ``train=``'s
+    pairs) grouped by user in the JVM and the sides joined on the user: one
+    row per user, with per side its row count and one list per column
+    (``collect_list``, named as :data:`LISTS` says). Spark aggregates each
+    list partly before the shuffle (on the map side, as MLlib's evaluation
+    does), so about one row per user crosses it instead of every row, and
+    Spark's cost per row falls: at 100k users 0.58x the JVM's CPU of the
+    rows repartitioned by user (benchmarks/README.md, issue #33 point 5).
+    :func:`ungrouped` makes them rows again in the Python worker.
+
+    The lists of one side are filled together, row by row, in one
+    aggregation, so they are aligned; ``collect_list`` leaves out missing
+    values, which the row count reveals (the partition then says so and the
+    engine falls back to the rows)."""
+    from pyspark.sql import functions as F
+
+    out = None
+    for i, df in enumerate(sides):
+        lists = [
+            F.collect_list(F.col(f"`{c}`")).alias(f"{LISTS}{i}_{c}")
+            for c in df.columns
+            if c != "user"
+        ]
+        side = df.groupBy("user").agg(F.count(F.lit(1)).alias(f"{LISTS}{i}"), *lists)
+        out = side if out is None else out.join(side, "user", "full_outer")
+    return out
+
+
+class Dropped(Exception):
+    """A list of :func:`grouped` is shorter than its side's row count: a
+    missing value that ``collect_list`` left out."""
+
+
+def ungrouped(table: pa.Table, names: Sequence[str]) -> pa.Table:
+    """A partition of :func:`grouped` (one row per user) as the rows the
+    engine reads otherwise: per side, the user repeated by its row count and
+    each list flattened (Arrow's offsets; no per-row Python), with the side
+    column, the sides one after the other and the columns ``names`` (those
+    of :attr:`SparkRows.rows`; a column a side lacks is null). Integer users
+    come in ascending order (:func:`by_user` then finds them sorted), each
+    user's rows in the order of its lists. Raises :class:`Dropped` when a
+    list is shorter than its row count."""
+    users = table.column("user")
+    if pa.types.is_integer(users.type) and not users.null_count and table.num_rows > 1:
+        ids = users.to_numpy()
+        if not bool(np.all(ids[1:] >= ids[:-1])):
+            table = table.take(np.argsort(ids, kind="stable"))
+    table = table.combine_chunks()
+    users = table.column("user")
+    sides, i = [], 0
+    while f"{LISTS}{i}" in table.column_names:
+        counts = table.column(f"{LISTS}{i}").fill_null(0).to_numpy()
+        repeat = np.repeat(np.arange(table.num_rows), counts)
+        columns: dict[str, Any] = {"user": users.take(repeat)}
+        prefix = f"{LISTS}{i}_"
+        for name in table.column_names:
+            if not name.startswith(prefix):
+                continue
+            lists = table.column(name)
+            lengths = pc.list_value_length(lists).fill_null(0).to_numpy()
+            if not np.array_equal(lengths, counts):
+                raise Dropped(name[len(prefix) :])
+            columns[name[len(prefix) :]] = pc.list_flatten(lists)
+        columns[SIDE] = pa.array(np.full(len(repeat), i, np.int8))
+        sides.append(pa.table(columns))
+        i += 1
+    rows = pa.concat_tables(sides, promote_options="default")
+    return rows.select(list(names))
 
 
 #: the Spark integer types of an id column -> the Arrow type of the same width
@@ -258,12 +377,16 @@ def _partition_function(
     plan: driver.Plan,
     to_pair: Callable[[pa.Table], Pair],
     cells: driver.UserCells | None = None,
+    names: Sequence[str] | None = None,
 ) -> Any:
     """What each partition runs: its rows → one pickled (Part, largest grade)
     (or the error it met); with ``cells``, the Part and the Part of each of
     its cells. The largest grade of the partition's truth (None: none, or
     grades not read) is taken before the evaluation, which may make the
-    grades 0/1."""
+    grades 0/1. With ``names``, the partition holds lists (:func:`grouped`),
+    made rows of those columns first, and each Arrow batch (whole users) is
+    evaluated alone; ("dropped", None) when a list left out a missing value.
+    A partition returns the list of its outcomes."""
 
     def evaluate(table: pa.Table) -> Any:
         pair = to_pair(table)
@@ -272,16 +395,34 @@ def _partition_function(
             return driver.evaluate_cells(_with_train(plan, table), pair, cells, False), top
         return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False), top
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = table_of(batches)
-        if table is None:
-            return
+    def outcome(table: pa.Table) -> tuple[str, Any]:
         table = by_user(table)
         try:
-            out: tuple[str, Any] = ("part", evaluate(table))
+            return "part", evaluate(table)
         except ReceValError:
-            out = ("error", _smallest_error(table, evaluate))
-        yield part_batch(out)
+            return "error", _smallest_error(table, evaluate)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if names is None:
+            table = table_of(batches)
+            if table is not None:
+                yield part_batch([outcome(table)])
+            return
+        # lists: every user whole in one batch, so each batch is evaluated
+        # alone (the parts add up as any partitioning's do) and the worker
+        # holds one batch's rows at a time
+        out: list[tuple[str, Any]] = []
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            try:
+                table = ungrouped(pa.Table.from_batches([batch]), names)
+            except Dropped:
+                yield part_batch([("dropped", None)])
+                return
+            out.append(outcome(table))
+        if out:
+            yield part_batch(out)
 
     return run
 
@@ -300,13 +441,13 @@ def _per_user_function(
     to_pair: Callable[[pa.Table], Pair],
     names: list[str],
     arrow_type: pa.DataType,
+    rows_as: Sequence[str] | None = None,
 ) -> Any:
-    """What each partition runs for the per-user values: one row per user."""
+    """What each partition runs for the per-user values: one row per user.
+    With ``rows_as`` (column names), the partition holds lists (:func:`grouped`), made rows
+    of those columns first."""
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = table_of(batches)
-        if table is None:
-            return
+    def values(table: pa.Table) -> pa.RecordBatch:
         table = by_user(table)
         part = driver.evaluate_pair(_with_train(plan, table), to_pair(table), keep_values=True)
         assert part.values is not None
@@ -314,7 +455,17 @@ def _per_user_function(
         columns: dict[str, Any] = {"user": user_array(users, arrow_type)}
         for j, name in enumerate(names):
             columns[name] = pa.array(values[j], type=pa.float64())
-        yield pa.RecordBatch.from_pydict(columns)
+        return pa.RecordBatch.from_pydict(columns)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if rows_as is None:
+            table = table_of(batches)
+            if table is not None:
+                yield values(table)
+            return
+        for batch in batches:  # lists: every user whole in one batch
+            if batch.num_rows:
+                yield values(ungrouped(pa.Table.from_batches([batch]), rows_as))
 
     return run
 

@@ -201,8 +201,22 @@ def opened(
             df.withColumn(SIDE, F.lit(i).cast("byte")), allowMissingColumns=True
         )
     to_pair = functools.partial(_pair_of, recs_columns, truth_columns, kinds, negative_grades)
+    # each side apart too, its columns of the union's types (what a partition's
+    # rows hold either way), for the engine to group each user's rows in the JVM
+    typed = [
+        df.select([F.col(f"`{c}`").cast(rows.schema[c].dataType).alias(c) for c in df.columns])
+        for df in sides
+    ]
     found = OpenedRows(
-        rows, to_pair, r.schema["user"].dataType, 1.0, tr is not None, partitions, notes, grades
+        rows,
+        to_pair,
+        r.schema["user"].dataType,
+        1.0,
+        tr is not None,
+        partitions,
+        notes,
+        grades,
+        tuple(typed),
     )
     return found, rfound, tfound
 
@@ -226,6 +240,11 @@ class OpenedRows(SparkRows):
     #: the truth's grade column (a Spark DataFrame) until its largest grade is
     #: read; None when grades are not read (``graded=False``, no grade column)
     grades: Any = None
+    #: the rows of each side (recommendations, truth, then a Spark ``train=``'s
+    #: pairs) as Spark DataFrames without the side column, each column of the
+    #: type it has in :attr:`rows`: what the engine groups by user in the JVM
+    #: (:func:`receval.engines.spark.grouped`)
+    sides: tuple[Any, ...] = ()
 
     def largest_grade(self) -> float:
         """The largest grade of the whole truth (1.0 when grades are not read
