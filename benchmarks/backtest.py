@@ -17,11 +17,16 @@ target: under 10%). With ``--repeat`` the fastest run of each model is kept.
 which read each fold's train), ``accuracy`` its 12 ranking metrics (lists of
 20, no train), ``standard`` the 12 ranking metrics of the other benchmarks
 (@10 and @100: lists of 100).
+
+``split`` includes, where a metric reads the train, indexing the log's
+(user, item) rows once (:class:`receval.io.items.TrainRows`, a log in time
+order). Before/after: run it with ``PYTHONPATH=<other tree>/src`` in turns.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 STANDARD = [f"{m}@10,100" for m in ("precision", "recall", "ndcg", "ap", "rr", "hit_rate")]
@@ -90,9 +95,11 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    load = os.getloadavg()[0]
     rows = run(args)
     print(
-        f"\n{args.folds} folds of {args.test_length}, {args.users:,} users, {args.metrics} metrics"
+        f"\n{args.folds} folds of {args.test_length}, {args.users:,} users, {args.metrics} metrics "
+        f"(load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end)"
     )
     head = "| model | test users / fold | model s / fold | receval s / fold | of which split "
     print(head + "| of which evaluate | share | ndcg@10 |")

@@ -31,7 +31,14 @@ from receval.io.inputs import read_located
 from receval.metrics.context import ItemContext, ItemGroups, TrainPairs
 from receval.records import Columns
 
-__all__ = ["build_context", "read_item_groups", "read_items", "train_pairs"]
+__all__ = [
+    "TrainRange",
+    "TrainRows",
+    "build_context",
+    "read_item_groups",
+    "read_items",
+    "train_pairs",
+]
 
 
 def read_items(obj: Any, what: str, cols: Columns = Columns()) -> np.ndarray:
@@ -69,8 +76,13 @@ def _items(obj: Any, what: str, cols: Columns) -> np.ndarray:
 
 
 def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """The (user, item) rows of ``train`` (a table, a file or a mapping user ->
-    items) as two id arrays under the id rule."""
+    """The (user, item) rows of ``train`` (a table, a file, a mapping user ->
+    items or a :class:`TrainRange`) as two id arrays under the id rule."""
+    if isinstance(train, TrainRange):
+        ranged = train.counted(cols)
+        if ranged is not None:
+            return ranged.pairs()
+        train = train.table
     return read_located(train, "train", cols, lambda table, columns, _: _pairs(table, columns))
 
 
@@ -306,7 +318,10 @@ def build_context(
     ids: dict[str, np.ndarray | None] = dict.fromkeys(
         ("train", "catalog", "popular", "groups", "features")
     )
-    if train is not None:
+    ranged = train.counted(cols) if isinstance(train, TrainRange) else None
+    if ranged is not None:
+        ids["train"] = ranged.items()
+    elif train is not None:
         t_users, ids["train"] = train_pairs(train, cols)
     elif popularity is not None:
         ids["train"] = canonical(pa.array(popularity[0]), "item", "train")
@@ -324,7 +339,10 @@ def build_context(
         ids = {k: None if v is None else as_str(v) for k, v in ids.items()}
     ctx = _context_of(_distinct_items([v for v in ids.values() if v is not None]))
     n = len(ctx.item_ids)
-    _count_train(ctx, ids["train"], t_users, popularity)
+    if ranged is not None:
+        ranged.count(ctx)
+    else:
+        _count_train(ctx, ids["train"], t_users, popularity)
     if ids["catalog"] is not None:
         ctx.in_catalog[ctx.index_of(ids["catalog"])] = True
         ctx.catalog_source = "catalog"
@@ -413,3 +431,207 @@ def _put_features(
         ctx.features = matrix
     else:
         ctx.categories = matrix
+
+
+# --------------------------------------------------------------------------- ranges of one log
+
+
+class TrainRows:
+    """The (user, item) rows of one log, indexed once, so that the item
+    context of any range of its rows — each fold's train of a backtest over
+    a log in time order — is counted without hashing or sorting that range.
+
+    The index: the log's distinct users and items, sorted, each row's codes
+    in them, and the rows ordered by (user, item, row), each with the
+    previous row of the same pair (-1 for the pair's first row). The
+    distinct pairs of rows [start, stop) are the entries of that order
+    inside the range whose previous row is before ``start`` (for a prefix,
+    start 0: the pairs' first rows before ``stop``), already sorted by
+    (user, item) — the order of :class:`~receval.metrics.context.TrainPairs`'
+    keys once the codes are mapped to the range's users and the context's
+    items (both mappings keep the order; where text ids given beside make
+    the context compare every id as text, the keys are sorted once more).
+    Every count equals that of the
+    range's rows read as a table (:func:`build_context` with ``train=`` the
+    table): only the work differs — O(pairs) comparisons and O(rows)
+    bincounts per range instead of a hash and a sort of its rows.
+
+    :meth:`of` makes it for integer id columns only (their ids are the
+    values; the ids of other columns follow rules of the whole column, which
+    a range need not share), and where the pair codes fit in 62 bits.
+    ``prefixes=True`` keeps only what ranges from row 0 need (each pair's
+    first row; an expanding window's trains): a range starting later is then
+    read as a table. Row counts are carried from the range counted last
+    (:meth:`rows_of`): one index serves one evaluation at a time.
+
+    Example:
+        >>> import pandas as pd
+        >>> log = pd.DataFrame({"user": [1, 2, 1, 1], "item": [5, 5, 6, 5]})
+        >>> rows = TrainRows.of(log, "user", "item")
+        >>> ctx = build_context(train=rows.range(1, 4, log.iloc[1:4]))
+        >>> ctx.item_ids.tolist(), ctx.counts("pairs").tolist(), ctx.counts("rows").tolist()
+        ([5, 6], [2.0, 1.0, 0.0], [2.0, 1.0, 0.0])
+    """
+
+    def __init__(
+        self,
+        users: tuple[np.ndarray, np.ndarray],
+        items: tuple[np.ndarray, np.ndarray],
+        columns: tuple[Any, Any],
+        prefixes: bool = False,
+    ) -> None:
+        self.user_col, self.item_col = columns
+        self.user_codes, self.user_ids = users
+        self.item_codes, self.item_ids = items
+        self.prefixes = prefixes
+        #: the last range counted: (start, stop, rows per user code, rows per item code)
+        self._last: tuple[int, int, np.ndarray, np.ndarray] | None = None
+        key = self.user_codes.astype(np.int64) * max(len(self.item_ids), 1) + self.item_codes
+        order, key = _by_pair(key, len(self.user_ids) * max(len(self.item_ids), 1))
+        order = order.astype(self.user_codes.dtype)
+        first = np.ones(len(key), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        del key
+        #: per entry (by user, item, row): its row, the pair's previous row
+        #: (-1: none), its user and item codes; only the first rows with prefixes
+        self.entry_prev: np.ndarray | None = None
+        if prefixes:
+            order = order[first]
+        else:
+            prev = np.roll(order, 1)
+            prev[first] = -1
+            self.entry_prev = prev
+        self.entry_row = order
+        self.entry_user = self.user_codes[order]
+        self.entry_item = self.item_codes[order]
+
+    @classmethod
+    def of(
+        cls, frame: Any, user_col: Any, item_col: Any, *, prefixes: bool = False
+    ) -> TrainRows | None:
+        """The index of a pandas table's user and item columns; None unless
+        both hold integers (int8 … int64, uint8 … uint32) and the pair codes
+        fit in 62 bits."""
+        cols = (frame[user_col].to_numpy(), frame[item_col].to_numpy())
+        if not all(c.dtype.kind == "i" or (c.dtype.kind == "u" and c.itemsize < 8) for c in cols):
+            return None
+        narrow = len(frame) < 2**31
+        users, items = (_sorted_codes(c.astype(np.int64, copy=False), narrow) for c in cols)
+        if len(users[1]) * max(len(items[1]), 1) >= 2**62:
+            return None
+        return cls(users, items, (user_col, item_col), prefixes)
+
+    def rows_of(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows [start, stop) per user code and per item code. Carried from
+        the range counted last when this one starts no earlier, ends no
+        earlier and overlaps it (successive folds: an expanding window adds
+        its new rows, a rolling one also takes off those it left): O(rows
+        changed), not O(rows). The arrays are the index's own (read them,
+        do not keep them)."""
+        last = self._last
+        if last is None or start < last[0] or stop < last[1] or start > last[1]:
+            users = np.bincount(self.user_codes[start:stop], minlength=len(self.user_ids))
+            items = np.bincount(self.item_codes[start:stop], minlength=len(self.item_ids))
+        else:
+            (a, b, users, items), n_u, n_i = last, len(self.user_ids), len(self.item_ids)
+            users += np.bincount(self.user_codes[b:stop], minlength=n_u)
+            items += np.bincount(self.item_codes[b:stop], minlength=n_i)
+            users -= np.bincount(self.user_codes[a:start], minlength=n_u)
+            items -= np.bincount(self.item_codes[a:start], minlength=n_i)
+        self._last = (start, stop, users, items)
+        return users, items
+
+    def range(self, start: int, stop: int, table: Any) -> TrainRange:
+        """Rows [start, stop) as ``train=``; ``table``: those rows as a table
+        (what anything but the item context reads)."""
+        return TrainRange(self, int(start), int(stop), table)
+
+
+def _by_pair(key: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ordered by ``key`` (< ``width``), rows of one key in row
+    order; the keys in that order. One sort of ``key · n + row`` where it
+    fits in 63 bits (a plain sort of distinct numbers: about twice as fast
+    as a stable argsort), else a stable argsort."""
+    n = len(key)
+    if width * max(n, 1) < 2**63:
+        both = np.sort(key * n + np.arange(n, dtype=np.int64))
+        return np.divmod(both, max(n, 1))[::-1]
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
+
+
+def _sorted_codes(values: np.ndarray, narrow: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's code among the distinct values, sorted (int32 when
+    ``narrow``); those values."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.int32 if narrow else np.int64), np.asarray(uniques, dtype=np.int64)
+
+
+class TrainRange:
+    """Rows [start, stop) of a :class:`TrainRows` log, given as ``train=``:
+    the item context counts them from the index (:meth:`count`); anything
+    else reads ``table``, the same rows as a table. The index counts them
+    when the columns asked (``cols``) are the log's own (or left to
+    detection), the range holds a row and the index covers it (a range from
+    row 0, or an index of every entry); else the table is read as any
+    ``train=``."""
+
+    def __init__(self, rows: TrainRows, start: int, stop: int, table: Any) -> None:
+        self.rows, self.start, self.stop, self.table = rows, start, stop, table
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def counted(self, cols: Columns) -> TrainRange | None:
+        """This range when the index counts it under ``cols``; else None."""
+        r = self.rows
+        same = cols.user in (None, r.user_col) and cols.item in (None, r.item_col)
+        covered = self.start == 0 or r.entry_prev is not None
+        return self if same and covered and self.stop > self.start else None
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (user, item) ids of each row, as :func:`train_pairs` reads them."""
+        r, a, b = self.rows, self.start, self.stop
+        return r.user_ids[r.user_codes[a:b]], r.item_ids[r.item_codes[a:b]]
+
+    def items(self) -> np.ndarray:
+        """The distinct items of the range, sorted."""
+        r = self.rows
+        return r.item_ids[r.rows_of(self.start, self.stop)[1] > 0]
+
+    def _firsts(self) -> np.ndarray:
+        """The index entries that are the first row of their pair in the range."""
+        r, a, b = self.rows, self.start, self.stop
+        if r.entry_prev is None:  # first rows only: a range from row 0
+            return r.entry_row < b
+        inside = r.entry_row < b
+        if a:
+            inside &= r.entry_row >= a
+        return inside & (r.entry_prev < a)
+
+    def count(self, ctx: ItemContext) -> None:
+        """What :func:`_count_train` sets from the range's rows: popularity
+        (distinct users per item), training rows per item, the items seen,
+        the number of distinct users and the training pairs."""
+        r, a, b = self.rows, self.start, self.stop
+        width = len(ctx.item_ids) + 1
+        ids = as_str(r.item_ids) if ctx.item_ids.dtype == object else r.item_ids  # text ids
+        at = ctx.index_of(ids)  # each log item's context index
+        user_rows, item_rows = r.rows_of(a, b)
+        present = user_rows > 0
+        firsts = self._firsts()
+        slot = at[r.entry_item[firsts]]
+        position = np.cumsum(present) - 1  # a user's place among the range's users
+        keys = position[r.entry_user[firsts]] * width + slot
+        held = item_rows > 0
+        if np.any(np.diff(at[held]) < 0):  # text ids: the context orders them otherwise
+            keys = np.sort(keys)
+        ctx.train_pairs = TrainPairs(r.user_ids[present], keys, width)
+        counts = np.bincount(slot, minlength=width).astype(np.float64)
+        ctx.seen = counts > 0
+        ctx.pop = np.where(ctx.seen, counts, 1.0)
+        ctx.n_train_users = int(np.count_nonzero(present))
+        ctx.rows = np.zeros(width)
+        ctx.rows[at[held]] = item_rows[held]

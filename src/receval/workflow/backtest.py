@@ -123,7 +123,9 @@ class BacktestResult:
             value; NaN with fewer than 2 folds) and ``folds`` (n).
         confidence: the interval's confidence (1 − α).
         timing: seconds: ``split`` (making the folds; 0 when given),
-            ``model`` and ``evaluate`` (per fold, lists), ``model_total``,
+            ``model`` and ``evaluate`` (per fold, lists; the first fold's
+            evaluation also indexes the log's trains when a metric reads
+            them: :class:`receval.io.items.TrainRows`), ``model_total``,
             ``receval_total`` (split + evaluations) and ``overhead``
             (``receval_total / model_total``).
         notes: what to know before reading the numbers (empty windows, ...).
@@ -379,10 +381,11 @@ def backtest(
     notes = [n for n in folds.info.get("notes", []) if n.startswith("fold")]
     out: dict[str, list[Any]] = {"results": [], "model": [], "evaluate": [], "notes": notes}
     once = None if _duplicates_given(evaluate_options) else _once(folds)
+    trains = _Trains(folds) if needs_train else None
     try:
         for s in folds:
-            given = {**evaluate_options, "train": s.train} if needs_train else evaluate_options
-            _run_fold(s, _fold_of(s, k, user_col), fit_predict, specs, given, out, once)
+            fold = _fold_of(s, k, user_col)
+            _run_fold(s, fold, fit_predict, specs, evaluate_options, out, once, trains)
     finally:
         close = getattr(fit_predict, "close", None)
         if callable(close):  # a ShellModel's last temporary folder
@@ -420,8 +423,10 @@ def _run_fold(
     evaluate_options: Mapping[str, Any],
     out: dict[str, list[Any]],
     once: tuple[Any, Any, Any] | None,
+    trains: _Trains | None = None,
 ) -> None:
-    """One fold: the model's lists (timed), their evaluation (timed)."""
+    """One fold: the model's lists (timed), their evaluation (timed) with
+    the fold's train as ``train=`` when ``trains`` is given."""
     from receval.evaluation.api import evaluate
 
     t0 = time.perf_counter()
@@ -438,6 +443,8 @@ def _run_fold(
             )
     t2 = time.perf_counter()
     truth = s.test if once is None else _each_pair_once(s.test, once, fold.number, out["notes"])
+    if trains is not None:
+        evaluate_options = {**evaluate_options, "train": trains.of(fold.number, s)}
     try:
         res = evaluate(recs, truth, specs, **evaluate_options)
     except InputError as exc:  # say which fold: "fold 3, recommendations, row 4: ..."
@@ -447,6 +454,68 @@ def _run_fold(
     out["results"].append(res)
     out["model"].append(t2 - t1)
     out["evaluate"].append((t1 - t0) + (t3 - t2))
+
+
+class _Trains:
+    """Each fold's ``train=``. Over a log in time order, each fold's train is
+    a range of the log's rows (:class:`~receval.workflow.split.Folds` records
+    them): the log's (user, item) rows are indexed once, when the first fold
+    is evaluated (:class:`~receval.io.items.TrainRows`), and each fold's item
+    context is counted from the index (popularity, training rows, training
+    pairs: the counts of the fold's table, without hashing and sorting it).
+    The fold's table goes as it is when there is no index (another order,
+    ids not integers) or when the table no longer holds the log's rows (the
+    model wrote to its user or item column)."""
+
+    def __init__(self, folds: Folds) -> None:
+        self.log, self.ranges = folds._log, folds._train_rows
+        self.usable = (
+            self.log is not None and self.ranges is not None and len(self.ranges) == len(folds)
+        )
+        cols = folds.info["columns"]
+        self.names = (cols["user"], cols["item"])
+        self._rows: Any = None
+        self._made = False
+
+    def index(self) -> Any:
+        """The log's :class:`~receval.io.items.TrainRows` (made on first use), or None."""
+        from receval.io.items import TrainRows
+
+        if not self._made and self.usable and self.log is not None and self.ranges:
+            labels = {str(c): c for c in self.log.columns}
+            self.user, self.item = labels[self.names[0]], labels[self.names[1]]
+            prefixes = all(start == 0 for start, _ in self.ranges)  # expanding windows
+            self._rows = TrainRows.of(self.log, self.user, self.item, prefixes=prefixes)
+        self._made = True
+        return self._rows
+
+    def of(self, number: int, s: Split) -> Any:
+        """The fold's ``train=``: a range of the index, or its table."""
+        rows = self.index()
+        if rows is None or self.ranges is None:
+            return s.train
+        start, stop = self.ranges[number]
+        if not (
+            self._holds(s.train, self.user, start, stop)
+            and self._holds(s.train, self.item, start, stop)
+        ):
+            return s.train
+        return rows.range(start, stop, s.train)
+
+    def _holds(self, train: pd.DataFrame, col: Any, start: int, stop: int) -> bool:
+        """Whether ``train[col]`` is still the log's rows [start, stop) (the
+        same memory: a slice pandas has not copied since)."""
+        if self.log is None or len(train) != stop - start or col not in train.columns:
+            return False
+        part = train[col].to_numpy()
+        whole = self.log[col].to_numpy()[start:stop]
+        return _where(part) == _where(whole)
+
+
+def _where(a: np.ndarray) -> tuple[Any, ...]:
+    """An array's memory: its data address, shape, strides and type."""
+    face = a.__array_interface__
+    return face["data"][0], face["shape"], face.get("strides"), face["typestr"]
 
 
 def _duplicates_given(evaluate_options: Mapping[str, Any]) -> bool:

@@ -131,6 +131,12 @@ STRADDLE: tuple[str, ...] = ("test", "train", "drop")
 
 _EPS = 1e-9
 
+#: whether pandas shares the data of a slice until one side writes (pandas 3,
+#: or 2.x with the option on): then a fold's parts need no copy of the log
+_COPY_ON_WRITE: bool = int(pd.__version__.split(".")[0]) >= 3 or (
+    pd.get_option("mode.copy_on_write") is True
+)
+
 #: The files :meth:`Split.save` writes into its folder (a validation part only when
 #: there is one; ``manifest.json`` last).
 FILES: tuple[str, ...] = (
@@ -562,6 +568,21 @@ def _finish(
     train_df = frame[in_train].reset_index(drop=True)
     test_df = frame[test].reset_index(drop=True)
     val_df = frame[val].reset_index(drop=True) if val is not None else None
+    return _finish_parts(train_df, test_df, val_df, o, info, method, parameters)
+
+
+def _finish_parts(
+    train_df: pd.DataFrame,
+    test_df: pd.DataFrame,
+    val_df: pd.DataFrame | None,
+    o: _Opts,
+    info: dict[str, Any],
+    method: str,
+    parameters: dict[str, Any],
+    train_size: dict[str, int] | None = None,
+) -> Split:
+    """:func:`_finish` of the parts made: the options applied to test and
+    validation, the sizes (``train_size``: the train's, counted already)."""
     dropped = info["dropped"]
     notes: list[str] = info["notes"]
     parts = {"test": test_df, "validation": val_df}
@@ -603,7 +624,9 @@ def _finish(
     test_df = parts["test"]
     val_df = parts["validation"]
     sizes = info["sizes"]
-    sizes["train"] = _size(train_df, o.user_col, o.item_col)
+    sizes["train"] = (
+        train_size if train_size is not None else _size(train_df, o.user_col, o.item_col)
+    )
     if val_df is not None:
         sizes["validation"] = _size(val_df, o.user_col, o.item_col)
     sizes["test"] = _size(test_df, o.user_col, o.item_col)
@@ -1103,6 +1126,11 @@ class Folds:
 
     splits: list[Split]
     info: dict[str, Any] = field(default_factory=dict)
+    #: the log the folds were cut from, when each train is a range of its rows
+    #: (a log in time order; :func:`receval.backtest` counts the trains from it)
+    _log: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    #: per fold, its train's rows [start, stop) of ``_log``
+    _train_rows: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.splits)
@@ -1221,15 +1249,22 @@ def _time_windows(
     first_start = _first_start(frame, col, key, start, end, t_len + (n_folds - 1) * hop, params)
     splits = []
     folds_info = []
+    rows = _Rows.of(frame, key, o)
     for f in range(n_folds):
         lo = first_start + f * hop
         hi = lo + t_len
-        test = (key >= lo) & (key < hi)
-        train = key < lo
-        if r_len is not None:
-            train &= key >= lo - r_len
         info = _copy_info(base)
-        s = _finish(frame, test, None, o, info, "time_windows", dict(params), ~(train | test))
+        if rows is not None:  # a log in time order: each part is a range of its rows
+            s, outside, parts = rows.fold(lo, hi, r_len, o, info, dict(params))
+            train_any, test_any = parts[0][1] > parts[0][0], parts[1][1] > parts[1][0]
+        else:
+            test = (key >= lo) & (key < hi)
+            train = key < lo
+            if r_len is not None:
+                train &= key >= lo - r_len
+            s = _finish(frame, test, None, o, info, "time_windows", dict(params), ~(train | test))
+            outside = int((~(train | test)).sum())
+            train_any, test_any = bool(train.any()), bool(test.any())
         shown = {
             "train": {
                 "from": None if r_len is None else _show_time(frame, col, lo - r_len),
@@ -1237,11 +1272,10 @@ def _time_windows(
             },
             "test": {"from": _show_time(frame, col, lo), "to": _show_time(frame, col, hi)},
         }
-        outside = int((~(train | test)).sum())
         s.info["fold"] = {"fold": f, **shown, "outside": outside}
-        if not test.any():
+        if not test_any:
             s.info["notes"].append(f"fold {f}: no interaction in its test window")
-        if not train.any():
+        if not train_any:
             s.info["notes"].append(f"fold {f}: no interaction in its train window")
         sz = s.info["sizes"]
         folds_info.append(
@@ -1264,7 +1298,76 @@ def _time_windows(
         "folds": folds_info,
         "notes": notes,
     }
-    return Folds(splits, info)
+    if rows is None:
+        return Folds(splits, info)
+    return Folds(splits, info, _log=frame, _train_rows=rows.trains)
+
+
+@dataclass
+class _Rows:
+    """A log whose rows are in time order (``key`` non-decreasing): the rows
+    of a time window are a range of them, so each fold's parts are slices of
+    the log (no copy: pandas' copy on write shares the data until one side
+    writes), and their distinct users and items are counted from codes made
+    once. The parts hold the same rows, in the same order, as the masks of
+    the general path would select."""
+
+    frame: pd.DataFrame
+    key: np.ndarray
+    users: np.ndarray
+    items: np.ndarray
+    #: per fold, the train's row range [start, stop) in ``frame``
+    trains: list[tuple[int, int]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, key: np.ndarray, o: _Opts) -> _Rows | None:
+        """The log's rows when they are in time order, else None."""
+        if len(key) > 1 and not bool((key[1:] >= key[:-1]).all()):
+            return None
+        return cls(frame, key, _codes(frame[o.user_col]), _codes(frame[o.item_col]))
+
+    def at(self, t: float) -> int:
+        """The first row at or after time ``t``."""
+        return int(np.searchsorted(self.key, t, side="left"))
+
+    def part(self, start: int, stop: int) -> pd.DataFrame:
+        """Rows [start, stop) with a fresh index (a copy where pandas has no
+        copy on write: the model may write to its train)."""
+        out = self.frame.iloc[start:stop].reset_index(drop=True)
+        return out if _COPY_ON_WRITE else out.copy()
+
+    def distinct(self, codes: np.ndarray, start: int, stop: int) -> int:
+        """Distinct codes among rows [start, stop): codes count from 0 in
+        order of first appearance, so a prefix holds ``max + 1`` of them."""
+        if stop <= start:
+            return 0
+        if start == 0:
+            return int(codes[:stop].max()) + 1
+        return int(np.count_nonzero(np.bincount(codes[start:stop])))
+
+    def fold(
+        self,
+        lo: float,
+        hi: float,
+        r_len: float | None,
+        o: _Opts,
+        info: dict[str, Any],
+        params: dict[str, Any],
+    ) -> tuple[Split, int, tuple[tuple[int, int], tuple[int, int]]]:
+        """The fold testing on [lo, hi), training on what precedes ``lo``
+        (or the ``r_len`` before it): the split, the rows outside both parts,
+        the two row ranges."""
+        t0, t1 = self.at(lo), self.at(hi)
+        r0 = 0 if r_len is None else min(self.at(lo - r_len), t0)
+        size = {
+            "rows": t0 - r0,
+            "users": self.distinct(self.users, r0, t0),
+            "items": self.distinct(self.items, r0, t0),
+        }
+        train, test = self.part(r0, t0), self.part(t0, t1)
+        s = _finish_parts(train, test, None, o, info, "time_windows", params, size)
+        self.trains.append((r0, t0))
+        return s, len(self.key) - (t0 - r0) - (t1 - t0), ((r0, t0), (t0, t1))
 
 
 def _random_rows(
