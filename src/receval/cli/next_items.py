@@ -5,7 +5,6 @@ the test sessions, evaluated against the next item or the remaining ones
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,7 +37,7 @@ from receval.cli.inputs import (
     suffix_format,
     write_per_user,
 )
-from receval.errors import InputError, OptionError
+from receval.errors import InputError
 from receval.evaluation.options import EvalOptions
 
 
@@ -159,7 +158,8 @@ def next_items(
 
     Exit codes: 0 done; 2 bad input (the error names the file, its line or the
     flag); 130 on Ctrl-C. Each file written is whole or absent."""
-    from receval.evaluation.next_items import evaluate_next_items
+    from receval.evaluation.next_items import SPELLINGS, evaluate_next_items
+    from receval.io.session_files import read_session_file
 
     metrics = metric_strings(metric, k)
     written = {"per_session": per_session, "by_position": by_position, "report": report_path}
@@ -174,8 +174,8 @@ def next_items(
     refuse_input_targets(read, files=written)
     cols = {"session": session_col, "item": item_col}
     with status(f"reading {lists_path} and {sessions_path}", quiet):
-        lists, lists_info = _read(lists_path, "lists", fmt, sep, cols)
-        sessions, sessions_info = _read(sessions_path, "sessions", fmt, sep, cols)
+        lists, lists_info = read_session_file(lists_path, fmt.value, sep, cols, SPELLINGS)
+        sessions, sessions_info = read_session_file(sessions_path, fmt.value, sep, cols, SPELLINGS)
     extra: dict[str, Any] = {}
     if train is not None:
         extra["train"] = str(train)
@@ -242,101 +242,3 @@ def _rendered(result: Any, output: Output) -> str:
     if output is Output.json:
         return json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str)
     return render(result, output)
-
-
-class _Read:
-    """What :func:`_read` found in a file: the session and item columns, the
-    format, and where each row is in the file (:meth:`locate`)."""
-
-    def __init__(self, session: str, item: str, info: Any) -> None:
-        self.session, self.item, self.info = session, item, info
-        self.format = info.format
-
-    def locate(self, exc: InputError) -> InputError:
-        return self.info.locate(exc)
-
-
-def _read(
-    path: str, what: str, fmt: Format, sep: str | None, cols: Mapping[str, str | None]
-) -> tuple[Any, _Read]:
-    """A file of lists or sessions as a pandas table: every column under its
-    own name, the session and item columns' ids under receval's id rule (as
-    every file receval reads), the others as the reader types them."""
-    import pandas as pd
-
-    from receval.ids import canonical
-    from receval.io.files import READERS, check_sep, checked_path, open_source, read_source
-    from receval.records import Columns
-
-    check_sep(sep)
-    p, name = checked_path(path)
-    source = open_source(p, name, fmt.value)
-    header = _header(p, name, source, fmt, sep)
-    session = _column(header, "session", cols["session"], name)
-    item = _column(header, "item", cols["item"], name)
-    columns = Columns(user=session, item=item)
-    table, info = read_source(p, name, source, role="log", fmt=fmt.value, sep=sep, cols=columns)
-    typed = READERS[info.format].ids != "text"  # typed ids (text ones are read so already)
-    roles = {session: "session", item: "item"}
-    back = dict(info.columns)
-    data: dict[str, Any] = {}
-    for column in table.column_names:
-        own = back.get(column, column)
-        if typed and own in roles:
-            data[own] = canonical(table.column(column), roles[own], name)
-        else:
-            data[own] = table.column(column).to_pandas()
-    return pd.DataFrame(data, copy=False), _Read(session, item, info)
-
-
-def _header(p: Path, name: str, source: Any, fmt: Format, sep: str | None) -> list[str]:
-    """The column names of a file, from its schema or its first line."""
-    if source is None:  # Parquet, read from its path
-        import pyarrow.parquet as pq
-
-        return list(pq.read_schema(p).names)
-    head = source.head
-    try:
-        first = head.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=name, line=1) from None
-    if fmt is Format.jsonl or (fmt is Format.auto and head.lstrip()[:1] == b"{"):
-        try:
-            return [str(c) for c in json.loads(first)]
-        except (ValueError, TypeError):
-            raise InputError("the first line is not a JSON object", source=name, line=1) from None
-    if fmt not in (Format.auto, Format.csv, Format.tsv):
-        raise OptionError("format", fmt.value, allowed=("auto", "csv", "tsv", "parquet", "jsonl"))
-    import csv
-    import io
-
-    if sep is None:
-        counts = {c: first.count(c) for c in (",", "\t", ";", "|")}
-        sep = max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
-        if fmt is Format.tsv:
-            sep = "\t"
-    return next(csv.reader(io.StringIO(first), delimiter=sep), [])
-
-
-def _column(header: list[str], role: str, given: str | None, name: str) -> str:
-    """The column of ``role``: the one given (it must exist), else the first of
-    its usual spellings (:data:`receval.evaluation.next_items.SPELLINGS`,
-    case-insensitive)."""
-    from receval.evaluation.next_items import SPELLINGS
-
-    if given is not None:
-        if given not in header:
-            raise InputError(
-                f"no {role} column {given!r} (--{role}-col); columns found: {', '.join(header)}",
-                source=name,
-            )
-        return given
-    lower = {c.lower(): c for c in reversed(header)}
-    for spelling in SPELLINGS[role]:
-        if spelling in lower:
-            return lower[spelling]
-    raise InputError(
-        f"no {role} column: expected one named {' or '.join(SPELLINGS[role][:3])} "
-        f"(or --{role}-col NAME); columns found: {', '.join(header)}",
-        source=name,
-    )
