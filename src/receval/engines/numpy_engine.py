@@ -1767,7 +1767,7 @@ def facts_of(specs: Sequence[MetricSpec]) -> Facts:
 
     Example:
         >>> from receval.metrics.spec import parse_metrics
-        >>> f = facts_of(parse_metrics("ndcg@10,precision@5"))
+        >>> f = facts_of(parse_metrics(["ndcg@10", "precision@5"]))
         >>> f.max_k, f.need_ties, f.whole
         (10, False, False)
     """
