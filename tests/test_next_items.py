@@ -129,10 +129,10 @@ def _reference(
     return out
 
 
-def _random_log(seed: int) -> tuple[dict, dict, dict]:
+def _random_log(seed: int, n_sessions: int = 60) -> tuple[dict, dict, dict]:
     rng = np.random.default_rng(seed)
     sessions, lists, users = {}, {}, {}
-    for s in range(60):
+    for s in range(n_sessions):
         n = int(rng.integers(1, 8))
         sessions[s] = [int(x) for x in rng.integers(0, 12, size=n)]  # repeats happen
         users[s] = int(rng.integers(0, 15))
@@ -357,3 +357,173 @@ def test_runs_of_rows_found_across_blocks(form: str, monkeypatch: pytest.MonkeyP
     apart = pd.concat([lists.iloc[[0]], lists.iloc[3:], lists.iloc[1:3]], ignore_index=True)
     again = evaluate_next_items(apart, sessions, metrics, target="remaining")
     pd.testing.assert_frame_equal(again.per_step, base.per_step, check_exact=True)
+
+
+# -- the callable, batch by batch: the whole table's numbers ----------------------------
+
+BATCH_OPTIONS = {
+    "next-steps": {"metrics": ["ndcg@5", "recall@5", "rr@5", "ap@5", "precision@5"]},
+    "remaining-sessions-skip": {
+        "metrics": ["ndcg@5", "recall@5", "hit_rate@3"],
+        "target": "remaining",
+        "average": "sessions",
+        "missing_recs": "skip",
+    },
+    "users-last": {"metrics": ["rr@5", "ndcg@3"], "average": "users", "steps": "last"},
+    "train-aggregates": {
+        "metrics": ["coverage@5", "gini@5", "novelty@5", "hit_rate@5", "unjudged@5"],
+        "target": "remaining",
+        "average": "sessions",
+        "train": True,
+    },
+    "scores-keep-duplicates": {
+        "metrics": ["ndcg@5", "precision@5"],
+        "scores": True,
+        "duplicates": "keep",
+    },
+}
+
+
+def _id_form(form: str, x: object) -> object:
+    return {"int": x, "digits": str(x), "text": f"x{x}"}[form]
+
+
+def _batched_inputs(form: str, scores: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    sessions, lists, users = _random_log(11, 24)
+    frame = pd.DataFrame(
+        [
+            (_id_form(form, s), users[s], _id_form(form, x), i)
+            for s, items in sessions.items()
+            for i, x in enumerate(items)
+        ],
+        columns=["session", "user", "item", "step"],
+    )
+    rows = [
+        (_id_form(form, s), t, _id_form(form, x), r)
+        for (s, t), xs in lists.items()
+        for r, x in enumerate(xs, 1)
+    ]
+    table = pd.DataFrame(rows, columns=["session", "step", "item", "rank"])
+    if scores:
+        table = table.assign(score=10.0 - table["rank"]).drop(columns="rank")
+    train = pd.DataFrame({"user": [0, 0, 1, 1, 2], "item": [_id_form(form, x) for x in range(5)]})
+    return frame, table, train
+
+
+def _assert_same_result(a: NextItemResult, b: NextItemResult) -> None:
+    assert a.summary == b.summary or all(
+        (x == y) or (math.isnan(x) and math.isnan(y))
+        for x, y in zip(a.summary.values(), b.summary.values(), strict=True)
+    )
+    assert list(a.summary) == list(b.summary)
+    for name in ("per_user", "per_step", "per_session", "by_position"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    assert a.counts == b.counts
+    assert {k: v for k, v in a.parameters.items() if k != "batch_size"} == {
+        k: v for k, v in b.parameters.items() if k != "batch_size"
+    }
+    assert a.notes == b.notes
+
+
+def _check_batched(case: str, form: str, batch_sizes: tuple[int, ...], apart: bool = False) -> None:
+    opts = dict(BATCH_OPTIONS[case])
+    metrics = opts.pop("metrics")
+    frame, table, train = _batched_inputs(form, bool(opts.pop("scores", False)))
+    if opts.pop("train", False):
+        opts["train"] = train
+    calls: list[int] = []
+
+    def model(prefixes: pd.DataFrame) -> pd.DataFrame:
+        calls.append(1)
+        # the batch's sessions' lists (the prefixes hold the ids as read: digits are numbers)
+        mine = table[table["session"].astype(str).isin(prefixes["session"].astype(str))]
+        if apart:  # every list's first row, then every list's second, ...
+            order = mine.groupby(["session", "step"]).cumcount().to_numpy()
+            mine = mine.iloc[np.argsort(order, kind="stable")]
+        return mine
+
+    whole = evaluate_next_items(table, frame, metrics, **opts)
+    assert any(v > 0 for v in whole.summary.values())  # lists that hit: a real check
+    for size in batch_sizes:
+        calls.clear()
+        res = evaluate_next_items(model, frame, metrics, batch_size=size, **opts)
+        _assert_same_result(res, whole)
+        assert len(calls) >= 1 and (size > 1 or len(calls) == res.counts["sessions_evaluated"])
+
+
+@pytest.mark.parametrize("case", sorted(BATCH_OPTIONS))
+def test_callable_batch_by_batch_is_the_whole_table(case: str) -> None:
+    # one session a batch, a few sessions a batch, every session in one batch
+    _check_batched(case, "int", (1, 7, 10**6))
+
+
+@pytest.mark.parametrize("form", ["digits", "text"])
+def test_callable_batch_by_batch_id_forms(form: str) -> None:
+    _check_batched("remaining-sessions-skip", form, (1, 7, 10**6))
+    _check_batched("train-aggregates", form, (3,))
+
+
+def test_callable_lists_outside_the_batch_are_refused() -> None:
+    table = pd.DataFrame(
+        [(s, t, x, r) for (s, t), xs in LISTS.items() for r, x in enumerate(xs, 1)],
+        columns=["session", "step", "item", "rank"],
+    )
+    with pytest.raises(InputError, match="not in the batch of sessions it was handed"):
+        evaluate_next_items(lambda prefixes: table, SESSIONS, "rr@3", batch_size=1)
+    # every batch's lists in one form
+    scored = table.assign(score=1.0 / table["rank"]).drop(columns="rank")
+
+    def mixed(prefixes: pd.DataFrame) -> pd.DataFrame:
+        mine = table[table["session"].isin(prefixes["session"])]
+        return mine if prefixes["session"].iat[0] == "s1" else scored.loc[mine.index]
+
+    with pytest.raises(InputError, match="some have a score column"):
+        evaluate_next_items(mixed, SESSIONS, "rr@3", batch_size=1)
+    # item ids of one kind where items are counted across batches (s3's 9.5 makes its
+    # batch text); without, the steps' values are the same: as the whole table
+    floats = table.assign(item=table["item"].astype(float))
+
+    def per_batch(prefixes: pd.DataFrame) -> pd.DataFrame:
+        return floats[floats["session"].isin(prefixes["session"])]
+
+    with pytest.raises(InputError, match="item ids as numbers in earlier batches and as text"):
+        evaluate_next_items(
+            per_batch, SESSIONS, ["rr@3", "coverage@3"], catalog=range(10), batch_size=1
+        )
+    _assert_same_result(
+        evaluate_next_items(per_batch, SESSIONS, ["rr@3", "ndcg@3"], batch_size=1),
+        evaluate_next_items(floats, SESSIONS, ["rr@3", "ndcg@3"]),
+    )
+
+
+def test_callable_batches_without_lists() -> None:
+    table = pd.DataFrame(
+        [(s, t, x, r) for (s, t), xs in LISTS.items() for r, x in enumerate(xs, 1)],
+        columns=["session", "step", "item", "rank"],
+    )
+    table = table[table["item"] != 9.5].astype({"item": "int64"})
+
+    def some(prefixes: pd.DataFrame) -> pd.DataFrame:  # no list for s2's batch
+        mine = table[table["session"].isin(prefixes["session"])]
+        return mine if prefixes["session"].iat[0] != "s2" else mine.iloc[:0]
+
+    for missing in ("zero", "skip"):
+        opts = {"missing_recs": missing, "catalog": list(range(10))}
+        metrics = ["rr@3", "coverage@3"]
+        whole = evaluate_next_items(table[table["session"] != "s2"], SESSIONS, metrics, **opts)
+        batched = evaluate_next_items(some, SESSIONS, metrics, batch_size=1, **opts)
+        _assert_same_result(batched, whole)
+    _assert_same_result(
+        evaluate_next_items(lambda p: {}, SESSIONS, "rr@3", batch_size=1),
+        evaluate_next_items({}, SESSIONS, "rr@3"),
+    )
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_callable_batches_evaluated_in_pieces(apart: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pieces of whole steps within a batch (rows of one list apart: the batch whole)
+    import receval.evaluation.next_items as next_items
+
+    monkeypatch.setattr(next_items, "PIECE_ROWS", 5)
+    _check_batched("remaining-sessions-skip", "int", (1, 7, 10**6), apart=apart)
+    _check_batched("train-aggregates", "text", (7,), apart=apart)

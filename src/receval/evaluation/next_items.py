@@ -20,6 +20,7 @@ all the steps of their sessions then over users (``"users"``: Cornac's
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -170,7 +171,9 @@ def evaluate_next_items(
             one row per item of each prefix, columns ``session``, ``step``
             (t), ``position`` (1..t) and ``item`` (s at that position), in
             session then step then position order; it returns a table (or
-            mapping) as above for (some of) the batch's steps.
+            mapping) as above for (some of) the batch's steps. Each batch is
+            evaluated as it comes and only the steps' values are kept
+            (bounded memory), with the numbers of the same rows as one table.
         sessions: the test sessions: a table with a session, an item and,
             optionally, a time or step column giving their order (ties and
             no such column: the rows' order) and a user column (one user per
@@ -190,7 +193,8 @@ def evaluate_next_items(
             leave-last-out protocol, Cornac's ``mode="last"``; lists of
             earlier steps are dropped and counted).
         batch_size: with a callable ``lists``: the steps per call (whole
-            sessions: a batch ends with the session that reaches it).
+            sessions: a batch ends with the session that reaches it); the
+            numbers do not depend on it.
         session_col, item_col, time_col, user_col: the sessions' columns
             (None: ``session``, ``item``, ``time``/``timestamp`` or ``step``,
             ``user`` and their usual spellings); ``session_col``,
@@ -213,7 +217,9 @@ def evaluate_next_items(
     Raises:
         InputError: a list for a session not in ``sessions`` or for a step
             the session does not have (t < 1 or t > n−1), a missing id, a
-            session with two users.
+            session with two users; from a callable, a list for a session
+            not in its batch, batches' lists in two forms (ranks, scores) or,
+            with aggregate metrics or item inputs, item ids of two kinds.
         OptionError: an unknown ``target``, ``average``, ``steps``, or an
             option ``evaluate`` takes that has no meaning here.
 
@@ -256,25 +262,202 @@ def evaluate_next_items(
     list_cols = {"session": session_col, "item": item_col, "step": step_col}
     list_cols |= {"rank": rank_col, "score": score_col}
     notes: list[str] = []
-    if callable(lists) and not isinstance(lists, Mapping):
-        parts = [_read_lists(out, list_cols, log, notes) for out in _called(lists, log, batch_size)]
-        recs = _ListRows.concat(parts)
+    if callable(lists) and not isinstance(lists, Mapping) and log.n_units:
+        # evaluated batch by batch as the callable gives them (bounded memory)
+        res, recs = _batched(lists, log, list_cols, target, batch_size, metrics, evaluate_options)
+        notes = list(dict.fromkeys(recs.notes))  # the same note of every batch: once
+        return _assembled(res, log, recs, target, average, steps, batch_size, notes)
+    if callable(lists) and not isinstance(lists, Mapping):  # no session has a step: no call
+        recs = _ListRows.empty()
     else:
         recs = _read_lists(lists, list_cols, log, notes)
     truth_units, truth_items = log.truth(target)
-    recs_frame = {"user": recs.units, "item": recs.items}
-    if recs.scores is not None:
-        recs_frame["score"] = recs.scores
-    else:
-        recs_frame["rank"] = recs.ranks
     # columns named by their roles: evaluate finds them (and records no column option)
     res = evaluate(
-        pd.DataFrame(recs_frame, copy=False),
+        pd.DataFrame(_recs_columns(recs), copy=False),
         pd.DataFrame({"user": truth_units, "item": truth_items}, copy=False),
         metrics,
         **evaluate_options,
     )
     return _assembled(res, log, recs, target, average, steps, batch_size, notes)
+
+
+def _batched(
+    fn: Callable[[pd.DataFrame], Any],
+    log: _Sessions,
+    list_cols: Mapping[str, str | None],
+    target: str,
+    batch_size: int,
+    metrics: Any,
+    evaluate_options: Mapping[str, Any],
+) -> tuple[Result, _ListRows]:
+    """The callable's lists evaluated batch by batch, in bounded memory: each
+    batch of whole sessions (their steps are units ``lo..hi-1``) is read,
+    given its truth (from its sessions alone) and evaluated as it comes by an
+    :class:`~receval.Accumulator` (the engine ``evaluate`` runs, on its
+    threads, in pieces of whole steps: one part per piece holding per-unit
+    values, exact sums and integer counts), and only those parts are kept.
+    Pieces hold disjoint units, so the combined result is bit for bit
+    ``evaluate`` on all the rows at once; ``evaluate``'s record of the
+    columns read, and its note on item ids matched as text, are added (the
+    accumulator keeps neither). Returns the result and the rows' counts and
+    reading notes (a :class:`_ListRows` without rows)."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from receval.engines.driver import THREADS
+    from receval.evaluation.accumulator import Accumulator
+    from receval.evaluation.assemble import with_columns
+
+    options = dict(evaluate_options)
+    progress = options.pop("progress", None)
+    if progress is True:
+        from receval._progress import rows_to_stderr
+
+        progress = rows_to_stderr("evaluate_next_items")
+    acc = Accumulator(metrics, **options)
+    notes: list[str] = []
+    rows = not_evaluated = evaluated_rows = 0
+    with_scores: bool | None = None
+    item_kind: str | None = None
+    # counts kept per item across batches (aggregates, item inputs): one id kind
+    item_keyed = options.get("item_groups") is not None or any(
+        s.definition.needs or s.definition.kind == "aggregate" for s in acc.specs
+    )
+    pending: deque[Future[None]] = deque()
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        try:
+            for sessions, out in _called(fn, log, batch_size):
+                part = _read_lists(out, list_cols, log, notes)
+                del out
+                with_scores = _same_form(part, with_scores)
+                item_kind = _same_item_kind(part, item_kind, item_keyed, log, sessions)
+                lo, hi, truth_units, truth_items = log.batch_truth(sessions, target)
+                _inside(part, lo, hi, log, sessions)
+                rows += part.rows
+                not_evaluated += part.not_evaluated
+                # pieces of about the rows ``evaluate`` hands its threads, a few
+                # in flight (their parts hold per-unit values only)
+                for recs, truth in _pieces(part, truth_units, truth_items):
+                    pending.append(pool.submit(acc.update, recs, truth))
+                    while len(pending) > IN_FLIGHT * THREADS:
+                        pending.popleft().result()
+                evaluated_rows += len(part.units)
+                if progress is not None:
+                    progress(evaluated_rows)
+            while pending:
+                pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+    res = acc.compute()
+    if item_kind is not None and item_kind != ids.kind(log.items):
+        res.notes.insert(0, ITEMS_AS_TEXT)  # as evaluate says it of the rows as one table
+    recs_columns = {"user": "user", "item": "item"}
+    recs_columns |= {"score": "score"} if with_scores else {"rank": "rank"}
+    with_columns(res, recs_columns, {"user": "user", "item": "item"}, 1.0, acc.options)
+    empty = _ListRows.empty()
+    return res, _ListRows(empty.units, empty.items, empty.ranks, None, rows, not_evaluated, notes)
+
+
+#: pieces queued per thread: the threads stay busy while the callable makes
+#: the next batch's lists (a piece holds ~6 MB of integer ids)
+IN_FLIGHT = 4
+
+#: list rows per piece evaluated at once: what ``evaluate`` hands each of its
+#: threads for integer ids (``receval.io.stream.pairs``)
+PIECE_ROWS = 250_000
+
+
+def _pieces(
+    part: _ListRows, truth_units: np.ndarray, truth_items: np.ndarray
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """A batch's list rows and truth in pieces of whole units of about
+    :data:`PIECE_ROWS` rows (the whole batch when its rows are not in unit
+    order): every unit of the truth in exactly one piece."""
+    units = part.units
+    n = len(units)
+    cuts = [0]
+    if n > PIECE_ROWS and bool(np.all(units[1:] >= units[:-1])):
+        at = np.arange(PIECE_ROWS, n, PIECE_ROWS)
+        # each cut at the first row of the unit it falls in (units whole)
+        cuts += sorted(set(np.searchsorted(units, units[at], side="left").tolist()) - {0})
+    cols = _recs_columns(part)
+    bounds = [*cuts, n]
+    for i in range(len(cuts)):
+        a, b = bounds[i], bounds[i + 1]
+        t0 = np.searchsorted(truth_units, units[a]) if i else 0
+        t1 = np.searchsorted(truth_units, units[b]) if b < n else len(truth_units)
+        recs = pd.DataFrame({k: v[a:b] for k, v in cols.items()}, copy=False)
+        truth = pd.DataFrame({"user": truth_units[t0:t1], "item": truth_items[t0:t1]}, copy=False)
+        yield recs, truth
+
+
+def _same_form(part: _ListRows, with_scores: bool | None) -> bool | None:
+    """Whether the batches' lists have scores (None: no row yet); a batch in
+    the other form than the earlier ones is refused."""
+    if not part.rows:
+        return with_scores
+    if with_scores is not None and with_scores != (part.scores is not None):
+        raise InputError(
+            "the callable's tables differ: some have a score column, others do not "
+            "(give every batch's lists in one form)",
+            source="lists",
+        )
+    return part.scores is not None
+
+
+#: ``evaluate``'s note when the lists' item ids are text and the truth's numbers
+ITEMS_AS_TEXT = "item ids are numbers on one side and strings on the other: matched as strings"
+
+
+def _same_item_kind(
+    part: _ListRows, kind: str | None, strict: bool, log: _Sessions, sessions: np.ndarray
+) -> str | None:
+    """The kind of the batches' item ids (numbers or text, by the id rule;
+    None: no row yet), the batch's ids read (``part.items``, in place). A
+    table of every batch's rows is read as one column: ids of two kinds are
+    all matched as text there. A step's values are the same either way (ids
+    equal as numbers are equal as text), but the items counted across
+    batches (aggregate metrics, item inputs) would not meet, so there
+    (``strict``) a batch in another kind than the earlier ones is refused."""
+    if not len(part.items):
+        return kind
+    if part.items.dtype.kind != "i":
+        part.items = ids.canonical(part.items, "item", "lists")
+    found = ids.kind(part.items)
+    if strict and kind is not None and found != kind:
+        names = {ids.INT: "numbers", ids.STR: "text"}
+        raise InputError(
+            f"the callable's lists give item ids as {names[kind]} in earlier batches and as "
+            f"{names[found]} in the batch of sessions {log.ids[sessions[0]]!r} .. "
+            f"{log.ids[sessions[-1]]!r} (e.g. {part.items[0]!r}): give them in one form in "
+            "every batch (a float column with a fraction, e.g. 9.5, is read as text)",
+            source="lists",
+        )
+    return ids.STR if ids.STR in (kind, found) else found
+
+
+def _inside(part: _ListRows, lo: int, hi: int, log: _Sessions, sessions: np.ndarray) -> None:
+    """The batch's lists are for its own steps (units ``lo..hi-1``)."""
+    if len(part.units) and (part.units.min() < lo or part.units.max() >= hi):
+        bad = int(np.flatnonzero((part.units < lo) | (part.units >= hi))[0])
+        sess = log.ids[np.searchsorted(log.first, part.units[bad], side="right") - 1]
+        raise InputError(
+            f"the callable gave a list for session {sess!r}, which is not in the batch of "
+            f"sessions it was handed ({log.ids[sessions[0]]!r} .. {log.ids[sessions[-1]]!r}): "
+            "return lists for the batch's steps only",
+            source="lists",
+        )
+
+
+def _recs_columns(recs: _ListRows) -> dict[str, np.ndarray]:
+    """The list rows as ``evaluate``'s columns, named by their roles."""
+    out: dict[str, Any] = {"user": recs.units, "item": recs.items}
+    if recs.scores is not None:
+        out["score"] = recs.scores
+    else:
+        out["rank"] = recs.ranks
+    return out
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -448,6 +631,25 @@ class _Sessions:
         units = np.repeat(np.arange(self.n_units, dtype=np.int64), kept)
         return units, self.items[row[keep]]
 
+    def batch_truth(
+        self, sessions: np.ndarray, target: str
+    ) -> tuple[int, int, np.ndarray, np.ndarray]:
+        """For a batch of sessions (codes, ascending, each with a step): its
+        units ``lo..hi-1`` and their truth (units and items, as :meth:`truth`),
+        built from these sessions alone."""
+        a, b = int(sessions[0]), int(sessions[-1]) + 1
+        lo = int(self.first[a])
+        sub = _Sessions(
+            self.ids[a:b],
+            self.items[self.starts[a] : self.starts[b - 1] + self.lengths[b - 1]],
+            self.starts[a:b] - self.starts[a],
+            self.lengths[a:b],
+            None,
+            self.last_only,
+        )
+        units, items = sub.truth(target)
+        return lo, lo + sub.n_units, units + lo, items
+
     def _previous_occurrence(self) -> np.ndarray:
         """For each item of each session: the 0-based position of the same
         item earlier in the session, -1 when none."""
@@ -496,32 +698,19 @@ class _ListRows:
     rows: int
     not_evaluated: int
 
+    notes: list[str] = field(default_factory=list)  # the batches' notes on reading them
+
     @classmethod
-    def concat(cls, parts: list[_ListRows]) -> _ListRows:
-        if not parts:
-            empty = np.empty(0, dtype=np.int64)
-            return cls(empty, empty, empty, None, 0, 0)
-        kinds = {p.scores is None for p in parts if p.rows}
-        if len(kinds) > 1:
-            raise InputError(
-                "the callable's tables differ: some have a score column, others do not "
-                "(give every batch's lists in one form)",
-                source="lists",
-            )
-        items = ids.unify([p.items for p in parts], "item", [])
-        with_scores = parts[0].scores is not None if not kinds else not kinds.pop()
-        return cls(
-            np.concatenate([p.units for p in parts]),
-            np.concatenate(items) if items else np.empty(0, dtype=np.int64),
-            None if with_scores else np.concatenate([p.ranks for p in parts]),  # type: ignore[misc]
-            np.concatenate([p.scores for p in parts]) if with_scores else None,  # type: ignore[misc]
-            sum(p.rows for p in parts),
-            sum(p.not_evaluated for p in parts),
-        )
+    def empty(cls) -> _ListRows:
+        none = np.empty(0, dtype=np.int64)
+        return cls(none, none, none, None, 0, 0)
 
 
-def _called(fn: Callable[[pd.DataFrame], Any], log: _Sessions, batch_size: int) -> Iterator[Any]:
-    """What ``fn`` returns for each batch of whole sessions' prefixes."""
+def _called(
+    fn: Callable[[pd.DataFrame], Any], log: _Sessions, batch_size: int
+) -> Iterator[tuple[np.ndarray, Any]]:
+    """Each batch of whole sessions (their codes, ascending) and what ``fn``
+    returns for their prefixes."""
     per = np.maximum(log.lengths - 1, 0)
     if log.last_only:
         per = np.minimum(per, 1)
@@ -531,7 +720,8 @@ def _called(fn: Callable[[pd.DataFrame], Any], log: _Sessions, batch_size: int) 
     while start < len(has):
         reached = int(np.searchsorted(cum, (cum[start - 1] if start else 0) + batch_size))
         stop = min(reached + 1, len(has))
-        yield fn(log.prefixes(has[start:stop]))
+        batch = has[start:stop]
+        yield batch, fn(log.prefixes(batch))
         start = stop
 
 
