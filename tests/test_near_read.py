@@ -170,3 +170,50 @@ def test_check_ranks_keeps_int32_and_refuses_bad_ones() -> None:
     assert check_ranks(ok.astype(np.uint8), users, items, "recs").dtype == np.int64
     with pytest.raises(receval.ReceValError, match="positive integer"):
         check_ranks(np.array([1, 0, 2], np.int32), users, items, "recs")
+
+
+def _grouped_lists(seed: int, form: str, by: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Lists written user by user, the users in a shuffled order (each user's
+    rows together and in list order), with ranks or with scores that tie."""
+    rng = np.random.default_rng(seed)
+    users = rng.permutation(300)
+    n = rng.integers(1, 30, len(users))
+    user = np.repeat(users, n)
+    pos = np.concatenate([np.arange(1, k + 1) for k in n])
+    item = rng.integers(0, 200, len(user))
+    keep = ~pd.DataFrame({"u": user, "i": item}).duplicated().to_numpy()
+    user, item, pos = user[keep], item[keep], pos[keep]
+    recs = pd.DataFrame({"user": user, "item": item})
+    if by == "rank":
+        recs["rank"] = pos
+    else:  # scores descending in each list, ties broken by item id ascending
+        recs["score"] = (40 - pos) // 3
+        recs = recs.sort_values(["user", "score", "item"], ascending=[True, False, True])
+        order = {u: i for i, u in enumerate(users)}
+        recs = recs.sort_values("user", key=lambda c: c.map(order), kind="stable")
+    tu = rng.integers(0, 320, 3000)
+    truth = pd.DataFrame({"user": tu, "item": rng.integers(0, 200, len(tu))}).drop_duplicates()
+    truth["rating"] = rng.integers(1, 6, len(truth))
+    if form != "int":
+        for t in (recs, truth):
+            for c in ("user", "item"):
+                t[c] = t[c].map(lambda v: f"u{v}" if form == "text" else str(v))
+    return recs.reset_index(drop=True), truth
+
+
+@pytest.mark.parametrize("form", ["int", "digits", "text"])
+@pytest.mark.parametrize("by", ["rank", "score"])
+def test_lists_grouped_by_user_in_any_user_order(form: str, by: str) -> None:
+    """Rows grouped by user but the users out of order take the grouped path
+    (runs put in user order, codes from the runs' heads): the same numbers as
+    the rows sorted by user, and as rows shuffled one by one."""
+    recs, truth = _grouped_lists(7, form, by)
+    metrics = ["ndcg@5,20", "ap@20", "rr", "precision@10"]
+    got = receval.evaluate(recs, truth, metrics, threshold=3)
+    sorted_recs = recs.sort_values("user", kind="stable").reset_index(drop=True)
+    shuffled = recs.sample(frac=1, random_state=3).reset_index(drop=True)
+    for other in (sorted_recs, shuffled):
+        _same(got, receval.evaluate(other, truth, metrics, threshold=3))
+    u = recs["user"].to_numpy()
+    if form == "int":
+        assert numpy_engine._grouped_runs(u) is not None  # the path is taken

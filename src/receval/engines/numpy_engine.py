@@ -289,7 +289,7 @@ def encode(
         codes = rank[first]
         bounds = np.cumsum([0] + [len(p) for p in parts])
         return [codes[bounds[i] : bounds[i + 1]] for i in range(len(parts))], found[order]
-    runs = [sorted_runs(p) for p in parts]
+    runs = [sorted_runs(p) or _grouped_runs(p) for p in parts]
     candidates = [r[0] if r is not None else _unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
@@ -303,6 +303,21 @@ def encode(
         else:
             codes.append(np.repeat(np.searchsorted(uniq, r[0]), r[1]).astype(np.int64, copy=False))
     return codes, uniq
+
+
+def _grouped_runs(p: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The value and length of each run of ``p`` when every value comes in one
+    run (lists written user by user, the users in any order); else None."""
+    if len(p) < 2:
+        return None
+    starts = np.flatnonzero(p[1:] != p[:-1]) + 1
+    if len(starts) * 4 > len(p):
+        return None  # short runs: one hash pass is as cheap
+    starts = np.concatenate(([0], starts))
+    heads = p[starts]
+    if len(distinct(heads)) != len(heads):
+        return None
+    return heads, np.diff(np.append(starts, len(p)))
 
 
 def _encode_items(
@@ -384,15 +399,39 @@ def _list_order(ru: np.ndarray, key: np.ndarray, recs: RecsData) -> np.ndarray |
     du = ru[1:] - ru[:-1]
     if recs.rank is not None:
         rk = recs.rank
-        if np.all((du > 0) | ((du == 0) & (rk[1:] > rk[:-1]))):
+        within = rk[1:] > rk[:-1]
+        if np.all((du > 0) | ((du == 0) & within)):
             return None
-        return np.lexsort((rk, ru))
+        grouped = _grouped_order(ru, du, within)
+        return np.lexsort((rk, ru)) if grouped is None else grouped
     sc = recs.score
     assert sc is not None
     after = (sc[1:] < sc[:-1]) | ((sc[1:] == sc[:-1]) & (key[1:] > key[:-1]))
     if np.all((du > 0) | ((du == 0) & after)):
         return None
-    return np.lexsort((key, -sc, ru))
+    grouped = _grouped_order(ru, du, after)
+    return np.lexsort((key, -sc, ru)) if grouped is None else grouped
+
+
+def _grouped_order(ru: np.ndarray, du: np.ndarray, within: np.ndarray) -> np.ndarray | None:
+    """The list order of rows whose users each come in one run, each run
+    already in list order (``within``: row i+1 after row i), the runs in any
+    order of users (a model writing its lists user by user in its own order):
+    the runs put in user order, the very permutation the lexsort gives there.
+    None when a user has rows in two runs or a run is out of order."""
+    if not np.all((du != 0) | within):
+        return None
+    starts = np.flatnonzero(du != 0) + 1
+    starts = np.concatenate(([0], starts)) if len(ru) else starts
+    heads = ru[starts]
+    by_user = np.argsort(heads, kind="stable")
+    if np.any(heads[by_user][1:] == heads[by_user][:-1]):
+        return None  # a user in two runs
+    lengths = np.diff(np.append(starts, len(ru)))[by_user]
+    first = starts[by_user]
+    # row j of the result: first[r] + (j - where run r begins in the result)
+    begins = np.cumsum(lengths) - lengths
+    return np.arange(len(ru), dtype=np.int64) + np.repeat(first - begins, lengths)
 
 
 #: What a rank column means (SPEC §2.1): ``order`` — lists are ordered by it and
