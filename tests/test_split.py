@@ -224,3 +224,26 @@ def test_missing_columns() -> None:
     bad.loc[3, "timestamp"] = np.nan
     with pytest.raises(InputError, match="row 3"):
         leave_one_out(bad)
+
+
+@pytest.mark.parametrize("form", ["int", "digits", "text"])
+def test_user_time_ties_in_time_depend_on_no_row_order(form: str) -> None:
+    """Rows of a user sharing the timestamp at the cut: the same test rows
+    whatever the row order and the ids' form (ties by item id, the larger later)."""
+    log = pd.DataFrame(
+        {
+            "user": [1, 1, 1, 1, 2, 2, 2],
+            "item": [5, 3, 9, 4, 7, 2, 8],
+            "timestamp": [1, 2, 2, 2, 5, 6, 6],
+        }
+    )
+    if form != "int":
+        log["item"] = log["item"].map(lambda v: f"i{v}" if form == "text" else str(v))
+    want = None
+    for seed in range(4):
+        shuffled = log.sample(frac=1, random_state=seed).reset_index(drop=True)
+        test = split(shuffled, "user_time", test_size=1).test
+        got = sorted(zip(test["user"], test["item"].astype(str), strict=True))
+        want = want or got
+        assert got == want
+    assert [i for _, i in want] == (["i9", "i8"] if form == "text" else ["9", "8"])

@@ -24,7 +24,8 @@ Methods (``split(log, method=...)``):
   share of rows (ordered by time) starts. Rows sharing the cut-off timestamp
   all go to test, so the test share can exceed ``test_size`` a little.
 - ``user_time``: chronological, per user — each user's last n rows (or last
-  share), ordered by timestamp, ties by input row order.
+  share), ordered by timestamp, ties as ``leave_last_out`` breaks them (by item id
+  in the id order, so neither row order nor the ids' form moves a row).
 - ``leave_last_out``: per user, the last n rows by time (``test_size=n``, an
   int, default 1), optionally the ``validation_size`` rows just before them as
   validation. Rows of one user with the same timestamp are ordered by item id
@@ -878,10 +879,7 @@ def split(
             frame, o, test_size, cutoff, session_col, session_gap, straddle, params, info
         )
         val = None
-    elif method == "user_time":
-        key = _time_key(frame, o)
-        test, val = _per_user(frame, o, key, test_size, validation_size, info)
-    else:  # leave_last_out, leave_one_out: one implementation; ties by item id
+    else:  # user_time, leave_last_out, leave_one_out: one implementation; ties by item id
         key = _time_key(frame, o)
         tiebreak = _item_order(frame, o)
         test, val = _per_user(frame, o, key, test_size, validation_size, info, tiebreak)
