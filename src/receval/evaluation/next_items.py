@@ -78,6 +78,11 @@ SPELLINGS = {
 }
 
 
+def _n(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless the count is 1."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 @dataclass(repr=False)
 class NextItemResult(Result):
     """What :func:`evaluate_next_items` returns: a :class:`~receval.Result`
@@ -108,17 +113,17 @@ class NextItemResult(Result):
         c = self.counts
         unit = {"users": "users"}.get(str(self.parameters.get("average")), "sessions")
         line = (
-            f"{c['steps_evaluated']} steps evaluated of {c['steps']}, in "
-            f"{c['sessions_evaluated']} sessions of {c['sessions']}"
+            f"{_n(c['steps_evaluated'], 'step')} evaluated of {c['steps']}, in "
+            f"{_n(c['sessions_evaluated'], 'session')} of {c['sessions']}"
         )
         if c.get("sessions_too_short"):
             line += f" ({c['sessions_too_short']} with one item: no step)"
         for why, n in c["steps_skipped"].items():
             if n:
-                line += f"; {n} steps skipped ({why.replace('_', ' ')})"
+                line += f"; {_n(n, 'step')} skipped ({why.replace('_', ' ')})"
         for why, n in c["steps_scored_zero"].items():
             if n:
-                line += f"; {n} steps scored 0 ({why.replace('_', ' ')})"
+                line += f"; {_n(n, 'step')} scored 0 ({why.replace('_', ' ')})"
         return line + f"; averaged over {self.parameters.get('average')} ({unit} compared)"
 
     def to_dict(self) -> dict[str, Any]:
