@@ -400,7 +400,7 @@ def _looks_recbole(head: bytes) -> bool:
     first = _first_text_line(head)
     if not first:
         return False
-    sep = _sniff_sep(first, "\t")
+    sep = sniff_sep(first, "\t")
     fields = first.split(sep)
     return all(_RECBOLE_FIELD.match(f.strip()) for f in fields)
 
@@ -455,7 +455,7 @@ def is_number(text: str) -> bool:
     return True
 
 
-def _sniff_sep(line: str, prefer: str | None = None) -> str:
+def sniff_sep(line: str, prefer: str | None = None) -> str:
     """The delimiter of a header line: ``prefer`` when the line holds it, else
     the most frequent of ``,`` tab ``;`` ``|`` (``,`` when none)."""
     if prefer is not None and prefer in line:
@@ -464,7 +464,8 @@ def _sniff_sep(line: str, prefer: str | None = None) -> str:
     return max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
 
 
-def _header(line: str, sep: str) -> list[str]:
+def header_fields(line: str, sep: str) -> list[str]:
+    """The column names of a delimited header line (CSV quoting rules)."""
     import csv
 
     return next(csv.reader(io.StringIO(line), delimiter=sep), [])
@@ -490,8 +491,8 @@ def _read_csv(job: Job) -> pa.Table:
     """A CSV/TSV file with a header line: the delimiter given, the format's
     (TSV: a tab) or the most frequent of ``,`` tab ``;`` ``|`` in the header."""
     first = job.text.first_line(job.name)
-    sep = job.sep or job.reader.sep or _sniff_sep(first)
-    return _read_delimited(job, sep, _header(first, sep))
+    sep = job.sep or job.reader.sep or sniff_sep(first)
+    return _read_delimited(job, sep, header_fields(first, sep))
 
 
 def _read_recbole(job: Job) -> pa.Table:
@@ -500,8 +501,8 @@ def _read_recbole(job: Job) -> pa.Table:
     is ``user_id``, found as the user); ``token`` columns are ids under the text
     rule, ``float`` columns numbers, ``token_seq``/``float_seq`` text."""
     first = job.text.first_line(job.name)
-    sep = job.sep or _sniff_sep(first, job.reader.sep)
-    names, kinds = recbole_header(_header(first, sep), job.name)
+    sep = job.sep or sniff_sep(first, job.reader.sep)
+    names, kinds = recbole_header(header_fields(first, sep), job.name)
     fields = list(zip(names, kinds, strict=True))
     types = {n: pa.float64() if k == "float" else pa.string() for n, k in fields}
     tokens = [n for n, k in fields if k == "token"]

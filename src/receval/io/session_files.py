@@ -81,15 +81,11 @@ def _header(p: Path, name: str, source: Any, fmt: str, sep: str | None) -> list[
             raise InputError("the first line is not a JSON object", source=name, line=1) from None
     if fmt not in ("auto", "csv", "tsv"):
         raise OptionError("format", fmt, allowed=("auto", "csv", "tsv", "parquet", "jsonl"))
-    import csv
-    import io
+    from receval.io.files import header_fields, sniff_sep
 
     if sep is None:
-        counts = {c: first.count(c) for c in (",", "\t", ";", "|")}
-        sep = max(counts, key=lambda c: counts[c]) if max(counts.values()) else ","
-        if fmt == "tsv":
-            sep = "\t"
-    return next(csv.reader(io.StringIO(first), delimiter=sep), [])
+        sep = "\t" if fmt == "tsv" else sniff_sep(first)
+    return header_fields(first, sep)
 
 
 def _column(
