@@ -116,8 +116,10 @@ INPUTS_OF = {
     ],
 }
 #: the outputs whose suffix is checked before the inputs: an input under its own name
-#: (not .html) is refused by the suffix rule, still with exit 2 and nothing written
-SUFFIX_FIRST = {("next-items", "--report")}
+#: (not .html) is refused by the suffix rule, still with exit 2 and nothing written.
+#: None: next-items' --report was one, and said "receval writes no .csv file" for
+#: ``--report lists.csv`` instead of the error the user needs first (issue #36)
+SUFFIX_FIRST: set[tuple[str, str]] = set()
 #: the output flags that write an HTML page (the links made to an input end in .html)
 PAGES = {"--out", "--report"}
 

@@ -163,6 +163,11 @@ def next_items(
 
     metrics = metric_strings(metric, k)
     written = {"per_session": per_session, "by_position": by_position, "report": report_path}
+    read = {"lists": lists_path, "sessions": sessions_path, "train": train, "catalog": catalog}
+    # as receval evaluate: an output naming an input is refused first (the error
+    # the user needs: ``--report lists.csv`` would overwrite the lists), then
+    # the outputs' suffixes, then the inputs are read
+    refuse_input_targets(read, files=written)
     formats = {
         flag: suffix_format(flag, path, PER_USER_FORMATS, "the table is CSV or Parquet")
         for flag, path in written.items()
@@ -170,8 +175,6 @@ def next_items(
     }
     if report_path is not None:
         suffix_format("report", report_path, dict.fromkeys(REPORT_SUFFIXES, "html"), _PAGE)
-    read = {"lists": lists_path, "sessions": sessions_path, "train": train, "catalog": catalog}
-    refuse_input_targets(read, files=written)
     cols = {"session": session_col, "item": item_col}
     with status(f"reading {lists_path} and {sessions_path}", quiet):
         lists, lists_info = read_session_file(lists_path, fmt.value, sep, cols, SPELLINGS)

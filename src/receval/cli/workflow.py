@@ -188,7 +188,10 @@ def split(
     validation_size: Annotated[
         str | None,
         typer.Option(
-            "--validation-size", metavar="N|SHARE", help="also a validation part, as --test-size"
+            "--validation-size",
+            metavar="N|SHARE",
+            help="also a validation part just before the test part, as --test-size (session: "
+            "sessions)",
         ),
     ] = None,
     cutoff: Annotated[
@@ -197,6 +200,15 @@ def split(
             "--cutoff",
             metavar="TIME",
             help="time, session: the cut (a number or a date); overrides --test-size",
+        ),
+    ] = None,
+    validation_cutoff: Annotated[
+        str | None,
+        typer.Option(
+            "--validation-cutoff",
+            metavar="TIME",
+            help="time, session: rows (sessions, by the --straddle rule) from this time to "
+            "--cutoff are validation; overrides --validation-size",
         ),
     ] = None,
     session_col: Annotated[
@@ -257,6 +269,15 @@ def split(
             help="time_windows: the last test window's end (default: just after the last row)",
         ),
     ] = None,
+    validation_length: Annotated[
+        str | None,
+        typer.Option(
+            "--validation-length",
+            metavar="DURATION",
+            help="time_windows: each fold's last DURATION before its test window is its "
+            "validation part (shorter than --train-length, which spans both)",
+        ),
+    ] = None,
     seed: Seed = 0,
     min_user_interactions: Annotated[
         int, typer.Option("--min-user-interactions", help="k-core filter on users")
@@ -309,6 +330,7 @@ def split(
             **_sequential(
                 method,
                 cutoff=cutoff,
+                validation_cutoff=validation_cutoff,
                 session_col=session_col,
                 session_gap=session_gap,
                 straddle=straddle,
@@ -318,6 +340,7 @@ def split(
                 n_folds=n_folds,
                 start=start,
                 end=end,
+                validation_length=validation_length,
             ),
         )
     show_out(str(result))
@@ -374,6 +397,14 @@ def check(
     recs: Annotated[Path | None, typer.Option("--recs", help="recommendations file")] = None,
     train: Annotated[Path | None, typer.Option("--train", help="training interactions")] = None,
     test: Annotated[Path | None, typer.Option("--test", help="test interactions")] = None,
+    validation: Annotated[
+        Path | None,
+        typer.Option(
+            "--validation",
+            help="validation interactions (a split's validation part): checked against train "
+            "and test as test is against train",
+        ),
+    ] = None,
     k: Annotated[int | None, typer.Option("-k", help="the largest cut-off you will use")] = None,
     chronological: Annotated[
         bool,
@@ -417,20 +448,22 @@ def check(
 
     With --train and --test: test rows also in train, and (when both have the
     timestamp column) test rows earlier than the user's latest train row, are
-    leakage. The findings go to stdout; exit code 1 when leakage is found, 0
-    otherwise (warnings included), 2 on bad input. ``-q`` is accepted for
+    leakage; with --validation, the same between train and validation and
+    between validation and test. The findings go to stdout; exit code 1 when
+    leakage is found, 0 otherwise (warnings included), 2 on bad input. ``-q`` is accepted for
     symmetry (nothing else is printed)."""
     from receval.workflow.checks import check as run
 
-    if recs is None and train is None and test is None:
-        raise ReceValError("check needs at least one of --recs, --train, --test")
+    if recs is None and train is None and test is None and validation is None:
+        raise ReceValError("check needs at least one of --recs, --train, --test, --validation")
     if chronological and not_chronological:
         raise ReceValError("--chronological and --not-chronological exclude each other")
-    files = {"train": train, "test": test, "recommendations": recs}
+    files = {"train": train, "validation": validation, "test": test, "recommendations": recs}
     with status("reading and checking", quiet), _naming(files):
         report_ = run(  # the recommendations opened by the library, as evaluate opens them
             train=_log(train, fmt, sep, options),
             test=_log(test, fmt, sep, options),
+            validation=_log(validation, fmt, sep, options),
             recs=None if recs is None else path_input(recs, fmt, sep),
             k=k,
             chronological=True if chronological else (False if not_chronological else None),

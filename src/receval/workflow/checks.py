@@ -18,6 +18,14 @@ severity (``leakage``: the split leaks, ``receval check`` exits 1;
   ``session_gap=``): sessions with rows in both train and test — a session
   split (:func:`receval.split` ``method="session"``) puts each session wholly
   in one part.
+- With ``validation=`` (the validation part of a split), the same leakage
+  checks between train and validation and between validation and test:
+  ``train_validation_overlap`` / ``validation_test_overlap`` (pairs in both),
+  ``validation_before_train`` / ``test_before_validation`` (time travel, as
+  ``test_before_train``), ``session_straddles_validation_cut`` (sessions with
+  rows in train and validation); ``session_straddles_cut`` then counts test
+  sessions with rows in train or validation (sessions by a gap are cut over
+  the three parts together).
 - ``seen_in_train``: recommended (user, item) pairs the user already has in
   train — usually a bug (filter with :func:`remove_seen`), unless re-consumption
   is the task.
@@ -346,6 +354,7 @@ def check(
     timestamp_col: str = "timestamp",
     session_col: str | None = None,
     session_gap: Any = None,
+    validation: Any = None,
 ) -> CheckReport:
     """Run every check the given inputs allow; see the module docstring.
 
@@ -381,6 +390,12 @@ def check(
             of train and test together with no inactivity gap longer than
             ``session_gap`` (as :func:`receval.split` takes it) —: sessions
             with rows in both parts are leakage (``session_straddles_cut``).
+        validation: the validation part of the split (interactions, as
+            ``train``): it is checked against train as test is (overlap,
+            time travel, sessions across the validation cut), and test
+            against it (``validation_test_overlap``,
+            ``test_before_validation``; a session with rows in validation
+            and test straddles the test cut); see the module docstring.
 
     Returns:
         A :class:`CheckReport` (``report.leakage``: the leakage found;
@@ -403,31 +418,47 @@ def check(
         "train": None if train is None else _read(train, "train", "log", cols),
         "test": None if test is None else _read(test, "test", "log", cols),
         "recs": None if recs is None else _read(recs, "recommendations", "recommendations", cols),
+        "validation": None if validation is None else _read(validation, "validation", "log", cols),
     }
-    tr, te, rc = _frames(
-        [(given["train"], TRAIN), (given["test"], TRAIN), (given["recs"], RECS)], cols
+    tr, te, rc, va = _frames(
+        [
+            (given["train"], TRAIN),
+            (given["test"], TRAIN),
+            (given["recs"], RECS),
+            (given["validation"], TRAIN),
+        ],
+        cols,
     )
     out: list[Finding] = []
-    tables = {name: f for name, f in (("train", tr), ("test", te), ("recs", rc)) if f is not None}
+    named = (("train", tr), ("validation", va), ("test", te), ("recs", rc))
+    tables = {name: f for name, f in named if f is not None}
     codes = _Codes.of(tables)
     out += [_duplicates(name, frame, codes.keys(name)) for name, frame in tables.items()]
     if rc is not None and tr is not None:
         out += _seen_and_unknown(rc, codes)
-    if te is not None and tr is not None:
-        out.append(_overlap(te, codes))
-        if chronological is not False:
-            sources = {k: v.source for k, v in given.items() if v is not None}
-            out.append(_chronology(tr, te, chronological, timestamp_col, sources, codes))
-        if session_col is not None or session_gap is not None:
-            if session_col is not None and session_gap is not None:
-                raise ReceValError(
-                    f"{option('session_col')} and {option('session_gap')} exclude each other: "
-                    "sessions are named by a column or cut by a gap"
-                )
-            sources = {k: v.source for k, v in given.items() if v is not None}
+    sources = {k: v.source for k, v in given.items() if v is not None}
+    # the pairs of parts that must not leak: (earlier, later)
+    order = (("train", "test"), ("train", "validation"), ("validation", "test"))
+    pairs = [(a, b) for a, b in order if a in tables and b in tables]
+    for a, b in pairs:
+        out.append(_overlap(tables[b], codes, a, b))
+    if chronological is not False:
+        for a, b in pairs:
             out.append(
-                _session_straddle(tr, te, session_col, session_gap, timestamp_col, sources, codes)
+                _chronology(
+                    tables[a], tables[b], chronological, timestamp_col, sources, codes, (a, b)
+                )
             )
+    sessions = session_col is not None or session_gap is not None
+    if sessions and tr is not None and (te is not None or va is not None):
+        if session_col is not None and session_gap is not None:
+            raise ReceValError(
+                f"{option('session_col')} and {option('session_gap')} exclude each other: "
+                "sessions are named by a column or cut by a gap"
+            )
+        parts = {p: tables[p] for p in ("train", "validation", "test") if p in tables}
+        out += _session_straddles(parts, session_col, session_gap, timestamp_col, sources, codes)
+    if te is not None and tr is not None:
         out += _cold_start(te, codes)
     if rc is not None:
         out += _lists(rc, te, k)
@@ -450,6 +481,9 @@ def _duplicates(name: str, frame: pd.DataFrame, key: np.ndarray) -> Finding:
         "recs": "an error for receval.evaluate ("
         + option("duplicates", "keep")
         + " keeps the first)",
+        "validation": "an error for receval.evaluate as truth ("
+        + option("duplicates", "keep")
+        + " keeps the largest grade)",
     }[name]
     message = f"{n} of {len(frame)} {name} rows repeat an earlier (user, item) pair: {what}"
     return _finding(
@@ -563,22 +597,31 @@ def _share(n: int, total: int) -> str:
     return "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
 
 
-def _overlap(te: pd.DataFrame, codes: _Codes) -> Finding:
-    """Test rows whose (user, item) pair is also in train (integer keys, one
-    hash pass): the model was trained on the answers."""
-    key = codes.keys("test")
-    both = pd.Series(key).isin(codes.keys("train")).to_numpy()
+#: how a finding names the rows of a part (``training``, not ``train``)
+_ROWS_OF = {"train": "training", "validation": "validation", "test": "test"}
+
+
+def _overlap(
+    te: pd.DataFrame, codes: _Codes, earlier: str = "train", later: str = "test"
+) -> Finding:
+    """Rows of the part ``later`` whose (user, item) pair is also in the part
+    ``earlier`` (integer keys, one hash pass): the model was fit (or tuned)
+    on the answers. ``train_test_overlap``, ``train_validation_overlap``,
+    ``validation_test_overlap``."""
+    key = codes.keys(later)
+    both = pd.Series(key).isin(codes.keys(earlier)).to_numpy()
     n = int(both.sum())
     rows = np.flatnonzero(both)
-    first = rows[~pd.Series(key[rows]).duplicated().to_numpy()]  # each pair's first test row
-    users = codes.distinct("user", "test", both)
+    first = rows[~pd.Series(key[rows]).duplicated().to_numpy()]  # each pair's first row
+    users = codes.distinct("user", later, both)
+    fit = "fit on train" if earlier == "train" else "tuned on validation"
     return _finding(
-        "train_test_overlap",
+        f"{earlier}_{later}_overlap",
         n,
-        f"{n} of {len(te)} test rows ({_share(n, len(te))}; {len(first)} distinct (user, "
-        f"item) pairs, {users} of {codes.distinct('user', 'test')} test users) are also in train "
-        "(leakage: a model fit on train has seen these answers; a split puts each interaction "
-        "in one part)",
+        f"{n} of {len(te)} {later} rows ({_share(n, len(te))}; {len(first)} distinct (user, "
+        f"item) pairs, {users} of {codes.distinct('user', later)} {later} users) are also in "
+        f"{earlier} (leakage: a model {fit} has seen these answers; a split puts each "
+        "interaction in one part)",
         "leakage",
         _examples(zip(te["user"].iloc[first[:5]], te["item"].iloc[first[:5]], strict=True)),
     )
@@ -612,25 +655,27 @@ def _times(frame: pd.DataFrame, ts: str) -> tuple[str, np.ndarray, np.ndarray] |
 
 
 def _comparable(
-    tr: pd.DataFrame, te: pd.DataFrame, ts: str
+    tr: pd.DataFrame, te: pd.DataFrame, ts: str, names: tuple[str, str] = ("train", "test")
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | tuple[str, str]:
-    """Train's and test's timestamps on one scale with their masks
-    (:func:`_times`), or (the input at fault, why they cannot be compared)."""
-    missing = [(name, f) for f, name in ((tr, "train"), (te, "test")) if ts not in f.columns]
+    """Two parts' timestamps (``names``: train's and test's by default) on one
+    scale with their masks (:func:`_times`), or (the input at fault, why they
+    cannot be compared)."""
+    one, two = names
+    missing = [(name, f) for f, name in ((tr, one), (te, two)) if ts not in f.columns]
     if missing:
         found = "; ".join(f"{name}: {', '.join(map(str, f.columns))}" for name, f in missing)
         subject = " and ".join(name for name, _ in missing)
         verb = "have" if len(missing) > 1 else "has"
         return subject, f"{verb} no timestamp column {ts!r} (columns found: {found})"
     got = {}
-    for frame, name in ((tr, "train"), (te, "test")):
+    for frame, name in ((tr, one), (te, two)):
         times = _times(frame, ts)
         if isinstance(times, str):
             return name, f"has a timestamp column {ts!r} that {times}"
         got[name] = times
-    (k_tr, t_tr, v_tr), (k_te, t_te, v_te) = got["train"], got["test"]
+    (k_tr, t_tr, v_tr), (k_te, t_te, v_te) = got[one], got[two]
     if k_tr != k_te:
-        return "test", f"has {k_te}s as timestamps and train {k_tr}s: they cannot be compared"
+        return two, f"has {k_te}s as timestamps and {one} {k_tr}s: they cannot be compared"
     if t_tr.dtype != t_te.dtype:  # int64 and float64 numbers
         t_tr, t_te = t_tr.astype(np.float64), t_te.astype(np.float64)
     return t_tr, v_tr, t_te, v_te
@@ -658,22 +703,28 @@ def _chronology(
     ts: str,
     sources: dict[str, str],
     codes: _Codes,
+    names: tuple[str, str] = ("train", "test"),
 ) -> Finding:
-    """Test rows earlier than the training rows: per user (``how`` None or
-    ``"user"``) or overall (``"global"``). Timestamps that cannot be compared:
-    an error when ``how`` asks for the check, else a skipped finding saying
-    why (``sources``: each input's name in errors: its file, or ``train``/``test``)."""
-    times = _comparable(tr, te, ts)
+    """Rows of the later part earlier than the rows of the earlier part
+    (``names``: train and test by default: ``test_before_train``; train and
+    validation: ``validation_before_train``; validation and test:
+    ``test_before_validation``): per user (``how`` None or ``"user"``) or
+    overall (``"global"``). Timestamps that cannot be compared: an error when
+    ``how`` asks for the check, else a skipped finding saying why
+    (``sources``: each input's name in errors: its file, or its part's name)."""
+    earlier, later = names
+    code = f"{later}_before_{earlier}"
+    times = _comparable(tr, te, ts, names)
     if isinstance(times[0], str):
         name, why = times
         if how is not None:
             raise InputError(
-                f"a chronological check needs comparable timestamps in train and test: {name} "
-                f"{why}; name the column with {option('timestamp_col')}",
+                f"a chronological check needs comparable timestamps in {earlier} and {later}: "
+                f"{name} {why}; name the column with {option('timestamp_col')}",
                 source=sources[str(name).split(" and ")[0]],
             )
         return _finding(
-            "test_before_train",
+            code,
             0,
             f"not checked: {name} {why}; name the column with {option('timestamp_col')} "
             f"(or {said('chronological=False', '--not-chronological')} for a random split)",
@@ -681,78 +732,106 @@ def _chronology(
             skipped=True,
         )
     t_tr, v_tr, t_te, v_te = times
+    rows_of = _ROWS_OF[earlier]
     if how == "global":
         latest = t_tr[v_tr].max() if v_tr.any() else None
         early = v_te & (t_te < latest) if latest is not None else np.zeros(len(te), dtype=bool)
         shown_latest = _time_text(tr, ts, v_tr, t_tr)
-        where = f"the latest training row ({shown_latest})"
+        where = f"the latest {rows_of} row ({shown_latest})"
     else:
         user = codes.codes["user"]
         latest_u, has = _latest_per_user(
-            user["train"][v_tr], t_tr[v_tr], user["test"], codes.size["user"]
+            user[earlier][v_tr], t_tr[v_tr], user[later], codes.size["user"]
         )
         early = v_te & has & (t_te < latest_u)
-        where = "the same user's latest training row"
+        where = f"the same user's latest {rows_of} row"
     n = int(early.sum())
     first = np.flatnonzero(early)[:5]
-    users = codes.distinct("user", "test", early)
+    users = codes.distinct("user", later, early)
     untimed = int((~v_tr).sum()) + int((~v_te).sum())
     skipped = f"; {untimed} rows without a timestamp not compared" if untimed else ""
+    seen = "fit on train" if earlier == "train" else "tuned on validation"
     return _finding(
-        "test_before_train",
+        code,
         n,
-        f"{n} of {len(te)} test rows ({users} of {codes.distinct('user', 'test')} test users) "
-        f"are earlier than {where} (leakage: a model fit on train has seen the future{skipped})",
+        f"{n} of {len(te)} {later} rows ({users} of {codes.distinct('user', later)} {later} "
+        f"users) are earlier than {where} (leakage: a model {seen} has seen the "
+        f"future{skipped})",
         "leakage",
         _examples(zip(te["user"].iloc[first], te["item"].iloc[first], strict=True)),
     )
 
 
-def _session_straddle(
-    tr: pd.DataFrame,
-    te: pd.DataFrame,
+def _session_straddles(
+    parts: dict[str, pd.DataFrame],
     session_col: str | None,
     session_gap: Any,
     ts: str,
     sources: dict[str, str],
     codes: _Codes,
-) -> Finding:
-    """Sessions with rows in both train and test: by a (user, ``session_col``)
-    pair, or by runs of one user's rows of train and test together with no
-    inactivity gap longer than ``session_gap``."""
+) -> list[Finding]:
+    """Sessions across a cut: sessions by a (user, ``session_col``) pair, or
+    runs of one user's rows of all the parts together with no inactivity gap
+    longer than ``session_gap``. ``session_straddles_cut``: test rows whose
+    session has rows in train (or validation); with a validation part,
+    ``session_straddles_validation_cut``: validation rows whose session has
+    rows in train."""
     if session_col is not None:
-        straddles, s_te, label = _sessions_by_column(tr, te, session_col, sources, codes)
+        ids, label = _sessions_by_column(parts, session_col, sources, codes)
         how, called = f"session column {session_col!r}", "session"
     else:
-        straddles, s_te, label = _sessions_by_gap(tr, te, session_gap, ts, sources, codes)
+        ids, label = _sessions_by_gap(parts, session_gap, ts, sources, codes)
         how, called = f"inactivity gap {session_gap!r}", "session starting at"
-    sessions = int(pd.Series(s_te[straddles]).nunique())
-    n = int(straddles.sum())
-    first = np.flatnonzero(straddles)
-    where = ""
-    if n:
-        r = int(first[0])
-        where = (
-            f"; the first: user {plain(te['user'].iloc[r])!r}, {called} {label(r)!r}, "
-            f"test row {r} (from 0)"
+    pairs: list[tuple[str, list[str], str]] = []
+    if "test" in parts:
+        earlier = [p for p in ("train", "validation") if p in parts]
+        pairs.append(("session_straddles_cut", earlier, "test"))
+    if "validation" in parts:
+        pairs.append(("session_straddles_validation_cut", ["train"], "validation"))
+    out = []
+    for code, earlier, later in pairs:
+        seen = np.concatenate([ids[p] for p in earlier])
+        s_later = ids[later]
+        straddles = (s_later >= 0) & pd.Series(s_later).isin(seen[seen >= 0]).to_numpy()
+        frame = parts[later]
+        sessions = int(pd.Series(s_later[straddles]).nunique())
+        n = int(straddles.sum())
+        first = np.flatnonzero(straddles)
+        where = ""
+        if n:
+            r = int(first[0])
+            where = (
+                f"; the first: user {plain(frame['user'].iloc[r])!r}, {called} "
+                f"{label(later, r)!r}, {later} row {r} (from 0)"
+            )
+        fit = "fit on train" if later == "validation" or len(earlier) == 1 else "fit (or tuned)"
+        out.append(
+            _finding(
+                code,
+                sessions,
+                f"{sessions} sessions ({how}; {n} of {len(frame)} {later} rows) have rows in "
+                f"both {' or '.join(earlier)} and {later} (leakage: a session split puts each "
+                f"session wholly in one part, a model {fit} has seen part of these {later} "
+                f"sessions){where}",
+                "leakage",
+                _examples(
+                    zip(
+                        frame["user"].iloc[first[:5]],
+                        [label(later, int(i)) for i in first[:5]],
+                        strict=True,
+                    )
+                ),
+            )
         )
-    return _finding(
-        "session_straddles_cut",
-        sessions,
-        f"{sessions} sessions ({how}; {n} of {len(te)} test rows) have rows in both train and "
-        "test (leakage: a session split puts each session wholly in one part, a model fit on "
-        f"train has seen part of these test sessions){where}",
-        "leakage",
-        _examples(zip(te["user"].iloc[first[:5]], [label(int(i)) for i in first[:5]], strict=True)),
-    )
+    return out
 
 
 def _sessions_by_column(
-    tr: pd.DataFrame, te: pd.DataFrame, col: str, sources: dict[str, str], codes: _Codes
-) -> tuple[np.ndarray, np.ndarray, Any]:
-    """Test rows whose (user, ``col``) session has a training row, each test
-    row's session code, and a test row's session as the input writes it."""
-    for frame, name in ((tr, "train"), (te, "test")):
+    parts: dict[str, pd.DataFrame], col: str, sources: dict[str, str], codes: _Codes
+) -> tuple[dict[str, np.ndarray], Any]:
+    """Each part's rows' (user, ``col``) session as codes shared by the
+    parts, and a row's session as the input writes it (``label(part, row)``)."""
+    for name, frame in parts.items():
         if col not in frame.columns:
             found = ", ".join(map(str, frame.columns))
             raise InputError(
@@ -765,59 +844,59 @@ def _sessions_by_column(
             raise InputError(
                 "missing session id", source=sources[name], row=int(np.flatnonzero(missing)[0])
             )
-    ids = [
-        canonical(f[col].to_numpy(), "session", sources[n])
-        for f, n in ((tr, "train"), (te, "test"))
-    ]
-    (s_tr, s_te), width = _shared(unify(ids, "session", []))
-    key_te = codes.codes["user"]["test"] * width + s_te
-    in_train = pd.Series(codes.codes["user"]["train"] * width + s_tr).unique()
-    column = te[col]
-    return pd.Series(key_te).isin(in_train).to_numpy(), key_te, lambda i: plain(column.iloc[i])
+    ids = [canonical(f[col].to_numpy(), "session", sources[n]) for n, f in parts.items()]
+    shared, width = _shared(unify(ids, "session", []))
+    keys = {
+        name: codes.codes["user"][name] * width + s for name, s in zip(parts, shared, strict=True)
+    }
+    return keys, lambda part, i: plain(parts[part][col].iloc[i])
 
 
 def _sessions_by_gap(
-    tr: pd.DataFrame,
-    te: pd.DataFrame,
+    parts: dict[str, pd.DataFrame],
     session_gap: Any,
     ts: str,
     sources: dict[str, str],
     codes: _Codes,
-) -> tuple[np.ndarray, np.ndarray, Any]:
+) -> tuple[dict[str, np.ndarray], Any]:
     """As :func:`_sessions_by_column`, sessions cut by an inactivity gap over
-    train and test together (rows without a timestamp are in no session);
-    a session shown by its first time."""
+    the parts together (rows without a timestamp are in no session: code
+    -1); a session shown by its first time."""
     from receval.workflow.split import duration
 
-    times = _comparable(tr, te, ts)
-    if isinstance(times[0], str):
-        name, why = times
-        raise InputError(
-            f"sessions by an inactivity gap need comparable timestamps in train and test: "
-            f"{name} {why}; name the column with {option('timestamp_col')}",
-            source=sources[str(name).split(" and ")[0]],
-        )
-    t_tr, v_tr, t_te, v_te = times
-    gap = duration("session_gap", session_gap, _times(tr, ts)[0] == "date")
-    n_tr = len(tr)
-    user = np.concatenate([codes.codes["user"]["train"], codes.codes["user"]["test"]])
-    when = np.concatenate([t_tr, t_te]).astype(np.float64)
-    valid = np.concatenate([v_tr, v_te])
+    names = list(parts)
+    times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for other in names[1:]:  # each part against the first (train)
+        got = _comparable(parts[names[0]], parts[other], ts, (names[0], other))
+        if isinstance(got[0], str):
+            name, why = got
+            raise InputError(
+                f"sessions by an inactivity gap need comparable timestamps in "
+                f"{' and '.join(names)}: {name} {why}; name the column with "
+                f"{option('timestamp_col')}",
+                source=sources[str(name).split(" and ")[0]],
+            )
+        t_a, v_a, t_b, v_b = got
+        times[names[0]] = (t_a.astype(np.float64), v_a)
+        times[other] = (t_b.astype(np.float64), v_b)
+    gap = duration("session_gap", session_gap, _times(parts[names[0]], ts)[0] == "date")
+    user = np.concatenate([codes.codes["user"][n] for n in names])
+    when = np.concatenate([times[n][0] for n in names])
+    valid = np.concatenate([times[n][1] for n in names])
     rows = np.flatnonzero(valid)
     order = rows[np.lexsort((when[rows], user[rows]))]
     u, t = user[order], when[order]
     new = np.ones(len(order), dtype=bool)
     if len(order) > 1:
         new[1:] = (u[1:] != u[:-1]) | (t[1:] - t[:-1] > gap)
-    session = np.zeros(len(user), dtype=np.int64)
+    session = np.full(len(user), -1, dtype=np.int64)
     session[order] = np.cumsum(new) - 1
     n_sessions = int(session.max()) + 1 if len(order) else 1
-    has_train = np.zeros(n_sessions, dtype=bool)
-    has_train[session[:n_tr][v_tr]] = True
     start = np.full(n_sessions, np.inf)
     np.minimum.at(start, session[valid], when[valid])
-    s_te = session[n_tr:]
-    return v_te & has_train[s_te], s_te, lambda i: _time_label(te, ts, float(start[s_te[i]]))
+    bounds = np.cumsum([0] + [len(parts[n]) for n in names])
+    ids = {n: session[bounds[i] : bounds[i + 1]] for i, n in enumerate(names)}
+    return ids, lambda part, i: _time_label(parts[part], ts, float(start[ids[part][i]]))
 
 
 def _time_label(frame: pd.DataFrame, ts: str, value: float) -> Any:

@@ -42,11 +42,20 @@ Methods (``split(log, method=...)``):
   at or after it (it straddles the cut) goes where ``straddle`` says: ``test``
   (default: a session is test when its last row is at or after the cut, as
   session-rec assigns them), ``train`` (by its first row) or ``drop``.
+  Validation (``validation_cutoff``, or ``validation_size`` sessions just
+  before the test ones): a second, earlier cut; the sessions between the two
+  cuts are validation, and a session straddling the validation cut follows
+  the same ``straddle`` rule (``test``: validation when its last row is at or
+  after the validation cut; ``train``: by its first row; ``drop``: dropped,
+  counted).
 - ``time_windows``: :class:`Folds` of successive test windows of
   ``test_length`` (one every ``step``), ``n_folds`` of them ending just after
   the last interaction (or at ``end``, or starting at ``start``); each fold
   trains on everything before its test window (expanding) or on the
-  ``train_length`` before it (rolling).
+  ``train_length`` before it (rolling). With ``validation_length``, the last
+  ``validation_length`` of each fold's train window (just before its test
+  window) is that fold's validation part and the train ends where it starts
+  (rolling: ``train_length`` spans train and validation together).
 
 Per-user counts: a share ``s`` of a user with ``n`` rows is ``round(s · n)``
 rows (halves rounded up), and never more than ``n − 1``, so every user keeps
@@ -745,6 +754,7 @@ def split(
     n_folds: int = 1,
     start: Any = None,
     end: Any = None,
+    validation_length: Any = None,
     min_user_interactions: int = 0,
     min_item_interactions: int = 0,
     relevance_threshold: float | None = None,
@@ -770,12 +780,14 @@ def split(
             sessions (``session``); ``leave_last_out``: the number n of each
             user's last rows (an int). None: 0.2 (``leave_last_out``: 1).
         validation_size: the same, for a validation part taken just before
-            the test part (chronological) or at random from the rest; None: no
-            validation part.
+            the test part (chronological) or at random from the rest
+            (``session``: the sessions just before the test ones, a share of
+            all sessions or a count); None: no validation part.
         cutoff: ``time`` and ``session``: the cut (a number, or a date for
             date columns); overrides ``test_size``.
-        validation_cutoff: ``time`` only: rows in [validation_cutoff, cutoff)
-            are validation.
+        validation_cutoff: ``time`` and ``session``: rows (sessions, by the
+            ``straddle`` rule) in [validation_cutoff, cutoff) are validation;
+            overrides ``validation_size``.
         seed: the seed of the random methods.
         session_col: ``session``: the column naming each user's sessions.
         session_gap: ``session``: instead of ``session_col``, a new session
@@ -793,6 +805,11 @@ def split(
         start, end: ``time_windows``: the start of the first test window, or
             the (exclusive) end of the last one (neither: just after the last
             interaction).
+        validation_length: ``time_windows``: a duration (as ``session_gap``):
+            each fold's rows in [test start − validation_length, test start)
+            are its validation part, its train ends there (rolling: must be
+            shorter than ``train_length``, which spans both). None: no
+            validation part.
         min_user_interactions, min_item_interactions: k-core filter before
             splitting (see :func:`filter_interactions`).
         relevance_threshold: keep in test/validation only rows rated ≥ it.
@@ -829,23 +846,17 @@ def split(
     )
     if method not in METHODS:
         raise ReceValError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    windows = (test_length, train_length, step, n_folds, start, end, validation_length)
     _only_for(
         method,
         session=(session_col, session_gap, None if straddle == "test" else straddle),
-        time_windows=(test_length, train_length, step, None if n_folds == 1 else n_folds),
+        time_windows=(*windows[:3], None if n_folds == 1 else n_folds, validation_length),
         time_windows_anchor=(start, end),
-        time_or_session=(cutoff,),
-        time=(validation_cutoff,),
+        time_or_session=(cutoff, validation_cutoff),
     )
     if method == "time_windows":
-        if test_size is not None or validation_size is not None:
-            raise OptionError(
-                "test_size" if test_size is not None else "validation_size",
-                test_size if test_size is not None else validation_size,
-                expected="no value for time_windows",
-                reason="its test windows are given by test_length (and n_folds, step, start/end)",
-            )
-        return _time_windows(interactions, o, test_length, train_length, step, n_folds, start, end)
+        _no_sizes(test_size, validation_size)
+        return _time_windows(interactions, o, *windows)
     test_size = _sizes(method, test_size, validation_size)
     check_seed(seed)
     frame, info, o = _prepare(interactions, o)
@@ -868,17 +879,9 @@ def split(
             frame, o, test_size, validation_size, cutoff, validation_cutoff, params
         )
     elif method == "session":
-        if validation_size is not None:
-            raise OptionError(
-                "validation_size",
-                validation_size,
-                expected="no value for session",
-                reason="a session split has train and test only",
-            )
-        test, excluded = _session_split(
-            frame, o, test_size, cutoff, session_col, session_gap, straddle, params, info
-        )
-        val = None
+        sizes, cuts = (test_size, validation_size), (cutoff, validation_cutoff)
+        sessions = (session_col, session_gap, straddle)
+        test, val, excluded = _session_split(frame, o, sizes, cuts, *sessions, params, info)
     else:  # user_time, leave_last_out, leave_one_out: one implementation; ties by item id
         key = _time_key(frame, o)
         tiebreak = _item_order(frame, o)
@@ -890,6 +893,19 @@ def split(
     return _finish(frame, test, val, o, info, method, params, excluded)
 
 
+def _no_sizes(test_size: Any, validation_size: Any) -> None:
+    """``time_windows`` takes no ``test_size`` / ``validation_size``: its
+    windows are durations."""
+    if test_size is not None or validation_size is not None:
+        raise OptionError(
+            "test_size" if test_size is not None else "validation_size",
+            test_size if test_size is not None else validation_size,
+            expected="no value for time_windows",
+            reason="its test windows are given by test_length (and n_folds, step, start/end), "
+            "its validation windows by validation_length",
+        )
+
+
 def _only_for(method: str, **given: tuple[Any, ...]) -> None:
     """Refuse the options of one method given to another (a session gap to a
     random split was a silent no-op)."""
@@ -898,14 +914,12 @@ def _only_for(method: str, **given: tuple[Any, ...]) -> None:
         "time_windows": ("time_windows",),
         "time_windows_anchor": ("time_windows",),
         "time_or_session": ("time", "session"),
-        "time": ("time",),
     }
     names = {
         "session": ("session_col", "session_gap", "straddle"),
-        "time_windows": ("test_length", "train_length", "step", "n_folds"),
+        "time_windows": ("test_length", "train_length", "step", "n_folds", "validation_length"),
         "time_windows_anchor": ("start", "end"),
-        "time_or_session": ("cutoff",),
-        "time": ("validation_cutoff",),
+        "time_or_session": ("cutoff", "validation_cutoff"),
     }
     for group, values in given.items():
         if method in owners[group]:
@@ -1049,16 +1063,26 @@ def _sessions(
 def _session_split(
     frame: pd.DataFrame,
     o: _Opts,
-    test_size: Any,
-    cutoff: Any,
+    sizes: tuple[Any, Any],
+    cutoffs: tuple[Any, Any],
     session_col: str | None,
     session_gap: Any,
     straddle: str,
     params: dict[str, Any],
     info: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """``session``: the test mask and the mask of rows in no part (straddling
-    sessions with ``straddle="drop"``)."""
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``session``: the test mask, the validation mask (None: none asked) and
+    the mask of rows in no part (sessions straddling a cut, with
+    ``straddle="drop"``). ``sizes``: ``test_size`` and ``validation_size``;
+    ``cutoffs``: ``cutoff`` and ``validation_cutoff``.
+
+    Each session is assigned wholly by one time: its last row with
+    ``straddle="test"``, its first row otherwise. Test: that time at or after
+    the cut; validation: at or after the validation cut and not test; train:
+    the rest. With ``drop``, a session straddling either cut (its first row
+    before the cut, its last at or after it) is in no part."""
+    test_size, validation_size = sizes
+    cutoff, validation_cutoff = cutoffs
     if straddle not in STRADDLE:
         raise OptionError("straddle", straddle, expected="one of " + ", ".join(STRADDLE))
     key = _time_key(frame, o)
@@ -1079,31 +1103,93 @@ def _session_split(
         t = int(_how_many(test_size, n_sessions))
         cut = float(np.sort(by)[n_sessions - t]) if t else math.inf
         params["cutoff_found"] = _show_time(frame, o.timestamp_col, cut) if n_sessions else None
+    drop = straddle == "drop"
     straddling = (first < cut) & (last >= cut)
-    test_s = by >= cut
-    excluded = None
-    if straddle == "drop":
-        excluded = straddling[session]
-        test_s &= ~straddling
+    test_s = (by >= cut) & ~(straddling & drop)
+    val_s = None
+    out = straddling & drop  # sessions in no part
+    crossing_v = 0  # sessions straddling the validation cut
+    if validation_cutoff is not None or validation_size is not None:
+        vcut = _validation_cut(frame, o, by, ~test_s & ~out, cut, sizes, cutoffs, params)
+        straddling_v = (first < vcut) & (last >= vcut)
+        if drop:
+            out = out | straddling_v
+        val_s = (by >= vcut) & ~test_s & ~out
+        crossing_v = int(straddling_v.sum())
+    if drop:
+        excluded = out[session]
         info["dropped"]["straddling_sessions"] = {
-            "sessions": int(straddling.sum()),
+            "sessions": int(out.sum()),
             "rows": int(excluded.sum()),
         }
+        cuts = "a cut" if val_s is not None else "the cut"
         info["notes"].append(
-            f"dropped: {int(straddling.sum())} sessions ({int(excluded.sum())} rows) that start "
-            "before the cut and end at or after it"
+            f"dropped: {int(out.sum())} sessions ({int(excluded.sum())} rows) that start "
+            f"before {cuts} and end at or after it"
         )
-    elif straddling.any():
-        info["notes"].append(
-            f"{int(straddling.sum())} sessions start before the cut and end at or after it: "
-            f"each is wholly in {straddle} (straddle={straddle})"
-        )
-    info["sessions"] = {
-        "train": int((~test_s & ~(straddling & (straddle == "drop"))).sum()),
-        "test": int(test_s.sum()),
-        "straddling": int(straddling.sum()),
-    }
-    return test_s[session], excluded
+    else:
+        excluded = None
+        for n_cross, which in (
+            (int(straddling.sum()), "the cut"),
+            (crossing_v, "the validation cut"),
+        ):
+            if n_cross:
+                info["notes"].append(
+                    f"{n_cross} sessions start before {which} and end at or after it: each is "
+                    f"wholly in one part by its {'last' if straddle == 'test' else 'first'} "
+                    f"row (straddle={straddle})"
+                )
+    train_s = ~test_s & ~out & (~val_s if val_s is not None else True)
+    counts = {"train": int(train_s.sum())}
+    if val_s is not None:
+        counts["validation"] = int(val_s.sum())
+    counts |= {"test": int(test_s.sum()), "straddling": int(straddling.sum())}
+    if val_s is not None:
+        counts["straddling_validation"] = crossing_v
+        if not counts["validation"]:
+            info["notes"].append(
+                "no session in the validation window: the validation part is empty"
+            )
+    info["sessions"] = counts
+    return test_s[session], None if val_s is None else val_s[session], excluded
+
+
+def _validation_cut(
+    frame: pd.DataFrame,
+    o: _Opts,
+    by: np.ndarray,
+    before: np.ndarray,
+    cut: float,
+    sizes: tuple[Any, Any],
+    cutoffs: tuple[Any, Any],
+    params: dict[str, Any],
+) -> float:
+    """The session split's validation cut: ``validation_cutoff``, or the
+    assigning time (``by``) of the first of the last ``validation_size``
+    sessions (a share of all sessions, or a count) among those ``before`` the
+    test part, in that time's order."""
+    _, validation_size = sizes
+    cutoff, validation_cutoff = cutoffs
+    if validation_cutoff is not None:
+        vcut = _cut_value(frame, o.timestamp_col, validation_cutoff)
+        if vcut > cut:
+            shown_cut = cutoff if cutoff is not None else params.get("cutoff_found")
+            raise OptionError(
+                "validation_cutoff",
+                validation_cutoff,
+                expected=f"a time at or before the test cut ({shown_cut})",
+                reason="validation sessions come before the test sessions",
+            )
+        params.pop("validation_size", None)
+        params["validation_cutoff"] = validation_cutoff
+        return vcut
+    candidates = np.sort(by[before])
+    v = min(int(_how_many(validation_size, len(by))), len(candidates))
+    vcut = float(candidates[len(candidates) - v]) if v else cut
+    params["validation_cutoff_found"] = (
+        _show_time(frame, o.timestamp_col, vcut) if v else params.get("cutoff_found", cutoff)
+    )
+    return vcut
 
 
 # --------------------------------------------------------------------------- time windows
@@ -1116,8 +1202,9 @@ class Folds:
     Attributes:
         splits: one :class:`Split` per fold, oldest test window first; each
             one's ``info["fold"]`` has its number, the time ranges of its
-            train and test windows (``[from, to)``; ``from`` None: the
-            expanding window's open start).
+            train, validation (with ``validation_length``) and test windows
+            (``[from, to)``; ``from`` None: the expanding window's open
+            start) and ``outside``, the rows in none of its parts.
         info: ``method``, ``parameters``, ``sizes`` of the input and
             ``folds`` (each fold's ranges and sizes).
     """
@@ -1145,9 +1232,12 @@ class Folds:
         lines = [f"split: {self.info['method']} ({params})"]
         for f in self.info["folds"]:
             tr, te = f["train"], f["test"]
+            va = f.get("validation")
+            validation = f"validation [{va['from']}, {va['to']}) {va['rows']} rows, " if va else ""
             lines.append(
                 f"fold {f['fold']}: train [{tr['from']}, {tr['to']}) {tr['rows']} rows, "
-                f"test [{te['from']}, {te['to']}) {te['rows']} rows, {te['users']} users"
+                f"{validation}test [{te['from']}, {te['to']}) {te['rows']} rows, "
+                f"{te['users']} users"
             )
         lines += self.info.get("notes", [])
         return lines
@@ -1221,6 +1311,7 @@ def _time_windows(
     n_folds: Any,
     start: Any,
     end: Any,
+    validation_length: Any = None,
 ) -> Folds:
     if test_length is None:
         raise ReceValError(
@@ -1240,9 +1331,12 @@ def _time_windows(
     t_len = duration("test_length", test_length, dates)
     r_len = None if train_length is None else duration("train_length", train_length, dates)
     hop = t_len if step is None else duration("step", step, dates)
+    v_len = _validation_length(validation_length, train_length, r_len, dates)
     params: dict[str, Any] = {"test_length": test_length}
     if train_length is not None:
         params["train_length"] = train_length
+    if validation_length is not None:
+        params["validation_length"] = validation_length
     params |= {"step": step if step is not None else test_length, "n_folds": n_folds}
     first_start = _first_start(frame, col, key, start, end, t_len + (n_folds - 1) * hop, params)
     splits = []
@@ -1253,34 +1347,20 @@ def _time_windows(
         hi = lo + t_len
         info = _copy_info(base)
         if rows is not None:  # a log in time order: each part is a range of its rows
-            s, outside, parts = rows.fold(lo, hi, r_len, o, info, dict(params))
-            train_any, test_any = parts[0][1] > parts[0][0], parts[1][1] > parts[1][0]
+            s, outside, parts = rows.fold(lo, hi, r_len, v_len, o, info, dict(params))
+            any_ = {name: stop > begin for name, (begin, stop) in parts.items()}
         else:
-            test = (key >= lo) & (key < hi)
-            train = key < lo
-            if r_len is not None:
-                train &= key >= lo - r_len
-            s = _finish(frame, test, None, o, info, "time_windows", dict(params), ~(train | test))
-            outside = int((~(train | test)).sum())
-            train_any, test_any = bool(train.any()), bool(test.any())
-        shown = {
-            "train": {
-                "from": None if r_len is None else _show_time(frame, col, lo - r_len),
-                "to": _show_time(frame, col, lo),
-            },
-            "test": {"from": _show_time(frame, col, lo), "to": _show_time(frame, col, hi)},
-        }
+            s, outside, any_ = _masked_fold(frame, key, (lo, hi, r_len, v_len), o, info, params)
+        shown = _windows(frame, col, lo, hi, r_len, v_len)
         s.info["fold"] = {"fold": f, **shown, "outside": outside}
-        if not test_any:
-            s.info["notes"].append(f"fold {f}: no interaction in its test window")
-        if not train_any:
-            s.info["notes"].append(f"fold {f}: no interaction in its train window")
+        for part in ("test", "validation", "train"):
+            if not any_.get(part, True):
+                s.info["notes"].append(f"fold {f}: no interaction in its {part} window")
         sz = s.info["sizes"]
         folds_info.append(
             {
                 "fold": f,
-                "train": {**shown["train"], **sz["train"]},
-                "test": {**shown["test"], **sz["test"]},
+                **{part: {**window, **sz[part]} for part, window in shown.items()},
                 "outside": outside,
             }
         )
@@ -1299,6 +1379,73 @@ def _time_windows(
     if rows is None:
         return Folds(splits, info)
     return Folds(splits, info, _log=frame, _train_rows=rows.trains)
+
+
+def _validation_length(
+    validation_length: Any, train_length: Any, r_len: float | None, dates: bool
+) -> float | None:
+    """``validation_length`` on the time scale (None: none), refused when it
+    leaves a rolling train window nothing to train on."""
+    if validation_length is None:
+        return None
+    v_len = duration("validation_length", validation_length, dates)
+    if r_len is not None and v_len >= r_len:
+        raise OptionError(
+            "validation_length",
+            validation_length,
+            expected=f"a duration shorter than train_length ({train_length})",
+            reason="the validation window is the end of each fold's train window, "
+            "which train_length spans: nothing would be left to train on",
+        )
+    return v_len
+
+
+def _masked_fold(
+    frame: pd.DataFrame,
+    key: np.ndarray,
+    window: tuple[float, float, float | None, float | None],
+    o: _Opts,
+    info: dict[str, Any],
+    params: dict[str, Any],
+) -> tuple[Split, int, dict[str, bool]]:
+    """A fold of a log not in time order, by masks: ``window`` is the test
+    window [lo, hi), the train length (None: expanding) and the validation
+    length (None: none). The split, the rows in none of its parts, whether
+    each part has a row."""
+    lo, hi, r_len, v_len = window
+    mid = lo if v_len is None else lo - v_len  # the end of train, start of validation
+    test = (key >= lo) & (key < hi)
+    train = key < mid
+    if r_len is not None:
+        train &= key >= lo - r_len
+    val = None if v_len is None else (key >= mid) & (key < lo)
+    kept = train | test | (val if val is not None else False)
+    s = _finish(frame, test, val, o, info, "time_windows", dict(params), ~kept)
+    any_ = {"train": bool(train.any()), "test": bool(test.any())}
+    if val is not None:
+        any_["validation"] = bool(val.any())
+    return s, int((~kept).sum()), any_
+
+
+def _windows(
+    frame: pd.DataFrame, col: Any, lo: float, hi: float, r_len: float | None, v_len: float | None
+) -> dict[str, dict[str, Any]]:
+    """A fold's windows ``[from, to)`` as the timestamp column shows times:
+    train (``from`` None: expanding), test, and validation with ``v_len``."""
+    mid = lo if v_len is None else lo - v_len
+    shown: dict[str, dict[str, Any]] = {
+        "train": {
+            "from": None if r_len is None else _show_time(frame, col, lo - r_len),
+            "to": _show_time(frame, col, mid),
+        }
+    }
+    if v_len is not None:
+        shown["validation"] = {
+            "from": _show_time(frame, col, mid),
+            "to": _show_time(frame, col, lo),
+        }
+    shown["test"] = {"from": _show_time(frame, col, lo), "to": _show_time(frame, col, hi)}
+    return shown
 
 
 @dataclass
@@ -1348,24 +1495,31 @@ class _Rows:
         lo: float,
         hi: float,
         r_len: float | None,
+        v_len: float | None,
         o: _Opts,
         info: dict[str, Any],
         params: dict[str, Any],
-    ) -> tuple[Split, int, tuple[tuple[int, int], tuple[int, int]]]:
-        """The fold testing on [lo, hi), training on what precedes ``lo``
-        (or the ``r_len`` before it): the split, the rows outside both parts,
-        the two row ranges."""
+    ) -> tuple[Split, int, dict[str, tuple[int, int]]]:
+        """The fold testing on [lo, hi), validating on the ``v_len`` before
+        ``lo`` (None: no validation), training on what precedes that (or
+        on the rest of the ``r_len`` before ``lo``): the split, the rows
+        outside its parts, each part's row range."""
         t0, t1 = self.at(lo), self.at(hi)
-        r0 = 0 if r_len is None else min(self.at(lo - r_len), t0)
+        v0 = t0 if v_len is None else min(self.at(lo - v_len), t0)
+        r0 = 0 if r_len is None else min(self.at(lo - r_len), v0)
         size = {
-            "rows": t0 - r0,
-            "users": self.distinct(self.users, r0, t0),
-            "items": self.distinct(self.items, r0, t0),
+            "rows": v0 - r0,
+            "users": self.distinct(self.users, r0, v0),
+            "items": self.distinct(self.items, r0, v0),
         }
-        train, test = self.part(r0, t0), self.part(t0, t1)
-        s = _finish_parts(train, test, None, o, info, "time_windows", params, size)
-        self.trains.append((r0, t0))
-        return s, len(self.key) - (t0 - r0) - (t1 - t0), ((r0, t0), (t0, t1))
+        train, test = self.part(r0, v0), self.part(t0, t1)
+        val = None if v_len is None else self.part(v0, t0)
+        s = _finish_parts(train, test, val, o, info, "time_windows", params, size)
+        self.trains.append((r0, v0))
+        ranges = {"train": (r0, v0), "test": (t0, t1)}
+        if v_len is not None:
+            ranges["validation"] = (v0, t0)
+        return s, len(self.key) - (v0 - r0) - (t1 - v0), ranges
 
 
 def _random_rows(
@@ -1548,6 +1702,15 @@ def session_split(interactions: Any, cutoff: Any = None, **options: Any) -> Spli
         >>> s = session_split(log, cutoff=98, session_gap=30)
         >>> s.test["item"].tolist(), s.info["sessions"]
         ([3, 1, 4], {'train': 1, 'test': 2, 'straddling': 1})
+
+        With a validation cut (``validation_cutoff=``, or ``validation_size=``
+        sessions just before the test ones), the sessions between the two
+        cuts are validation, a session across the validation cut assigned by
+        the same ``straddle`` rule:
+
+        >>> v = session_split(log, cutoff=98, validation_cutoff=5, session_gap=30)
+        >>> v.train["item"].tolist(), v.validation["item"].tolist(), v.test["item"].tolist()
+        ([], [1, 2], [3, 1, 4])
     """
     return split(interactions, "session", cutoff=cutoff, **options)
 
@@ -1555,7 +1718,9 @@ def session_split(interactions: Any, cutoff: Any = None, **options: Any) -> Spli
 def time_windows(interactions: Any, test_length: Any, **options: Any) -> Folds:
     """``split(interactions, "time_windows", test_length=..., ...)``: folds of
     successive test windows, each trained on what precedes it (expanding) or
-    on ``train_length`` before it (rolling).
+    on ``train_length`` before it (rolling); with ``validation_length``, the
+    last ``validation_length`` before each test window is that fold's
+    validation part (within ``train_length``).
 
     Example:
         >>> import pandas as pd
@@ -1563,6 +1728,12 @@ def time_windows(interactions: Any, test_length: Any, **options: Any) -> Folds:
         >>> folds = time_windows(log, 2, n_folds=2, train_length=2)
         >>> [(f.train["item"].tolist(), f.test["item"].tolist()) for f in folds]
         [([0, 1], [2, 3]), ([2, 3], [4, 5])]
+
+        ``validation_length=`` holds out the end of each fold's train window:
+
+        >>> folds = time_windows(log, 2, n_folds=2, train_length=3, validation_length=1)
+        >>> [(f.train["item"].tolist(), f.validation["item"].tolist()) for f in folds]
+        [([0], [1]), ([1, 2], [3])]
     """
     return split(interactions, "time_windows", test_length=test_length, **options)
 
