@@ -74,8 +74,11 @@ def _parts(recs: Any, truth: Any) -> None:
     from receval.evaluation.options import EvalOptions
     from receval.io import stream
 
+    def checked() -> Any:  # the users' order checked, both tables
+        return stream.sorted_tables(recs, truth)
+
     def merged() -> list[Any]:
-        a, b = stream.sorted_tables(recs, truth)
+        a, b = checked()
         return list(stream.pairs(a, b))
 
     pairs = merged()
@@ -98,10 +101,12 @@ def _parts(recs: Any, truth: Any) -> None:
             if reuse is not None:
                 numpy_engine.uninstall()
 
-    merge_s, load_s, all_s = _best(merged, 3), _best(loads, 3), _best(kernels, 3)
+    check_s, merge_s = _best(checked, 3), _best(merged, 3)
+    load_s, all_s = _best(loads, 3), _best(kernels, 3)
     total = merge_s + all_s
     print(f"\none thread, {len(pairs)} pairs of users:")
-    print(f"  merge into pairs     {merge_s:.3f} s ({merge_s / total:.0%})")
+    share = f"{merge_s / total:.0%}; the order check {check_s:.3f} s"
+    print(f"  merge into pairs     {merge_s:.3f} s ({share})")
     print(f"  load (to NumPy)      {load_s:.3f} s ({load_s / total:.0%})")
     print(f"  kernels              {all_s - load_s:.3f} s ({(all_s - load_s) / total:.0%})")
     prof = cProfile.Profile()
@@ -109,6 +114,20 @@ def _parts(recs: Any, truth: Any) -> None:
     kernels()
     prof.disable()
     stats = pstats.Stats(prof)
+    cum = stats.stats  # type: ignore[attr-defined]
+    stages = (  # (label, function name, file): cumulative time under cProfile
+        ("load: Arrow to NumPy", "loaded", "records.py"),
+        ("prepare: encode, order, join, ideal", "prepare", "numpy_engine.py"),
+        ("  of it the join", "<built-in method receval._native.join>", "~"),
+        ("  the ideal orderings", "<built-in method receval._native.ideal>", "~"),
+        ("compute: cells, 12 metrics", "compute", "numpy_engine.py"),
+        ("part: exact sums, counts", "part", "driver.py"),
+    )
+    print("  stages (cProfile, cumulative, with its overhead):")
+    for label, name, where in stages:
+        found = [v[3] for (path, _, fn), v in cum.items() if fn == name and path.endswith(where)]
+        if found:
+            print(f"    {sum(found):.4f} s  {label}")
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]  # type: ignore[attr-defined]
     print("  the calls that take the most time (own time, cProfile):")
     for (path, line, name), (_, calls, own, _cum, _) in rows:
@@ -118,6 +137,7 @@ def _parts(recs: Any, truth: Any) -> None:
 
 def one_size(users: int, data: str, repeat: int, parts: bool) -> None:
     """The three timings at one size, and the breakdown."""
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     import receval
@@ -133,6 +153,8 @@ def one_size(users: int, data: str, repeat: int, parts: bool) -> None:
 
     recs, truth = read()
     receval.evaluate(recs, truth, metrics)  # warm: allocator, threads, imports
+    tiny = (recs.slice(0, 100), truth.filter(pc.less_equal(truth.column("user"), 1)))
+    fixed = _best(lambda: receval.evaluate(*tiny, metrics), repeat)  # the per-call costs
     cases = {
         "read": read,
         "tables": lambda: receval.evaluate(recs, truth, metrics),
@@ -148,6 +170,7 @@ def one_size(users: int, data: str, repeat: int, parts: bool) -> None:
     r, rc = best["read"], cpu["read"]
     print(f"\n{users:,} users, {recs.num_rows:,} rec rows, best of {repeat}:")
     print(f"  read both files      {r:.3f} s (cpu {rc:.3f} s)")
+    print(f"  evaluate, 100 rows   {fixed:.4f} s (what every call costs: options, plan, result)")
     for name in ("tables", "files"):
         w, c = best[name], cpu[name]
         print(

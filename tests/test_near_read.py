@@ -217,3 +217,184 @@ def test_lists_grouped_by_user_in_any_user_order(form: str, by: str) -> None:
     u = recs["user"].to_numpy()
     if form == "int":
         assert numpy_engine._grouped_runs(u) is not None  # the path is taken
+
+
+# --- one walk along the users (issue #33 point 3, eighth session) -------------
+
+
+def _walk_native() -> Any:
+    native = numpy_engine._native
+    if native is None or not hasattr(native, "user_walk"):
+        pytest.skip("the compiled module (with user_walk) is not built")
+    return native
+
+
+def _sorted_users(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted user ids (negative ones too) and a rank per row, ascending with
+    gaps within each user."""
+    users = np.sort(rng.integers(-5, 40, n)).astype(np.int64)
+    rank = np.ones(n, np.int64)
+    if n:
+        step = rng.integers(1, 4, n)
+        start = np.r_[True, users[1:] != users[:-1]]
+        run = np.cumsum(start) - 1
+        total = np.cumsum(step)
+        rank = total - (total - step)[np.flatnonzero(start)][run] + 1
+    return users, rank
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_user_walk_gives_the_runs_and_the_list_order(seed: int) -> None:
+    """The runs (values, starts) are those of ids.runs; the order flag is
+    in_order()'s on the same rows; the order only checked writes nothing."""
+    native = _walk_native()
+    rng = np.random.default_rng(seed)
+    for n in [0, 1, 2, *rng.integers(3, 300, 12).tolist()]:
+        users, rank = _sorted_users(rng, n)
+        if n > 2 and rng.random() < 0.4:  # a rank out of order within some user
+            j = int(rng.integers(1, n))
+            rank[j] = rank[j - 1] - int(rng.integers(0, 2))
+        want = ids.runs(users)
+        assert want is not None
+        for dtype in (np.int32, np.int64):
+            values, starts = np.empty(n, np.int64), np.empty(n, np.int64)
+            count, ordered = native.user_walk(users, rank.astype(dtype), values, starts)
+            assert count == len(want[0])
+            assert values[:count].tolist() == want[0].tolist()
+            assert starts[:count].tolist() == (np.cumsum(want[1]) - want[1]).tolist()
+            assert ordered == (not n or native.in_order(users, rank.astype(dtype), None, None))
+        assert native.user_walk(users, None, None, None) == (count, False)
+    down = np.array([3, 2], np.int64)
+    assert native.user_walk(down, np.array([1, 1], np.int32), None, None) == (-1, False)
+    users, rank = _sorted_users(rng, 50)
+    for bad in (rank.astype(np.float64), rank.astype(np.uint32), rank[:3]):
+        with pytest.raises(ValueError, match="rank"):
+            native.user_walk(users, bad, None, None)
+    with pytest.raises(ValueError, match="both outputs"):
+        native.user_walk(users, None, np.empty(50, np.int64), None)
+    short = np.empty(1, np.int64), np.empty(1, np.int64)
+    assert native.user_walk(users, rank, *short) == (-2, False)  # more runs than room
+    for n in (0, 1, 100, 1000):  # lists of one row: more runs than the first room
+        single = np.arange(n, dtype=np.int64) * 3
+        walked = numpy_engine.walk_users(single, np.ones(n, np.int32))
+        assert walked is not None and walked.in_order
+        assert walked.values.tolist() == single.tolist()
+        assert walked.starts.tolist() == list(range(n))
+    assert numpy_engine.walk_users(single[::-1].copy(), None) is None  # not sorted
+
+
+def test_spread_writes_each_runs_value_along_its_rows() -> None:
+    native = _walk_native()
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 9, 40)
+    values = rng.integers(0, 1000, 40).astype(np.int64)
+    starts = (np.cumsum(lengths) - lengths).astype(np.int64)
+    out = np.full(int(lengths.sum()), -1, np.int64)
+    native.spread(values, starts, out)
+    assert out.tolist() == np.repeat(values, lengths).tolist()
+    native.spread(values[:0], starts[:0], out[:0])
+    for bad in (starts + 1, starts[::-1].copy(), np.r_[starts[:-1], len(out) + 1]):
+        with pytest.raises(ValueError, match="starts"):
+            native.spread(values, bad, out)
+
+
+def test_join_with_the_offsets_given_equals_the_join_finding_them() -> None:
+    native = _walk_native()
+    rng = np.random.default_rng(11)
+    users = 30
+    ru = np.sort(rng.integers(0, users, 600)).astype(np.int64)
+    ri = np.concatenate([rng.permutation(500)[:k] for k in np.bincount(ru, minlength=users)])
+    tu = rng.integers(0, users, 200).astype(np.int64)
+    ti = np.concatenate([rng.permutation(500)[:k] for k in np.bincount(tu, minlength=users)])
+    tu = np.sort(tu)
+    tg = rng.integers(0, 4, len(tu)).astype(np.float64)
+    args = (ru, ri.astype(np.int64), tu, ti.astype(np.int64), tg, users, 1.0)
+    found = [np.empty(len(ru)), np.empty(len(ru)), np.empty(users + 1, np.int64)]
+    assert native.join(*args, *found) == 0
+    given = [np.empty(len(ru)), np.empty(len(ru)), numpy_engine.user_offsets(ru, users)]
+    assert native.join(*args, *given, None, None, None, True) == 0
+    for a, b in zip(found, given, strict=True):
+        assert a.tobytes() == b.tobytes()
+    wrong = [np.empty(len(ru)), np.empty(len(ru)), given[2].copy()]
+    wrong[2][-1] -= 1  # the last offset is not the number of rows
+    assert native.join(*args, *wrong, None, None, None, True) == 4
+    wrong[2] = given[2].copy()
+    wrong[2][[3, 4]] = wrong[2][[4, 3]] + np.array([1, -1])  # not ascending
+    if wrong[2][3] > wrong[2][4]:
+        assert native.join(*args, *wrong, None, None, None, True) == 3
+
+
+class _Older:
+    """The compiled module as built before ``user_walk`` and ``spread`` (its
+    join takes no ``offsets_given``)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("user_walk", "spread"):
+            raise AttributeError(name)
+        if name == "join":
+
+            def join(*args: Any) -> Any:
+                assert len(args) <= 13, "an older join takes no offsets_given"
+                return self._native.join(*args)
+
+            return join
+        return getattr(self._native, name)
+
+
+def _walk_cases() -> list[tuple[str, pa.Table, pa.Table, dict[str, Any]]]:
+    recs, truth = _tables(21, 50)
+    rank = recs.column("rank").to_numpy().copy()
+    swapped = rank.copy()
+    swapped[[3, 4]] = swapped[[4, 3]]  # one list out of rank order: sorted by the engine
+    scored = recs.drop_columns(["rank"]).append_column(
+        "score", pa.array(1.0 / rank + np.random.default_rng(2).random(len(rank)) * 0.01)
+    )
+    user, item = recs.column("user").to_numpy(), recs.column("item").to_numpy().copy()
+    j = int(np.flatnonzero(user[1:] == user[:-1])[0])
+    item[j + 1] = item[j]  # an item twice in a list: the sorting path
+    doubled = recs.set_column(1, "item", pa.array(item))
+    return [
+        ("in order", recs, truth, {}),
+        (
+            "a list out of order",
+            recs.set_column(2, "rank", pa.array(swapped, pa.int32())),
+            truth,
+            {},
+        ),
+        ("scores", scored, truth, {}),
+        ("depth", recs, truth, {"depth": 7}),
+        ("repeated rows", doubled, truth, {"duplicates": "keep"}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_the_walk_equals_an_older_module_and_the_numpy_path(
+    case: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evaluations with the one walk along the users, with a module built
+    before it (the separate passes), and on the NumPy path: the same result."""
+    native = _walk_native()
+    name, recs, truth, options = _walk_cases()[case]
+    called: list[tuple[str, int]] = []
+
+    class Counted:
+        def __getattr__(self, attr: str) -> Any:
+            f = getattr(native, attr)
+            return lambda *a: called.append((attr, len(a))) or f(*a)
+
+    with monkeypatch.context() as m:
+        m.setattr(numpy_engine, "_native", Counted())
+        walked = receval.evaluate(recs, truth, METRICS, **options)
+    names = [c for c, _ in called]
+    assert "user_walk" in names
+    if name == "in order":  # no separate order check, codes walk or list offsets
+        assert "in_order" not in names and ("join", 14) in called and "codes" in names
+    with monkeypatch.context() as m:
+        for module in (numpy_engine, ids):
+            m.setattr(module, "_native", _Older(native))
+        _same(walked, receval.evaluate(recs, truth, METRICS, **options))
+    _numpy_only(monkeypatch)
+    _same(walked, receval.evaluate(recs, truth, METRICS, **options))

@@ -99,7 +99,8 @@ static int
 join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
           const int64_t *ti, const double *tg, Py_ssize_t m, int64_t users, double threshold,
           double *out_grade, double *out_gain, int64_t *out_off, int64_t *hit_row,
-          int64_t *hit_truth, int64_t *hit_pos, Py_ssize_t hit_cap, Py_ssize_t *hits)
+          int64_t *hit_truth, int64_t *hit_pos, Py_ssize_t hit_cap, Py_ssize_t *hits,
+          int given)
 {
     Py_ssize_t c = 0;
     int status = OK;
@@ -111,8 +112,19 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
         status = NO_MEMORY;
         goto done;
     }
-    /* list offsets: rows of user u are out_off[u] .. out_off[u + 1] - 1 */
-    {
+    /* list offsets: rows of user u are out_off[u] .. out_off[u + 1] - 1 (given:
+     * already there, from the runs of the users' ids; only checked) */
+    if (given) {
+        if (out_off[0] != 0 || out_off[users] != n) {
+            status = OUT_OF_RANGE;
+            goto done;
+        }
+        for (int64_t u = 0; u < users; u++)
+            if (out_off[u + 1] < out_off[u]) {
+                status = NOT_SORTED;
+                goto done;
+            }
+    } else {
         int64_t u = 0;
         out_off[0] = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -239,7 +251,7 @@ done:
 static PyObject *
 join(PyObject *self, PyObject *args)
 {
-    PyObject *o[11] = {NULL};
+    PyObject *o[11] = {NULL}, *given = NULL;
     long long users;
     double threshold;
     Py_buffer b[11];
@@ -250,9 +262,10 @@ join(PyObject *self, PyObject *args)
     Py_ssize_t hits = 0;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOLdOOO|OOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
-                          &threshold, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+    if (!PyArg_ParseTuple(args, "OOOOOLdOOO|OOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &users,
+                          &threshold, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &given))
         return NULL;
+    int offsets_given = given != NULL && PyObject_IsTrue(given) == 1;
     int pairs = o[8] != NULL && o[8] != Py_None; /* the hits' (list row, truth row) pairs */
     int with_pos = pairs && o[10] != NULL && o[10] != Py_None;
     int wanted = with_pos ? 11 : pairs ? 10 : 8;
@@ -279,7 +292,8 @@ join(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     status = join_pass(b[0].buf, b[1].buf, n, b[2].buf, b[3].buf, b[4].buf, m, (int64_t)users,
                        threshold, b[5].buf, b[6].buf, b[7].buf, pairs ? b[8].buf : NULL,
-                       pairs ? b[9].buf : NULL, with_pos ? b[10].buf : NULL, cap, &hits);
+                       pairs ? b[9].buf : NULL, with_pos ? b[10].buf : NULL, cap, &hits,
+                       offsets_given);
     Py_END_ALLOW_THREADS
     /* NO_MEMORY too: the caller takes the NumPy path */
     result = pairs ? Py_BuildValue("(ln)", (long)status, hits) : PyLong_FromLong(status);
@@ -445,6 +459,136 @@ codes(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     result = PyBool_FromLong(ok);
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
+/* user_walk(a, rank, out_values, out_starts) -> (count, in_order): one walk
+ * along a column of user ids (int64) giving what runs(), codes() and
+ * in_order() each walked it for: the value of each run and the row it starts
+ * at (out_values, out_starts; both None: the order only checked), count -1
+ * when a does not ascend, -2 when the outputs hold fewer runs than a has
+ * (nothing else is then known); and in_order, whether
+ * rank (4- or 8-byte signed integers, one per row) strictly ascends within
+ * every run, i.e. the rows are in list order by rank (False when rank is None
+ * or a does not ascend). */
+static PyObject *
+user_walk(PyObject *self, PyObject *args)
+{
+    PyObject *o[4];
+    Py_buffer b[4] = {{0}};
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3]))
+        return NULL;
+    if (take(o[0], &b[0], 8, 0, "a") < 0)
+        return NULL;
+    Py_ssize_t rank_size = 8;
+    if (o[1] != Py_None) {
+        if (PyObject_GetBuffer(o[1], &b[1], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto fail;
+        rank_size = b[1].itemsize;
+        if ((rank_size != 4 && rank_size != 8) || b[1].ndim > 1 || b[1].format == NULL ||
+            strchr("ilq", b[1].format[strlen(b[1].format) - 1]) == NULL) {
+            PyErr_SetString(PyExc_ValueError,
+                            "rank: expected a 1-d array of 4- or 8-byte signed integers");
+            goto fail;
+        }
+    }
+    if (o[2] != Py_None && take(o[2], &b[2], 8, 1, "out_values") < 0)
+        goto fail;
+    if (o[3] != Py_None && take(o[3], &b[3], 8, 1, "out_starts") < 0)
+        goto fail;
+    Py_ssize_t n = b[0].len / 8;
+    if ((b[1].obj && b[1].len / rank_size != n) || (b[2].obj == NULL) != (b[3].obj == NULL)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "user_walk: give a rank per row, and both outputs or neither");
+        goto fail;
+    }
+    Py_ssize_t cap = b[2].obj ? (b[2].len < b[3].len ? b[2].len : b[3].len) / 8 : 0;
+    const int64_t *a = b[0].buf;
+    const int32_t *r32 = b[1].obj && rank_size == 4 ? b[1].buf : NULL;
+    const int64_t *r64 = b[1].obj && rank_size == 8 ? b[1].buf : NULL;
+    int64_t *values = b[2].buf, *starts = b[3].buf;
+    Py_ssize_t count = 0;
+    int ordered = b[1].obj != NULL, full = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t prev = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t x = a[i];
+        if (i == 0 || x != prev) {
+            if (i && x < prev) {
+                count = -1;
+                break;
+            }
+            if (values) {
+                if (count >= cap) {
+                    full = 1;
+                    break;
+                }
+                values[count] = x;
+                starts[count] = i;
+            }
+            count++;
+            prev = x;
+        } else if (r32) {
+            ordered &= r32[i] > r32[i - 1];
+        } else if (r64) {
+            ordered &= r64[i] > r64[i - 1];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (full)
+        count = -2;
+    result = Py_BuildValue("(nO)", count, count >= 0 && ordered ? Py_True : Py_False);
+fail:
+    for (int i = 0; i < 4; i++)
+        release(&b[i]);
+    return result;
+}
+
+/* spread(values, starts, out): out[starts[k] .. starts[k + 1] - 1] = values[k]
+ * (the last run to the end of out); starts ascending from 0. */
+static PyObject *
+spread(PyObject *self, PyObject *args)
+{
+    PyObject *o[3];
+    Py_buffer b[3];
+    int got = 0, bad = 0;
+    PyObject *result = NULL;
+    static const char *names[3] = {"values", "starts", "out"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]))
+        return NULL;
+    for (; got < 3; got++)
+        if (take(o[got], &b[got], 8, got == 2, names[got]) < 0)
+            goto fail;
+    Py_ssize_t k = b[0].len / 8, n = b[2].len / 8;
+    if (b[1].len / 8 != k || (k == 0) != (n == 0)) {
+        PyErr_SetString(PyExc_ValueError, "spread: values and starts differ in length");
+        goto fail;
+    }
+    const int64_t *values = b[0].buf, *starts = b[1].buf;
+    int64_t *out = b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    if (k && starts[0] != 0)
+        bad = 1;
+    for (Py_ssize_t j = 0; j < k && !bad; j++) {
+        int64_t s = starts[j], e = j + 1 < k ? starts[j + 1] : n, v = values[j];
+        if (e < s || e > n) {
+            bad = 1;
+            break;
+        }
+        for (int64_t i = s; i < e; i++)
+            out[i] = v;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "spread: starts must ascend from 0 within out");
+    else
+        result = Py_NewRef(Py_None);
 fail:
     for (int i = 0; i < got; i++)
         PyBuffer_Release(&b[i]);
@@ -1549,6 +1693,11 @@ static PyMethodDef methods[] = {
      "in_order(ru, rank, score, key) -> bool: rows in list order (rank, or score and key)."},
     {"runs", runs, METH_VARARGS,
      "runs(a, out_values) -> count: distinct values of a sorted array; -1 if not sorted."},
+    {"user_walk", user_walk, METH_VARARGS,
+     "user_walk(a, rank, out_values, out_starts) -> (count, in_order): the runs of a sorted\n"
+     "int64 column (values, starts; count -1 if not sorted) and whether rank ascends in each."},
+    {"spread", spread, METH_VARARGS,
+     "spread(values, starts, out): out[starts[k]:starts[k + 1]] = values[k]."},
     {"codes", codes, METH_VARARGS,
      "codes(a, uniq, out) -> bool: index in uniq of each value of sorted a."},
     {"ideal", ideal, METH_VARARGS,
@@ -1562,7 +1711,8 @@ static PyMethodDef methods[] = {
      "nonzero float64 values among each user's first width rows, user by user."},
     {"join", join, METH_VARARGS,
      "join(ru, ri, tu, ti, tg, users, threshold, out_grade, out_gain, out_off[, hit_row,\n"
-     "hit_truth[, hit_pos]]) -> status, or (status, hits) with hit_row\n\n"
+     "hit_truth[, hit_pos[, offsets_given]]]) -> status, or (status, hits) with hit_row\n\n"
+     "offsets_given true: out_off already holds the list offsets (only checked).\n"
      "out_grade may be None (not written). hit_row, hit_truth, hit_pos: the list row, truth\n"
      "row and position of each row whose gain is > 0 (hits of them, in list order).\n"
      "Grades and gains of ordered list rows (user codes ascending), and the\n"

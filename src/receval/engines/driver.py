@@ -409,7 +409,8 @@ class _Evaluated:
             p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
             p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
         )
-        sums = [ExactSum.of(row[evaluated]) for row in values]
+        every = bool(evaluated.all())  # then each row is summed as it is (no masked copy)
+        sums = [ExactSum.of(row if every else row[evaluated]) for row in values]
         counts = {**p.counts, **self._policy_counts(lambda m: int(np.count_nonzero(m)))}
         kept = (p.user_ids, values, evaluated) if keep_values else None
         return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)

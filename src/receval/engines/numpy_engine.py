@@ -265,15 +265,65 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return pd.unique(values)
 
 
+@dataclass
+class Walked:
+    """The runs of a sorted column of integer user ids, found by one compiled
+    walk (:func:`walk_users`): each run's id and the row it starts at, and
+    whether the ranks ascend within every run (the rows already in list order)."""
+
+    values: np.ndarray
+    starts: np.ndarray
+    in_order: bool
+
+
+def walk_users(users: np.ndarray, rank: np.ndarray | None) -> Walked | None:
+    """One pass along the recommendations' user ids giving what :func:`encode`
+    (the runs), :func:`_list_order` (ranks ascending within each user) and
+    the join (the list offsets) would each walk the column for; None without
+    the compiled walk, for ids that are not int64 or do not ascend (the
+    separate passes then run as before)."""
+    if _native is None or not hasattr(_native, "user_walk") or users.dtype != np.int64:
+        return None
+    n = len(users)
+    if rank is not None and (rank.dtype.kind != "i" or rank.dtype.itemsize not in (4, 8)):
+        rank = None
+    users, rank = np.ascontiguousarray(users), None if rank is None else np.ascontiguousarray(rank)
+    # room for lists of 8 rows on average; with more runs than that, walked
+    # again with room for every row (one run a row)
+    for room in (min(n, n // 8 + 64), n):
+        values, starts = np.empty(room, np.int64), np.empty(room, np.int64)
+        count, in_order = _native.user_walk(users, rank, values, starts)
+        if count != -2:
+            break
+    if count < 0:
+        return None
+    return Walked(values[:count], starts[:count], bool(in_order))
+
+
+def _walked_offsets(
+    walked: Walked | None, user_ids: np.ndarray, ru: np.ndarray, listed: np.ndarray
+) -> np.ndarray | None:
+    """The list offsets (users + 1) of the rows whose runs were walked (user
+    ``u``'s rows begin where the first run of a user ``>= u`` begins), while
+    the list rows are those rows (``listed``, the rows' user codes in list
+    order, is ``ru`` itself: none reordered or dropped); else None."""
+    if walked is None or listed is not ru:
+        return None
+    runs = np.searchsorted(user_ids, walked.values)  # each run's user code
+    bounds = np.append(walked.starts, len(ru))
+    return bounds[np.searchsorted(runs, np.arange(len(user_ids) + 1, dtype=np.int64))]
+
+
 def encode(
-    parts: list[np.ndarray], reuse: str | None = None
+    parts: list[np.ndarray], reuse: str | None = None, walked: Walked | None = None
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Codes in sorted id order (numbers numerically, strings by code point).
 
     Sorted numeric parts (recommendations are usually grouped by user) are
     encoded by their runs, without hashing every row. ``reuse``: the codes of
     the first part go to that buffer of the thread's :class:`Workspace`
-    (when one is claimed: :func:`reusing`).
+    (when one is claimed: :func:`reusing`). ``walked``: the runs of the
+    first part, already found (:func:`walk_users`).
     """
     if any(p.dtype == object for p in parts):
         # one hash pass over every id (pandas' factorize), then the few distinct
@@ -289,12 +339,20 @@ def encode(
         codes = rank[first]
         bounds = np.cumsum([0] + [len(p) for p in parts])
         return [codes[bounds[i] : bounds[i + 1]] for i in range(len(parts))], found[order]
-    runs = [sorted_runs(p) or _grouped_runs(p) for p in parts]
+    runs = [
+        (walked.values, walked.starts) if walked is not None and not j else None
+        for j in range(len(parts))
+    ]
+    runs = [r or sorted_runs(p) or _grouped_runs(p) for p, r in zip(parts, runs, strict=True)]
     candidates = [r[0] if r is not None else _unique(p) for p, r in zip(parts, runs, strict=True)]
     uniq = distinct(np.concatenate(candidates)) if candidates else np.empty(0, np.int64)
     codes = []
     for j, (p, r) in enumerate(zip(parts, runs, strict=True)):
-        if r is None:
+        if walked is not None and not j:  # each run's code written along its rows
+            out = _take(reuse, len(p), np.int64) if reuse else np.empty(len(p), np.int64)
+            _native.spread(np.searchsorted(uniq, walked.values), walked.starts, out)
+            codes.append(out)
+        elif r is None:
             codes.append(np.searchsorted(uniq, p).astype(np.int64, copy=False))
         elif r[1] is None:  # compiled: one walk along the sorted ids
             out = _take(reuse, len(p), np.int64) if reuse and not j else np.empty(len(p), np.int64)
@@ -533,11 +591,12 @@ def prepare(
     counts: dict[str, Any] = {"recommendation_rows": recs.rows, "truth_rows": truth.rows}
     users = unify([recs.users, recs.empty_users, truth.users, truth.empty_users], "user", notes)
     items = unify([recs.items, truth.items], "item", notes)
-    (ru, reu, tu, teu), user_ids = encode(users, reuse="user_codes")
+    walked = walk_users(users[0], recs.rank)  # runs, list order and offsets in one pass
+    (ru, reu, tu, teu), user_ids = encode(users, reuse="user_codes", walked=walked)
     notes += whitespace_notes(user_ids, "user")
     (ri, ti), n_items = _encode_items(items, notes=notes)
     n_users = len(user_ids)
-    rows = _order_lists(recs, ru, ri, items[0], users[0], ties)
+    rows = _order_lists(recs, ru, ri, items[0], users[0], ties, walked)
     dropped: dict[str, np.ndarray] = {}
     truth = read_negative(truth, negative_grades, threshold, counts, (tu, n_users, dropped))
     if depth is not None:
@@ -547,8 +606,9 @@ def prepare(
     )
     graded = positive_grades or relevant_from == "list" or rows.recommended is not None
     rec_grade, rec_gain, rec_offsets, tuser, grades, ti, joined = _join_truth(
-        rows, truth, tu, ti, n_users, n_items, users, items, counts, threshold, duplicates, graded
-    )
+        rows, truth, tu, ti, n_users, n_items, users, items, counts, threshold, duplicates,
+        graded, _walked_offsets(walked, user_ids, ru, rows.ru),
+    )  # fmt: skip
 
     # --- the ideal: relevant grades per user, descending --------------------
     if relevant_from == "list":  # the truth is what the lists hold
@@ -932,6 +992,7 @@ def _join_truth(
     threshold: float,
     duplicates: str,
     want_grades: bool,
+    offsets: np.ndarray | None = None,
 ) -> tuple[
     np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Joined | None
 ]:
@@ -948,10 +1009,12 @@ def _join_truth(
     the truth's users and grades (de-duplicated on the sorting path) and the
     truth's item codes, and (under the ``duplicates`` values that read every
     row, when some row repeats) how the repeated rows count (:class:`Joined`).
+    ``offsets``: the list offsets, when already known (:func:`walk_users`).
     """
     joined = _native_join(
         rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades,
         pairs=truth.propensity is not None and hasattr(_native, "relevant_weights"),
+        offsets=offsets,
     )  # fmt: skip
     how = None
     if joined is not None:
@@ -1137,9 +1200,14 @@ def _order_lists(
     raw_items: np.ndarray,
     raw_users: np.ndarray,
     ties: str,
+    walked: Walked | None = None,
 ) -> _Rows:
     """The rows in list order (user, then rank or score descending and the tie
-    rule); a rank given twice in one list is an error naming both rows."""
+    rule); a rank given twice in one list is an error naming both rows.
+    ``walked``: the runs of the users, which may show the rows already in list
+    order by rank (:func:`walk_users`)."""
+    if walked is not None and walked.in_order and recs.rank is not None:
+        return _Rows(recs, ru, ri, None)
     plain = recs.rank is not None or (ties == "item" and raw_items.dtype != object)
     tie_key = ri if plain else _tie_key(ties, ri, raw_items)
     rows = _Rows(recs, ru, ri, _list_order(ru, tie_key, recs))
@@ -1320,17 +1388,23 @@ def _native_join(
     threshold: float,
     want_grades: bool,
     pairs: bool = False,
+    offsets: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, _HitPairs | None] | None:
     """Grades (when wanted), gains and list offsets from the compiled pass, or
     None when it is not available or the input needs the sorting path (an
     item twice in a list or in a user's truth). With ``pairs``, also the list
     row, the truth row and the position of every row of gain > 0 (list
-    order), else None."""
+    order), else None. ``offsets``: the list offsets, already known (the
+    pass then only checks them; a module built before ``user_walk`` finds
+    them itself)."""
     if _native is None:
         return None
     n = len(ru)
     grade = np.empty(n) if want_grades else None
-    gain, offsets = np.empty(n), np.empty(n_users + 1, np.int64)
+    given = offsets is not None and hasattr(_native, "user_walk")
+    gain = np.empty(n)
+    if not given:
+        offsets = np.empty(n_users + 1, np.int64)
     c = np.ascontiguousarray
     args = (
         c(ru, dtype=np.int64),
@@ -1345,11 +1419,11 @@ def _native_join(
         offsets,
     )
     if not pairs:
-        status = _native.join(*args)
+        status = _native.join(*args, None, None, None, True) if given else _native.join(*args)
         return (grade, gain, offsets, None) if status == 0 else None
     cap = min(n, len(tu))  # a row of gain > 0 is a list row and a truth row, each once
     hit = np.empty((3, cap), np.int64)  # list row, truth row, position
-    status, count = _native.join(*args, hit[0], hit[1], hit[2])
+    status, count = _native.join(*args, hit[0], hit[1], hit[2], *((True,) if given else ()))
     if status != 0:
         return None
     return grade, gain, offsets, (hit[0, :count], hit[1, :count], hit[2, :count])

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+import receval.ids as _id_rules
 from receval._lazy import pc
 from receval.errors import InputError, PolicyError
 from receval.ids import (
@@ -129,6 +130,16 @@ def _largest(col: pa.ChunkedArray) -> float | None:
     return pc.max(col.cast(pa.float64())).as_py()
 
 
+def _ascends(ids: np.ndarray) -> bool:
+    """Whether int64 ids ascend: one compiled walk writing nothing (no
+    array of the chunk's size allocated), or :func:`distinct_sorted`."""
+    native = _id_rules._native  # the compiled module as receval.ids uses it (or None)
+    if native is not None and hasattr(native, "user_walk") and ids.dtype == np.int64:
+        count, _ = native.user_walk(np.ascontiguousarray(ids), None, None, None)
+        return bool(count >= 0)
+    return distinct_sorted(ids) is not None
+
+
 def _in_order(user: Any, last: Any) -> bool:
     """Whether a batch's users ascend, from ``last`` (the previous batch's
     last user, or None)."""
@@ -138,7 +149,7 @@ def _in_order(user: Any, last: Any) -> bool:
         for chunk in user.chunks:  # each chunk as it is (no copy), then the joins
             if len(chunk):
                 ids = numbers(chunk)
-                if distinct_sorted(ids) is None or (prev is not None and ids[0] < prev):
+                if not _ascends(ids) or (prev is not None and ids[0] < prev):
                     return False
                 prev = ids[-1]
         return True

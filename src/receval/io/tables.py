@@ -191,9 +191,8 @@ def check_scores(score: np.ndarray, users: np.ndarray, items: np.ndarray, source
 def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: str) -> np.ndarray:
     """Ranks must be positive integers; returns them as int64, or as int32
     when they are (the column as read: no copy, the engine reads either)."""
-    if rank.dtype.kind in "iu":  # integers: only the sign to check
-        bad = rank < 1
-        if not bad.any():
+    if rank.dtype.kind in "iu":  # integers: only the sign to check (one reduction, no mask)
+        if not len(rank) or rank.min() >= 1:
             if rank.dtype == np.int32:
                 return rank
             return rank.astype(np.int64, copy=False)
