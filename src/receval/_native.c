@@ -1686,6 +1686,369 @@ boot_counts(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ backtest / train lookups
+ *
+ * The training pairs of each fold of a backtest (receval.io.items.TrainRows,
+ * receval.metrics.context.TrainPairs): the log's rows ordered by (user, item,
+ * row) by stable counting passes (pair_entries), a range's distinct pairs as
+ * sorted keys with each item's count of them (range_keys), and which list
+ * rows are training pairs, looked up among each user's own keys (train_found).
+ * The NumPy paths (a sort, boolean masks, a global binary search per row)
+ * give the same arrays. */
+
+/* A 1-d array of 4- or 8-byte signed integers, read as it is (no cast). */
+static int
+take_ints(PyObject *obj, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if ((view->itemsize != 4 && view->itemsize != 8) || view->ndim > 1 || view->format == NULL ||
+        strchr("ilq", view->format[strlen(view->format) - 1]) == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a 1-d array of 4- or 8-byte signed integers",
+                     name);
+        PyBuffer_Release(view);
+        view->obj = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static inline int64_t
+int_at(const Py_buffer *v, Py_ssize_t i)
+{
+    return v->itemsize == 4 ? (int64_t)((const int32_t *)v->buf)[i] : ((const int64_t *)v->buf)[i];
+}
+
+/* The first position in a[lo, hi) holding a value >= x (hi when none). */
+static inline Py_ssize_t
+lower_bound(const int64_t *a, Py_ssize_t lo, Py_ssize_t hi, int64_t x)
+{
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* lower_bound of a[lo, n) when every value before lo is < x: steps of 1, 2, 4, ...
+ * from lo, then a binary search of the last step (cheap when the answer is near). */
+static inline Py_ssize_t
+gallop(const int64_t *a, Py_ssize_t lo, Py_ssize_t n, int64_t x)
+{
+    Py_ssize_t hi = lo, step = 1;
+    while (hi < n && a[hi] < x) {
+        lo = hi + 1;
+        hi += step;
+        step <<= 1;
+    }
+    return lower_bound(a, lo, hi < n ? hi : n, x);
+}
+
+#define RADIX_BITS 9
+#define RADIX_BUCKETS (1 << RADIX_BITS)
+
+/* One stable counting pass of (packed, user) rows into (out_packed, out_user), by
+ * RADIX_BITS bits from shift of the user code (by_user) or of the item (packed's
+ * high half). fill: RADIX_BUCKETS + 1 counters. */
+static void
+radix_pass(const uint64_t *packed, const int32_t *user, uint64_t *out_packed,
+           int32_t *out_user, Py_ssize_t n, int by_user, int shift, int64_t *fill)
+{
+    const uint32_t mask = RADIX_BUCKETS - 1;
+    memset(fill, 0, (RADIX_BUCKETS + 1) * sizeof(int64_t));
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uint32_t v = by_user ? (uint32_t)user[j] : (uint32_t)(packed[j] >> 32);
+        fill[((v >> shift) & mask) + 1]++;
+    }
+    for (int k = 1; k <= RADIX_BUCKETS; k++)
+        fill[k] += fill[k - 1];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uint32_t v = by_user ? (uint32_t)user[j] : (uint32_t)(packed[j] >> 32);
+        int64_t at = fill[(v >> shift) & mask]++;
+        out_packed[at] = packed[j];
+        out_user[at] = user[j];
+    }
+}
+
+/* pair_entries(user_codes, item_codes, n_users, n_items, first_only, out_row, out_user,
+ * out_item, out_prev) -> count: the index entries of receval.io.items.TrainRows — the
+ * rows ordered by (user code, item code, row) — as 4-byte arrays: each entry's row,
+ * user and item codes and (out_prev, unless None) the previous row of its pair (-1
+ * for the pair's first row); with first_only, only the pairs' first rows. Stable
+ * counting passes of RADIX_BITS bits, by item then by user (two per code up to
+ * 262,144 distinct ids), in place of a sort of every row. -1 when a code is out of
+ * range (nothing usable written). */
+static PyObject *
+pair_entries(PyObject *self, PyObject *args)
+{
+    PyObject *o[6];
+    Py_ssize_t n_users, n_items;
+    int first_only;
+    Py_buffer b[6] = {{0}};
+    PyObject *result = NULL;
+    Py_ssize_t c = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOnnpOOOO", &o[0], &o[1], &n_users, &n_items, &first_only,
+                          &o[2], &o[3], &o[4], &o[5]))
+        return NULL;
+    if (take(o[0], &b[0], 4, 0, "user_codes") < 0 || take(o[1], &b[1], 4, 0, "item_codes") < 0 ||
+        take(o[2], &b[2], 4, 1, "out_row") < 0 || take(o[3], &b[3], 4, 1, "out_user") < 0 ||
+        take(o[4], &b[4], 4, 1, "out_item") < 0 ||
+        (o[5] != Py_None && take(o[5], &b[5], 4, 1, "out_prev") < 0))
+        goto fail;
+    Py_ssize_t n = b[0].len / 4;
+    if (b[1].len / 4 != n || b[2].len / 4 < n || b[3].len / 4 < n || b[4].len / 4 < n ||
+        (b[5].obj && b[5].len / 4 < n) || n_users < 0 || n_items < 0 || n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "pair_entries: give two codes per row, room for each");
+        goto fail;
+    }
+    const int32_t *uc = b[0].buf, *ic = b[1].buf;
+    int32_t *out_row = b[2].buf, *out_user = b[3].buf, *out_item = b[4].buf, *out_prev = b[5].buf;
+    uint64_t *packed[2] = {malloc(((size_t)n + 1) * sizeof(uint64_t)),
+                           malloc(((size_t)n + 1) * sizeof(uint64_t))};
+    int32_t *user[2] = {malloc(((size_t)n + 1) * sizeof(int32_t)),
+                        malloc(((size_t)n + 1) * sizeof(int32_t))};
+    int64_t *fill = malloc((RADIX_BUCKETS + 1) * sizeof(int64_t));
+    if (!packed[0] || !packed[1] || !user[0] || !user[1] || !fill) {
+        for (int k = 0; k < 2; k++) {
+            free(packed[k]);
+            free(user[k]);
+        }
+        free(fill);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (uc[r] < 0 || uc[r] >= n_users || ic[r] < 0 || ic[r] >= n_items) {
+            c = -1;
+            break;
+        }
+        packed[0][r] = ((uint64_t)(uint32_t)ic[r] << 32) | (uint32_t)r;
+        user[0][r] = uc[r];
+    }
+    if (c == 0) {
+        /* stable counting passes of RADIX_BITS bits: by item (low bits first), then
+         * by user: the rows by (user, item, row) */
+        int at = 0;
+        for (int by_user = 0; by_user < 2; by_user++) {
+            Py_ssize_t most = by_user ? n_users : n_items;
+            for (int shift = 0; shift == 0 || ((Py_ssize_t)1 << shift) < most;
+                 shift += RADIX_BITS) {
+                radix_pass(packed[at], user[at], packed[1 - at], user[1 - at], n, by_user,
+                           shift, fill);
+                at = 1 - at;
+            }
+        }
+        const uint64_t *x = packed[at];
+        const int32_t *xu = user[at];
+        for (Py_ssize_t j = 0; j < n; j++) {
+            int32_t item = (int32_t)(x[j] >> 32), row = (int32_t)(x[j] & 0xFFFFFFFFu);
+            int first = j == 0 || xu[j - 1] != xu[j] || (int32_t)(x[j - 1] >> 32) != item;
+            if (first_only && !first)
+                continue;
+            out_row[c] = row;
+            out_user[c] = xu[j];
+            out_item[c] = item;
+            if (out_prev)
+                out_prev[c] = first ? -1 : (int32_t)(x[j - 1] & 0xFFFFFFFFu);
+            c++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    for (int k = 0; k < 2; k++) {
+        free(packed[k]);
+        free(user[k]);
+    }
+    free(fill);
+    result = PyLong_FromSsize_t(c);
+fail:
+    for (int k = 0; k < 6; k++)
+        release(&b[k]);
+    return result;
+}
+
+/* range_keys(entry_row, entry_prev, entry_user, entry_item, start, stop, slot, position,
+ * width, out_keys, out_counts) -> count: of the index entries (rows by user, item,
+ * row; entry_prev the pair's previous row, -1 for none, or None when the entries are
+ * the pairs' first rows and start is 0), those that are the first row of their pair
+ * within rows [start, stop), in order: out_keys[c] = position[user] * width +
+ * slot[item] (int64), and out_counts[slot] (float64, zeroed by the caller) += 1.
+ * -1 when a code or a slot is out of range. */
+static PyObject *
+range_keys(PyObject *self, PyObject *args)
+{
+    PyObject *o[8];
+    long long start, stop, width;
+    Py_buffer b[8] = {{0}};
+    PyObject *result = NULL;
+    Py_ssize_t c = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOLLOOLOO", &o[0], &o[1], &o[2], &o[3], &start, &stop, &o[4],
+                          &o[5], &width, &o[6], &o[7]))
+        return NULL;
+    if (take_ints(o[0], &b[0], "entry_row") < 0 ||
+        (o[1] != Py_None && take_ints(o[1], &b[1], "entry_prev") < 0) ||
+        take_ints(o[2], &b[2], "entry_user") < 0 || take_ints(o[3], &b[3], "entry_item") < 0 ||
+        take(o[4], &b[4], 8, 0, "slot") < 0 || take(o[5], &b[5], 8, 0, "position") < 0 ||
+        take(o[6], &b[6], 8, 1, "out_keys") < 0 || take(o[7], &b[7], 8, 1, "out_counts") < 0)
+        goto fail;
+    Py_ssize_t n = b[0].len / b[0].itemsize;
+    if ((b[1].obj && b[1].len / b[1].itemsize != n) || b[2].len / b[2].itemsize != n ||
+        b[3].len / b[3].itemsize != n || b[6].len / 8 < n || b[7].len / 8 != width ||
+        width < 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "range_keys: give a row, a user and an item per entry, room for a key "
+                        "per entry and a count per slot");
+        goto fail;
+    }
+    const int64_t *slot = b[4].buf, *position = b[5].buf;
+    const Py_ssize_t n_items = b[4].len / 8, n_users = b[5].len / 8;
+    int64_t *keys = b[6].buf;
+    double *counts = b[7].buf;
+    const int ranged = b[1].obj != NULL;
+    const int narrow = b[0].itemsize == 4 && b[2].itemsize == 4 && b[3].itemsize == 4;
+    Py_BEGIN_ALLOW_THREADS
+    if (!ranged && narrow) {
+        /* first rows from row 0 (an expanding window), 4-byte codes: no branch on
+         * whether the row is inside (each key is written, then kept or not) */
+        const int32_t *row = b[0].buf, *user = b[2].buf, *item = b[3].buf;
+        for (Py_ssize_t e = 0; e < n; e++) {
+            int32_t u = user[e], i = item[e];
+            if (u < 0 || u >= n_users || i < 0 || i >= n_items || slot[i] < 0 ||
+                slot[i] >= width) {
+                c = -1;
+                break;
+            }
+            int inside = row[e] < stop;
+            keys[c] = position[u] * width + slot[i];
+            counts[slot[i]] += inside;
+            c += inside;
+        }
+    } else {
+        for (Py_ssize_t e = 0; e < n; e++) {
+            int64_t row = int_at(&b[0], e);
+            if (row >= stop || (ranged && (row < start || int_at(&b[1], e) >= start)))
+                continue;
+            int64_t u = int_at(&b[2], e), i = int_at(&b[3], e);
+            if (u < 0 || u >= n_users || i < 0 || i >= n_items || slot[i] < 0 ||
+                slot[i] >= width) {
+                c = -1;
+                break;
+            }
+            keys[c++] = position[u] * width + slot[i];
+            counts[slot[i]] += 1.0;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(c);
+fail:
+    for (int k = 0; k < 8; k++)
+        release(&b[k]);
+    return result;
+}
+
+/* Is key in the sorted, distinct a[0, n)? A binary search without branches on
+ * the comparisons (n > 0). */
+static inline int
+holds(const int64_t *a, Py_ssize_t n, int64_t key)
+{
+    while (n > 1) {
+        Py_ssize_t half = n / 2;
+        a = a[half] <= key ? a + half : a;
+        n -= half;
+    }
+    return *a == key;
+}
+
+/* train_found(users, keys, width, row_users, row_items, out): out[r] (bool) whether
+ * (row_users[r], row_items[r]) is a training pair: users the sorted distinct training
+ * users, keys the sorted pair keys position * width + item. Each run of rows of one
+ * user finds the user once (a gallop from the last one when users ascend), then its
+ * rows are looked up among that user's keys only: stamped in a table by item when
+ * the user has few keys beside the run's rows, else searched. A key outside the
+ * user's (an item outside [0, width)) is searched among all, as the NumPy path does. */
+static PyObject *
+train_found(PyObject *self, PyObject *args)
+{
+    PyObject *o[5];
+    long long width;
+    Py_buffer b[5] = {{0}};
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOLOOO", &o[0], &o[1], &width, &o[2], &o[3], &o[4]))
+        return NULL;
+    if (take(o[0], &b[0], 8, 0, "users") < 0 || take(o[1], &b[1], 8, 0, "keys") < 0 ||
+        take(o[2], &b[2], 8, 0, "row_users") < 0 || take(o[3], &b[3], 8, 0, "row_items") < 0 ||
+        take(o[4], &b[4], 1, 1, "out") < 0)
+        goto fail;
+    Py_ssize_t n = b[2].len / 8, nu = b[0].len / 8, nk = b[1].len / 8;
+    if (b[3].len / 8 != n || b[4].len != n || width < 1) {
+        PyErr_SetString(PyExc_ValueError, "train_found: give a user, an item and an out per row");
+        goto fail;
+    }
+    const int64_t *users = b[0].buf, *keys = b[1].buf, *ru = b[2].buf, *ri = b[3].buf;
+    char *out = b[4].buf;
+    /* the stamp table: per item, the last run that stamped it (bounded by the input) */
+    uint32_t *stamp = NULL, run = 0;
+    if (width <= 2 * (long long)n + 65536)
+        stamp = calloc((size_t)width, sizeof(uint32_t));
+    Py_BEGIN_ALLOW_THREADS
+    int64_t last = 0;
+    /* where the next user's searches start (users ascending: from the last one) */
+    Py_ssize_t from_user = 0, from_key = 0;
+    for (Py_ssize_t r = 0, r1; r < n; r = r1) {
+        int64_t u = ru[r];
+        for (r1 = r + 1; r1 < n && ru[r1] == u;)
+            r1++;
+        if (r && u < last)
+            from_user = from_key = 0;
+        last = u;
+        Py_ssize_t p = gallop(users, from_user, nu, u);
+        from_user = p;
+        if (p >= nu || users[p] != u) {
+            memset(out + r, 0, (size_t)(r1 - r));
+            continue;
+        }
+        int64_t base = (int64_t)p * width;
+        Py_ssize_t lo = gallop(keys, from_key, nk, base);
+        Py_ssize_t hi = gallop(keys, lo, nk, base + width);
+        from_key = hi;
+        int stamped = stamp != NULL && hi - lo <= 4 * (r1 - r) + 16;
+        if (stamped) {
+            if (++run == 0) { /* 2**32 runs: start the stamps again */
+                memset(stamp, 0, (size_t)width * sizeof(uint32_t));
+                run = 1;
+            }
+            for (Py_ssize_t k = lo; k < hi; k++)
+                stamp[keys[k] - base] = run;
+        }
+        for (Py_ssize_t j = r; j < r1; j++) {
+            int64_t item = ri[j];
+            if (item < 0 || item >= width) {
+                int64_t key = (int64_t)((uint64_t)base + (uint64_t)item);
+                Py_ssize_t at = lower_bound(keys, 0, nk, key);
+                out[j] = at < nk && keys[at] == key;
+            } else if (stamped) {
+                out[j] = stamp[item] == run;
+            } else {
+                out[j] = hi > lo && holds(keys + lo, hi - lo, base + item);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(stamp);
+    result = Py_None;
+    Py_INCREF(result);
+fail:
+    for (int k = 0; k < 5; k++)
+        release(&b[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"cumsum", cumsum, METH_VARARGS,
      "cumsum(x, out, m, kind): running sums down the first axis of (w, m) arrays."},
@@ -1745,6 +2108,17 @@ static PyMethodDef methods[] = {
      "group_tally(idx, user_off, user_keep, rank, gain, table, width, k, n_groups,\n"
      "out_slots, out_hits, out_all) -> status: item-group slots (and hits) per (group,\n"
      "rank) of the list rows of the users kept; rank, gain and out_hits may be None."},
+    /* backtest / train lookups */
+    {"pair_entries", pair_entries, METH_VARARGS,
+     "pair_entries(user_codes, item_codes, n_users, n_items, first_only, out_row, out_user,\n"
+     "out_item, out_prev) -> count: the rows by (user, item, row), each with its pair's\n"
+     "previous row; int32 codes."},
+    {"range_keys", range_keys, METH_VARARGS,
+     "range_keys(entry_row, entry_prev, entry_user, entry_item, start, stop, slot, position,\n"
+     "width, out_keys, out_counts) -> count: the sorted pair keys of rows [start, stop)."},
+    {"train_found", train_found, METH_VARARGS,
+     "train_found(users, keys, width, row_users, row_items, out): which rows are training\n"
+     "pairs, searched within each user's keys."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -486,15 +486,19 @@ class TrainRows:
         self.prefixes = prefixes
         #: the last range counted: (start, stop, rows per user code, rows per item code)
         self._last: tuple[int, int, np.ndarray, np.ndarray] | None = None
+        #: per entry (by user, item, row): its row, the pair's previous row
+        #: (-1: none), its user and item codes; only the first rows with prefixes
+        self.entry_prev: np.ndarray | None = None
+        made = _native_entries(self, prefixes)
+        if made is not None:
+            self.entry_row, self.entry_user, self.entry_item, self.entry_prev = made
+            return
         key = self.user_codes.astype(np.int64) * max(len(self.item_ids), 1) + self.item_codes
         order, key = _by_pair(key, len(self.user_ids) * max(len(self.item_ids), 1))
         order = order.astype(self.user_codes.dtype)
         first = np.ones(len(key), dtype=bool)
         first[1:] = key[1:] != key[:-1]
         del key
-        #: per entry (by user, item, row): its row, the pair's previous row
-        #: (-1: none), its user and item codes; only the first rows with prefixes
-        self.entry_prev: np.ndarray | None = None
         if prefixes:
             order = order[first]
         else:
@@ -547,6 +551,33 @@ class TrainRows:
         return TrainRange(self, int(start), int(stop), table)
 
 
+def _native_entries(
+    rows: TrainRows, prefixes: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """The index entries by the compiled module (``pair_entries``: stable
+    counting passes by item, then by user, in place of a sort), the arrays
+    :class:`TrainRows` makes by one sort of every row; None where it does not
+    apply (not built, or codes wider than 4 bytes: a log of 2**31 rows)."""
+    from receval._accel import NATIVE
+
+    codes = (rows.user_codes, rows.item_codes)
+    if NATIVE is None or not hasattr(NATIVE, "pair_entries"):
+        return None
+    if any(c.dtype != np.int32 for c in codes):
+        return None
+    n = len(rows.user_codes)
+    out = [np.empty(n, dtype=np.int32) for _ in range(3)]
+    prev = None if prefixes else np.empty(n, dtype=np.int32)
+    count = NATIVE.pair_entries(
+        *codes, len(rows.user_ids), len(rows.item_ids), prefixes, *out, prev
+    )
+    if count < 0:
+        return None
+    if count < n:
+        out = [a[:count].copy() for a in out]
+    return out[0], out[1], out[2], prev
+
+
 def _by_pair(key: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """The rows ordered by ``key`` (< ``width``), rows of one key in row
     order; the keys in that order. One sort of ``key · n + row`` where it
@@ -562,11 +593,23 @@ def _by_pair(key: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _sorted_codes(values: np.ndarray, narrow: bool) -> tuple[np.ndarray, np.ndarray]:
     """Each value's code among the distinct values, sorted (int32 when
-    ``narrow``); those values."""
+    ``narrow``); those values. Ids spanning a range at most about twice their
+    number (the usual 0..n-1 or 1..n) go through a table of the range (one
+    scatter, a running count, one gather), others through a hash (pandas'
+    ``factorize``): the same codes."""
     import pandas as pd
 
+    dtype = np.int32 if narrow else np.int64
+    if len(values):
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < max(2 * len(values), 1 << 16):  # dense ids: a table, no hashing
+            held = np.zeros(hi - lo + 1, dtype=bool)
+            shifted = values - lo
+            held[shifted] = True
+            rank = np.cumsum(held, dtype=np.int64) - 1
+            return rank.astype(dtype)[shifted], np.flatnonzero(held).astype(np.int64) + lo
     codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.int32 if narrow else np.int64), np.asarray(uniques, dtype=np.int64)
+    return codes.astype(dtype), np.asarray(uniques, dtype=np.int64)
 
 
 class TrainRange:
@@ -611,6 +654,42 @@ class TrainRange:
             inside &= r.entry_row >= a
         return inside & (r.entry_prev < a)
 
+    def _keys(
+        self, at: np.ndarray, position: np.ndarray, width: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The range's distinct pairs as keys ``position[user] * width +
+        at[item]``, in the index's order, and per context slot its number of
+        pairs (float64): one compiled pass over the index (``range_keys``)
+        where it is built, else masks and gathers; the same arrays."""
+        from receval._accel import NATIVE
+
+        r = self.rows
+        if NATIVE is not None and hasattr(NATIVE, "range_keys"):
+            keys = np.empty(len(r.entry_row), dtype=np.int64)
+            counts = np.zeros(width, dtype=np.float64)
+            prev = r.entry_prev
+            if prev is None and self.start:  # pragma: no cover - counted() refuses it
+                raise ValueError("an index of first rows counts ranges from row 0 only")
+            n = NATIVE.range_keys(
+                r.entry_row,
+                prev,
+                r.entry_user,
+                r.entry_item,
+                self.start,
+                self.stop,
+                np.ascontiguousarray(at, dtype=np.int64),
+                np.ascontiguousarray(position, dtype=np.int64),
+                width,
+                keys,
+                counts,
+            )
+            if n >= 0:
+                return keys[:n], counts
+        firsts = self._firsts()
+        slot = at[r.entry_item[firsts]]
+        keys = position[r.entry_user[firsts]] * width + slot
+        return keys, np.bincount(slot, minlength=width).astype(np.float64)
+
     def count(self, ctx: ItemContext) -> None:
         """What :func:`_count_train` sets from the range's rows: popularity
         (distinct users per item), training rows per item, the items seen,
@@ -621,15 +700,12 @@ class TrainRange:
         at = ctx.index_of(ids)  # each log item's context index
         user_rows, item_rows = r.rows_of(a, b)
         present = user_rows > 0
-        firsts = self._firsts()
-        slot = at[r.entry_item[firsts]]
         position = np.cumsum(present) - 1  # a user's place among the range's users
-        keys = position[r.entry_user[firsts]] * width + slot
+        keys, counts = self._keys(at, position, width)
         held = item_rows > 0
         if np.any(np.diff(at[held]) < 0):  # text ids: the context orders them otherwise
             keys = np.sort(keys)
         ctx.train_pairs = TrainPairs(r.user_ids[present], keys, width)
-        counts = np.bincount(slot, minlength=width).astype(np.float64)
         ctx.seen = counts > 0
         ctx.pop = np.where(ctx.seen, counts, 1.0)
         ctx.n_train_users = int(np.count_nonzero(present))

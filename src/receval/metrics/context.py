@@ -119,13 +119,50 @@ class TrainPairs:
         return int(np.count_nonzero(self.found(users, items)))
 
     def found(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """Which of the (user id, item index) pairs are training pairs."""
+        """Which of the (user id, item index) pairs are training pairs.
+
+        Integer ids go through the compiled pass where it is built (each run of
+        rows of one user — list rows come grouped by user — finds the user
+        once, then looks its rows up among that user's keys only: marked in a
+        table by item, or searched); otherwise, or without it, a binary search
+        of each pair's key among all the keys: the same flags.
+
+        >>> pairs = TrainPairs.of(np.array([7, 7, 3]), np.array([0, 1, 1]), 3)
+        >>> pairs.found(np.array([7, 7, 3, 3, 5]), np.array([1, 2, 1, 0, 1])).tolist()
+        [True, False, True, False, False]
+        """
         if not len(self.keys):
             return np.zeros(len(users), dtype=bool)
+        native = _native_found(self, users, items)
+        if native is not None:
+            return native
         pos = positions(self.users, users)
         keys = pos * self.width + items
         at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
         return (pos >= 0) & (self.keys[at] == keys)
+
+
+def _native_found(pairs: TrainPairs, users: np.ndarray, items: np.ndarray) -> np.ndarray | None:
+    """:meth:`TrainPairs.found` by the compiled pass (``train_found``), or None
+    where it does not apply: not built (or an older build without it), ids
+    not 64-bit integers on both sides, or arrays of other lengths."""
+    from receval._accel import NATIVE
+
+    if NATIVE is None or not hasattr(NATIVE, "train_found") or len(users) != len(items):
+        return None
+    int64 = np.dtype(np.int64)
+    if any(a.dtype != int64 for a in (pairs.users, pairs.keys, users, items)):
+        return None
+    out = np.empty(len(users), dtype=bool)
+    NATIVE.train_found(
+        np.ascontiguousarray(pairs.users),
+        np.ascontiguousarray(pairs.keys),
+        int(pairs.width),
+        np.ascontiguousarray(users),
+        np.ascontiguousarray(items),
+        out,
+    )
+    return out
 
 
 @dataclass(frozen=True)
