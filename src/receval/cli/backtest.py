@@ -53,7 +53,8 @@ def backtest(
             metavar="TEMPLATE",
             help="the model, run once per fold by the shell: {train} (the fold's train, "
             "Parquet), {users} (its test users, Parquet), {out} (where it writes its "
-            "recommendations), {k} (the list length), {fold} (the fold's number), e.g. "
+            "recommendations), {k} (the list length), {fold} (the fold's number), "
+            "{validation} (its validation part, Parquet: with --validation-length), e.g. "
             "'python model.py {train} {users} {out} {k}'; repeat it for several systems, "
             "compared paired by (fold, user)",
         ),
@@ -87,6 +88,14 @@ def backtest(
     step: Annotated[
         str | None,
         _window("--step", "DURATION", "between two folds' test windows (default: --test-length)"),
+    ] = None,
+    validation_length: Annotated[
+        str | None,
+        _window(
+            "--validation-length",
+            "DURATION",
+            "the end of each train window held out as the fold's validation ({validation})",
+        ),
     ] = None,
     n_folds: Annotated[
         int,
@@ -168,6 +177,7 @@ def backtest(
         "test_length": test_length,
         "train_length": train_length,
         "step": step,
+        "validation_length": validation_length,
         "start": start,
         "end": end,
     }

@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 #: The placeholders of :class:`ShellModel`'s command template.
-PLACEHOLDERS: tuple[str, ...] = ("train", "users", "out", "k", "fold")
+PLACEHOLDERS: tuple[str, ...] = ("train", "users", "out", "k", "fold", "validation")
 
 #: Columns of :meth:`BacktestResult.to_frame` before the metrics.
 FOLD_COLUMNS: tuple[str, ...] = (
@@ -95,6 +95,12 @@ class Fold:
         test_from, test_to: the test window ``[from, to)``.
         k: the length of the lists to return.
         user_col: the name of the log's user column (that of ``train``).
+        validation: the fold's validation part (the log's rows in
+            ``[validation_from, validation_to)``, the end of its training
+            period, just before the test window) when the split was made with
+            ``validation_length=``, for early stopping or tuning; None
+            otherwise. ``train`` then ends where it begins.
+        validation_from, validation_to: its window (None without one).
     """
 
     number: int
@@ -104,6 +110,9 @@ class Fold:
     test_to: Any
     k: int
     user_col: str = "user"
+    validation: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    validation_from: Any = None
+    validation_to: Any = None
 
 
 @dataclass
@@ -714,6 +723,7 @@ def _folds(log: Any, splitter: Folds | Mapping[str, Any]) -> Folds:
 
 def _fold_of(s: Split, k: int, user_col: Any) -> Fold:
     f = s.info["fold"]
+    window = f.get("validation") or {}
     return Fold(
         number=int(f["fold"]),
         train_from=f["train"]["from"],
@@ -722,6 +732,9 @@ def _fold_of(s: Split, k: int, user_col: Any) -> Fold:
         test_to=f["test"]["to"],
         k=k,
         user_col=user_col,
+        validation=s.validation,
+        validation_from=window.get("from"),
+        validation_to=window.get("to"),
     )
 
 
@@ -913,7 +926,9 @@ class ShellModel:
     ``users.parquet`` (one column, named as the log's user column); the
     template's placeholders (:data:`PLACEHOLDERS`) are replaced — ``{train}``,
     ``{users}``, ``{out}`` (paths, shell-quoted), ``{k}`` (the list length),
-    ``{fold}`` (the fold's number); other braces are left as they are — and
+    ``{fold}`` (the fold's number), ``{validation}`` (the fold's validation
+    part, ``validation.parquet``, written only when the template names it;
+    folds without one are an error); other braces are left as they are — and
     the command is run by the shell (its stdout discarded, its stderr kept).
     It must write its recommendations to ``{out}`` (a ``.csv`` file by
     default: ``recs_format``), which :func:`backtest` then evaluates. A
@@ -978,6 +993,15 @@ class ShellModel:
             "users": folder / "users.parquet",
             "out": folder / f"recommendations.{self.recs_format}",
         }
+        if "{validation}" in self.template:
+            if fold.validation is None:
+                raise ReceValError(
+                    f"fold {fold.number}: the command reads {{validation}}, but the folds "
+                    "have no validation part; split with validation_length= "
+                    "(receval backtest --validation-length)"
+                )
+            paths["validation"] = folder / "validation.parquet"
+            fold.validation.to_parquet(paths["validation"], index=False)
         train.to_parquet(paths["train"], index=False)
         pd.DataFrame({fold.user_col: users}).to_parquet(paths["users"], index=False)
         command = self.command(paths, fold)
