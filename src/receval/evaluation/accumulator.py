@@ -119,6 +119,10 @@ class Accumulator:
     def update(self, recommendations: Any, truth: Any) -> None:
         """Evaluate one batch: anything :func:`receval.evaluate` takes in
         memory (tables, mappings), holding every row of its users."""
+        self._engine.add(*self._read(recommendations, truth))
+
+    def _read(self, recommendations: Any, truth: Any) -> tuple[Any, Any]:
+        """One batch's lists and truth read and checked as :meth:`update` takes them."""
         cols = self.options.columns()
         recs = read_recs(recommendations, cols)
         tr = read_truth(truth, cols, negative_grades=self.options.negative_grades)
@@ -131,7 +135,20 @@ class Accumulator:
             )
         if self._propensities is not None:
             tr.propensity = self._propensities.of(tr)
-        self._engine.add(recs, tr)
+        return recs, tr
+
+    def _part(self, recommendations: Any, truth: Any) -> Any:
+        """:meth:`update`'s evaluation of one batch, returned instead of kept
+        (thread-safe: nothing of this accumulator changes): a caller that
+        evaluates batches on threads keeps the parts with :meth:`_add_part`
+        in its own order (parts in user order are combined without a sort)."""
+        one = Batches(self._engine.plan)
+        one.add(*self._read(recommendations, truth))
+        return one.inputs[0]
+
+    def _add_part(self, part: Any) -> None:
+        """Keep a part :meth:`_part` made, as :meth:`update` keeps its own."""
+        self._engine.inputs.append(part)
 
     def update_scores(
         self,
@@ -224,6 +241,8 @@ class Accumulator:
             raise ReceValError("compute(): no batch yet (update() first)")
         ids = [p.values[0] for p in parts if p.values is not None]
         every = np.concatenate(ids) if ids else np.empty(0)
+        if every.dtype != object and bool(np.all(every[1:] > every[:-1])):
+            every = every[:0]  # ascending: each user once (no sort needed to tell)
         found, counts = np.unique(
             every.astype(str) if every.dtype == object else every, return_counts=True
         )

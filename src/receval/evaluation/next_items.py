@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -301,7 +302,12 @@ def _batched(
     given its truth (from its sessions alone) and evaluated as it comes by an
     :class:`~receval.Accumulator` (the engine ``evaluate`` runs, on its
     threads, in pieces of whole steps: one part per piece holding per-unit
-    values, exact sums and integer counts), and only those parts are kept.
+    values, exact sums and integer counts), and only those parts are kept,
+    in unit order (combined without a sort). The callable is called on this
+    thread, in session order, while the threads evaluate the previous batch:
+    before the callable makes batch i+1, the pieces of batch i-1 are done
+    (two batches alive at most). Pieces reach the accumulator as Arrow
+    tables, as ``evaluate`` reads its own.
     Pieces hold disjoint units, so the combined result is bit for bit
     ``evaluate`` on all the rows at once; ``evaluate``'s record of the
     columns read, and its note on item ids matched as text, are added (the
@@ -328,7 +334,7 @@ def _batched(
     item_keyed = options.get("item_groups") is not None or any(
         s.definition.needs or s.definition.kind == "aggregate" for s in acc.specs
     )
-    pending: deque[Future[None]] = deque()
+    pending: deque[Future[Any]] = deque()
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         try:
             for sessions, out in _called(fn, log, batch_size):
@@ -341,16 +347,23 @@ def _batched(
                 rows += part.rows
                 not_evaluated += part.not_evaluated
                 # pieces of about the rows ``evaluate`` hands its threads, a few
-                # in flight (their parts hold per-unit values only)
+                # in flight (their parts hold per-unit values only), kept in
+                # unit order; the threads evaluate this batch while the
+                # callable makes the next one: the earlier batches are done
+                # first (two batches alive at most)
+                count = 0
                 for recs, truth in _pieces(part, truth_units, truth_items):
-                    pending.append(pool.submit(acc.update, recs, truth))
+                    pending.append(pool.submit(acc._part, recs, truth))
+                    count += 1
                     while len(pending) > IN_FLIGHT * THREADS:
-                        pending.popleft().result()
+                        acc._add_part(pending.popleft().result())
+                while len(pending) > count:
+                    acc._add_part(pending.popleft().result())
                 evaluated_rows += len(part.units)
                 if progress is not None:
                     progress(evaluated_rows)
-            while pending:
-                pending.popleft().result()
+            while pending:  # the parts kept in unit order: combined without a sort
+                acc._add_part(pending.popleft().result())
         finally:
             for future in pending:
                 future.cancel()
@@ -364,8 +377,8 @@ def _batched(
     return res, _ListRows(empty.units, empty.items, empty.ranks, None, rows, not_evaluated, notes)
 
 
-#: pieces queued per thread: the threads stay busy while the callable makes
-#: the next batch's lists (a piece holds ~6 MB of integer ids)
+#: pieces of one batch queued per thread (a piece holds ~6 MB of integer
+#: ids): the threads stay busy while the callable makes the next batch's lists
 IN_FLIGHT = 4
 
 #: list rows per piece evaluated at once: what ``evaluate`` hands each of its
@@ -387,14 +400,29 @@ def _pieces(
         # each cut at the first row of the unit it falls in (units whole)
         cuts += sorted(set(np.searchsorted(units, units[at], side="left").tolist()) - {0})
     cols = _recs_columns(part)
+    # Arrow tables of the columns (no copy of integers; NaN read as missing, as
+    # pandas converts it): what ``evaluate`` reads its pieces from, cheaper to
+    # build and read than DataFrames; columns of Python objects (ranks as the
+    # callable gave them) stay in a DataFrame, whose reading reports their bad
+    # values
+    table: Callable[[dict[str, np.ndarray]], Any] = _arrow_table
+    if any(v.dtype == object for k, v in cols.items() if k != "item"):  # (items: canonical)
+        table = partial(pd.DataFrame, copy=False)
     bounds = [*cuts, n]
     for i in range(len(cuts)):
         a, b = bounds[i], bounds[i + 1]
         t0 = np.searchsorted(truth_units, units[a]) if i else 0
         t1 = np.searchsorted(truth_units, units[b]) if b < n else len(truth_units)
-        recs = pd.DataFrame({k: v[a:b] for k, v in cols.items()}, copy=False)
-        truth = pd.DataFrame({"user": truth_units[t0:t1], "item": truth_items[t0:t1]}, copy=False)
+        recs = table({k: v[a:b] for k, v in cols.items()})
+        truth = table({"user": truth_units[t0:t1], "item": truth_items[t0:t1]})
         yield recs, truth
+
+
+def _arrow_table(columns: Mapping[str, np.ndarray]) -> Any:
+    """An Arrow table of NumPy columns, NaN as missing (as from pandas)."""
+    import pyarrow as pa
+
+    return pa.table({k: pa.array(v, from_pandas=True) for k, v in columns.items()})
 
 
 def _same_form(part: _ListRows, with_scores: bool | None) -> bool | None:
@@ -444,7 +472,8 @@ def _same_item_kind(
 
 def _inside(part: _ListRows, lo: int, hi: int, log: _Sessions, sessions: np.ndarray) -> None:
     """The batch's lists are for its own steps (units ``lo..hi-1``)."""
-    if len(part.units) and (part.units.min() < lo or part.units.max() >= hi):
+    heads = part.runs if part.runs is not None else part.units  # (the runs: fewer)
+    if len(heads) and (heads.min() < lo or heads.max() >= hi):
         bad = int(np.flatnonzero((part.units < lo) | (part.units >= hi))[0])
         sess = log.ids[np.searchsorted(log.first, part.units[bad], side="right") - 1]
         raise InputError(
@@ -525,7 +554,6 @@ class _Sessions:
     last_only: bool
     first: np.ndarray = field(init=False)
     n_units: int = field(init=False)
-    index: pd.Index = field(init=False)
 
     def __post_init__(self) -> None:
         per = np.maximum(self.lengths - 1, 0)
@@ -533,7 +561,6 @@ class _Sessions:
             per = np.minimum(per, 1)
         self.first = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64)
         self.n_units = int(per.sum())
-        self.index = pd.Index(self.ids)
 
     @classmethod
     def of(cls, sessions: Any, cols: Mapping[str, str | None], steps: str) -> _Sessions:
@@ -704,6 +731,7 @@ class _ListRows:
     not_evaluated: int
 
     notes: list[str] = field(default_factory=list)  # the batches' notes on reading them
+    runs: np.ndarray | None = None  # the unit of each run of rows (None: not known)
 
     @classmethod
     def empty(cls) -> _ListRows:
@@ -827,7 +855,7 @@ def _read_lists(
     units = np.repeat(units_runs.astype(np.int64, copy=False), run_lengths)
     if ranks is None and scores is None:  # the rows' order within each step
         ranks = _row_ranks(units, units_runs, run_lengths)
-    return _ListRows(units, items, ranks, scores, n, dropped)
+    return _ListRows(units, items, ranks, scores, n, dropped, runs=units_runs)
 
 
 #: rows compared at a time by :func:`_run_heads` (its flags stay in the cache)
