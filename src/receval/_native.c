@@ -1260,6 +1260,188 @@ exact_sum(PyObject *self, PyObject *args)
     return Py_BuildValue("(nnnn)", count, nan, pinf, ninf);
 }
 
+/* ---- near-read: sums ------------------------------------------------------------------
+ * exact_sums(x, rows, mask) -> [(scaled, count, nan, pos_inf, neg_inf)] per row: the
+ * exact sums of receval.exact.ExactSum for each of the `rows` rows of x (float64, C
+ * order, rows × n), of the columns where mask (uint8, n; None: every column) is
+ * nonzero, the integer `scaled` (units of 2**-1074) built here rather than in Python.
+ * Per row, the finite values are bucketed by exponent field as exact_sum does (signed
+ * significand halves, int64), then each bucket's high and low halves are added, by
+ * magnitude, into a positive or a negative little-endian multi-limb integer at bit
+ * max(e, 1) - 1 (+ 26 for the high half); the difference becomes a Python int through
+ * int.from_bytes (and the sign). Bounds: |bucket| < 2**63 needs fewer than 2**36 values; bit
+ * 2045 + 26 + 63 plus 12 carry bits < SUM_LIMBS * 64. */
+#define SUM_LIMBS 37
+
+static void
+limbs_add(uint64_t *acc, uint64_t v, unsigned shift)
+{
+    unsigned q = shift / 64, r = shift % 64;
+    uint64_t lo = v << r, hi = r ? v >> (64 - r) : 0;
+    uint64_t old = acc[q];
+    acc[q] = old + lo;
+    uint64_t carry = acc[q] < old;
+    old = acc[q + 1];
+    acc[q + 1] = old + (hi + carry); /* hi < 2**63: no wrap */
+    carry = acc[q + 1] < old;
+    for (unsigned i = q + 2; carry && i < SUM_LIMBS; i++)
+        carry = ++acc[i] == 0;
+}
+
+static void
+limbs_bucket(uint64_t *pos, uint64_t *neg, int64_t v, unsigned shift)
+{
+    if (v > 0)
+        limbs_add(pos, (uint64_t)v, shift);
+    else if (v < 0)
+        limbs_add(neg, (uint64_t)0 - (uint64_t)v, shift);
+}
+
+/* pos - neg as a Python int (the magnitude's bytes little-endian, then the sign). */
+static PyObject *
+limbs_int(const uint64_t *pos, const uint64_t *neg, PyObject *from_bytes)
+{
+    unsigned char bytes[SUM_LIMBS * 8];
+    int i = SUM_LIMBS - 1;
+    while (i > 0 && pos[i] == neg[i])
+        i--;
+    int negative = pos[i] < neg[i];
+    const uint64_t *a = negative ? neg : pos, *b = negative ? pos : neg;
+    uint64_t borrow = 0;
+    for (i = 0; i < SUM_LIMBS; i++) {
+        uint64_t d = a[i] - b[i] - borrow;
+        borrow = (a[i] < b[i]) || (a[i] == b[i] && borrow);
+        for (int j = 0; j < 8; j++)
+            bytes[i * 8 + j] = (unsigned char)(d >> (8 * j));
+    }
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)bytes, sizeof bytes);
+    if (raw == NULL)
+        return NULL;
+    PyObject *out = PyObject_CallFunction(from_bytes, "Os", raw, "little");
+    Py_DECREF(raw);
+    if (out != NULL && negative) {
+        PyObject *flipped = PyNumber_Negative(out);
+        Py_DECREF(out);
+        out = flipped;
+    }
+    return out;
+}
+
+static PyObject *
+exact_sums(PyObject *self, PyObject *args)
+{
+    PyObject *ox, *omask;
+    Py_ssize_t rows;
+    Py_buffer bx, bm;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnO", &ox, &rows, &omask))
+        return NULL;
+    if (take(ox, &bx, 8, 0, "x") < 0)
+        return NULL;
+    if (take_opt(omask, &bm, 1, "mask") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    Py_ssize_t total = bx.len / 8;
+    if (rows < 1 || total % rows || (bm.buf && bm.len != total / rows)) {
+        release(&bm);
+        PyBuffer_Release(&bx);
+        PyErr_SetString(PyExc_ValueError,
+                        "exact_sums: x must hold rows × n values and mask n bytes");
+        return NULL;
+    }
+    Py_ssize_t n = total / rows;
+    const uint64_t *x = bx.buf;
+    const uint8_t *mask = bm.buf;
+    int64_t *high = PyMem_Malloc(2 * 2047 * sizeof(int64_t)); /* one row's, reused */
+    Py_ssize_t *tally = PyMem_Malloc(4 * sizeof(Py_ssize_t) * (size_t)rows);
+    uint64_t *limbs = PyMem_Malloc(2 * SUM_LIMBS * sizeof(uint64_t) * (size_t)rows);
+    PyObject *from_bytes = NULL, *out = NULL;
+    if (high == NULL || tally == NULL || limbs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(high, 0, 2 * 2047 * sizeof(int64_t));
+    memset(tally, 0, 4 * sizeof(Py_ssize_t) * (size_t)rows);
+    memset(limbs, 0, 2 * SUM_LIMBS * sizeof(uint64_t) * (size_t)rows);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const uint64_t *row = x + r * n;
+        int64_t *hi = high, *lo = high + 2047;
+        Py_ssize_t count = 0, nan = 0, pinf = 0, ninf = 0;
+        unsigned emin = 2047, emax = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (mask && !mask[i])
+                continue;
+            uint64_t bits = row[i];
+            unsigned e = (unsigned)((bits >> 52) & 0x7FF);
+            if (e == 0x7FF) {
+                if (bits & 0xFFFFFFFFFFFFFULL)
+                    nan++;
+                else if (bits >> 63)
+                    ninf++;
+                else
+                    pinf++;
+                continue;
+            }
+            uint64_t m = (bits & 0xFFFFFFFFFFFFFULL) | (e ? (1ULL << 52) : 0);
+            int64_t h = (int64_t)(m >> 26), l = (int64_t)(m & 0x3FFFFFFULL);
+            if (bits >> 63) {
+                hi[e] -= h;
+                lo[e] -= l;
+            } else {
+                hi[e] += h;
+                lo[e] += l;
+            }
+            emin = e < emin ? e : emin;
+            emax = e > emax ? e : emax;
+            count++;
+        }
+        uint64_t *pos = limbs + r * 2 * SUM_LIMBS, *neg = pos + SUM_LIMBS;
+        for (unsigned e = emin; e <= emax; e++) { /* then cleared for the next row */
+            unsigned shift = (e ? e : 1) - 1;
+            limbs_bucket(pos, neg, hi[e], shift + 26);
+            limbs_bucket(pos, neg, lo[e], shift);
+            hi[e] = lo[e] = 0;
+        }
+        Py_ssize_t *t = tally + 4 * r;
+        t[0] = count;
+        t[1] = nan;
+        t[2] = pinf;
+        t[3] = ninf;
+    }
+    Py_END_ALLOW_THREADS
+    from_bytes = PyObject_GetAttrString((PyObject *)&PyLong_Type, "from_bytes");
+    if (from_bytes == NULL)
+        goto done;
+    out = PyList_New(rows);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const uint64_t *pos = limbs + r * 2 * SUM_LIMBS;
+        PyObject *scaled = limbs_int(pos, pos + SUM_LIMBS, from_bytes);
+        if (scaled == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        const Py_ssize_t *t = tally + 4 * r;
+        PyObject *item = Py_BuildValue("(Nnnnn)", scaled, t[0], t[1], t[2], t[3]);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SetItem(out, r, item);
+    }
+done:
+    Py_XDECREF(from_bytes);
+    PyMem_Free(high);
+    PyMem_Free(tally);
+    PyMem_Free(limbs);
+    release(&bm);
+    PyBuffer_Release(&bx);
+    return out;
+}
+
 /* ---- item-kNN (receval.workflow.baselines.ItemKNNRecommender) ------------------------ */
 
 /* A candidate of a top-k: better = larger value, then smaller item. */
@@ -2093,6 +2275,10 @@ static PyMethodDef methods[] = {
     {"exact_sum", exact_sum, METH_VARARGS,
      "exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): float64 values\n"
      "added exactly into per-exponent int64 buckets (see receval.exact)."},
+    {"exact_sums", exact_sums, METH_VARARGS,
+     "exact_sums(x, rows, mask) -> [(scaled, count, nan, pos_inf, neg_inf)]: the exact sum\n"
+     "of each row of x (float64, rows x n) over the columns where mask (uint8; None: all)\n"
+     "is nonzero, scaled an int in units of 2**-1074 (see receval.exact)."},
     {"knn_neighbors", knn_neighbors, METH_VARARGS,
      "knn_neighbors(item_ptr, item_users, user_ptr, user_items, norm, shrink, k, i0, i1,\n"
      "out_count, out_item, out_sim) -> status: each item's k most similar items (cosine\n"

@@ -15,8 +15,10 @@ split into its exponent field and its 53-bit significand; the significands
 are added per exponent with ``numpy.bincount`` in two 26/27-bit halves whose
 sums stay below 2**53 (so the float64 additions are exact whatever their
 order), and only the (at most 2,046) per-exponent sums are shifted and added
-as Python integers. The compiled module (``receval._native.exact_sum``)
-fills the same buckets in one pass; both paths give the same integer.
+as Python integers. The compiled module (``receval._native.exact_sums``)
+fills the same buckets in one pass and builds the integer itself (one call
+for all the rows of a 2-d array: :meth:`ExactSum.of_rows`); both paths give
+the same integer.
 
 Example::
 
@@ -63,7 +65,10 @@ class ExactSum:
     def of(cls, values: np.ndarray) -> ExactSum:
         """The exact sum of an array of numbers (converted to float64)."""
         x = np.ascontiguousarray(values, dtype=np.float64).ravel()
-        if NATIVE is not None:
+        sums = getattr(NATIVE, "exact_sums", None)
+        if sums is not None:
+            return cls(*sums(x, 1, None)[0])
+        if NATIVE is not None:  # a compiled module built before exact_sums
             high = np.zeros(2047, dtype=np.int64)
             low = np.zeros(2047, dtype=np.int64)
             count, nan, pos_inf, neg_inf = NATIVE.exact_sum(x, high, low)
@@ -83,6 +88,38 @@ class ExactSum:
         for start in range(0, len(x), _BLOCK):
             scaled += _block_sum(bits[start : start + _BLOCK], exponent[start : start + _BLOCK])
         return cls(scaled, len(x), nan, pos_inf, neg_inf)
+
+    @classmethod
+    def of_rows(cls, values: np.ndarray, mask: np.ndarray | None = None) -> list[ExactSum]:
+        """The exact sum of each row of a 2-d array, over the columns where
+        ``mask`` (booleans, one per column; None: every column) is true:
+        ``[ExactSum.of(row[mask]) for row in values]``, the same values, in one
+        compiled call when the compiled module is there.
+
+        Example::
+
+            >>> v = np.array([[0.1, 0.2, 0.3], [1.0, np.nan, 2.0]])
+            >>> [s.mean() for s in ExactSum.of_rows(v, np.array([True, True, False]))]
+            [0.15000000000000002, 1.0]
+        """
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 2:
+            raise ValueError(
+                f"of_rows: expected a 2-d array of values, found {v.ndim} dimension(s)"
+            )
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (v.shape[1],):
+                raise ValueError(
+                    f"of_rows: expected a mask of {v.shape[1]} booleans (one per column), "
+                    f"found shape {mask.shape}"
+                )
+        sums = getattr(NATIVE, "exact_sums", None)
+        if sums is None or not len(v):
+            return [cls.of(row if mask is None else row[mask]) for row in v]
+        x = np.ascontiguousarray(v).ravel()
+        m = None if mask is None or mask.all() else np.ascontiguousarray(mask)
+        return [cls(*t) for t in sums(x, len(v), m)]
 
     def __add__(self, other: ExactSum) -> ExactSum:
         return ExactSum(

@@ -409,8 +409,7 @@ class _Evaluated:
             p.user_ids[p.has_recs & ~p.in_truth][:_EXAMPLES].tolist(),
             p.user_ids[p.in_truth & ~p.has_recs][:_EXAMPLES].tolist(),
         )
-        every = bool(evaluated.all())  # then each row is summed as it is (no masked copy)
-        sums = [ExactSum.of(row if every else row[evaluated]) for row in values]
+        sums = ExactSum.of_rows(values, evaluated)  # one compiled call for every metric
         counts = {**p.counts, **self._policy_counts(lambda m: int(np.count_nonzero(m)))}
         kept = (p.user_ids, values, evaluated) if keep_values else None
         return Part(kept, int(evaluated.sum()), sums, counts, list(p.notes), seen, only, tallies)
@@ -473,7 +472,7 @@ class _Evaluated:
             block = vals[:, s]
             # with the values kept, the combiner sums each group's values once
             # (Combiner.totals), not each cell of each chunk
-            sums = None if keep_values else [ExactSum.of(row[evaluated]) for row in block]
+            sums = None if keep_values else ExactSum.of_rows(block, evaluated)
             only = (
                 ids[s][recs_only[s]][:_EXAMPLES].tolist(),
                 ids[s][truth_only[s]][:_EXAMPLES].tolist(),
@@ -842,7 +841,7 @@ class Combiner:
         if not self.unsummed:
             return self.sums
         values = np.concatenate([v[:, e] for _, v, e in self.unsummed], axis=1)
-        self.sums = [a + ExactSum.of(row) for a, row in zip(self.sums, values, strict=True)]
+        self.sums = [a + b for a, b in zip(self.sums, ExactSum.of_rows(values), strict=True)]
         self.unsummed = []
         return self.sums
 
