@@ -23,9 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-import queue
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -398,68 +396,11 @@ class _NotSorted(Exception):
     """A file's users are not in ascending order: partition instead."""
 
 
-#: batches a file's read-ahead thread holds ready (:func:`_read_ahead`; 0: none,
-#: the file read on the merging thread)
-READ_AHEAD = 1
-
-
-def _read_ahead(batches: Iterator[Any], depth: int = READ_AHEAD) -> Iterator[Any]:
-    """``batches``' items, in order, read on a thread of their own up to
-    ``depth`` items ahead of the consumer (plus the one being read), so that
-    Parquet is read and decoded while the caller's thread waits on the
-    evaluation of earlier pairs. An error of the reading is raised here, at
-    the item where it happened. Closing this iterator (or dropping it) stops
-    the thread and waits for it, so that the file is never read by two
-    threads at once."""
-    ready: queue.Queue[tuple[Any, BaseException | None, bool]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: tuple[Any, BaseException | None, bool]) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for batch in batches:
-                if not put((batch, None, False)):
-                    return
-        except BaseException as exc:  # handed to the consumer, raised there
-            put((None, exc, True))
-            return
-        put((None, None, True))
-
-    thread = threading.Thread(target=produce, name="receval-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            batch, error, done = ready.get()
-            if error is not None:
-                raise error
-            if done:
-                return
-            yield batch
-    finally:
-        stop.set()
-        thread.join()
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
-
-
 class _Reader:
-    """Batches of one sorted file, buffered so that users are never cut; a
-    file's are read ahead on a thread (:func:`_read_ahead`), a table's are
-    slices of it."""
+    """Batches of one sorted file, buffered so that users are never cut."""
 
     def __init__(self, src: ParquetInput, rows: int) -> None:
-        batches = src.batches(rows)
-        ahead = READ_AHEAD > 0 and not isinstance(src, TableInput)
-        self.batches = _read_ahead(batches, READ_AHEAD) if ahead else batches
+        self.batches = src.batches(rows)
         self.checked = src.sorted_known  # the order was checked whole: not again here
         self.buf: pa.Table | None = None
         self.start = 0  # file row of the buffer's first row
@@ -469,12 +410,6 @@ class _Reader:
     @property
     def rows(self) -> int:
         return 0 if self.buf is None else self.buf.num_rows
-
-    def close(self) -> None:
-        """Stop reading (the read-ahead thread, if any, ends here)."""
-        close = getattr(self.batches, "close", None)
-        if close is not None:
-            close()
 
     def _one_user(self) -> bool:
         if self.buf is None or self.buf.num_rows == 0:
@@ -526,27 +461,23 @@ def _merge(
     recs: ParquetInput, truth: ParquetInput, rows: int
 ) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
     r, t = _Reader(recs, rows), _Reader(truth, rows)
-    try:
-        while True:
-            r.fill(rows)
-            t.fill(rows)
-            # every user below the last one read of an unfinished file is complete
-            if r.done and t.done:
-                bound = None
-            elif r.done or t.done:
-                bound = t.last if r.done else r.last
-            else:
-                # ids of one type (int64 or strings, whose UTF-8 byte order is the code points')
-                bound = r.last if r.last.as_py() <= t.last.as_py() else t.last
-            a, at = r.take(bound)
-            b, bt = t.take(bound)
-            if a.num_rows or b.num_rows:
-                yield a, lambda i, at=at: i + at, b, lambda i, bt=bt: i + bt
-            if bound is None:
-                return
-    finally:  # the read-ahead threads stopped before anything else reads the files
-        r.close()
-        t.close()
+    while True:
+        r.fill(rows)
+        t.fill(rows)
+        # every user below the last one read of an unfinished file is complete
+        if r.done and t.done:
+            bound = None
+        elif r.done or t.done:
+            bound = t.last if r.done else r.last
+        else:
+            # ids of one type (int64 or strings, whose UTF-8 byte order is the code points')
+            bound = r.last if r.last.as_py() <= t.last.as_py() else t.last
+        a, at = r.take(bound)
+        b, bt = t.take(bound)
+        if a.num_rows or b.num_rows:
+            yield a, lambda i, at=at: i + at, b, lambda i, bt=bt: i + bt
+        if bound is None:
+            return
 
 
 # --- anything else: partition by a hash of the user -------------------------
@@ -680,14 +611,11 @@ def pairs(
     if source is None:
         source = _partitioned(recs, truth, rows, tmp)
     shared: dict[Any, Any] = {}  # dictionaries of ids, read once for every pair
-    try:
-        for a, arow, t, trow in source:
-            # converted to NumPy by the worker that evaluates the pair, not here:
-            # the reading thread only reads and cuts
-            load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades, shared)
-            yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
-    finally:  # reading stopped (a merge's read-ahead threads ended) when the pairs are
-        source.close()
+    for a, arow, t, trow in source:
+        # converted to NumPy by the worker that evaluates the pair, not here:
+        # the reading thread only reads and cuts
+        load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades, shared)
+        yield Pair(None, None, arow, trow, rows=a.num_rows, load=load)
 
 
 def _load(
@@ -767,18 +695,14 @@ class StreamedFiles(PairSource):
         tmp = self.tmp or os.environ.get("RECEVAL_TMPDIR") or None
         grades = self.negative_grades
         if not mixed:
-            merged = pairs(recs, truth, rows=self.rows, negative_grades=grades)
             try:
-                return run(merged, list(notes))
+                return run(pairs(recs, truth, rows=self.rows, negative_grades=grades), list(notes))
             except _NotSorted:
                 pass
             except (InputError, PolicyError):
                 # raised before all rows of every user were necessarily read
-                merged.close()  # no read-ahead thread reads the files from here on
                 if recs.is_sorted() and truth.is_sorted():
                     raise
-            finally:
-                merged.close()
         cut = pairs(
             recs, truth, rows=self.rows, tmp=tmp, sorted_files=False, negative_grades=grades
         )
