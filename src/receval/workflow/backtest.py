@@ -512,6 +512,7 @@ def _lists_by_user(recs: Any, evaluate_options: Mapping[str, Any]) -> tuple[Any,
     them in user order, as the truth, it merges the two by user."""
     import pyarrow as pa
 
+    from receval.engines.numpy_engine import runs_moved
     from receval.io.columns import RECS, resolve
     from receval.records import Columns
 
@@ -540,11 +541,7 @@ def _lists_by_user(recs: Any, evaluate_options: Mapping[str, Any]) -> tuple[Any,
     heads = users[starts]
     if bool(np.all(heads[1:] > heads[:-1])):
         return recs, None
-    lengths = np.diff(np.append(starts, len(users)))
-    by = np.argsort(heads, kind="stable")
-    starts, lengths = starts[by], lengths[by]
-    rows = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    rows += np.arange(len(users), dtype=rows.dtype)
+    rows = runs_moved(starts, np.argsort(heads, kind="stable"), len(users))
     return recs.take(rows), rows
 
 
