@@ -16,7 +16,7 @@ import pytest
 
 import receval
 from receval.engines import driver, numpy_engine
-from receval.io import tables
+from receval.io import stream, tables
 from tests.reference import GROUP_NAMES, MAX_GRADE, by_evaluate, param_values
 
 #: (BLOCK_CELLS, SPARSE_BLOCK_USERS, CHUNK_ROWS, THREADS): tiny to large
@@ -99,6 +99,7 @@ def test_blocks_and_chunks_change_no_bit(seed: int, monkeypatch: pytest.MonkeyPa
             m.setattr(numpy_engine, "BLOCK_CELLS", cells)
             m.setattr(numpy_engine, "SPARSE_BLOCK_USERS", sparse)
             m.setattr(tables, "CHUNK_ROWS", rows)
+            m.setattr(stream, "CHUNK_ROWS", rows)  # tables merged by user
             m.setattr(driver, "THREADS", threads)
             cut = receval.evaluate(recs, truth, metrics, **kw)
         for name in whole.per_user:

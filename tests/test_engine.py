@@ -306,11 +306,12 @@ def test_chunks_of_users_change_nothing(
     monkeypatch: pytest.MonkeyPatch, seed: int, str_ids: bool
 ) -> None:
     from receval.engines import driver
-    from receval.io import tables
+    from receval.io import stream, tables
 
     recs, truth = _grouped_workload(seed, str_ids)
     whole = receval.evaluate(recs, truth, ALL)
     monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 7)  # tables merged by user
     for threads in (1, 3):
         monkeypatch.setattr(driver, "THREADS", threads)
         chunked = receval.evaluate(recs, truth, ALL)
@@ -320,17 +321,20 @@ def test_chunks_of_users_change_nothing(
     for policy in ("zero", "skip"):
         a = receval.evaluate(recs, truth, ALL[:5], empty_truth=policy, missing_recs=policy)
         monkeypatch.setattr(tables, "CHUNK_ROWS", 10**9)
+        monkeypatch.setattr(stream, "CHUNK_ROWS", 10**9)  # tables merged by user
         b = receval.evaluate(recs, truth, ALL[:5], empty_truth=policy, missing_recs=policy)
         monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+        monkeypatch.setattr(stream, "CHUNK_ROWS", 7)  # tables merged by user
         pd.testing.assert_frame_equal(a.per_user, b.per_user, check_exact=True)
         assert a.counts == b.counts
 
 
 def test_errors_in_a_later_chunk_name_the_table_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    from receval.io import tables
+    from receval.io import stream, tables
 
     recs, truth = _grouped_workload(0, False)
     monkeypatch.setattr(tables, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 7)  # tables merged by user
     bad = recs.copy()
     bad.loc[150, "score"] = math.nan
     with pytest.raises(receval.InputError) as info:
@@ -348,7 +352,7 @@ def test_errors_in_a_later_chunk_name_the_table_row(monkeypatch: pytest.MonkeyPa
 
 def test_beyond_accuracy_metrics_do_not_depend_on_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     from receval.engines import driver
-    from receval.io import tables
+    from receval.io import stream, tables
 
     recs, truth = _grouped_workload(3, False)
     train = pd.DataFrame({"user": [1, 2, 3, 3, 4], "item": [1, 1, 2, 3, 1]})
@@ -369,6 +373,7 @@ def test_beyond_accuracy_metrics_do_not_depend_on_chunks(monkeypatch: pytest.Mon
     kw = {"train": train, "item_features": feats}
     whole = receval.evaluate(recs, truth, metrics, **kw)
     monkeypatch.setattr(tables, "CHUNK_ROWS", 5)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 5)  # tables merged by user
     monkeypatch.setattr(driver, "THREADS", 2)
     chunked = receval.evaluate(recs, truth, metrics, **kw)
     pd.testing.assert_frame_equal(whole.per_user, chunked.per_user, check_exact=True)
@@ -376,10 +381,11 @@ def test_beyond_accuracy_metrics_do_not_depend_on_chunks(monkeypatch: pytest.Mon
 
 
 def test_progress_is_reported_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
-    from receval.io import tables
+    from receval.io import stream, tables
 
     recs, truth = _grouped_workload(0, False)
     monkeypatch.setattr(tables, "CHUNK_ROWS", 50)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 50)  # tables merged by user
     seen: list[int] = []
     receval.evaluate(recs, truth, "ndcg@3", progress=seen.append)
     assert seen == sorted(seen) and seen[-1] == len(recs) and len(seen) > 2

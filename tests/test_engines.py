@@ -51,7 +51,14 @@ def _data(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_the_engine_is_chosen_by_the_form_of_the_opened_inputs(tmp_path: Path) -> None:
     recs, truth = _data()
-    opened = io_pair.open_pair(recs.sample(frac=1, random_state=1), truth, Columns())
+    shuffled = recs.sample(frac=1, random_state=1)
+    # integer users in any order: put in user order, merged pair by pair of users
+    merged = io_pair.open_pair(shuffled, truth, Columns())
+    assert isinstance(merged.inputs, PairSource)
+    assert type(engine_for(merged.inputs)) is local.Streamed
+    # text users not in order: in memory
+    text = [f.assign(user="u" + f["user"].astype(str)) for f in (shuffled, truth)]
+    opened = io_pair.open_pair(*text, Columns())
     assert isinstance(opened.inputs, Tables)
     assert type(engine_for(opened.inputs)) is local.InProcess
     recs.to_parquet(tmp_path / "r.parquet")

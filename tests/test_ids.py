@@ -273,6 +273,7 @@ def test_streamed_float_column_gets_the_kind_of_the_whole_column(
     from receval.io import tables
 
     monkeypatch.setattr(tables, "CHUNK_ROWS", 6)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 6)  # tables merged by user
     chunked = receval.evaluate(recs, truth, metrics)
     pd.testing.assert_frame_equal(chunked.per_user, whole.per_user)
 

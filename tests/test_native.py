@@ -149,9 +149,10 @@ def test_explicit_feedback_and_chunked_tables(monkeypatch: pytest.MonkeyPatch) -
             ratings, ["precision@5[denominator=recommended]", "ndcg@10", "recall@10"], threshold=3
         ),
     )
-    from receval.io import tables
+    from receval.io import stream, tables
 
     monkeypatch.setattr(tables, "CHUNK_ROWS", 500)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 500)  # tables merged by user
     _both(lambda: receval.evaluate(recs, truth, METRICS))
 
 

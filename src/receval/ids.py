@@ -609,6 +609,22 @@ def runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return a[starts], np.diff(np.append(starts, len(a)))
 
 
+def runs_moved(starts: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """The rows of ``n`` rows in runs (each beginning at ``starts``) with the
+    runs taken in ``order`` (run numbers), each run's rows in their order: the
+    permutation moving whole runs, without sorting the rows."""
+    lengths = np.diff(np.append(starts, n))[order]
+    keep = lengths > 0
+    lengths, first = lengths[keep], starts[order][keep]
+    # one array written once (fresh pages are what a large one costs): a step of 1
+    # within a run, and at each run's first row the jump from the row before it
+    out = np.ones(n, dtype=np.int64)
+    if len(first):
+        out[0] = first[0]
+        out[np.cumsum(lengths[:-1])] = first[1:] - (first[:-1] + lengths[:-1] - 1)
+    return np.cumsum(out, out=out)
+
+
 def sorted_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
     """The distinct values of a sorted array, in order, and the length of each
     run (None from the compiled pass, whose codes() needs no lengths); None

@@ -20,7 +20,7 @@ import numpy as np
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, OptionError, option
-from receval.ids import distinct, order_of, sorted_runs, unify, whitespace_notes
+from receval.ids import distinct, order_of, runs_moved, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.kernels.ranking import gain_of
@@ -486,17 +486,6 @@ def _grouped_order(ru: np.ndarray, du: np.ndarray, within: np.ndarray) -> np.nda
     if np.any(heads[by_user][1:] == heads[by_user][:-1]):
         return None  # a user in two runs
     return runs_moved(starts, by_user, len(ru))
-
-
-def runs_moved(starts: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
-    """The rows of ``n`` rows in runs (each beginning at ``starts``) with the
-    runs taken in ``order`` (run numbers), each run's rows in their order: the
-    permutation moving whole runs, without sorting the rows."""
-    lengths = np.diff(np.append(starts, n))[order]
-    first = starts[order]
-    # row j of the result: first[r] + (j - where run r begins in the result)
-    begins = np.cumsum(lengths) - lengths
-    return np.arange(n, dtype=np.int64) + np.repeat(first - begins, lengths)
 
 
 #: What a rank column means (SPEC §2.1): ``order`` — lists are ordered by it and

@@ -10,6 +10,10 @@ Two Parquet inputs are read batch by batch, never whole, and cut into pairs
   of users (Parquet, in a temporary directory, with each row's original row
   number), then each bucket is one pair. Memory: one bucket.
 
+In-memory tables take the merge too: sorted by user as they are, or put in
+user order first when their user ids are integers (:func:`user_order`, each
+user's rows in their order; errors name the row as given).
+
 Sortedness is checked on every batch as it is read; the first batch out of
 order switches to partitioning (an error found on the way is only reported
 once the files are known to be sorted). The pairs (:class:`StreamedFiles`) are
@@ -46,6 +50,7 @@ from receval.ids import (
     distinct_sorted,
     kind,
     numbers,
+    runs_moved,
 )
 from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
@@ -296,10 +301,20 @@ class TableInput(ParquetInput):
     """An in-memory Arrow table read like a file (``file`` is None)."""
 
     table: Any = None
+    #: the caller's row of each row of ``table`` when the table is the caller's
+    #: rows put in user order (:func:`user_order`), else None
+    rows: np.ndarray | None = None
 
     @property
     def num_rows(self) -> int:
         return int(self.table.num_rows)
+
+    def row_of(self, row: Callable[[int], int]) -> Callable[[int], int]:
+        """``row`` (a pair's row → a row of ``table``) continued to the caller's row."""
+        rows = self.rows
+        if rows is None:
+            return row
+        return lambda i: int(rows[row(i)])
 
     def file_type(self, column: str) -> pa.DataType:
         return self.table.schema.field(column).type
@@ -342,10 +357,63 @@ def sorted_tables(
         info = FileInfo(role, "table", columns=dict(found))
         src = TableInput(role, role, None, names, names, info, kinds[0], kinds[1], table)
         out.append(src)
-    if out[0].user_kind != out[1].user_kind or not (out[0].is_sorted() and out[1].is_sorted()):
+    if out[0].user_kind != out[1].user_kind:
         return None
+    for src in out:
+        if not src.is_sorted():
+            # ids of kind int written as text (digit strings) are put in order as numbers
+            user = _arrow_ids(src.table.column("user"), src.user_kind, "user", src.path)
+            order = user_order(user)
+            if order is None:
+                return None
+            table = src.table.select(src.names)
+            table = table.set_column(table.schema.get_field_index("user"), "user", user)
+            src.table, src.rows = _taken(table, order), order
     out[0].sorted_known = out[1].sorted_known = True
     return out[0], out[1]
+
+
+def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
+    """The rows of a table put in ascending user order, each user's rows in
+    their order (a stable sort by user), for integer user ids; None for ids
+    of other types. Values do not depend on it: every metric is computed per
+    user from that user's rows in their order, and an error names the row
+    as given (:attr:`TableInput.rows`).
+
+    Lists written user by user in another order (a model's lists in the order
+    of its test users, the commonest way they come) are whole runs moved
+    (:func:`~receval.ids.runs_moved`, no row sorted); other
+    rows (a log in time order) a stable radix sort of the ids (two passes of
+    16 bits) when they span less than 2**32, else NumPy's stable sort. In
+    user order, the table is merged with the other input pair by pair of
+    users like two sorted files (``benchmarks/README.md``, "tables in user
+    order")."""
+    typ = user.type
+    if not pa.types.is_integer(typ) or pa.types.is_uint64(typ) or user.null_count:
+        return None
+    parts = [numbers(c) for c in user.chunks if len(c)]
+    u = (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(np.int64, copy=False)
+    n = len(u)
+    starts = np.flatnonzero(u[1:] != u[:-1]) + 1
+    starts = np.concatenate((np.zeros(1, np.int64), starts))
+    heads = u[starts]
+    if len(starts) * 4 <= n:  # runs of 4 rows or more on average: whole runs moved
+        by_user = np.argsort(heads, kind="stable")
+        if not np.any(heads[by_user][1:] == heads[by_user][:-1]):
+            return runs_moved(starts, by_user, n)
+    low = int(heads.min())
+    if int(heads.max()) - low < 2**32:  # two stable passes over the 16-bit halves
+        shifted = (u - low).astype(np.uint32)
+        first = np.argsort((shifted & 0xFFFF).astype(np.uint16), kind="stable")
+        high = (shifted[first] >> 16).astype(np.uint16)
+        return first[np.argsort(high, kind="stable")]
+    return np.argsort(u, kind="stable")
+
+
+def _taken(table: pa.Table, order: np.ndarray) -> pa.Table:
+    """The rows of ``table`` in ``order``: one gather per column (the chunks
+    joined first: Arrow's gather from many chunks is several times slower)."""
+    return table.combine_chunks().take(pa.array(order))
 
 
 def open_parquet(
@@ -612,6 +680,10 @@ def pairs(
         source = _partitioned(recs, truth, rows, tmp)
     shared: dict[Any, Any] = {}  # dictionaries of ids, read once for every pair
     for a, arow, t, trow in source:
+        if isinstance(recs, TableInput):  # a row of the table as the caller gave it
+            arow = recs.row_of(arow)
+        if isinstance(truth, TableInput):
+            trow = truth.row_of(trow)
         # converted to NumPy by the worker that evaluates the pair, not here:
         # the reading thread only reads and cuts
         load = functools.partial(_load, a, arow, t, trow, recs, truth, negative_grades, shared)

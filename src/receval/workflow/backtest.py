@@ -452,114 +452,17 @@ def _run_fold(
             )
     t2 = time.perf_counter()
     truth = s.test if once is None else _each_pair_once(s.test, once, fold.number, out["notes"])
-    order = None
-    if once is not None and all(  # each pair once: the truth's row order changes nothing
-        str(evaluate_options.get(f"truth_{role}_col")) == str(col)
-        for role, col in zip(("user", "item"), once, strict=False)
-    ):
-        truth, order = _by_user(truth, once[0])
     if trains is not None:
         evaluate_options = {**evaluate_options, "train": trains.of(fold.number, s)}
-    lists, rows = _lists_by_user(_arrow(recs), evaluate_options)
-    try:
-        res = evaluate(lists, _arrow(truth), specs, **evaluate_options)
+    try:  # lists written in the test users' order are put in user order by evaluate itself
+        res = evaluate(recs, truth, specs, **evaluate_options)
     except InputError as exc:  # say which fold: "fold 3, recommendations, row 4: ..."
-        if order is not None and exc.source == "truth":  # the test part's own rows
-            exc = exc.remap(lambda r: int(order[r]))
-        if rows is not None and exc.source == "recommendations":  # the model's own rows
-            exc = exc.remap(lambda r: int(rows[r]))
         where = f"fold {fold.number}, {exc.source or 'recommendations'}"
         raise exc.located(source=where) from None
     t3 = time.perf_counter()
     out["results"].append(res)
     out["model"].append(t2 - t1)
     out["evaluate"].append((t1 - t0) + (t3 - t2))
-
-
-def _by_user(truth: pd.DataFrame, user: Any) -> tuple[pd.DataFrame, np.ndarray | None]:
-    """The test part with its rows in ascending user order (rows of a user in
-    their order), and which row of ``truth`` each is (None: as it was, when
-    already in that order or the user column is not of integers). Each
-    user's rows are then one run, as evaluate reads them fastest (without
-    hashing every row); values do not depend on the truth's row order once
-    each pair comes once. A stable sort of integers spanning less than 2**32:
-    two passes over 16-bit halves (NumPy's radix sort), else NumPy's stable
-    sort."""
-    if user not in truth.columns or not truth.columns.is_unique or len(truth) < 2:
-        return truth, None
-    u = truth[user].to_numpy()
-    if u.dtype.kind != "i" or bool(np.all(u[1:] >= u[:-1])):
-        return truth, None
-    low = int(u.min())
-    if int(u.max()) - low < 2**32:
-        shifted = (u.astype(np.int64) - low).astype(np.uint32)
-        first = np.argsort((shifted & 0xFFFF).astype(np.uint16), kind="stable")
-        high = (shifted[first] >> 16).astype(np.uint16)
-        order = first[np.argsort(high, kind="stable")]
-    else:
-        order = np.argsort(u, kind="stable")
-    return truth.take(order), order
-
-
-def _lists_by_user(recs: Any, evaluate_options: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The model's lists (an Arrow table) with their rows in ascending user
-    order, each user's rows in their order (a stable sort: every list as it
-    was), and which row of ``recs`` each is; ``(recs, None)`` when already in
-    that order, or not a table whose user column (found as evaluate finds
-    it) holds integers, or when the rows are not in runs of a user (runs
-    shorter than 4 rows on average). Lists written user by user in another
-    order (the test users' order) are what evaluate reads more slowly: with
-    them in user order, as the truth, it merges the two by user."""
-    import pyarrow as pa
-
-    from receval.engines.numpy_engine import runs_moved
-    from receval.io.columns import RECS, resolve
-    from receval.records import Columns
-
-    if not isinstance(recs, pa.Table) or recs.num_rows < 2:
-        return recs, None
-    given = evaluate_options.get("options")
-    cols = given.columns() if given is not None else Columns()
-    cols = Columns(
-        user=evaluate_options.get("user_col", cols.user),
-        item=evaluate_options.get("item_col", cols.item),
-        score=evaluate_options.get("score_col", cols.score),
-        rank=evaluate_options.get("rank_col", cols.rank),
-    )
-    try:
-        found = resolve(recs.column_names, cols, RECS, "recommendations")
-    except InputError:  # evaluate says what is wrong
-        return recs, None
-    column = recs.column(found["user"])
-    if not pa.types.is_integer(column.type) or column.null_count:
-        return recs, None
-    users = column.to_numpy()
-    starts = np.flatnonzero(users[1:] != users[:-1]) + 1
-    if not len(starts) or len(starts) * 4 > len(users):
-        return recs, None
-    starts = np.concatenate(([0], starts))
-    heads = users[starts]
-    if bool(np.all(heads[1:] > heads[:-1])):
-        return recs, None
-    rows = runs_moved(starts, np.argsort(heads, kind="stable"), len(users))
-    return recs.take(rows), rows
-
-
-def _arrow(table: Any) -> Any:
-    """A pandas table of plain NumPy columns (numbers, booleans) as the Arrow
-    table evaluate reads it into (:func:`receval.io.columns.to_arrow`, the
-    same function: the same columns), converted once here rather than once
-    per reader of it (the check for inputs sorted by user, then the reader);
-    anything else as it is."""
-    from receval.io.columns import is_frame, to_arrow
-
-    if not is_frame(table):
-        return table
-    labels = [str(c) for c in table.columns]
-    plain = all(isinstance(t, np.dtype) and t.kind in "iufb" for t in table.dtypes)
-    if not plain or len(set(labels)) != len(labels):
-        return table
-    return to_arrow(table, "table")
 
 
 class _Trains:
