@@ -72,7 +72,7 @@ def one_case(users: int, data: str, case: str, repeat: int) -> dict[str, Any]:
     """One case in this process: its figures as a dict (printed as JSON)."""
     import pyarrow.parquet as pq
 
-    sys.path.insert(0, str(HERE))
+    sys.path[:0] = [str(HERE), str(HERE / "peers")]
     import _common
     import workload
 
@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(HERE.parent / "bench-data"))
     ap.add_argument("--against", help="another tree's src: rounds of both, alternating")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--cases", default=",".join(CASES), help=f"among {', '.join(CASES)}")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.case:
@@ -118,7 +119,7 @@ def main() -> None:
         trees["other"] = args.against
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for _ in range(args.rounds):
-        for case in CASES:
+        for case in args.cases.split(","):
             for tree, src in trees.items():
                 cmd = [sys.executable, __file__, "--case", case, "--users", str(args.users)]
                 cmd += ["--repeat", str(args.repeat), "--data", args.data]
