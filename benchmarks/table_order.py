@@ -2,7 +2,8 @@
 user order, then merges them like sorted files): warm ``evaluate`` of the
 standard workload's tables with their rows in user order, in runs of users in
 a random order (lists written in the order of the test users), and scattered
-(a log in time order, each user's rows in their order).
+(a log in time order, each user's rows in their order); and the same with text
+user ids (``u0000042``), sorted and in runs.
 
     python benchmarks/table_order.py [--users 100000] [--repeat 5]
     python benchmarks/table_order.py --users 100000 --against OLD/src --rounds 3
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CASES = ("sorted", "runs", "scattered", "pandas runs")
+CASES = ("sorted", "runs", "scattered", "pandas runs", "text sorted", "text runs")
 
 
 def _cpu() -> float:
@@ -52,10 +53,11 @@ def _reordered(table: Any, case: str, seed: int) -> Any:
     """The table's rows in runs of users in a random order, or scattered
     with each user's rows in their order."""
     import numpy as np
+    import pyarrow.compute as pc
 
-    users = table.column("user").to_numpy()
+    users = pc.dictionary_encode(table.column("user")).combine_chunks().indices.to_numpy()
     rng = np.random.default_rng(seed)
-    if case in ("runs", "pandas runs"):
+    if case.endswith("runs"):
         starts = np.concatenate(([0], np.flatnonzero(users[1:] != users[:-1]) + 1))
         lengths = np.diff(np.append(starts, len(users)))
         order = rng.permutation(len(starts))
@@ -66,6 +68,15 @@ def _reordered(table: Any, case: str, seed: int) -> Any:
         rows[np.argsort(users[slots], kind="stable")] = np.argsort(users, kind="stable")
     out = table.take(rows).combine_chunks()
     return out.to_pandas() if case.startswith("pandas") else out
+
+
+def _text_users(table: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.utf8_lpad(pc.cast(table.column("user"), pa.string()), 7, "0")
+    user = pc.binary_join_element_wise(pa.scalar("u"), text, "")
+    return table.set_column(0, "user", user).combine_chunks()
 
 
 def one_case(users: int, data: str, case: str, repeat: int) -> dict[str, Any]:
@@ -84,7 +95,9 @@ def one_case(users: int, data: str, case: str, repeat: int) -> dict[str, Any]:
     truth = pq.read_table(folder / "truth.parquet", columns=["user", "item", "relevance"])
     metrics = _common.STANDARD_SPEC
     want = receval.evaluate(recs, truth, metrics).summary if case != "sorted" else None
-    if case != "sorted":
+    if case.startswith("text"):  # user ids as text (u0000042: code point order = number order)
+        recs, truth = _text_users(recs), _text_users(truth)
+    if not case.endswith("sorted"):
         recs, truth = _reordered(recs, case, 1), _reordered(truth, case, 2)
     before = _rss_mib()
     got = receval.evaluate(recs, truth, metrics)  # warm

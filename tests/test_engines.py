@@ -56,9 +56,9 @@ def test_the_engine_is_chosen_by_the_form_of_the_opened_inputs(tmp_path: Path) -
     merged = io_pair.open_pair(shuffled, truth, Columns())
     assert isinstance(merged.inputs, PairSource)
     assert type(engine_for(merged.inputs)) is local.Streamed
-    # text users not in order: in memory
-    text = [f.assign(user="u" + f["user"].astype(str)) for f in (shuffled, truth)]
-    opened = io_pair.open_pair(*text, Columns())
+    # text users in the lists, numbers in the truth: in memory
+    text = shuffled.assign(user="u" + shuffled["user"].astype(str))
+    opened = io_pair.open_pair(text, truth, Columns())
     assert isinstance(opened.inputs, Tables)
     assert type(engine_for(opened.inputs)) is local.InProcess
     recs.to_parquet(tmp_path / "r.parquet")

@@ -1,5 +1,6 @@
 """Tables whose rows are not in user order (lists written in the test users'
-order, a log in time order) are put in user order by evaluate's table door
+order, a log in time order), with integer or text user ids, are put in user
+order by evaluate's table door
 (receval.io.stream.user_order) and merged pair by pair of users like sorted
 files: the same values, counts, notes and errors as the in-memory path, bit
 for bit, with every error naming the row as the caller gave it."""
@@ -129,7 +130,6 @@ def test_user_order_is_the_stable_sort_by_user(seed: int) -> None:
 
 def test_user_order_leaves_other_ids_alone() -> None:
     for col in (
-        pa.chunked_array([pa.array(["b", "a"])]),
         pa.chunked_array([pa.array([3, 1], type=pa.uint64())]),
         pa.chunked_array([pa.array([3, None, 1], type=pa.int64())]),
         pa.chunked_array([pa.array([2.0, 1.0])]),
@@ -211,11 +211,45 @@ def test_an_error_names_the_row_as_given(monkeypatch: pytest.MonkeyPatch, side: 
     assert str(got.value) == str(want.value)
 
 
-def test_text_users_not_in_order_stay_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("shape", ["runs", "scattered"])
+def test_text_users_are_put_in_code_point_order(
+    monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    recs, truth = _workload(9, repeats=False)
+    names = ["Zoë", "zoe", "Émile", "eve", "ab", "a", "A", "b", "日本", "ß", "ss", "10", "9"]
+
+    def text(f: pd.DataFrame) -> pd.DataFrame:
+        code = (f["user"] + 100) // 7
+        return f.assign(user=[f"{names[c % len(names)]}{c // len(names)}" for c in code])
+
+    recs, truth = text(recs), text(truth)
+    move = _runs_shuffled if shape == "runs" else _scattered
+    recs, truth = move(recs, 9), move(truth, 10)
+    seen = _spy(monkeypatch)
+    got = receval.evaluate(recs, truth, METRICS, ties="input")
+    assert seen
+    with monkeypatch.context() as m:
+        _in_memory(m)
+        _same(receval.evaluate(recs, truth, METRICS, ties="input"), got)
+
+
+def test_text_order_is_the_stable_sort_by_code_point() -> None:
+    rng = np.random.default_rng(3)
+    pool = ["b", "a", "B", "é", "e", "日", "aa", "a b", "", "ß", "z", "Z", "ü"]
+    ids = [pool[i] for i in rng.integers(0, len(pool), 400)]
+    for typ in (pa.string(), pa.large_string()):
+        col = pa.chunked_array([pa.array(ids[:150], typ), pa.array(ids[150:], typ)])
+        order = stream.user_order(col)
+        want = sorted(range(len(ids)), key=lambda i: ids[i])  # Python: by code point, stable
+        assert order is not None and order.tolist() == want
+
+
+def test_mixed_kinds_stay_in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     recs, truth = _workload(9, repeats=False)
     recs = _runs_shuffled(recs, 9)
-    recs["user"] = "u" + recs["user"].astype(str)
-    truth["user"] = "u" + truth["user"].astype(str)
+    # text users in the lists (digit strings and one word), numbers in the truth
+    recs["user"] = recs["user"].astype(str)
+    recs.loc[len(recs)] = ["x", 1, 0.5]
     seen = _spy(monkeypatch)
     got = receval.evaluate(recs, truth, METRICS)
     assert not seen

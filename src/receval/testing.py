@@ -16,9 +16,7 @@ What it checks, each as receval's own test suite does for the built-ins
 3. **blocks, chunks and threads**: the users cut into tiny blocks and chunks, on one
    thread or several, give the same numbers, bit for bit;
 4. **ids**: the users' and items' ids as integers, digit strings and text give the
-   same numbers, bit for bit (text ids not in user order are read in memory, where
-   integer ids are put in user order and merged: a value that depends on how users
-   are cut fails here too, if the check before let it pass);
+   same numbers, bit for bit;
 5. **batches**: the :class:`~receval.Accumulator` fed the users in random batches
    gives the same numbers as one evaluation, bit for bit;
 6. **every door**: pandas, pyarrow (and polars, when installed) tables, CSV and

@@ -11,8 +11,8 @@ Two Parquet inputs are read batch by batch, never whole, and cut into pairs
   number), then each bucket is one pair. Memory: one bucket.
 
 In-memory tables take the merge too: sorted by user as they are, or put in
-user order first when their user ids are integers (:func:`user_order`, each
-user's rows in their order; errors name the row as given).
+user order first (:func:`user_order`, each user's rows in their order; errors
+name the row as given).
 
 Sortedness is checked on every batch as it is read; the first batch out of
 order switches to partitioning (an error found on the way is only reported
@@ -361,7 +361,7 @@ def sorted_tables(
         return None
     for src in out:
         if not src.is_sorted():
-            # ids of kind int written as text (digit strings) are put in order as numbers
+            # ids as the merge reads them: digit strings of kind int as numbers
             user = _arrow_ids(src.table.column("user"), src.user_kind, "user", src.path)
             order = user_order(user)
             if order is None:
@@ -375,10 +375,10 @@ def sorted_tables(
 
 def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
     """The rows of a table put in ascending user order, each user's rows in
-    their order (a stable sort by user), for integer user ids; None for ids
-    of other types. Values do not depend on it: every metric is computed per
-    user from that user's rows in their order, and an error names the row
-    as given (:attr:`TableInput.rows`).
+    their order (a stable sort by user), for user ids that are integers or
+    text (in code point order); None for ids of other types. Values do not
+    depend on it: every metric is computed per user from that user's rows in
+    their order, and an error names the row as given (:attr:`TableInput.rows`).
 
     Lists written user by user in another order (a model's lists in the order
     of its test users, the commonest way they come) are whole runs moved
@@ -389,10 +389,15 @@ def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
     users like two sorted files (``benchmarks/README.md``, "tables in user
     order")."""
     typ = user.type
-    if not pa.types.is_integer(typ) or pa.types.is_uint64(typ) or user.null_count:
+    if user.null_count or not len(user):
         return None
-    parts = [numbers(c) for c in user.chunks if len(c)]
-    u = (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(np.int64, copy=False)
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        u = _text_ranks(user)
+    elif pa.types.is_integer(typ) and not pa.types.is_uint64(typ):
+        parts = [numbers(c) for c in user.chunks if len(c)]
+        u = (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype(np.int64, copy=False)
+    else:
+        return None
     n = len(u)
     starts = np.flatnonzero(u[1:] != u[:-1]) + 1
     starts = np.concatenate((np.zeros(1, np.int64), starts))
@@ -408,6 +413,17 @@ def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
         high = (shifted[first] >> 16).astype(np.uint16)
         return first[np.argsort(high, kind="stable")]
     return np.argsort(u, kind="stable")
+
+
+def _text_ranks(user: pa.ChunkedArray) -> np.ndarray:
+    """Each text id's place among the column's distinct ids in code point order
+    (UTF-8 byte order, the order the merge checks and the engine sorts text
+    ids in): one hash pass, the distinct ids sorted, no row compared as text."""
+    encoded = pc.dictionary_encode(user.combine_chunks())
+    distinct = pc.sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[distinct] = np.arange(len(distinct), dtype=np.int64)
+    return rank[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _taken(table: pa.Table, order: np.ndarray) -> pa.Table:
