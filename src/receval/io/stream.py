@@ -665,9 +665,13 @@ def _partitioned(
 #: :data:`~receval.io.tables.CHUNK_ROWS` (integer ids, text ids): a few pairs are
 #: in flight at once (one per thread and one waiting), which is the memory of an
 #: evaluation above its input's columns (``benchmarks/csv_memory.py``: 5M rows
-#: read from CSV stay within 2x the file with 250,000 and 125,000 rows); ids held
-#: as text are Python strings in the engine, ~4x the memory of integer ids.
-PAIR_PARTS = (2, 4)
+#: read from CSV stay within 2x the file with 500,000 and 125,000 rows: 1.87x
+#: for integer ids); ids held as text are Python strings in the engine, ~4x the
+#: memory of integer ids. Each pair costs a fixed ~0.5 ms of Python on a thread
+#: that holds the GIL, which the other threads wait for: 500,000 rows rather than
+#: 250,000 take 10% off the 100k-user workload and 20% off 1M and 5M users from
+#: files (``benchmarks/README.md``, "rows per pair").
+PAIR_PARTS = (1, 4)
 
 
 def pairs(
