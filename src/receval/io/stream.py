@@ -386,8 +386,8 @@ def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
     rows (a log in time order) a stable radix sort of the ids (two passes of
     16 bits) when they span less than 2**32, else NumPy's stable sort. In
     user order, the table is merged with the other input pair by pair of
-    users like two sorted files (``benchmarks/README.md``, "tables in user
-    order")."""
+    users like two sorted files (``benchmarks/README.md``, "Tables not in
+    user order")."""
     typ = user.type
     if user.null_count or not len(user):
         return None
