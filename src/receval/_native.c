@@ -1195,6 +1195,35 @@ cumsum(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* One double added to its exponent's buckets (see exact_sum): its signed 53-bit
+ * significand split at bit 26, to high[e] and low[e]. Returns e, or -1 for a
+ * NaN or an infinity, counted in *nan, *pinf or *ninf and not added. */
+static inline int
+bucket_add(uint64_t bits, int64_t *high, int64_t *low, Py_ssize_t *nan, Py_ssize_t *pinf,
+           Py_ssize_t *ninf)
+{
+    unsigned e = (unsigned)((bits >> 52) & 0x7FF);
+    if (e == 0x7FF) {
+        if (bits & 0xFFFFFFFFFFFFFULL)
+            (*nan)++;
+        else if (bits >> 63)
+            (*ninf)++;
+        else
+            (*pinf)++;
+        return -1;
+    }
+    uint64_t m = (bits & 0xFFFFFFFFFFFFFULL) | (e ? (1ULL << 52) : 0);
+    int64_t h = (int64_t)(m >> 26), l = (int64_t)(m & 0x3FFFFFFULL);
+    if (bits >> 63) {
+        high[e] -= h;
+        low[e] -= l;
+    } else {
+        high[e] += h;
+        low[e] += l;
+    }
+    return (int)e;
+}
+
 /* exact_sum(x, out_high, out_low) -> (count, nan, pos_inf, neg_inf): adds each
  * finite double of x, as its signed 53-bit significand split at bit 26, to
  * out_high[e] and out_low[e] (int64, 2047 each) where e is its exponent field;
@@ -1231,29 +1260,9 @@ exact_sum(PyObject *self, PyObject *args)
     const uint64_t *x = b[0].buf;
     int64_t *high = b[1].buf, *low = b[2].buf;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t bits = x[i];
-        unsigned e = (unsigned)((bits >> 52) & 0x7FF);
-        if (e == 0x7FF) {
-            if (bits & 0xFFFFFFFFFFFFFULL)
-                nan++;
-            else if (bits >> 63)
-                ninf++;
-            else
-                pinf++;
-            continue;
-        }
-        uint64_t m = (bits & 0xFFFFFFFFFFFFFULL) | (e ? (1ULL << 52) : 0);
-        int64_t h = (int64_t)(m >> 26), l = (int64_t)(m & 0x3FFFFFFULL);
-        if (bits >> 63) {
-            high[e] -= h;
-            low[e] -= l;
-        } else {
-            high[e] += h;
-            low[e] += l;
-        }
-        count++;
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (bucket_add(x[i], high, low, &nan, &pinf, &ninf) >= 0)
+            count++;
     Py_END_ALLOW_THREADS
     for (int i = 0; i < 3; i++)
         PyBuffer_Release(&b[i]);
@@ -1373,26 +1382,10 @@ exact_sums(PyObject *self, PyObject *args)
         for (Py_ssize_t i = 0; i < n; i++) {
             if (mask && !mask[i])
                 continue;
-            uint64_t bits = row[i];
-            unsigned e = (unsigned)((bits >> 52) & 0x7FF);
-            if (e == 0x7FF) {
-                if (bits & 0xFFFFFFFFFFFFFULL)
-                    nan++;
-                else if (bits >> 63)
-                    ninf++;
-                else
-                    pinf++;
+            int got = bucket_add(row[i], hi, lo, &nan, &pinf, &ninf);
+            if (got < 0)
                 continue;
-            }
-            uint64_t m = (bits & 0xFFFFFFFFFFFFFULL) | (e ? (1ULL << 52) : 0);
-            int64_t h = (int64_t)(m >> 26), l = (int64_t)(m & 0x3FFFFFFULL);
-            if (bits >> 63) {
-                hi[e] -= h;
-                lo[e] -= l;
-            } else {
-                hi[e] += h;
-                lo[e] += l;
-            }
+            unsigned e = (unsigned)got;
             emin = e < emin ? e : emin;
             emax = e > emax ? e : emax;
             count++;

@@ -625,6 +625,19 @@ def runs_moved(starts: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
     return np.cumsum(out, out=out)
 
 
+def runs_in_order(values: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """The permutation putting the runs of ``values`` (each beginning at
+    ``starts``, the first at 0) in ascending order of their value, each run's
+    rows in their order (:func:`runs_moved`: lists written user by user, the
+    users in any order); None when a value has rows in two runs."""
+    heads = values[starts]
+    by_value = np.argsort(heads, kind="stable")
+    ordered = heads[by_value]
+    if np.any(ordered[1:] == ordered[:-1]):
+        return None
+    return runs_moved(starts, by_value, len(values))
+
+
 def sorted_runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
     """The distinct values of a sorted array, in order, and the length of each
     run (None from the compiled pass, whose codes() needs no lengths); None

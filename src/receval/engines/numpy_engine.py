@@ -20,7 +20,7 @@ import numpy as np
 
 from receval._accel import NATIVE
 from receval.errors import InputError, MetricError, OptionError, option
-from receval.ids import distinct, order_of, runs_moved, sorted_runs, unify, whitespace_notes
+from receval.ids import distinct, order_of, runs_in_order, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.kernels.ranking import gain_of
@@ -481,11 +481,7 @@ def _grouped_order(ru: np.ndarray, du: np.ndarray, within: np.ndarray) -> np.nda
         return None
     starts = np.flatnonzero(du != 0) + 1
     starts = np.concatenate(([0], starts)) if len(ru) else starts
-    heads = ru[starts]
-    by_user = np.argsort(heads, kind="stable")
-    if np.any(heads[by_user][1:] == heads[by_user][:-1]):
-        return None  # a user in two runs
-    return runs_moved(starts, by_user, len(ru))
+    return runs_in_order(ru, starts)  # None: a user in two runs
 
 
 #: What a rank column means (SPEC §2.1): ``order`` — lists are ordered by it and

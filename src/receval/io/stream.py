@@ -50,7 +50,7 @@ from receval.ids import (
     distinct_sorted,
     kind,
     numbers,
-    runs_moved,
+    runs_in_order,
 )
 from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
 from receval.io.files import FileInfo, checked_path, fail, is_parquet
@@ -382,7 +382,7 @@ def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
 
     Lists written user by user in another order (a model's lists in the order
     of its test users, the commonest way they come) are whole runs moved
-    (:func:`~receval.ids.runs_moved`, no row sorted); other
+    (:func:`~receval.ids.runs_in_order`, no row sorted); other
     rows (a log in time order) a stable radix sort of the ids (two passes of
     16 bits) when they span less than 2**32, else NumPy's stable sort. In
     user order, the table is merged with the other input pair by pair of
@@ -401,11 +401,11 @@ def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
     n = len(u)
     starts = np.flatnonzero(u[1:] != u[:-1]) + 1
     starts = np.concatenate((np.zeros(1, np.int64), starts))
-    heads = u[starts]
     if len(starts) * 4 <= n:  # runs of 4 rows or more on average: whole runs moved
-        by_user = np.argsort(heads, kind="stable")
-        if not np.any(heads[by_user][1:] == heads[by_user][:-1]):
-            return runs_moved(starts, by_user, n)
+        moved = runs_in_order(u, starts)
+        if moved is not None:
+            return moved
+    heads = u[starts]
     low = int(heads.min())
     if int(heads.max()) - low < 2**32:  # two stable passes over the 16-bit halves
         shifted = (u - low).astype(np.uint32)
