@@ -187,6 +187,17 @@ def _pyarrow(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     return _api(t["recs"], t["truth"], t["train"], t["catalog"])
 
 
+def _rows_in_another_order(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """Tables not in user order, as models and logs write them (put in user
+    order by evaluate's table door): the lists user by user, the users in
+    reverse; the truth's rows scattered."""
+    recs = d["recs"]
+    rank = {u: -i for i, u in enumerate(recs["user"].unique())}
+    recs = recs.iloc[np.argsort(recs["user"].map(rank).to_numpy(), kind="stable")]
+    truth = d["truth"].sample(frac=1, random_state=5)
+    return _api(recs, truth, d["train"], d["catalog"])
+
+
 def _polars(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     pl = imported("polars")
     t = {k: pl.from_pandas(v) for k, v in d.items()}
@@ -290,6 +301,7 @@ DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
     _pandas,
     _pyarrow,
     _polars,
+    _rows_in_another_order,
     _files("csv"),
     _files("tsv"),
     _files("jsonl"),
