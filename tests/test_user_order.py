@@ -211,6 +211,41 @@ def test_an_error_names_the_row_as_given(monkeypatch: pytest.MonkeyPatch, side: 
     assert str(got.value) == str(want.value)
 
 
+@pytest.mark.parametrize("error", [None, "late user", "early user"])
+def test_a_table_found_out_of_order_late_is_put_in_order(
+    monkeypatch: pytest.MonkeyPatch, error: str | None
+) -> None:
+    # the order is checked as the merge reads the table: here the rows of an
+    # early user come last, after pairs of users already evaluated (without
+    # them); the merge meets them, the table is put in user order and merged
+    # again, and the values and errors are the in-memory path's
+    recs, truth = _workload(9, repeats=False)
+    late = recs["user"] == recs["user"].iloc[0]
+    recs = pd.concat([recs[~late], recs[late]], ignore_index=True)
+    if error == "late user":  # an item twice in the late user's list, its rows apart
+        recs = pd.concat([recs, recs[late].iloc[:1]], ignore_index=True)
+        recs.loc[len(recs) - 1, "score"] = -1.0
+    elif error == "early user":  # met by a worker before the merge meets the late rows
+        recs.loc[3, "score"] = np.nan
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 40)
+    seen = _spy(monkeypatch)
+    if error is None:
+        got = receval.evaluate(recs, truth, METRICS, ties="input")
+    else:
+        with pytest.raises(InputError) as raised:
+            receval.evaluate(recs, truth, METRICS)
+    assert len(seen) == 1, "the lists were put in user order, the truth already was"
+    with monkeypatch.context() as m:
+        _in_memory(m)
+        if error is None:
+            _same(receval.evaluate(recs, truth, METRICS, ties="input"), got)
+            return
+        with pytest.raises(InputError) as want:
+            receval.evaluate(recs, truth, METRICS)
+    assert str(raised.value) == str(want.value)
+    assert raised.value.row == want.value.row and raised.value.user == want.value.user
+
+
 @pytest.mark.parametrize("shape", ["runs", "scattered"])
 def test_text_users_are_put_in_code_point_order(
     monkeypatch: pytest.MonkeyPatch, shape: str

@@ -329,9 +329,10 @@ def sorted_tables(
     recs: Any, truth: Any, cols: Columns = Columns(), truth_cols: Columns | None = None
 ) -> tuple[Any, Any] | None:
     """Two in-memory tables as inputs to merge by user (the same path as
-    sorted Parquet files), or None unless both are tables whose ids are
-    typed integers or strings, with users in ascending order. ``truth_cols``:
-    the truth's columns when they are not ``cols``."""
+    sorted Parquet files), or None unless both are tables whose user ids are
+    of one kind (integers or text) and have no missing value. Tables not in
+    user order are put in it when the merge finds them so (:func:`in_user_order`).
+    ``truth_cols``: the truth's columns when they are not ``cols``."""
     from receval.io.columns import is_table, kind_of
 
     if not (is_table(recs) and is_table(truth)):
@@ -359,18 +360,28 @@ def sorted_tables(
         out.append(src)
     if out[0].user_kind != out[1].user_kind:
         return None
-    for src in out:
-        if not src.is_sorted():
-            # ids as the merge reads them: digit strings of kind int as numbers
-            user = _arrow_ids(src.table.column("user"), src.user_kind, "user", src.path)
-            order = user_order(user)
-            if order is None:
-                return None
-            table = src.table.select(src.names)
-            table = table.set_column(table.schema.get_field_index("user"), "user", user)
-            src.table, src.rows = _taken(table, order), order
-    out[0].sorted_known = out[1].sorted_known = True
+    # the users' order is checked as the merge reads them, batch by batch on
+    # the reading thread while the first pairs are evaluated (not in one pass
+    # before the first pair); a table found out of order is put in user order
+    # and merged again (StreamedFiles.over_pairs, in_user_order)
     return out[0], out[1]
+
+
+def in_user_order(src: TableInput) -> bool:
+    """Put a table in user order (:func:`user_order`) unless it is: its rows
+    then remember the caller's (:attr:`TableInput.rows`). False when its ids
+    cannot be ordered (the caller partitions instead)."""
+    if src.rows is None and not src.is_sorted():
+        # ids as the merge reads them: digit strings of kind int as numbers
+        user = _arrow_ids(src.table.column("user"), src.user_kind, "user", src.path)
+        order = user_order(user)
+        if order is None:
+            return False
+        table = src.table.select(src.names)
+        table = table.set_column(table.schema.get_field_index("user"), "user", user)
+        src.table, src.rows = _taken(table, order), order
+    src.sorted_known = True
+    return True
 
 
 def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
@@ -795,6 +806,9 @@ class StreamedFiles(PairSource):
                 # raised before all rows of every user were necessarily read
                 if recs.is_sorted() and truth.is_sorted():
                     raise
+            tables = isinstance(recs, TableInput) and isinstance(truth, TableInput)
+            if tables and in_user_order(recs) and in_user_order(truth):  # merged again
+                return run(pairs(recs, truth, rows=self.rows, negative_grades=grades), list(notes))
         cut = pairs(
             recs, truth, rows=self.rows, tmp=tmp, sorted_files=False, negative_grades=grades
         )
