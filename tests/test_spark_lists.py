@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 
 import receval
-from receval.engines.spark import LISTS, Dropped, ungrouped
+from receval.engines import spark as spark_engine
+from receval.engines.spark import LISTS, Dropped, pieces, ungrouped
 from receval.errors import ReceValError
 from receval.records import SIDE
 
@@ -80,6 +81,37 @@ def test_empty_lists_give_no_rows() -> None:
     assert got.column_names == ["user", "item", "v", SIDE]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_is_cut_in_pieces_of_whole_users(seed: int) -> None:
+    """Consecutive users, at most ``rows`` rows in a piece (every side's rows
+    counted, a missing side as none) unless one user holds more, alone; each
+    piece as long as the next user does not fit (greedy)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        n = int(rng.integers(0, 30))
+        counts = rng.integers(0, 12, (2, n))
+        lists = [[[1] * int(c) for c in side] for side in counts]
+        lists[1] = [
+            None if c == 0 and rng.random() < 0.5 else x
+            for c, x in zip(counts[1], lists[1], strict=True)
+        ]
+        table = _grouped(list(range(n)), [{"item": lists[0]}, {"item": lists[1]}])
+        rows = int(rng.integers(1, 30))
+        batch = pa.RecordBatch.from_arrays(
+            [c.combine_chunks() for c in table.columns], schema=table.schema
+        )
+        got = pieces(batch, rows)
+        assert [u for p in got for u in p.column("user").to_pylist()] == list(range(n))
+        total, at = counts.sum(axis=0), 0
+        for p in got:
+            k = p.num_rows
+            held = int(total[at : at + k].sum())
+            assert k >= 1 and (held <= rows or k == 1)
+            if at + k < n:
+                assert held + total[at + k] > rows
+            at += k
+
+
 def _outcome(run: Any) -> Any:
     try:
         res = run()
@@ -120,3 +152,34 @@ def test_a_missing_value_reads_the_rows(spark: Any) -> None:
             )
         )
         assert there == here
+
+
+@pytest.mark.spark
+def test_lists_in_pieces_of_a_few_rows_give_the_same_values(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Arrow batch of lists evaluated in pieces of at most
+    ``PIECE_ROWS`` rows (here 7: a piece a user or two): the in-process
+    summary, counts, per-user values and errors, bit for bit."""
+    rng = np.random.default_rng(8)
+    recs = pd.DataFrame(
+        {"user": np.repeat(np.arange(40), 6), "item": rng.integers(0, 25, 240)}
+    ).drop_duplicates(["user", "item"])
+    recs["score"] = rng.integers(0, 4, len(recs)).astype(float)
+    truth = recs.sample(90, random_state=2)[["user", "item"]].assign(relevance=2.0)
+    truth = truth.reset_index(drop=True)
+    metrics = ["ndcg@5", "precision@3", "ap", "rr", "recall@10"]
+    monkeypatch.setattr(spark_engine, "PIECE_ROWS", 7)
+    whole = receval.evaluate(recs, truth, metrics)
+    got = receval.evaluate(spark.createDataFrame(recs), spark.createDataFrame(truth), metrics)
+    assert got.parameters["engine"] == "spark"
+    assert _outcome(lambda: got) == _outcome(lambda: whole)
+    per_user = got.per_user_spark.toPandas().set_index("user").sort_index()
+    pd.testing.assert_frame_equal(per_user, whole.per_user, check_exact=True, check_names=False)
+    bad = recs.copy()
+    bad.iloc[100, bad.columns.get_loc("score")] = np.inf
+    here = _outcome(lambda: receval.evaluate(bad, truth, metrics))
+    there = _outcome(
+        lambda: receval.evaluate(spark.createDataFrame(bad), spark.createDataFrame(truth), metrics)
+    )
+    assert there == here and there[0] == "InputError"

@@ -226,6 +226,41 @@ def grouped(sides: Sequence[Any]) -> Any:
     return out
 
 
+#: List rows (every side's) a worker evaluates at once: an Arrow batch of lists
+#: (``spark.sql.execution.arrow.maxRecordsPerBatch`` users, 10,000 by default) is
+#: cut into pieces of whole users of at most this many rows (a longer user's
+#: rows alone), as the table door's pairs hold at most 500,000 list rows of
+#: integer ids: a worker's memory is bounded by this, not by the session's
+#: batch size times the users' list lengths. The parts add up as any cut's do.
+PIECE_ROWS = 500_000
+
+
+def pieces(batch: pa.RecordBatch, rows: int = PIECE_ROWS) -> list[pa.RecordBatch]:
+    """A batch of :func:`grouped` (one row per user, per side a row count)
+    cut into slices of consecutive users holding at most ``rows`` rows in
+    all (a user with more alone in its slice).
+
+    >>> b = pa.RecordBatch.from_pydict({"user": [1, 2, 3], f"{LISTS}0": [2, 2, 3]})
+    >>> [p.num_rows for p in pieces(b, 4)]
+    [2, 1]
+    """
+    sides = [c for c in batch.schema.names if c[len(LISTS) :].isdigit() and c.startswith(LISTS)]
+    n = batch.num_rows
+    if not n:
+        return []
+    per_user = np.zeros(n, dtype=np.int64)
+    for name in sides:
+        per_user += batch.column(name).fill_null(0).to_numpy(zero_copy_only=False)
+    held = np.cumsum(per_user)  # rows of the users up to each, inclusive
+    out, start = [], 0
+    while start < n:  # a loop over pieces (not users): the users each piece ends at
+        before = int(held[start - 1]) if start else 0
+        end = max(int(np.searchsorted(held, before + rows, side="right")), start + 1)
+        out.append(batch.slice(start, end - start))
+        start = end
+    return out
+
+
 class Dropped(Exception):
     """A list of :func:`grouped` is shorter than its side's row count: a
     missing value that ``collect_list`` left out."""
@@ -385,8 +420,10 @@ def _partition_function(
     grades not read) is taken before the evaluation, which may make the
     grades 0/1. With ``names``, the partition holds lists (:func:`grouped`),
     made rows of those columns first, and each Arrow batch (whole users) is
-    evaluated alone; ("dropped", None) when a list left out a missing value.
+    evaluated alone, in pieces of at most :data:`PIECE_ROWS` rows (:func:`pieces`);
+    ("dropped", None) when a list left out a missing value.
     A partition returns the list of its outcomes."""
+    most = PIECE_ROWS  # read here, on the driver: the workers get this value
 
     def evaluate(table: pa.Table) -> Any:
         pair = to_pair(table)
@@ -413,14 +450,13 @@ def _partition_function(
         # holds one batch's rows at a time
         out: list[tuple[str, Any]] = []
         for batch in batches:
-            if not batch.num_rows:
-                continue
-            try:
-                table = ungrouped(pa.Table.from_batches([batch]), names)
-            except Dropped:
-                yield part_batch([("dropped", None)])
-                return
-            out.append(outcome(table))
+            for piece in pieces(batch, most):
+                try:
+                    table = ungrouped(pa.Table.from_batches([piece]), names)
+                except Dropped:
+                    yield part_batch([("dropped", None)])
+                    return
+                out.append(outcome(table))
         if out:
             yield part_batch(out)
 
@@ -446,6 +482,7 @@ def _per_user_function(
     """What each partition runs for the per-user values: one row per user.
     With ``rows_as`` (column names), the partition holds lists (:func:`grouped`), made rows
     of those columns first."""
+    most = PIECE_ROWS  # read here, on the driver: the workers get this value
 
     def values(table: pa.Table) -> pa.RecordBatch:
         table = by_user(table)
@@ -463,9 +500,9 @@ def _per_user_function(
             if table is not None:
                 yield values(table)
             return
-        for batch in batches:  # lists: every user whole in one batch
-            if batch.num_rows:
-                yield values(ungrouped(pa.Table.from_batches([batch]), rows_as))
+        for batch in batches:  # lists: every user whole in one batch, cut in pieces
+            for piece in pieces(batch, most):
+                yield values(ungrouped(pa.Table.from_batches([piece]), rows_as))
 
     return run
 
