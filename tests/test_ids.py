@@ -116,12 +116,30 @@ def test_canonical_value(value: Any, expected: Any) -> None:
         (" 1", " 1"),
         ("1.", "1."),
         ("alice", "alice"),
+        ("6\n", "6\n"),  # never stripped: a regex's `$` also matches before a last newline
+        ("-4.00\n", "-4.00\n"),
+        ("6\r", "6\r"),
     ],
 )
 def test_text_rule(text: str, expected: Any) -> None:
     got = ids.from_text(pa.array([text]), "item", "x.csv")
     assert got.tolist() == [expected]
     assert ref_text(text) == expected
+    assert ids.text_value(text) == expected  # one value at a time (columns of mixed types)
+
+
+def test_an_id_ending_in_a_newline_is_text_through_every_door(tmp_path: Path) -> None:
+    """"6\n" next to a number (a column of mixed types, read value by value)
+    and in a column of text (read as a column) is the same text id: never 6."""
+    truth = {1: [6]}
+    mixed = receval.evaluate({1: ["6\n", 5]}, truth, "rr")
+    text = receval.evaluate({1: ["6\n", "5"]}, truth, "rr")
+    frame = pd.DataFrame({"user": [1, 1], "item": pd.Series(["6\n", 5], dtype=object)})
+    frame["score"] = [0.9, 0.8]
+    path = tmp_path / "recs.csv"
+    path.write_text('user,item,score\n1,"6\n",0.9\n1,5,0.8\n')
+    got = [mixed, text, receval.evaluate(frame, truth, "rr"), receval.evaluate(path, truth, "rr")]
+    assert [r.summary["rr"] for r in got] == [0.0] * 4
 
 
 def test_columns_take_one_kind_and_engines_see_int64_or_str() -> None:

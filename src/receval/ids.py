@@ -174,10 +174,10 @@ def text_value(text: str) -> int | str:
     """
     if not text or not (text[0].isdigit() or text[0] == "-"):
         return text
-    if _INT_RE.match(text):
+    if _INT_RE.fullmatch(text):  # "6\n" is text: `$` alone also matches before a last newline
         v = int(text)
         return v if _I64_MIN <= v <= _I64_MAX else text
-    if _NUMBER_RE.match(text):
+    if _NUMBER_RE.fullmatch(text):
         d = Decimal(text)
         if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
             return int(d)
