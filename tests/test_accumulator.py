@@ -80,6 +80,31 @@ def test_any_batching_and_merge_order_is_evaluate_bit_for_bit(seed: int) -> None
         _same(acc.compute(), whole)
 
 
+def test_batches_of_integer_then_text_users_with_users_on_one_side_only() -> None:
+    """Users with a list and no truth (and the other way) in a batch of
+    integer ids and in one of text ids: evaluate's numbers (the example
+    users of each side kept as strings once both kinds are met), no crash;
+    and with no user shared, evaluate's error."""
+    recs = {1: [1], 2: [3], "x5": [2], "x6": [4], 30: [5]}
+    truth = {1: [1], "x5": [2], 40: [9]}
+    whole = receval.evaluate(recs, truth, ["rr", "precision@2"])
+    for order in ((0, 1), (1, 0)):
+        acc = receval.Accumulator(["rr", "precision@2"])
+        parts = [
+            ({1: [1], 2: [3], 30: [5]}, {1: [1], 40: [9]}),
+            ({"x5": [2], "x6": [4]}, {"x5": [2]}),
+        ]
+        for i in order:
+            acc.update(*parts[i])
+        _same(acc.compute(), whole)
+    acc = receval.Accumulator("rr")
+    acc.update({2: [3]}, {3: [1]})
+    acc.update({"x6": [4]}, {"x7": [1]})
+    with pytest.raises(receval.errors.NoSharedUser) as got:
+        acc.compute()
+    assert got.value.recommendation_users == ["2", "x6"] and got.value.truth_users == ["3", "x7"]
+
+
 def test_dense_scores_are_top_k_with_evaluates_tie_rule() -> None:
     rng = np.random.default_rng(4)
     scores = np.round(rng.random((64, 50)) * 4)  # many ties

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -804,10 +804,7 @@ class Combiner:
         else:
             self.sums = [a + b for a, b in zip(self.sums, part.sums, strict=True)]
         # the smallest users of each side, whatever the order of the parts
-        self.only = (
-            sorted(self.only[0] + list(part.only[0]))[:_EXAMPLES],
-            sorted(self.only[1] + list(part.only[1]))[:_EXAMPLES],
-        )
+        self.only = (_smallest(self.only[0], part.only[0]), _smallest(self.only[1], part.only[1]))
 
     def outcome(self, notes: list[str] | None = None) -> Outcome:
         """The combined outcome (``notes``: notes found before the parts, first)."""
@@ -965,6 +962,16 @@ def _pooled(evaluate: Callable[..., Any], *args: Any) -> Any:
 
 
 _EXAMPLES = 5
+
+
+def _smallest(a: list[Any], b: Sequence[Any]) -> list[Any]:
+    """The :data:`_EXAMPLES` smallest of two parts' example users; users of
+    both kinds (batches of an accumulator with integer ids, then text ids) as
+    strings, as the evaluation matches them."""
+    both = [*a, *b]
+    if len({isinstance(u, str) for u in both}) > 1:
+        both = [str(u) for u in both]
+    return sorted(both)[:_EXAMPLES]
 
 
 def _some_user_shared(counts: dict[str, Any], only: tuple[list[Any], list[Any]]) -> None:
