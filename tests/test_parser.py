@@ -49,6 +49,7 @@ def test_canonical_string(text: str, canonical: str) -> None:
 def test_cutoff_lists_and_ranges_expand() -> None:
     assert [str(s) for s in parse_metrics("ndcg@1,5,10")] == ["ndcg@1", "ndcg@5", "ndcg@10"]
     assert [str(s) for s in parse_metrics("p@1-3")] == ["precision@1", "precision@2", "precision@3"]
+    assert len(parse_metrics("ndcg@1-10000")) == 10_000  # the most one metric may ask for
     assert [str(s) for s in parse_metrics("ap@1,3-4[denominator=hits]")] == [
         "ap@1[denominator=hits]",
         "ap@3[denominator=hits]",
@@ -83,6 +84,8 @@ BAD = [
     ("ndcg@", "positive integer"),
     ("ndcg@10@20", "cannot read metric"),
     ("ndcg@5-1", "positive integer"),
+    ("ndcg@1-10001", "at most 10,000 cut-offs in one metric; '1-10001' makes 10,001"),
+    ("ndcg@1-5000,5001-10001", "at most 10,000 cut-offs in one metric; '5001-10001' makes 10,001"),
     ("ap@10[denom=hits]", "did you mean 'denominator'"),
     ("ap@10[denominator=hit]", "did you mean 'hits'"),
     ("ap@10[denominator]", "name=value"),

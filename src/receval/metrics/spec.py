@@ -25,6 +25,7 @@ GRAMMAR = re.compile(
     r"(?:@(?P<k>[^\[\]@]*))?\s*"
     r"(?:\[(?P<params>[^\[\]]*)\])?\s*$"
 )
+#: the most cut-offs one metric may ask for (a range like ``1-10000`` at most)
 _MAX_CUTOFFS = 10_000
 
 
@@ -101,16 +102,19 @@ def _parse_cutoffs(text: str, metric: str) -> list[int]:
                 lo, hi = int(m.group(1)), int(m.group(2))
                 if lo > hi:
                     raise ValueError
-                if hi - lo + 1 > _MAX_CUTOFFS:
-                    raise MetricError(f"{metric!r}: the range {part} holds too many cut-offs")
-                out.extend(range(lo, hi + 1))
             else:
-                out.append(int(part))
+                lo = hi = int(part)
         except ValueError:
             raise MetricError(
                 f"{metric!r}: the cut-off must be a positive integer, a list like 1,5,10 "
                 f"or a range like 1-10; got {part!r}"
             ) from None
+        if len(out) + hi - lo + 1 > _MAX_CUTOFFS:
+            raise MetricError(
+                f"{metric!r}: at most {_MAX_CUTOFFS:,} cut-offs in one metric; "
+                f"{part!r} makes {len(out) + hi - lo + 1:,}"
+            )
+        out.extend(range(lo, hi + 1))
     for k in out:
         if k <= 0:
             raise MetricError(f"{metric!r}: the cut-off must be a positive integer; got {k}")
