@@ -103,6 +103,24 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         ["no user column (looked for user, user_id", "columns found: usr, item, score", "'usr'"],
     ),
     (
+        "a close name that serves another role is no hint",
+        dict(recommendations=RECS.rename(columns={"user": "visitor"})),
+        InputError,
+        ["no user column (looked for user", "columns found: visitor, item, score", "user_col="],
+    ),
+    (
+        "an explicit name missing: no hint of a column named for another role",
+        dict(recommendations=RECS.rename(columns={"score": "pts"}), score_col="item"),
+        InputError,
+        ["no item column", "columns found: user, item, pts", "item_col="],
+    ),
+    (
+        "the user ids in a pandas index",
+        dict(recommendations=RECS.set_index("user")),
+        InputError,
+        ["no user column", "the DataFrame's index 'user' is not read", ".reset_index()"],
+    ),
+    (
         "missing item column in truth",
         dict(truth=TRUTH.rename(columns={"item": "items"})),
         InputError,
@@ -209,3 +227,17 @@ def test_duplicates_keep_first_occurrence_and_largest_grade() -> None:
     assert res.counts["truth_rows_duplicate_dropped"] == 1
     assert res.counts["recommendation_rows"] == 3
     assert res.counts["truth_rows"] == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"recommendations": RECS.rename(columns={"user": "visitor"})},  # 'score' is the score
+        {"recommendations": RECS.rename(columns={"score": "pts"}), "score_col": "item"},
+    ],
+)
+def test_no_close_match_is_offered_that_serves_another_role(kwargs: dict[str, Any]) -> None:
+    args: dict[str, Any] = {"recommendations": RECS, "truth": TRUTH, **kwargs}
+    with pytest.raises(InputError) as info:
+        receval.evaluate(args.pop("recommendations"), args.pop("truth"), "ndcg@10", **args)
+    assert "did you mean" not in str(info.value)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,23 +96,39 @@ def _key(name: str) -> str:
 
 
 def _missing(
-    role: str, wanted: str | None, names: Sequence[str], source: str, truth: bool = False
+    role: str,
+    wanted: str | None,
+    names: Sequence[str],
+    source: str,
+    truth: bool = False,
+    taken: Collection[str] = (),
+    index: Sequence[str] = (),
 ) -> InputError:
+    """The error of a missing column: the columns found, and a close match
+    among those that serve no other role (``taken``); a pandas index
+    (``index``: its names) holding the role is named."""
     found = ", ".join(names) or "none"
     option = f"truth_{role}_col" if truth and role in ("user", "item") else _OPTION[role]
+    free = [n for n in names if n not in taken]
+    held = [n for n in index if n == wanted or _key(n) in {_key(a) for a in ALIASES[role]}]
+    if held:
+        hint = f"; the DataFrame's index {held[0]!r} is not read: make it a column (.reset_index())"
     if wanted is not None:
-        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.5)
-        hint = f" — did you mean {close[0]!r}?" if close else ""
+        close = difflib.get_close_matches(wanted, free, n=1, cutoff=0.5)
+        if not held:
+            hint = f" — did you mean {close[0]!r}?" if close else ""
         return InputError(
             f"no {role} column {wanted!r} (columns found: {found}){hint}",
             source=source,
             column=wanted,
         )
-    close = difflib.get_close_matches(role, names, n=1, cutoff=0.4)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = difflib.get_close_matches(role, free, n=1, cutoff=0.4)
+    if not held:
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint += f" — name it with {errors.option(option)}"
     return InputError(
         f"no {role} column (looked for {', '.join(ALIASES[role][:4])}, ...; columns found: "
-        f"{found}){hint} — name it with {errors.option(option)}",
+        f"{found}){hint}",
         source=source,
     )
 
@@ -122,6 +138,7 @@ def resolve(
     cols: Columns,
     roles: tuple[tuple[str, ...], tuple[str, ...]],
     source: str,
+    index: Sequence[str] = (),
 ) -> dict[str, str]:
     """The column of each role found: role → column name.
 
@@ -129,7 +146,8 @@ def resolve(
     An explicit name must exist; a role left as None is detected by its
     aliases; a column serves one role at most. Raises
     :class:`~receval.errors.InputError` for a missing required or explicit
-    column, naming the columns found and a close match.
+    column, naming the columns found and a close match (``index``: the names
+    of a pandas index, named when it holds a missing role).
     """
     read, required = roles
     if roles is TRUTH:
@@ -143,7 +161,8 @@ def resolve(
         if name not in names:
             if roles is ITEMS and role not in required:
                 continue  # a list of items may have no user column: --user-col names others
-            raise _missing(role, name, names, source, roles is TRUTH)
+            others = set(explicit.values()) - {name}
+            raise _missing(role, name, names, source, roles is TRUTH, others, index)
         out[role] = name
     taken = set(out.values())
     for role in read:
@@ -157,7 +176,8 @@ def resolve(
                 break
     for role in required:
         if role not in out:
-            raise _missing(role, getattr(cols, role) or None, names, source, roles is TRUTH)
+            wanted = getattr(cols, role) or None
+            raise _missing(role, wanted, names, source, roles is TRUTH, set(out.values()), index)
     if roles is RECS and "rank" not in out and "score" not in out:
         graded = [n for n in names if _key(n) in {_key(a) for a in ALIASES["relevance"]}]
         if graded:  # a truth given where the recommendations go
@@ -255,7 +275,8 @@ def normalise(
     Id columns are not converted here (:func:`receval.ids.canonical` reads
     them), except pandas object columns, read under the id rule value by value.
     """
-    found = resolve(names_of(obj), cols, roles, source)
+    index = [str(n) for n in obj.index.names if n is not None] if is_frame(obj) else []
+    found = resolve(names_of(obj), cols, roles, source, index)
     ordered = list(found)
     ids = {found[r]: r for r in ordered if r in ("user", "item")}
     table = to_arrow(obj, source, [found[r] for r in ordered], ids)
