@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -241,3 +243,49 @@ def test_no_close_match_is_offered_that_serves_another_role(kwargs: dict[str, An
     with pytest.raises(InputError) as info:
         receval.evaluate(args.pop("recommendations"), args.pop("truth"), "ndcg@10", **args)
     assert "did you mean" not in str(info.value)
+
+
+_BAD_VALUES = [("user", math.nan), ("item", math.nan), ("score", math.inf), ("score", math.nan)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_error_names_the_first_offending_row_whatever_check_finds_it(
+    seed: int, tmp_path: Path
+) -> None:
+    """SPEC 2.3: bad values of several kinds on several rows (a missing user
+    or item id, a missing or infinite score; a negative or missing grade):
+    the error names the first offending row of the input, though the checks
+    run kind by kind. Through a CSV file (its line), an empty id is met as
+    the file is read, before any value is checked: the first line with an
+    empty id of either column is named, else the first offending line."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    recs = pd.DataFrame(
+        {
+            "user": rng.integers(0, 8, n).astype(float),
+            "item": np.arange(n, dtype=float),
+            "score": rng.random(n),
+        }
+    )
+    truth = pd.DataFrame({"user": np.arange(n) % 8, "item": np.arange(n), "relevance": 1.0})
+    rows = rng.choice(n, 4, replace=False)
+    empty_ids = []
+    if seed % 2 == 0:
+        for row, how in zip(rows, rng.permutation(4), strict=True):
+            column, value = _BAD_VALUES[how]
+            recs.loc[row, column] = value
+            if column != "score":
+                empty_ids.append(row)
+        name = "recommendations"
+    else:
+        truth.loc[rows[:2], "relevance"] = [-1.0, math.nan]
+        rows, name = rows[:2], "truth"
+    with pytest.raises(InputError) as got:
+        receval.evaluate(recs, truth, "ndcg@10")
+    assert (got.value.source, got.value.row) == (name, min(rows)), str(got.value)
+    recs.to_csv(tmp_path / "recs.csv", index=False)
+    truth.to_csv(tmp_path / "truth.csv", index=False)
+    with pytest.raises(InputError) as read:
+        receval.evaluate(tmp_path / "recs.csv", tmp_path / "truth.csv", "ndcg@10")
+    first = min(empty_ids or rows)
+    assert read.value.line == first + 2, str(read.value)  # the header is line 1

@@ -211,6 +211,41 @@ def test_an_error_names_the_row_as_given(monkeypatch: pytest.MonkeyPatch, side: 
     assert str(got.value) == str(want.value)
 
 
+@pytest.mark.parametrize("side", ["recommendations", "truth", "both"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_first_offending_row_of_the_input_is_named(
+    monkeypatch: pytest.MonkeyPatch, side: str, seed: int
+) -> None:
+    # bad values on several rows of tables not in user order: the error names
+    # the first in the input's order (SPEC 2.3), as the in-memory path does,
+    # not the first the merge meets in user order
+    recs, truth = _workload(seed, repeats=False)
+    recs, truth = _scattered(recs, seed), _runs_shuffled(truth, seed + 1)
+    rng = np.random.default_rng(seed)
+    if side in ("recommendations", "both"):
+        bad = rng.choice(len(recs), 4, replace=False)
+        recs.loc[bad, "score"] = [np.nan, np.inf, -np.inf, np.nan]
+    if side in ("truth", "both"):
+        bad = rng.choice(len(truth), 3, replace=False)
+        truth.loc[bad, "relevance"] = -1
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 50)
+    seen = _spy(monkeypatch)
+    with pytest.raises(InputError) as got:
+        receval.evaluate(recs, truth, METRICS)
+    assert seen, "put in user order"
+    with monkeypatch.context() as m:
+        _in_memory(m)
+        with pytest.raises(InputError) as want:
+            receval.evaluate(recs, truth, METRICS)
+    assert str(got.value) == str(want.value)
+    assert (got.value.source, got.value.row) == (want.value.source, want.value.row)
+    frame = truth if want.value.source == "truth" else recs
+    column = "relevance" if want.value.source == "truth" else "score"
+    values = frame[column].to_numpy(dtype=float)
+    first = np.flatnonzero(~np.isfinite(values) | (values < 0))[0]
+    assert want.value.row == first  # the first offending row of the input
+
+
 @pytest.mark.parametrize("error", [None, "late user", "early user"])
 def test_a_table_found_out_of_order_late_is_put_in_order(
     monkeypatch: pytest.MonkeyPatch, error: str | None

@@ -820,10 +820,15 @@ def _arrow_csv(
     else:
         assert error is not None
         raise _csv_error(job.text, sep, job.name, error, names) from None
-    for column in columns.values():
-        if isinstance(column, _TextIds) and column.empty is not None:
-            what = f"missing {column.role} id (an empty field)"
-            raise job.info.locate(InputError(what, source=job.name, row=column.empty))
+    empty = [
+        (c.empty, c.role)
+        for c in columns.values()
+        if isinstance(c, _TextIds) and c.empty is not None
+    ]
+    if empty:  # the first line with an empty id, whichever its column
+        row, role = min(empty)
+        what = f"missing {role} id (an empty field)"
+        raise job.info.locate(InputError(what, source=job.name, row=row))
     compact = _compact.get()
     names_read = list(columns)
     arrays = [columns.pop(name).column(compact) for name in names_read]

@@ -304,6 +304,8 @@ class TableInput(ParquetInput):
     #: the caller's row of each row of ``table`` when the table is the caller's
     #: rows put in user order (:func:`user_order`), else None
     rows: np.ndarray | None = None
+    #: the table as the caller gave it, once ``table`` is it put in user order
+    given: Any = None
 
     @property
     def num_rows(self) -> int:
@@ -379,9 +381,40 @@ def in_user_order(src: TableInput) -> bool:
             return False
         table = src.table.select(src.names)
         table = table.set_column(table.schema.get_field_index("user"), "user", user)
-        src.table, src.rows = _taken(table, order), order
+        src.given, src.table, src.rows = src.table, _taken(table, order), order
     src.sorted_known = True
     return True
+
+
+def first_bad_row(
+    recs: TableInput, truth: TableInput, negative_grades: str = "error"
+) -> InputError | None:
+    """The first error of the row checks (ids, scores, ranks, grades) of the
+    tables as the caller gave them, in their row order, the truth's first (as
+    the in-memory path reads it whole first), chunk by chunk; None when every
+    row passes. The merge of tables put in user order meets the rows in user
+    order: an error it met is replaced by this one, so that an error names the
+    first offending row of the input (SPEC §2.3), whatever its order."""
+    kinds = (recs.user_kind, recs.item_kind)
+    sides = (
+        (truth, lambda t, path: read_truth(t, _CANON, path, kinds, negative_grades)),
+        (recs, lambda t, path: read_recs(t, _CANON, path, kinds)),
+    )
+    for src, read in sides:
+        given = TableInput(
+            src.path, src.role, None, src.read, src.names, src.info, src.user_kind,
+            src.item_kind, src.table if src.given is None else src.given,
+        )  # fmt: skip
+        with shared_dictionaries({}):
+            try:
+                for table, start in given.batches(CHUNK_ROWS):
+                    try:
+                        read(table, src.path)
+                    except InputError as exc:
+                        return exc.remap(lambda r, at=start: r + at)
+            except InputError as exc:  # a missing user id: named by the batches
+                return exc
+    return None
 
 
 def user_order(user: pa.ChunkedArray) -> np.ndarray | None:
@@ -808,7 +841,11 @@ class StreamedFiles(PairSource):
                     raise
             tables = isinstance(recs, TableInput) and isinstance(truth, TableInput)
             if tables and in_user_order(recs) and in_user_order(truth):  # merged again
-                return run(pairs(recs, truth, rows=self.rows, negative_grades=grades), list(notes))
+                try:
+                    got = pairs(recs, truth, rows=self.rows, negative_grades=grades)
+                    return run(got, list(notes))
+                except InputError as exc:  # met in user order: the input's first bad row
+                    raise first_bad_row(recs, truth, grades) or exc from None
         cut = pairs(
             recs, truth, rows=self.rows, tmp=tmp, sorted_files=False, negative_grades=grades
         )

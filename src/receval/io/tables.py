@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -240,6 +240,7 @@ def check_grades(
 
 
 Kinds = tuple[str | None, str | None]
+_Read = TypeVar("_Read", RecsData, TruthData)
 
 
 def read_recs(
@@ -265,6 +266,44 @@ def read_recs(
             source=source,
         )
     table, found = normalise(obj, cols, RECS, source)
+    return _earliest(lambda t, k: _recs_of(t, dict(found), source, k, obj), table, kinds)
+
+
+def _earliest(read: Callable[[pa.Table, Kinds], _Read], table: pa.Table, kinds: Kinds) -> _Read:
+    """``read(table, kinds)``, or the error of the table's first offending row.
+
+    The checks run one after the other (ids, then a column's missing values,
+    then its finite values, ...), each naming its own first offending row; so
+    when one fails, the rows before that one are read again (with the whole
+    column's id kinds), until they pass: the error raised names the first row
+    of the table that any check refuses (SPEC §2.3), whatever check finds it.
+    """
+    try:
+        return read(table, kinds)
+    except InputError as exc:
+        first = exc
+    if first.row is not None and first.row > 0:
+        with contextlib.suppress(InputError):  # the kinds of the whole columns, when readable
+            kinds = tuple(
+                k or kind_of(table.column(role), role, "")
+                for k, role in zip(kinds, ("user", "item"), strict=True)
+            )  # type: ignore[assignment]
+    while first.row is not None and first.row > 0:
+        try:
+            read(table.slice(0, first.row), kinds)
+        except InputError as exc:
+            if exc.row is None:  # an error of no row in the prefix: the first one stands
+                break
+            first = exc
+            continue
+        break
+    raise first from None
+
+
+def _recs_of(
+    table: pa.Table, found: dict[str, str], source: str, kinds: Kinds, obj: Any
+) -> RecsData:
+    """Recommendations from a table whose columns are named by role."""
     users = _ids(table.column("user"), "user", source, kinds[0])
     items = _ids(table.column("item"), "item", source, kinds[1])
     score = rank = None
@@ -487,6 +526,14 @@ def read_truth(
             source=source,
         )
     table, found = normalise(obj, cols, TRUTH, source)
+    read = lambda t, k: _truth_of(t, found, source, k, negative_grades)  # noqa: E731
+    return _earliest(read, table, kinds)
+
+
+def _truth_of(
+    table: pa.Table, found: dict[str, str], source: str, kinds: Kinds, negative_grades: str
+) -> TruthData:
+    """Truth from a table whose columns are named by role."""
     users = _ids(table.column("user"), "user", source, kinds[0])
     items = _ids(table.column("item"), "item", source, kinds[1])
     graded = "relevance" in found
