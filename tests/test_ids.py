@@ -129,7 +129,7 @@ def test_text_rule(text: str, expected: Any) -> None:
 
 
 def test_an_id_ending_in_a_newline_is_text_through_every_door(tmp_path: Path) -> None:
-    """"6\n" next to a number (a column of mixed types, read value by value)
+    """ "6\n" next to a number (a column of mixed types, read value by value)
     and in a column of text (read as a column) is the same text id: never 6."""
     truth = {1: [6]}
     mixed = receval.evaluate({1: ["6\n", 5]}, truth, "rr")
@@ -491,3 +491,43 @@ def test_jsonl_big_integers_are_exact(tmp_path: Path) -> None:
     p.write_text('{"user": 1, "item": 18446744073709551615}\n{"user": 1, "item": 1.0}\n')
     table, _ = read_file(p, role="truth")
     assert table.column("item").to_pylist() == ["18446744073709551615", "1"]
+
+
+@pytest.mark.parametrize(
+    ("make", "found"),
+    [
+        (lambda: pd.DataFrame({"user": [1, 1], "item": [7, [5, 6]], "score": [0.9, 0.5]}), "list"),
+        (
+            lambda: pd.DataFrame({"user": [1, 1], "item": [7, {"id": 5}], "score": [0.9, 0.5]}),
+            "dict",
+        ),
+        (lambda: pd.DataFrame({"user": [1, 1], "item": [7, (5,)], "score": [0.9, 0.5]}), "tuple"),
+        (
+            lambda: pd.DataFrame({"user": [1, 1], "item": [7 + 0j, 5j], "score": [0.9, 0.5]}),
+            "complex",
+        ),
+        (lambda: pa.table({"user": [1, 1], "item": [[7], [5, 6]], "score": [0.9, 0.5]}), "list"),
+        (lambda: {1: [7, {"id": 5}]}, "dict"),
+    ],
+)
+def test_a_value_that_is_no_id_is_refused_naming_its_row(make: Any, found: str) -> None:
+    """A container where an id goes (a list of items in a long table's item
+    column, a dict) or a complex number is no id: an error naming the row
+    and what was found, never the id ``str(value)`` (which no file holds)."""
+    with pytest.raises(InputError) as got:
+        receval.evaluate(make(), {1: [5]}, "rr")
+    assert f"item id must be a number or text; found a {found}" in str(got.value)
+    assert got.value.row == (0 if found == "complex" or isinstance(make(), pa.Table) else 1)
+
+
+def test_a_nested_object_in_a_jsonl_file_is_refused_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "recs.jsonl"
+    rows = [
+        {"user": 1, "item": {"id": 7}, "score": 0.9},
+        {"user": 1, "item": {"id": 5}, "score": 0.5},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(InputError) as got:
+        receval.evaluate(path, {1: [5]}, "rr")
+    assert "item id must be a number or text; found a dict" in str(got.value)
+    assert got.value.line == 1

@@ -127,6 +127,25 @@ def _missing(role: str, source: str, row: int, what: str = "missing") -> InputEr
     return InputError(f"{what} {role} id", source=source, row=row)
 
 
+def _not_an_id(role: str, source: str, row: int, value: Any) -> InputError:
+    """The error of a value that is no id (:data:`_NOT_IDS`)."""
+    shown = repr(value if not isinstance(value, np.ndarray) else value.tolist())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    hint = ""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        hint = f": one {role} a row (pandas: DataFrame.explode('{role}'))"
+    return InputError(
+        f"{role} id must be a number or text; found a {type(value).__name__} {shown}{hint}",
+        source=source,
+        row=row,
+    )
+
+
+#: values that are no id: containers (a list of items where one item goes) and
+#: complex numbers; every other value has a canonical form (its ``str`` at last)
+_NOT_IDS = (list, tuple, dict, set, frozenset, np.ndarray, complex, np.complexfloating)
+
+
 def canonical_value(value: Any) -> int | str:
     """The canonical form of one id value (see the module's rule); raises
     ValueError for a missing or non-finite value.
@@ -155,6 +174,8 @@ def canonical_value(value: Any) -> int | str:
         return repr(f)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, _NOT_IDS):  # a container (a list of items), a complex number
+        raise ValueError("not an id")
     try:
         import pandas as pd
 
@@ -205,6 +226,8 @@ def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> 
         try:
             c = canonical_value(v)
         except ValueError as exc:
+            if str(exc) == "not an id":
+                raise _not_an_id(role, source, i, v) from None
             what = "non-finite" if str(exc) != "missing" else "missing"
             raise _missing(role, source, i, what) from None
         out[i] = c

@@ -241,7 +241,7 @@ def to_arrow(
         arrays = {}
         for name in frame.columns:
             values = frame[name]
-            if ids and name in ids and values.dtype == object:
+            if ids and name in ids and (values.dtype == object or values.dtype.kind == "c"):
                 out = canonical(values.to_numpy(), ids[name], source)
                 arrays[name] = pa.array(
                     out, type=pa.large_string() if out.dtype == object else pa.int64()
@@ -249,7 +249,7 @@ def to_arrow(
                 continue
             try:
                 arrays[name] = pa.array(values, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
                 arrays[name] = pa.array(
                     [None if v is None else str(v) for v in values], type=pa.large_string()
                 )
