@@ -95,6 +95,10 @@ def test_every_format_is_one_row_of_the_table() -> None:
         ("pipe", "user_id:token\titem_id:token\n1\t2\n", "recbole"),
         ("ml.inter", "user_id:token\titem_id:token\n1\t2\n", "recbole"),
         ("r.jsonl", '{"user": 1}\n', "jsonl"),
+        ("r.txt", "q1 0 d1 1 0.5 run\n", "trec"),  # a run with 0 where Q0 goes
+        ("r.txt", "q1 0 d3 x\nq1 0 d1 1\n", "trec"),  # qrels whose first grade is bad
+        ("r.txt", "user item rank score x y\n1 2 1 0.5 a b\n", "csv"),  # a header: no rank
+        ("r.txt", "user\titem\tscore\tx\n1\t2\t0.5\t1\n", "csv"),
     ],
 )
 def test_the_format_comes_from_the_table(name: str, content: str, expected: str) -> None:
@@ -325,3 +329,18 @@ def test_read_log_keeps_every_column_under_its_name(tmp_path: Path) -> None:
     assert log["item_id"].tolist() == ["007", "7"]  # the text rule: "007" stays text
     qrels = read_log(_write(tmp_path / "t.qrels", "q1 0 d1 2\nq2 0 d2 1\n"))
     assert list(qrels.columns) == ["qid", "docno", "rel"]
+
+
+def test_trec_files_told_by_their_shape_name_their_line(tmp_path: Path) -> None:
+    """A run with 0 where Q0 goes reads as a run (trec_eval reads neither);
+    qrels whose first grade is bad are still qrels: the error names that
+    line, not a missing user column of a one-column CSV."""
+    run = tmp_path / "run.txt"
+    run.write_text("q1 0 d1 1 0.5 t\nq1 0 d2 2 0.4 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d2 1\n")
+    assert receval.evaluate(run, qrels, "rr").summary == {"rr": 0.5}
+    qrels.write_text("q1 0 d3 x\nq1 0 d1 1\n")
+    with pytest.raises(InputError) as got:
+        receval.evaluate(run, qrels, "rr")
+    assert got.value.line == 1 and "relevance must be a number; found 'x'" in str(got.value)

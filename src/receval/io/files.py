@@ -436,9 +436,14 @@ def _looks_trec(data: bytes) -> bool:
         if not line or line.startswith("#"):
             continue
         parts = line.split()
-        if len(parts) >= 6 and parts[1] == "Q0":
-            return True
-        return len(parts) == 4 and is_number(parts[3]) and "," not in line
+        if "," in line:
+            return False
+        if len(parts) >= 6:  # a run: Q0, or a rank and a score where they go (trec_eval
+            # reads neither the second column nor the tag: some tools write 0 there)
+            return parts[1] == "Q0" or (parts[3].isdigit() and is_number(parts[4]))
+        # qrels: a grade, or an iteration (an integer, 0 as a rule) where it goes, so
+        # that a bad grade on the first line is an error of the qrels' line
+        return len(parts) == 4 and (is_number(parts[3]) or parts[1].isdigit())
     return False
 
 
