@@ -291,6 +291,14 @@ CASES: list[tuple[str, Maker, Maker, list[str], int, list[str]]] = [
         ["no user column", "usr, item, score", "did you mean 'usr'"],
     ),
     (
+        "one column named for two roles",
+        lambda d: _write(d / "r.csv", RECS),
+        lambda d: _write(d / "t.csv", TRUTH),
+        ["--score-col", "score", "--rank-col", "score"],
+        2,
+        ["r.csv", "--rank-col and --score-col both name the column 'score'"],
+    ),
+    (
         "non-numeric score",
         lambda d: _write(d / "r.csv", "user,item,score\nu1,1,0.5\nu1,2,high\n"),
         lambda d: _write(d / "t.csv", TRUTH),
@@ -610,3 +618,31 @@ def test_evaluate_ratings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     bad = _write(tmp_path / "bad.csv", "user,item,actual,predicted\n1,1,3.5,\n")
     code, _, err = run(capsys, "evaluate-ratings", bad, "-m", "mae")
     assert code == 2 and "bad.csv" in err and "line 2" in err
+
+
+LOG = "user,item,timestamp\nu1,1,10\nu1,2,20\nu1,3,30\nu2,1,5\nu2,4,15\nu2,5,25\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--method", "time", "--cutoff", "abc"], "--cutoff abc"),
+        (["--method", "time", "--cutoff", "2020-13-45"], "--cutoff 2020-13-45"),
+        (
+            ["--method", "time", "--cutoff", "15", "--validation-cutoff", "x"],
+            "--validation-cutoff x",
+        ),
+        (["--method", "time_windows", "--test-length", "5", "--start", "abc"], "--start abc"),
+        (["--method", "time_windows", "--test-length", "5", "--end", "abc"], "--end abc"),
+    ],
+)
+def test_a_time_that_is_no_time_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], flag: str
+) -> None:
+    """A cut-off or window bound that reads as no time exits 2 naming the
+    flag as typed (was an internal error, exit 1)."""
+    log = _write(tmp_path / "log.csv", LOG)
+    code, _, err = run(capsys, "split", log, "--out", tmp_path / "parts", *args)
+    assert code == 2, err
+    assert f"{flag} is not allowed: expected a time" in err and "Traceback" not in err
+    assert not (tmp_path / "parts").exists() or not any((tmp_path / "parts").iterdir())

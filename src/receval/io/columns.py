@@ -157,6 +157,17 @@ def resolve(
         keys.setdefault(_key(n), n)
     out: dict[str, str] = {}
     explicit = {r: getattr(cols, r) for r in read if getattr(cols, r)}
+    named: dict[str, str] = {}
+    for role, name in explicit.items():
+        if name in named:  # a column serves one role at most
+            first, second = (_OPTION[r] for r in (named[name], role))
+            raise InputError(
+                f"{errors.option(first)} and {errors.option(second)} both name the column "
+                f"{name!r}: a column serves one role",
+                source=source,
+                column=name,
+            )
+        named[name] = role
     for role, name in explicit.items():
         if name not in names:
             if roles is ITEMS and role not in required:

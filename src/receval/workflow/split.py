@@ -341,15 +341,30 @@ def _time_key(frame: pd.DataFrame, o: _Opts) -> np.ndarray:
     return values
 
 
-def _cut_value(frame: pd.DataFrame, col: str, value: Any) -> float:
-    """A cut-off given by the user, on the scale of :func:`_time_key`."""
-    s = frame[col]
+def _cut_value(frame: pd.DataFrame, col: str, value: Any, name: str = "cutoff") -> float:
+    """A cut-off given by the user (the option ``name``), on the scale of
+    :func:`_time_key`; a value that is no time is an :class:`OptionError`."""
+    try:
+        return _time_of(frame[col], value)
+    except (ValueError, TypeError, OverflowError):
+        raise OptionError(
+            name,
+            value,
+            expected="a time: a number on the timestamp column's scale, or a date and time "
+            "such as 2024-01-31 or 2024-01-31T12:00",
+        ) from None
+
+
+def _time_of(s: pd.Series, value: Any) -> float:
+    """:func:`_cut_value` of a column ``s``."""
     if (
         pd.api.types.is_datetime64_any_dtype(s)
         or s.dtype == object
         or isinstance(value, (str, pd.Timestamp))
     ):
         ts = pd.Timestamp(value)
+        if ts is pd.NaT:
+            raise ValueError("not a time")
         tz = getattr(s.dtype, "tz", None)
         if tz is not None and ts.tzinfo is None:
             ts = ts.tz_localize(tz)
@@ -1096,7 +1111,7 @@ def _session_split(
     np.maximum.at(last, session, key)
     by = last if straddle == "test" else first  # the time that assigns a whole session
     if cutoff is not None:
-        cut = _cut_value(frame, o.timestamp_col, cutoff)
+        cut = _cut_value(frame, o.timestamp_col, cutoff, "cutoff")
         params.pop("test_size", None)
         params["cutoff"] = cutoff
     else:
@@ -1171,7 +1186,7 @@ def _validation_cut(
     _, validation_size = sizes
     cutoff, validation_cutoff = cutoffs
     if validation_cutoff is not None:
-        vcut = _cut_value(frame, o.timestamp_col, validation_cutoff)
+        vcut = _cut_value(frame, o.timestamp_col, validation_cutoff, "validation_cutoff")
         if vcut > cut:
             shown_cut = cutoff if cutoff is not None else params.get("cutoff_found")
             raise OptionError(
@@ -1290,9 +1305,9 @@ def _first_start(
     whole test span) before ``end`` or before just after the last row."""
     if start is not None:
         params["start"] = start
-        return _cut_value(frame, col, start)
+        return _cut_value(frame, col, start, "start")
     if end is not None:
-        stop = _cut_value(frame, col, end)
+        stop = _cut_value(frame, col, end, "end")
         params["end"] = end
     elif len(key):
         stop = _after(float(key.max()), frame, col)
@@ -1598,7 +1613,7 @@ def _time_global(
     n = len(frame)
     ordered = np.sort(key)
     if cutoff is not None:
-        cut = _cut_value(frame, o.timestamp_col, cutoff)
+        cut = _cut_value(frame, o.timestamp_col, cutoff, "cutoff")
         params.pop("test_size", None)
         params["cutoff"] = cutoff
     else:
@@ -1607,7 +1622,7 @@ def _time_global(
     test = key >= cut
     val = None
     if validation_cutoff is not None:
-        vcut = _cut_value(frame, o.timestamp_col, validation_cutoff)
+        vcut = _cut_value(frame, o.timestamp_col, validation_cutoff, "validation_cutoff")
         if vcut > cut:
             raise ReceValError(
                 f"validation_cutoff ({validation_cutoff}) must not be after cutoff ({cutoff})"
