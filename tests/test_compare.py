@@ -115,7 +115,7 @@ def test_baseline_compares_only_against_it(world: tuple[dict, dict]) -> None:
     assert list(c.pairs.index) == [("ndcg@10", "good", "random"), ("ndcg@10", "weak", "random")]
     assert c.settings["baseline"] == "random"
     assert c.table.loc[("ndcg@10", "good"), "wins"] == "a"
-    with pytest.raises(ReceValError, match="baseline 'nope' is not one of"):
+    with pytest.raises(ReceValError, match="baseline='nope' is not allowed: expected one of"):
         compare(runs, truth, "ndcg@10", baseline="nope")
 
 
@@ -246,9 +246,11 @@ def test_argument_errors(world: tuple[dict, dict]) -> None:
     truth, runs = world
     with pytest.raises(ReceValError, match="at least one"):
         compare({}, truth, "ndcg@10")
-    with pytest.raises(ReceValError, match="test must be one of"):
+    with pytest.raises(ReceValError, match="test='anova' is not allowed: expected one of 't'"):
         compare(runs, truth, "ndcg@10", test="anova")
-    with pytest.raises(ReceValError, match="correction must be one of"):
+    with pytest.raises(
+        ReceValError, match="correction='sidak' is not allowed: expected one of 'holm'"
+    ):
         compare(runs, truth, "ndcg@10", correction="sidak")
     with pytest.raises(ReceValError, match="alpha"):
         compare(runs, truth, "ndcg@10", alpha=0)

@@ -283,7 +283,9 @@ def test_clear_errors(tmp_path: Path) -> None:
         intent_aware(run, qrels, "alpha_ndcg")
     with pytest.raises(MetricError, match=r"'ndcg@10': unknown \(measures: alpha_ndcg@k"):
         intent_aware(run, qrels, "ndcg@10")
-    with pytest.raises(MetricError, match=r"alpha must be a number in \[0, 1\]; got 1.5"):
+    with pytest.raises(
+        MetricError, match=r"alpha=1.5 is not allowed: expected a number in \[0, 1\]"
+    ):
         intent_aware(run, qrels, alpha=1.5)
     with pytest.raises(receval.ReceValError, match="sets empty_truth itself"):
         intent_aware(run, qrels, empty_truth="skip")

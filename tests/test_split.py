@@ -206,7 +206,7 @@ def test_save(tmp_path) -> None:
     ("kwargs", "error", "match"),
     [
         ({"method": "user_time", "test_size": 1.5}, ReceValError, "test_size"),
-        ({"method": "bogus"}, ReceValError, "method must be one of"),
+        ({"method": "bogus"}, ReceValError, "method=.bogus. is not allowed: expected one of"),
         ({"method": "random", "test_size": -1}, ReceValError, "test_size"),
     ],
 )

@@ -76,9 +76,11 @@ def test_inputs_are_checked() -> None:
         stats.paired_t_test([1.0, 2.0], [1.0])
     with pytest.raises(ReceValError, match="finite"):
         stats.wilcoxon_test([1.0, math.nan], [1.0, 2.0])
-    with pytest.raises(ReceValError, match="test must be one of"):
+    with pytest.raises(ReceValError, match="test='z' is not allowed: expected one of 't'"):
         stats.run_test("z", [1.0], [2.0])
-    with pytest.raises(ReceValError, match="correction must be one of"):
+    with pytest.raises(
+        ReceValError, match="correction='sidak' is not allowed: expected one of 'holm'"
+    ):
         stats.adjust_pvalues([0.1], "sidak")
     with pytest.raises(ReceValError, match="alpha"):
         stats.bootstrap_ci([1.0, 2.0], alpha=1.5)

@@ -698,7 +698,7 @@ def _settings(
 ) -> dict[str, Any]:
     """The comparison's settings, validated and in canonical form."""
     if baseline is not None and str(baseline) not in systems:
-        raise ReceValError(f"baseline {baseline!r} is not one of the systems: {', '.join(systems)}")
+        raise OptionError("baseline", baseline, allowed=tuple(systems), reason="a system's name")
     # each message in the caller's syntax: seed=-1 in Python, --seed -1 in the shell
     if not 0 < alpha < 1:
         raise OptionError("alpha", alpha, expected="a number between 0 and 1 (exclusive)")

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, MetricError, NoSharedUser, ReceValError
+from receval.errors import InputError, MetricError, NoSharedUser, ReceValError, option
 from receval.evaluation.reference import through_door
 from receval.io import spark_files
 from receval.io.subtopics import SubtopicQrels, read_subtopic_qrels
@@ -203,7 +203,7 @@ def intent_aware(
     if isinstance(alpha, bool) or not (
         isinstance(alpha, (int, float)) and 0.0 <= float(alpha) <= 1.0
     ):
-        raise MetricError(f"alpha must be a number in [0, 1]; got {alpha!r}")
+        raise MetricError(f"{option('alpha', alpha)} is not allowed: expected a number in [0, 1]")
     alpha = float(alpha)
     asked = _parse(metrics)
     own = sorted(set(options) & _OWN)

@@ -703,8 +703,8 @@ def normalize_test(test: str) -> str:
     """
     key = str(test).strip().lower()
     if key not in _TEST_ALIASES:
-        raise ReceValError(
-            f"test must be one of t, wilcoxon, randomization (or permutation); got {test!r}"
+        raise OptionError(
+            "test", test, allowed=("t", "wilcoxon", "randomization", "permutation", "tukey")
         )
     return _TEST_ALIASES[key]
 
@@ -718,9 +718,7 @@ def normalize_correction(correction: str | None) -> str:
     """
     key = "none" if correction is None else str(correction).strip().lower()
     if key not in _CORRECTION_ALIASES:
-        raise ReceValError(
-            f"correction must be one of holm, bonferroni, bh, none; got {correction!r}"
-        )
+        raise OptionError("correction", correction, allowed=("holm", "bonferroni", "bh", "none"))
     return _CORRECTION_ALIASES[key]
 
 

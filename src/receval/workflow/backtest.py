@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from receval._version import __version__
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError
 from receval.evaluation.api import needs_item_context
 from receval.evaluation.result import Result, clean
 from receval.metrics.spec import MetricSpec, parse_metrics
@@ -364,7 +364,7 @@ def backtest(
             f"got {type(fit_predict).__name__}"
         )
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
-        raise ReceValError(f"confidence must be a number in (0, 1); got {confidence!r}")
+        raise OptionError("confidence", confidence, expected="a number in (0, 1)")
     if "train" in evaluate_options:
         raise ReceValError(
             "backtest evaluates each fold with its own train: do not give train= "

@@ -383,13 +383,11 @@ def _check_size(name: str, size: Any, allow_none: bool = False) -> None:
         return
     if _is_count(size):
         if size < 0:
-            raise ReceValError(f"{name} must be a share in (0, 1) or a count >= 0; got {size}")
+            raise OptionError(name, size, expected="a share in (0, 1) or a count >= 0")
         return
     if isinstance(size, float) and 0 < size < 1:
         return
-    raise ReceValError(
-        f"{name} must be a share in (0, 1) (a float) or a number of rows (an int); got {size!r}"
-    )
+    raise OptionError(name, size, expected="a share in (0, 1) or a number of rows (a whole number)")
 
 
 def _check_shares(test_size: Any, validation_size: Any) -> None:
@@ -860,7 +858,7 @@ def split(
         drop_seen,
     )
     if method not in METHODS:
-        raise ReceValError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise OptionError("method", method, allowed=tuple(METHODS))
     windows = (test_length, train_length, step, n_folds, start, end, validation_length)
     _only_for(
         method,
@@ -1625,7 +1623,8 @@ def _time_global(
         vcut = _cut_value(frame, o.timestamp_col, validation_cutoff, "validation_cutoff")
         if vcut > cut:
             raise ReceValError(
-                f"validation_cutoff ({validation_cutoff}) must not be after cutoff ({cutoff})"
+                f"{option('validation_cutoff', validation_cutoff)} must not be after "
+                f"{option('cutoff', cutoff)}"
             )
         params["validation_cutoff"] = validation_cutoff
         val = (key >= vcut) & ~test
