@@ -451,7 +451,7 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     out = json.loads(capsys.readouterr().out)
     assert out["estimates"]["dr"]["estimate"] == pytest.approx(0.825 + 1 / 30, abs=1e-15)
     assert main(["off-policy", *args, "-e", "switch-dr"]) == 2
-    assert "error: --switch-tau None is not allowed" in capsys.readouterr().err
+    assert "switch-dr needs --switch-tau (a number >= 0)" in capsys.readouterr().err
     assert main(["off-policy", *args, "-e", "magic"]) == 2
     assert "--estimator magic is not allowed" in capsys.readouterr().err
     logs.loc[1, "propensity"] = 0.0

@@ -196,8 +196,10 @@ class OptionError(ReceValError):
         allowed: tuple[Any, ...] = (),
         expected: str | None = None,
         reason: str | None = None,
+        flag: str | None = None,
     ) -> None:
         self.option = option
+        self.flag = flag  # the command line's flag when it is not --option-name
         self.value = plain(value)
         self.allowed = tuple(allowed)
         self.expected = expected or (
@@ -214,8 +216,9 @@ class OptionError(ReceValError):
         return f"{given} is not allowed: expected {expected}{tail}"
 
     def cli_message(self, flag: str | None = None) -> str:
-        """The message with the command line's syntax: ``--empty-truth zeros``."""
-        flag = flag or "--" + self.option.replace("_", "-")
+        """The message with the command line's syntax: ``--empty-truth zeros``
+        (``flag``, or the error's own :attr:`flag`, when the flag is another)."""
+        flag = flag or self.flag or "--" + self.option.replace("_", "-")
         value = self.value
         typed = str(value).lower() if isinstance(value, bool) else str(value)
         if isinstance(value, str):  # as the shell would need it typed: --sep '' , --sep ';;'

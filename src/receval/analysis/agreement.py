@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, OptionError, ReceValError, option
+from receval.errors import InputError, OptionError, ReceValError, option, said
 from receval.evaluation.api import evaluate
 from receval.evaluation.reference import through_door
 from receval.evaluation.result import Result
@@ -165,7 +165,8 @@ def agreement(
     if others:
         raise ReceValError(
             f"{', '.join(others)}: not an agreement metric; receval.agreement computes "
-            "rbo, rbo_min, rbo_res, intersection and jaccard (receval.evaluate the others)"
+            "rbo, rbo_min, rbo_res, intersection and jaccard "
+            f"({said('receval.evaluate', 'receval evaluate')} the others)"
         )
     for name, value in (("only_in_run", only_in_run), ("only_in_reference", only_in_reference)):
         if value not in _ONLY_IN:

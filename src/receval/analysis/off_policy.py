@@ -58,7 +58,7 @@ import pandas as pd
 
 from receval.analysis.resampling import poisson_weights, user_keys
 from receval.analysis.stats import quantile_interval
-from receval.errors import InputError, OptionError, check_seed
+from receval.errors import InputError, OptionError, check_seed, option, said
 
 __all__ = [
     "ESTIMATORS",
@@ -1451,9 +1451,14 @@ def off_policy(
         )
     if clip is not None and not (isinstance(clip, (int, float)) and clip > 0):
         raise OptionError("clip", clip, expected="a number > 0")
-    if "switch-dr" in names and (
-        switch_tau is None or not isinstance(switch_tau, (int, float)) or switch_tau < 0
-    ):
+    if "switch-dr" in names and switch_tau is None:
+        raise OptionError(
+            "estimators",
+            "switch-dr",
+            expected="an estimator given what it needs",
+            reason=f"switch-dr needs {option('switch_tau')} (a number >= 0)",
+        )
+    if "switch-dr" in names and (not isinstance(switch_tau, (int, float)) or switch_tau < 0):
         raise OptionError("switch_tau", switch_tau, expected="a number >= 0 (switch-dr needs it)")
     if not (isinstance(ci, float) and 0 < ci < 1):
         raise OptionError("ci", ci, expected="a level between 0 and 1")
@@ -1463,7 +1468,9 @@ def off_policy(
     if batch_rows is not None and (
         isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1
     ):
-        raise OptionError("batch_rows", batch_rows, expected="a whole number >= 1, or None")
+        raise OptionError(
+            "batch_rows", batch_rows, expected="a whole number >= 1" + said(", or None", "")
+        )
 
     cols = dict(columns or {})
     need_model = bool(_NEEDS_MODEL & set(names))

@@ -154,7 +154,7 @@ def backtest(
         )
     metrics = metric_strings(metric, None)
     if k is not None and k < 1:
-        raise OptionError("k", k, expected="a positive list length", reason="-k/--list-length")
+        raise OptionError("k", k, expected="a positive list length", flag="-k")
     if recs_format not in RECS_FORMATS:
         raise OptionError("recs_format", recs_format, allowed=RECS_FORMATS)
     if test_length is None:

@@ -105,7 +105,7 @@ def off_policy_command(
         if exc.option != "estimators":
             raise
         raise OptionError(
-            "estimator", exc.value, allowed=exc.allowed, expected=exc.expected
+            "estimator", exc.value, allowed=exc.allowed, expected=exc.expected, reason=exc.reason
         ) from None
     shown_as = Output.json if as_json else output
     show_out(render(result, shown_as), shown_as)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from receval.cli._base import EvaluateOutput, command, show_out
-from receval.errors import InputError, ReceValError
+from receval.errors import InputError, OptionError, ReceValError
 
 _HIDDEN = "trec_eval's own spelling"
 
@@ -68,13 +68,19 @@ def trec_eval(
     from receval.io.inputs import FileInput
 
     depth = max_docs if max_docs is not None else max_docs_short
-    options = EvalOptions(
-        convention="trec_eval",
-        missing_recs="zero" if complete else None,
-        threshold=level if level is not None and level != 1 else None,
-        depth=depth,
-        unjudged="condense" if judged_only or judged_only_short else None,
-    )
+    try:
+        options = EvalOptions(
+            convention="trec_eval",
+            missing_recs="zero" if complete else None,
+            threshold=level if level is not None and level != 1 else None,
+            depth=depth,
+            unjudged="condense" if judged_only or judged_only_short else None,
+        )
+    except OptionError as exc:  # in trec_eval's flags: -M, --level-for-rel
+        exc.flag = {"depth": "-M" if max_docs is None else "--max-retrieved-per-topic"}.get(
+            exc.option, "--level-for-rel" if exc.option == "threshold" else None
+        )
+        raise
     files = {"recommendations": FileInput(run, "trec"), "truth": FileInput(qrels, "trec")}
     text = _located(
         trec_eval_text,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 import receval.ids as ids
-from receval.errors import InputError, OptionError
+from receval.errors import InputError, OptionError, option
 from receval.evaluation.result import Result
 from receval.exact import ExactSum
 from receval.metrics.spec import MetricSpec
@@ -262,8 +262,8 @@ def evaluate_next_items(
             "average",
             average,
             allowed=("steps", "sessions"),
-            reason="the sessions have no user column: give one (user_col=) or average "
-            "over steps or sessions",
+            reason=f"the sessions have no user column: give one ({option('user_col')}) or "
+            "average over steps or sessions",
         )
     list_cols = {"session": session_col, "item": item_col, "step": step_col}
     list_cols |= {"rank": rank_col, "score": score_col}

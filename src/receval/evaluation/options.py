@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from receval.engines.numpy_engine import RANKS, TIES
-from receval.errors import OptionError, ReceValError
+from receval.errors import OptionError, ReceValError, said
 from receval.evaluation import conventions
 from receval.records import Columns
 
@@ -531,7 +531,7 @@ def _checked(o: Option, value: Any) -> Any:
         raise OptionError(o.name, value, allowed=(True, False))
     if o.kind == "count" and value is not None:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise OptionError(o.name, value, expected="a positive integer (or None)")
+            raise OptionError(o.name, value, expected="a positive integer" + said(" (or None)", ""))
         return int(value)
     if o.kind == "column" and value is not None and (not isinstance(value, str) or not value):
         raise OptionError(o.name, value, expected="a column name (a non-empty string)")

@@ -44,8 +44,9 @@ def _numbers(
             try:
                 float(v)
             except (TypeError, ValueError):
+                found = "a missing value (empty or NaN)" if v is None else repr(v)
                 raise InputError(
-                    f"{role} must be {expected}; found {v!r}", source=source, row=i
+                    f"{role} must be {expected}; found {found}", source=source, row=i
                 ) from None
         return np.asarray([float(v) for v in values], dtype=np.float64)
     if col.null_count:
