@@ -563,11 +563,6 @@ BAD: list[tuple[str, list[str], str]] = [
     ("inspect bad file", ["inspect", "bad.csv"], "bad.csv"),
     ("split bad size", ["split", "t.csv", "--test-size", "-1"], "--test-size -1.0 is not allowed"),
     ("split bad method", ["split", "t.csv", "--method", "sideways"], "--method sideways is not"),
-    (
-        "split cut-off no time",
-        ["split", "t.csv", "--method", "time", "--cutoff", "x"],
-        "--cutoff x",
-    ),
     ("check nothing", ["check"], "--recs"),
     ("check missing file", ["check", "--train", "nope.csv"], "nope.csv"),
     ("demo bad users", ["demo", "--users", "0"], "--users 0"),
