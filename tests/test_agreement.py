@@ -98,8 +98,10 @@ def test_edges() -> None:
     assert res.summary == {"jaccard": 1.0}
     assert res.counts["users_skipped"]["no_truth"] == 1
     assert res.counts["users_skipped"]["no_recommendations"] == 1
-    with pytest.raises(ReceValError):
+    with pytest.raises(ReceValError, match=r"user 'w' has a list in the run but none in the r"):
         agreement({"u": ["a"], "w": ["c"]}, {"u": ["a"]}, "jaccard", only_in_run="error")
+    with pytest.raises(ReceValError, match=r"'w' has a reference .*only_in_reference='error'"):
+        agreement({"u": ["a"]}, {"u": ["a"], "w": ["c"]}, "jaccard", only_in_reference="error")
     # duplicates: an error, or the best rank kept
     with pytest.raises(InputError, match="twice"):
         agreement({"u": ["a"]}, {"u": ["a", "b", "a"]}, "rbo")
@@ -314,6 +316,14 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert got == agreement(run, ref, ["rbo@10[p=0.8]", "jaccard@5"]).summary
     assert main(["agreement", *files, "-m", "ndcg@10"]) == 2
     assert "not an agreement metric" in capsys.readouterr().err
+    assert main(["agreement", *files]) == 2  # an example that the command computes
+    assert "give at least one metric with -m, e.g. -m rbo@10" in capsys.readouterr().err
+    _long({**run, "extra": ["x"]}).to_csv(tmp_path / "more.csv", index=False)
+    more = [str(tmp_path / "more.csv"), files[1]]
+    assert main(["agreement", *more, "-m", "rbo", "--only-in-run", "error"]) == 2
+    assert "user 'extra' has a list in the run but none in the reference (--only-in-run error)" in (
+        capsys.readouterr().err
+    )
     assert main(["evaluate", *files, "-m", "rbo@10"]) == 2
     assert "receval agreement RUN REFERENCE" in capsys.readouterr().err
 

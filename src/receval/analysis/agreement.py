@@ -13,13 +13,14 @@ metrics run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, OptionError, ReceValError, option, said
+from receval.errors import InputError, OptionError, PolicyError, ReceValError, option, said
 from receval.evaluation.api import evaluate
 from receval.evaluation.reference import through_door
 from receval.evaluation.result import Result
@@ -109,6 +110,25 @@ def _by_user_key_item(user: np.ndarray, key: np.ndarray, item: np.ndarray) -> np
     return by_item[np.argsort(outer, kind="stable")]
 
 
+@contextlib.contextmanager
+def _said_as_agreement() -> Iterator[None]:
+    """A user on one side only, refused under ``only_in_run``/``only_in_reference
+    = "error"``, said with those options (the evaluation's own are ``no_truth``
+    and ``missing_recs``)."""
+    try:
+        yield
+    except PolicyError as exc:
+        if "but no truth" in str(exc):
+            text, name = "has a list in the run but none in the reference", "only_in_run"
+        elif "but no recommendations" in str(exc):
+            text, name = "has a reference list but none in the run", "only_in_reference"
+        else:  # pragma: no cover - agreement skips users without relevant items
+            raise
+        error = PolicyError(f"user {exc.user!r} {text} ({option(name, 'error')})")
+        error.user = exc.user
+        raise error from None
+
+
 def agreement(
     run: Any,
     reference: Any,
@@ -179,7 +199,7 @@ def agreement(
         score_col=score_col,
         rank_col=rank_col,
     )
-    with through_door("agreement"):
+    with through_door("agreement"), _said_as_agreement():
         return evaluate(
             run,
             truth,

@@ -74,7 +74,7 @@ def agreement(
     -m rbo@10 -m jaccard@10."""
     from receval.analysis.agreement import agreement as run_agreement
 
-    metrics = metric_strings(metric, k)
+    metrics = metric_strings(metric, k, example="rbo@10")
     run_in = path_input(Path(run_path), fmt, sep)
     reference_in = path_input(Path(reference_path), fmt, sep)
     where = {

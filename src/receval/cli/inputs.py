@@ -249,11 +249,15 @@ def _refuse_inside(
         raise ReceValError(f"{said}; choose another output folder")
 
 
-def metric_strings(metric: list[str] | None, cutoffs: str | None) -> list[str]:
+def metric_strings(
+    metric: list[str] | None, cutoffs: str | None, example: str = "ndcg@10"
+) -> list[str]:
+    """The ``-m`` metrics, each at every cut-off of ``-k`` when given (an
+    error without any, naming ``example``, one the command computes)."""
     from receval.metrics.spec import parse_metrics
 
     if not metric:
-        raise ReceValError("give at least one metric with -m, e.g. -m ndcg@10")
+        raise ReceValError(f"give at least one metric with -m, e.g. -m {example}")
     if cutoffs is None:
         return list(metric)
     ks = []
