@@ -299,6 +299,22 @@ CASES: list[tuple[str, Maker, Maker, list[str], int, list[str]]] = [
         ["r.csv", "--rank-col and --score-col both name the column 'score'"],
     ),
     (
+        "no rank or score: every column of the file named",
+        lambda d: _write(d / "r.csv", "user,item,foo,bar\nu1,1,x,y\n"),
+        lambda d: _write(d / "t.csv", TRUTH),
+        [],
+        2,
+        ["r.csv", "columns found: user, item, foo, bar", "--rank-col or --score-col"],
+    ),
+    (
+        "the item column named as the score",
+        lambda d: _write(d / "r.csv", RECS),
+        lambda d: _write(d / "t.csv", TRUTH),
+        ["--score-col", "item"],
+        2,
+        ["no item column", "the column 'item' is the score (--score-col item)"],
+    ),
+    (
         "non-numeric score",
         lambda d: _write(d / "r.csv", "user,item,score\nu1,1,0.5\nu1,2,high\n"),
         lambda d: _write(d / "t.csv", TRUTH),
@@ -646,3 +662,29 @@ def test_a_time_that_is_no_time_is_bad_input(
     assert code == 2, err
     assert f"{flag} is not allowed: expected a time" in err and "Traceback" not in err
     assert not (tmp_path / "parts").exists() or not any((tmp_path / "parts").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "words"),
+    [
+        (TRUTH, [], ["looks like a truth", "inspect it as one with --truth"]),
+        (
+            "user,item,score\nu1,1,0.5\nu1,2,abc\n",
+            [],
+            ["line 3", "score must be a finite", "'abc'"],
+        ),
+        ("user,item,rank\nu1,1,1\nu1,2,0\n", [], ["line 3", "rank must be a positive integer"]),
+    ],
+)
+def test_inspect_reads_a_file_as_the_evaluation_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, args: list, words: list
+) -> None:
+    """inspect refuses what evaluate refuses (a bad score or rank, named by
+    its line), and a truth read as recommendations says --truth."""
+    path = _write(tmp_path / "f.csv", content)
+    code, _, err = run(capsys, "inspect", path, *args)
+    assert code == 2 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, err
+    if content == TRUTH:
+        assert run(capsys, "inspect", path, "--truth")[0] == 0

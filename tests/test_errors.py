@@ -114,7 +114,11 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], list[str]]] = [
         "an explicit name missing: no hint of a column named for another role",
         dict(recommendations=RECS.rename(columns={"score": "pts"}), score_col="item"),
         InputError,
-        ["no item column", "columns found: user, item, pts", "item_col="],
+        [
+            "no item column",
+            "columns found: user, item, pts",
+            "'item' is the score (score_col='item')",
+        ],
     ),
     (
         "the user ids in a pandas index",

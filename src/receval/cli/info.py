@@ -173,6 +173,30 @@ def _inspected(
     return table.to_pandas(), info.format, dict(info.columns), list(info.messages), info
 
 
+def _check_numbers(frame: Any, name: str, columns: dict, path: Path, info: Any) -> None:
+    """The first row whose score or rank is no finite number (a rank: no whole
+    number >= 1), named as the evaluation names it."""
+    import numpy as np
+    import pandas as pd
+
+    numbers = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(numbers)
+    if name == "rank":
+        bad |= (numbers < 1) | (numbers != np.floor(numbers))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        expected = "a positive integer" if name == "rank" else "a finite number"
+        exc = InputError(
+            f"{name} must be {expected}; found {shown(frame[name].iloc[row])}",
+            source=str(path),
+            row=row,
+            user=frame["user"].iloc[row],
+            item=frame["item"].iloc[row],
+            column=columns.get(name, name),
+        )
+        raise exc if info is None else info.locate(exc)
+
+
 @command()
 @with_options(COLUMN_FLAGS)
 def inspect(
@@ -187,7 +211,16 @@ def inspect(
     import pandas as pd
 
     role = "truth" if truth else "recommendations"
-    frame, kind, columns, messages, info = _inspected(path, role, fmt, sep, options.columns())
+    try:
+        frame, kind, columns, messages, info = _inspected(path, role, fmt, sep, options.columns())
+    except InputError as exc:  # a truth read as recommendations: one file, so --truth
+        if truth or "as a truth has" not in exc.reason:
+            raise
+        raise InputError(
+            exc.reason.split("; this input has")[0]
+            + "; it looks like a truth (a grade column): inspect it as one with --truth",
+            source=exc.source,
+        ) from None
     lines = [f"{path}: {kind}, {len(frame)} rows"]
     lines += [f"column {c} read as {role_}" for role_, c in columns.items()]
     lines += messages
@@ -198,6 +231,9 @@ def inspect(
     )
     dup = int(frame.duplicated(["user", "item"]).sum())
     lines.append(f"duplicate (user, item) rows: {dup}")
+    for name in ("score", "rank"):  # as the evaluation reads them: numbers, finite
+        if name in frame:
+            _check_numbers(frame, name, columns, path, info)
     if "score" in frame:
         ties = int(frame.duplicated(["user", "score"]).sum())
         lines.append(f"rows tied in score with another row of their user: {ties}")

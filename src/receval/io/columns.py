@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,18 +101,26 @@ def _missing(
     names: Sequence[str],
     source: str,
     truth: bool = False,
-    taken: Collection[str] = (),
+    taken: Mapping[str, str] | None = None,
     index: Sequence[str] = (),
 ) -> InputError:
     """The error of a missing column: the columns found, and a close match
-    among those that serve no other role (``taken``); a pandas index
-    (``index``: its names) holding the role is named."""
+    among those that serve no other role (``taken``: column -> the role it was
+    named or found for); a column named like the role but named for another,
+    or a pandas index (``index``: its names) holding the role, is said."""
+    taken = taken or {}
     found = ", ".join(names) or "none"
     option = f"truth_{role}_col" if truth and role in ("user", "item") else _OPTION[role]
     free = [n for n in names if n not in taken]
-    held = [n for n in index if n == wanted or _key(n) in {_key(a) for a in ALIASES[role]}]
+    aliases = {_key(a) for a in ALIASES[role]}
+    held = [n for n in index if n == wanted or _key(n) in aliases]
+    elsewhere = [n for n in taken if n == wanted or (wanted is None and _key(n) in aliases)]
     if held:
         hint = f"; the DataFrame's index {held[0]!r} is not read: make it a column (.reset_index())"
+    elif elsewhere:
+        other = errors.option(_OPTION[taken[elsewhere[0]]], elsewhere[0])
+        hint = f"; the column {elsewhere[0]!r} is the {taken[elsewhere[0]]} ({other})"
+        held = elsewhere
     if wanted is not None:
         close = difflib.get_close_matches(wanted, free, n=1, cutoff=0.5)
         if not held:
@@ -172,7 +180,7 @@ def resolve(
         if name not in names:
             if roles is ITEMS and role not in required:
                 continue  # a list of items may have no user column: --user-col names others
-            others = set(explicit.values()) - {name}
+            others = {n: r for r, n in explicit.items() if r != role}
             raise _missing(role, name, names, source, roles is TRUTH, others, index)
         out[role] = name
     taken = set(out.values())
@@ -188,7 +196,8 @@ def resolve(
     for role in required:
         if role not in out:
             wanted = getattr(cols, role) or None
-            raise _missing(role, wanted, names, source, roles is TRUTH, set(out.values()), index)
+            others = {n: r for r, n in out.items()}
+            raise _missing(role, wanted, names, source, roles is TRUTH, others, index)
     if roles is RECS and "rank" not in out and "score" not in out:
         graded = [n for n in names if _key(n) in {_key(a) for a in ALIASES["relevance"]}]
         if graded:  # a truth given where the recommendations go
@@ -200,6 +209,19 @@ def resolve(
                 source=source,
             )
     return out
+
+
+def no_order(names: Sequence[str], source: str) -> InputError:
+    """The error of recommendations with neither a rank nor a score column,
+    naming every column of the input (``names``)."""
+    return InputError(
+        "recommendations need a rank column (1 = best) or a score column (higher = "
+        f"better) to order each list (columns found: {', '.join(names)}) — name it with "
+        + errors.option("rank_col")
+        + " or "
+        + errors.option("score_col"),
+        source=source,
+    )
 
 
 def is_frame(obj: Any, kind: str = "DataFrame") -> bool:

@@ -61,6 +61,7 @@ from receval.io.columns import (
     TRAIN,
     TRUTH,
     USER_GROUPS,
+    no_order,
     renamed,
     resolve,
 )
@@ -756,6 +757,8 @@ def _read_delimited(
     pass (:func:`_line_of_row`), so quoted fields that span lines and blank
     lines are counted right."""
     found = resolve(header, job.cols, job.roles, job.name)
+    if job.roles is RECS and "rank" not in found and "score" not in found:
+        raise no_order(header, job.name)  # every column of the file named, not those kept
     text = job.reader.ids == "text"
     ids = {found[r]: r for r in ("user", "item") if r in found and text}
     job.info.line_of_row = _line_of_row(job.text, sep)
