@@ -688,3 +688,15 @@ def test_inspect_reads_a_file_as_the_evaluation_would(
         assert word in err, err
     if content == TRUTH:
         assert run(capsys, "inspect", path, "--truth")[0] == 0
+
+
+def test_a_propensities_file_that_is_not_there_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Even with no weighted metric (so the propensities are not read), a
+    mistyped path is an error, not a note."""
+    recs, truth = _write(tmp_path / "r.csv", RECS), _write(tmp_path / "t.csv", TRUTH)
+    code, _, err = run(capsys, "evaluate", recs, truth, "-m", "ndcg@3", "--propensities", "nope")
+    assert code == 2 and "nope: no such file" in err, err
+    code, out, err = run(capsys, "evaluate", recs, truth, "-m", "ndcg@3", "--propensities", recs)
+    assert code == 0 and "propensities were given but no metric is weighted" in out + err, err

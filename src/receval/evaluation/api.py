@@ -19,11 +19,13 @@ from receval.evaluation.options import EvalOptions
 from receval.evaluation.reference import door_open
 from receval.evaluation.result import Result
 from receval.io import spark_files
+from receval.io.files import checked_path
 from receval.io.items import build_context
 from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
 from receval.io.propensities import (
     DEFAULT_GAMMA,
+    MODELS,
     PairsWithPropensities,
     Propensities,
 )
@@ -267,11 +269,21 @@ def evaluate(
         res.parameters["propensities"] = _named(propensities)
         res.parameters["propensity_gamma"] = propensity_gamma
         if not weighted:
+            _exists(propensities)  # unread, but a file named must be there
             res.notes.append(
-                "propensities= was given but no metric is weighted: ask for one with "
+                "propensities were given but no metric is weighted: ask for one with "
                 "weighting=, e.g. recall@10[weighting=ips]"
             )
     return res
+
+
+def _exists(propensities: Any) -> None:
+    """A file of propensities named (not a model's name) must exist, though
+    no metric reads it: a mistyped path is an error, not a note."""
+    if isinstance(propensities, (str, os.PathLike)) and not (
+        isinstance(propensities, str) and propensities.strip().lower() in MODELS
+    ):
+        checked_path(propensities)
 
 
 def _named(propensities: Any) -> str:
