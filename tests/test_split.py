@@ -208,6 +208,14 @@ def test_save(tmp_path) -> None:
         ({"method": "user_time", "test_size": 1.5}, ReceValError, "test_size"),
         ({"method": "bogus"}, ReceValError, "method=.bogus. is not allowed: expected one of"),
         ({"method": "random", "test_size": -1}, ReceValError, "test_size"),
+        ({"method": "random", "test_size": 0}, ReceValError, r"test_size=0 .*a count >= 1"),
+        ({"method": "user_time", "test_size": 0}, ReceValError, r"test_size=0 .*a count >= 1"),
+        (
+            {"method": "random", "min_user_interactions": -3},
+            ReceValError,
+            r"min_user_interactions=-3 is not allowed: expected a whole number >= 0",
+        ),
+        ({"method": "time", "cutoff": "abc"}, ReceValError, r"cutoff='abc' is not allowed"),
     ],
 )
 def test_errors(kwargs, error, match) -> None:

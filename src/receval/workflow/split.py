@@ -382,8 +382,8 @@ def _check_size(name: str, size: Any, allow_none: bool = False) -> None:
     if size is None and allow_none:
         return
     if _is_count(size):
-        if size < 0:
-            raise OptionError(name, size, expected="a share in (0, 1) or a count >= 0")
+        if size < 1:  # no row in the part: a share or count of none is a mistake
+            raise OptionError(name, size, expected="a share in (0, 1) or a count >= 1")
         return
     if isinstance(size, float) and 0 < size < 1:
         return
@@ -473,7 +473,7 @@ def filter_interactions(
         ("min_item_interactions", min_item_interactions),
     ):
         if not _is_count(v) or v < 0:
-            raise ReceValError(f"{name} must be an integer >= 0; got {v!r}")
+            raise OptionError(name, v, expected="a whole number >= 0")
     u = _codes(frame[user_col])
     i = _codes(frame[item_col])
     keep = np.ones(len(frame), dtype=bool)
@@ -683,9 +683,15 @@ def _opts(
         try:
             relevance_threshold = float(relevance_threshold)
         except (TypeError, ValueError):
-            raise ReceValError(
-                f"relevance_threshold must be a number; got {relevance_threshold!r}"
+            raise OptionError(
+                "relevance_threshold", relevance_threshold, expected="a number"
             ) from None
+    for name, v in (
+        ("min_user_interactions", min_user_interactions),
+        ("min_item_interactions", min_item_interactions),
+    ):
+        if not _is_count(v) or v < 0:
+            raise OptionError(name, v, expected="a whole number >= 0")
     return _Opts(
         user_col,
         item_col,
