@@ -129,6 +129,17 @@ def test_result_round_trips_through_json() -> None:
     assert isinstance(back["dr"].weights, WeightSummary)
     with pytest.raises(InputError, match="receval off-policy --json"):
         OffPolicyResult.from_dict({"estimates": {"ips": {}}})
+    whole = json.loads(res.to_json())
+    wrong = [  # what is wrong said in words, never an exception's repr
+        ([1, 2], "found an array, not an object"),
+        ({**whole, "estimates": 5}, "'estimates' is a number, not an object of estimators"),
+        ({k: v for k, v in whole.items() if k != "seed"}, "found no 'seed'"),
+        ({**whole, "estimates": {"ips": {"estimate": 1.0}}}, "an estimate has no 'low'"),
+    ]
+    for given, words in wrong:
+        with pytest.raises(InputError) as got:
+            OffPolicyResult.from_dict(given)  # type: ignore[arg-type]
+        assert words in str(got.value) and "Error(" not in str(got.value)
 
 
 # --------------------------------------------------------------------------- slates in batches

@@ -299,6 +299,26 @@ class OffPolicyEstimate:
     weights: WeightSummary | None = None
 
 
+def _what_is_wrong(d: Any, exc: Exception) -> str:
+    """What an off-policy result read back lacks, in words (not an exception's repr)."""
+
+    def json_type(v: Any) -> str:
+        kinds = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"))
+        kinds += ((list, "an array"), (Mapping, "an object"))
+        return next((name for t, name in kinds if isinstance(v, t)), "null")
+
+    if not isinstance(d, Mapping):
+        return f"found {json_type(d)}, not an object"
+    missing = [k for k in ("estimates", "ci", "n_resamples", "seed", "notes") if k not in d]
+    if missing:
+        return f"found no {', '.join(repr(k) for k in missing)}"
+    if not isinstance(d["estimates"], Mapping):
+        return f"'estimates' is {json_type(d['estimates'])}, not an object of estimators"
+    if isinstance(exc, KeyError):
+        return f"an estimate has no {exc.args[0]!r}"
+    return f"a value is not a number ({exc})"
+
+
 @dataclass(frozen=True)
 class OffPolicyResult:
     """What :func:`off_policy` returns: one :class:`OffPolicyEstimate` per
@@ -400,7 +420,7 @@ class OffPolicyResult:
             raise InputError(
                 "expected an off-policy result as OffPolicyResult.to_dict writes it "
                 f"(receval off-policy --json): estimates, ci, n_resamples, seed, notes; "
-                f"found a problem at {exc!r}",
+                f"{_what_is_wrong(d, exc)}",
                 source="off_policy",
             ) from None
 
