@@ -249,6 +249,14 @@ def test_command_bad_input_exits_2_naming_the_file_row_or_flag(
     assert code == 2 and out == ""
     assert "bad.csv, line 3: a list for step 7 of session 's1'" in err
     assert old.read_text() == "kept\n"  # nothing written: whole or absent
+    # a bad row of a list: its line, the session and step (not an internal unit and row)
+    for text, said in (
+        ("s1,1,b,1\ns1,1,b,2\n", "line 3, item 'b': session 's1', step 1: the item appears"),
+        ("s1,1,b,1\ns1,1,c,0\n", "line 3, item 'c': session 's1', step 1: rank must be"),
+    ):
+        bad.write_text("session,step,item,rank\n" + text)
+        code, _, err = _run(capsys, "next-items", bad, sessions, "-m", "mrr@3")
+        assert code == 2 and f"bad.csv, {said}" in err, err
     cases = [
         (["--step-col", "nope"], "lists.csv: no column 'nope'"),
         (["--session-col", "sid"], "no session column 'sid'"),

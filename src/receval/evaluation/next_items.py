@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 import receval.ids as ids
-from receval.errors import InputError, OptionError, option
+from receval.errors import InputError, OptionError, option, plain
 from receval.evaluation.result import Result
 from receval.exact import ExactSum
 from receval.metrics.spec import MetricSpec
@@ -279,13 +279,46 @@ def evaluate_next_items(
         recs = _read_lists(lists, list_cols, log, notes)
     truth_units, truth_items = log.truth(target)
     # columns named by their roles: evaluate finds them (and records no column option)
-    res = evaluate(
-        pd.DataFrame(_recs_columns(recs), copy=False),
-        pd.DataFrame({"user": truth_units, "item": truth_items}, copy=False),
-        metrics,
-        **evaluate_options,
-    )
+    try:
+        res = evaluate(
+            pd.DataFrame(_recs_columns(recs), copy=False),
+            pd.DataFrame({"user": truth_units, "item": truth_items}, copy=False),
+            metrics,
+            **evaluate_options,
+        )
+    except InputError as exc:
+        raise _in_lists(exc, recs, log) from None
     return _assembled(res, log, recs, target, average, steps, batch_size, notes)
+
+
+def _in_lists(exc: InputError, recs: _ListRows, log: _Sessions) -> InputError:
+    """An error of the list rows as evaluated (a unit code for a user, rows
+    of the steps kept) said of the lists as given: their row (a file's line,
+    where the caller knows it), the session and the step."""
+    if exc.source != "recommendations":
+        return exc
+    unit, where = exc.user, ""
+    if isinstance(unit, int) and 0 <= unit < log.n_units:
+        c = int(np.searchsorted(log.first, unit, side="right")) - 1
+        step = int(log.lengths[c]) - 1 if log.last_only else unit - int(log.first[c]) + 1
+        where = f"session {plain(log.ids[c])!r}, step {step}: "
+    kept = recs.kept
+    moved = exc.remap(lambda r: r if kept is None else int(kept[r]))
+    reason = exc.reason.replace("this user's list", "this list")
+    return InputError(
+        where + reason, source="lists", row=moved.row, other_row=moved.other_row, item=exc.item
+    )
+
+
+def _part_of(acc: Any, recs: Any, truth: Any, where: tuple[int, _ListRows, _Sessions]) -> Any:
+    """The accumulator's part of a piece; an error said of the lists as the
+    callable gave them (``where``: the piece's first row in its batch, the
+    batch's rows and the sessions; :func:`_in_lists`)."""
+    start, part, log = where
+    try:
+        return acc._part(recs, truth)
+    except InputError as exc:
+        raise _in_lists(exc.remap(lambda r: r + start), part, log) from None
 
 
 def _batched(
@@ -352,8 +385,8 @@ def _batched(
                 # callable makes the next one: the earlier batches are done
                 # first (two batches alive at most)
                 count = 0
-                for recs, truth in _pieces(part, truth_units, truth_items):
-                    pending.append(pool.submit(acc._part, recs, truth))
+                for recs, truth, at in _pieces(part, truth_units, truth_items):
+                    pending.append(pool.submit(_part_of, acc, recs, truth, (at, part, log)))
                     count += 1
                     while len(pending) > IN_FLIGHT * THREADS:
                         acc._add_part(pending.popleft().result())
@@ -391,7 +424,7 @@ def _pieces(
 ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """A batch's list rows and truth in pieces of whole units of about
     :data:`PIECE_ROWS` rows (the whole batch when its rows are not in unit
-    order): every unit of the truth in exactly one piece."""
+    order), each with its first row: every unit of the truth in exactly one piece."""
     units = part.units
     n = len(units)
     cuts = [0]
@@ -415,7 +448,7 @@ def _pieces(
         t1 = np.searchsorted(truth_units, units[b]) if b < n else len(truth_units)
         recs = table({k: v[a:b] for k, v in cols.items()})
         truth = table({"user": truth_units[t0:t1], "item": truth_items[t0:t1]})
-        yield recs, truth
+        yield recs, truth, a
 
 
 def _arrow_table(columns: Mapping[str, np.ndarray]) -> Any:
@@ -732,6 +765,7 @@ class _ListRows:
 
     notes: list[str] = field(default_factory=list)  # the batches' notes on reading them
     runs: np.ndarray | None = None  # the unit of each run of rows (None: not known)
+    kept: np.ndarray | None = None  # each row's row of the lists, when some were dropped
 
     @classmethod
     def empty(cls) -> _ListRows:
@@ -839,13 +873,13 @@ def _read_lists(
             source=what,
             row=row,
         )
-    dropped = 0
+    dropped, kept = 0, None
     if log.last_only:
         keep_runs = t_runs == n_steps
         units_runs = log.first[codes]
         if not keep_runs.all():
             keep = np.repeat(keep_runs, run_lengths)
-            dropped = int((~keep).sum())
+            dropped, kept = int((~keep).sum()), np.flatnonzero(keep)
             items = items[keep]
             ranks = ranks[keep] if ranks is not None else None
             scores = scores[keep] if scores is not None else None
@@ -855,7 +889,7 @@ def _read_lists(
     units = np.repeat(units_runs.astype(np.int64, copy=False), run_lengths)
     if ranks is None and scores is None:  # the rows' order within each step
         ranks = _row_ranks(units, units_runs, run_lengths)
-    return _ListRows(units, items, ranks, scores, n, dropped, runs=units_runs)
+    return _ListRows(units, items, ranks, scores, n, dropped, runs=units_runs, kept=kept)
 
 
 #: rows compared at a time by :func:`_run_heads` (its flags stay in the cache)
