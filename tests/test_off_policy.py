@@ -484,3 +484,26 @@ def test_batches_equal_the_whole_log(tmp_path: Path) -> None:
         off_policy(logs, policy, ["ips"], batch_rows=37)
     with pytest.raises(OptionError, match="batch_rows"):
         off_policy(tmp_path / "logs.parquet", policy, ["ips"], batch_rows=0)
+
+
+def test_a_bad_row_of_a_file_names_the_file_and_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log or policy read from a file: its bad row is named by the file and
+    line (the header is line 1), in Python and on the command line."""
+    from receval.cli import main
+
+    logs = tmp_path / "logs.csv"
+    logs.write_text("context,action,reward,propensity\nc1,a,1,0.5\nc1,b,,0.5\nc2,a,0,0.5\n")
+    policy = tmp_path / "pol.csv"
+    policy.write_text("context,action,probability\nc1,a,1\nc2,a,1\n")
+    with pytest.raises(InputError) as got:
+        off_policy(logs, policy, ["ips"], n_resamples=0)
+    assert got.value.source == str(logs) and got.value.line == 3
+    assert "found a missing value (empty or NaN) (1 such row)" in str(got.value)
+    assert main(["off-policy", str(logs), str(policy), "-e", "ips"]) == 2
+    assert f"{logs}, line 3: column 'reward'" in capsys.readouterr().err
+    logs.write_text("context,action,reward,propensity\nc1,a,1,0.5\nc2,a,0,0\nc2,b,0,0\n")
+    with pytest.raises(InputError) as got:
+        off_policy(logs, policy, ["ips"], n_resamples=0)
+    assert got.value.line == 3 and "2 such rows" in str(got.value)

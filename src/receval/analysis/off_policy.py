@@ -47,9 +47,11 @@ estimator puts on the rewards (``n`` for the direct method).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -463,13 +465,38 @@ class OffPolicyResult:
 # --------------------------------------------------------------------------- inputs
 
 
+#: the files :func:`off_policy` read, by the name its errors give them ("logs", ...)
+_FILES_READ: ContextVar[dict[str, Any] | None] = ContextVar("_FILES_READ", default=None)
+
+
+@contextlib.contextmanager
+def _located() -> Iterator[None]:
+    """Within the block, an error of a row of a file read (``logs``,
+    ``policy``, ...) names the file and its line."""
+    read: dict[str, Any] = {}
+    token = _FILES_READ.set(read)
+    try:
+        yield
+    except InputError as exc:
+        info = read.get(str(exc.source))
+        if info is None:
+            raise
+        raise info.locate(exc) from None
+    finally:
+        _FILES_READ.reset(token)
+
+
 def _frame(obj: Any, source: str, action: str = "action") -> pd.DataFrame:
     """A pandas frame of a table or of a file receval reads (Parquet, CSV/TSV,
     JSONL; every column kept, ``action`` the column the file must have)."""
     if isinstance(obj, (str, os.PathLike)):
-        from receval.io.bandit_logs import read_bandit_table
+        from receval.io.bandit_logs import read_bandit_file
 
-        return read_bandit_table(obj, action).to_pandas()
+        table, info = read_bandit_file(obj, action)
+        read = _FILES_READ.get()
+        if read is not None:  # an error of its rows then names the file and line
+            read[source] = info
+        return table.to_pandas()
     if isinstance(obj, pd.DataFrame):
         return obj.reset_index(drop=True)
     from receval.io.columns import is_table, to_arrow
@@ -495,14 +522,20 @@ def _column(frame: pd.DataFrame, names: Sequence[str], source: str, role: str) -
     )
 
 
+def _such(n: int) -> str:
+    """``n`` such rows, in words: "1 such row", "2 such rows"."""
+    return f"{n} such row" if n == 1 else f"{n} such rows"
+
+
 def _numbers(frame: pd.DataFrame, col: str, source: str) -> np.ndarray:
     values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         row = int(bad[0])
+        value = frame[col].iloc[row]
+        found = "a missing value (empty or NaN)" if pd.isna(value) else repr(value)
         raise InputError(
-            f"column {col!r} must hold finite numbers; found {frame[col].iloc[row]!r} "
-            f"({bad.size} such rows)",
+            f"column {col!r} must hold finite numbers; found {found} ({_n_rows(bad.size)} such)",
             source=source,
             row=row,
             column=col,
@@ -525,7 +558,7 @@ def _check_probability(
             else "a probability must lie in " + ("[0, 1]" if zero_ok else "(0, 1]")
         )
         raise InputError(
-            f"{what} {col!r} is {found!r} ({why}); {idx.size} such rows",
+            f"{what} {col!r} is {found!r} ({why}); {_such(idx.size)}",
             source=source,
             row=row,
             column=col,
@@ -1498,10 +1531,11 @@ def off_policy(
     if batch_rows is not None:
         sums, notes = _stream(logs, policy, reward_model, names, cols, batch_rows, settings)
     else:
-        if slate:
-            d = _slate_rows(logs, policy, names, cols)
-        else:
-            d = _rows(logs, policy, reward_model, need_model, cols)
+        with _located():
+            if slate:
+                d = _slate_rows(logs, policy, names, cols)
+            else:
+                d = _rows(logs, policy, reward_model, need_model, cols)
         hists: dict[str, _Hist] = {}
         sums, notes = {name: _sums(name, d, *settings, hists) for name in names}, d.notes
     out = tuple(_estimate(name, sums[name], ci, n_resamples, seed) for name in names)

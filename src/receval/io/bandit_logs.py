@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,15 +28,22 @@ def read_bandit_table(path: str | os.PathLike[str], action: str = "action") -> p
         ...     read_bandit_table(p).column_names
         ['action', 'user', 'reward', 'propensity']
     """
+    return read_bandit_file(path, action)[0]
+
+
+def read_bandit_file(path: str | os.PathLike[str], action: str = "action") -> tuple[pa.Table, Any]:
+    """:func:`read_bandit_table`, and the file's :class:`~receval.io.files.FileInfo`
+    (whose ``locate`` names the file and the line of a row)."""
     try:
-        table, _ = read_file(path, role="items", cols=Columns(item=action))
+        table, info = read_file(path, role="items", cols=Columns(item=action))
     except InputError as exc:  # the reader's "item" is the log's action
         reason = exc.reason.replace("no item column", "no action column")
         reason = reason.replace("item_col=", 'columns={"action": ...}')
         raise InputError(
             reason.replace("--item-col", "--action-col"), source=exc.source, line=exc.line
         ) from None
-    return table.rename_columns([action if n == "item" else n for n in table.column_names])
+    names = [action if n == "item" else n for n in table.column_names]
+    return table.rename_columns(names), info
 
 
 def iter_bandit_batches(
