@@ -535,7 +535,7 @@ def _numbers(frame: pd.DataFrame, col: str, source: str) -> np.ndarray:
         value = frame[col].iloc[row]
         found = "a missing value (empty or NaN)" if pd.isna(value) else repr(value)
         raise InputError(
-            f"column {col!r} must hold finite numbers; found {found} ({_n_rows(bad.size)} such)",
+            f"column {col!r} must hold finite numbers; found {found} ({_such(bad.size)})",
             source=source,
             row=row,
             column=col,
