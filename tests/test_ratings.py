@@ -361,6 +361,14 @@ ERRORS = [
         ["row 1", "actual rating must be a number", "'x'"],
     ),
     (
+        lambda: evaluate_ratings(
+            {"user": ["u1", "u2"], "item": [1, 2], "actual": [4, 3], "predicted": ["4", "x"]},
+            "mae",
+        ),
+        InputError,
+        ["row 1, user 'u2', item 2: predicted rating must be a number; found 'x'"],
+    ),
+    (
         lambda: evaluate_ratings({"actual": [1, 2, 3], "predicted": [1, 2]}, "mae"),
         ReceValError,
         ["different lengths", "actual has 3", "predicted has 2"],

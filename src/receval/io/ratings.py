@@ -142,8 +142,13 @@ def read_ratings(
             column=found[role],
         )
 
-    actual = _values(table.column("actual"), "actual", found["actual"], source)
-    predicted = _values(table.column("predicted"), "predicted", found["predicted"], source)
+    try:
+        actual = _values(table.column("actual"), "actual", found["actual"], source)
+        predicted = _values(table.column("predicted"), "predicted", found["predicted"], source)
+    except InputError as exc:  # named by its user and item too
+        assert exc.row is not None and exc.column is not None
+        role = "actual" if exc.column == found["actual"] else "predicted"
+        raise fail(exc.reason, exc.row, role) from None
     for values, role in ((actual, "actual"), (predicted, "predicted")):
         inf = np.isinf(values)
         if inf.any():
