@@ -296,7 +296,10 @@ def _cutoffs(m: Measure, raw: str, *, integer: bool) -> list[float]:
     comma separated, sorted ascending, no duplicates, integers > 0."""
     values = sorted((float(int(_atof(p))) if integer else _atof(p)) for p in raw.split(","))
     if integer and values[0] <= 0:
-        raise MetricError(f"trec_eval's {m.name}.{raw}: cut-offs must be > 0")
+        parts = [p for p in raw.split(",") if _atof(p) <= 0]
+        raise MetricError(
+            f"trec_eval's {m.name}.{raw}: cut-offs must be whole numbers > 0; got {parts[0]!r}"
+        )
     if any(a == b for a, b in itertools.pairwise(values)):
         raise MetricError(f"trec_eval's {m.name}.{raw}: a cut-off is repeated")
     return values
