@@ -340,3 +340,36 @@ def test_cli_ctrl_c_in_the_command_exits_130(
     argv = ["backtest", log_file, "--test-length", "1", "-m", "p@1", "-q"]
     code, _, _ = run(capsys, *argv, "--command", "kill -INT $$; echo {out}")
     assert code == 130
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stopped_backtest_stops_every_process_its_command_started(
+    log_file: Path, tmp_path: Path, sig: str
+) -> None:
+    """SIGTERM (a scheduler) or SIGINT sent to receval alone: the command's
+    shell and what it started in the background go too (its own process
+    group), so nothing of the model's keeps running or writes afterwards."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    marker = tmp_path / "survivor.txt"
+    script = tmp_path / "model.sh"
+    script.write_text(f"#!/bin/sh\n(sleep 3; echo alive > {marker}) &\nsleep 30\n")
+    script.chmod(0o755)
+    started = tmp_path / "started.txt"
+    argv = [sys.executable, "-m", "receval", "backtest", str(log_file), "--test-length", "1"]
+    argv += ["-m", "p@1", "-q", "--command", f"touch {started}; {script} {{out}}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.3)
+    os.kill(proc.pid, getattr(signal, sig))
+    code = proc.wait(timeout=30)
+    assert code == (143 if sig == "SIGTERM" else 130)
+    time.sleep(4)
+    assert not marker.exists(), "a process the command started outlived the backtest"

@@ -34,9 +34,12 @@ test users to another, and the command writes its recommendations to a file.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 import time
@@ -905,14 +908,7 @@ class ShellModel:
         train.to_parquet(paths["train"], index=False)
         pd.DataFrame({fold.user_col: users}).to_parquet(paths["users"], index=False)
         command = self.command(paths, fold)
-        done = subprocess.run(
-            command,
-            shell=True,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            check=False,
-        )
+        done = _run_command(command)
         if done.returncode in (-2, 130):  # SIGINT: Ctrl-C reached the command too
             raise KeyboardInterrupt
         tail = _tail(done.stderr, self.stderr_lines)
@@ -934,6 +930,39 @@ class ShellModel:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+
+
+def _run_command(command: str) -> subprocess.CompletedProcess[bytes]:
+    """The model's command run by the shell, in a process group of its own:
+    when the backtest stops (Ctrl-C, SIGTERM, an error), every process the
+    command started is stopped with it (SIGTERM, then SIGKILL after 5 s), not
+    only the shell."""
+    posix = hasattr(os, "killpg")
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=posix,
+    )
+    try:
+        _, err = proc.communicate()
+    except BaseException:
+        if posix:
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, None)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+                try:
+                    proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        else:  # pragma: no cover - not POSIX
+            proc.kill()
+            proc.wait()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, None, err)
 
 
 def _tail(data: bytes | None, lines: int) -> str:
