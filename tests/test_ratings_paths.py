@@ -57,6 +57,7 @@ def test_an_error_names_the_file_and_its_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("user,item,actual,predicted\n1,1,4,3.5\n1,2,x,2.5\n")
     with pytest.raises(
-        receval.InputError, match=r"bad\.csv, line 3: actual rating must be a number"
+        receval.InputError,
+        match=r"bad\.csv, line 3, user 1, item 2: actual rating must be a number",
     ):
         receval.evaluate_ratings(str(path), ["mae"])

@@ -211,6 +211,20 @@ def resolve(
     return out
 
 
+#: schema metadata of a table read from a text file: every column of the file,
+#: tab-separated (only its roles' columns are read), for errors to name
+FILE_COLUMNS = b"receval.file_columns"
+
+
+def columns_of(obj: Any) -> list[str]:
+    """The columns of an input as its user sees them: a table's, or, for one
+    read from a text file, every column of the file (:data:`FILE_COLUMNS`)."""
+    meta = getattr(getattr(obj, "schema", None), "metadata", None) or {}
+    if FILE_COLUMNS in meta:
+        return meta[FILE_COLUMNS].decode().split("\t")
+    return names_of(obj)
+
+
 def no_order(names: Sequence[str], source: str) -> InputError:
     """The error of recommendations with neither a rank nor a score column,
     naming every column of the input (``names``)."""

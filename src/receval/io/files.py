@@ -55,13 +55,13 @@ from receval.ids import (
     from_text,
 )
 from receval.io.columns import (
+    FILE_COLUMNS,
     ITEMS,
     RATINGS,
     RECS,
     TRAIN,
     TRUTH,
     USER_GROUPS,
-    no_order,
     renamed,
     resolve,
 )
@@ -143,6 +143,7 @@ class FileInfo:
     path: str
     format: str
     columns: dict[str, str] = field(default_factory=dict)  # role -> column read
+    header: list[str] | None = None  # every column of a text file (only its roles' are read)
     messages: list[str] = field(default_factory=list)
     line_of_row: Callable[[int], int] | None = None
     rows: int = 0
@@ -721,6 +722,8 @@ def read_source(
     if reader.named:
         table = _map_columns(table, cols, ROLES[role], info, role in KEEPS_EVERY_COLUMN)
         table = _explode_lists(table, info)
+    if info.header is not None:  # what an error about a missing column names as found
+        table = table.replace_schema_metadata({FILE_COLUMNS: "\t".join(info.header)})
     info.rows = table.num_rows
     return table, info
 
@@ -757,8 +760,7 @@ def _read_delimited(
     pass (:func:`_line_of_row`), so quoted fields that span lines and blank
     lines are counted right."""
     found = resolve(header, job.cols, job.roles, job.name)
-    if job.roles is RECS and "rank" not in found and "score" not in found:
-        raise no_order(header, job.name)  # every column of the file named, not those kept
+    job.info.header = list(header)  # every column of the file, though only these are read
     text = job.reader.ids == "text"
     ids = {found[r]: r for r in ("user", "item") if r in found and text}
     job.info.line_of_row = _line_of_row(job.text, sep)

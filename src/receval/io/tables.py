@@ -19,7 +19,15 @@ import pyarrow as pa
 from receval._malloc import check_headroom
 from receval.errors import InputError, option
 from receval.ids import SMALL_COLUMN, STR, arrow_bools, canonical, first_true, numbers
-from receval.io.columns import RECS, TRUTH, is_table, kind_of, names_of, no_order, normalise
+from receval.io.columns import (
+    RECS,
+    TRUTH,
+    columns_of,
+    is_table,
+    kind_of,
+    no_order,
+    normalise,
+)
 from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
 
@@ -322,7 +330,7 @@ def _recs_of(
             raise _locate(exc, users, items) from None
         check_scores(score, users, items, source)
     else:
-        raise no_order(names_of(obj), source)
+        raise no_order(columns_of(obj), source)
     return RecsData(users, items, score, rank, rows=table.num_rows, source=source, columns=found)
 
 
