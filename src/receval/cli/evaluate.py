@@ -68,7 +68,7 @@ from receval.errors import (
     ReceValError,
 )
 from receval.evaluation.options import EvalOptions
-from receval.io.propensities import DEFAULT_GAMMA, MODELS
+from receval.io.propensities import DEFAULT_GAMMA, is_model
 
 Propensities = Annotated[
     str | None,
@@ -152,7 +152,7 @@ def evaluate(
     tracking.ready()
     items = item_files(train, catalog, item_features, popular, item_groups)
     read = {"recommendations": recs_path, "truth": truth_path, **input_files(items, user_groups)}
-    if propensities is not None and propensities.strip().lower() not in MODELS:
+    if propensities is not None and not is_model(propensities):
         read["propensities"] = propensities  # a file (else the popularity model's name)
     written = {"per_user": per_user_path}  # with Spark, a folder of part files
     if engine is Engine.spark:

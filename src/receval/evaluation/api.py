@@ -25,9 +25,9 @@ from receval.io.manifest import set_notes
 from receval.io.pair import open_pair
 from receval.io.propensities import (
     DEFAULT_GAMMA,
-    MODELS,
     PairsWithPropensities,
     Propensities,
+    is_model,
 )
 from receval.io.tables import read_recs, read_truth
 from receval.metrics.context import ItemContext
@@ -280,9 +280,7 @@ def evaluate(
 def _exists(propensities: Any) -> None:
     """A file of propensities named (not a model's name) must exist, though
     no metric reads it: a mistyped path is an error, not a note."""
-    if isinstance(propensities, (str, os.PathLike)) and not (
-        isinstance(propensities, str) and propensities.strip().lower() in MODELS
-    ):
+    if isinstance(propensities, (str, os.PathLike)) and not is_model(propensities):
         checked_path(propensities)
 
 

@@ -115,24 +115,23 @@ def _missing(
     aliases = {_key(a) for a in ALIASES[role]}
     held = [n for n in index if n == wanted or _key(n) in aliases]
     elsewhere = [n for n in taken if n == wanted or (wanted is None and _key(n) in aliases)]
+    said = ""  # where the column is, when it is somewhere: then no close match is offered
     if held:
-        hint = f"; the DataFrame's index {held[0]!r} is not read: make it a column (.reset_index())"
+        said = f"; the DataFrame's index {held[0]!r} is not read: make it a column (.reset_index())"
     elif elsewhere:
         other = errors.option(_OPTION[taken[elsewhere[0]]], elsewhere[0])
-        hint = f"; the column {elsewhere[0]!r} is the {taken[elsewhere[0]]} ({other})"
-        held = elsewhere
+        said = f"; the column {elsewhere[0]!r} is the {taken[elsewhere[0]]} ({other})"
     if wanted is not None:
         close = difflib.get_close_matches(wanted, free, n=1, cutoff=0.5)
-        if not held:
-            hint = f" — did you mean {close[0]!r}?" if close else ""
+        hint = said or (f" — did you mean {close[0]!r}?" if close else "")
         return InputError(
             f"no {role} column {wanted!r} (columns found: {found}){hint}",
             source=source,
             column=wanted,
         )
     close = difflib.get_close_matches(role, free, n=1, cutoff=0.4)
-    if not held:
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = said or (f"; did you mean {close[0]!r}?" if close else "")
+    if not said:
         hint += f" — name it with {errors.option(option)}"
     return InputError(
         f"no {role} column (looked for {', '.join(ALIASES[role][:4])}, ...; columns found: "

@@ -51,6 +51,7 @@ __all__ = [
     "MODELS",
     "PairsWithPropensities",
     "Propensities",
+    "is_model",
     "popularity_propensities",
     "propensities_of",
     "read_propensities",
@@ -58,6 +59,16 @@ __all__ = [
 
 #: the named propensity models
 MODELS = ("popularity",)
+
+
+def is_model(obj: Any) -> bool:
+    """Whether ``propensities=`` names a model of :data:`MODELS` (else a table or a file).
+
+    >>> is_model(" Popularity"), is_model("props.csv")
+    (True, False)
+    """
+    return isinstance(obj, str) and obj.strip().lower() in MODELS
+
 
 #: γ of the popularity model: p_i ∝ n_i^((γ + 1) / 2); 1 makes p_i ∝ n_i
 DEFAULT_GAMMA = 1.0
@@ -214,7 +225,7 @@ class Propensities:
         gamma: float = DEFAULT_GAMMA,
         cols: Columns = Columns(),
     ) -> None:
-        if isinstance(obj, str) and obj.strip().lower() in MODELS:
+        if is_model(obj):
             if train is None:
                 raise OptionError(
                     "propensities",

@@ -24,6 +24,7 @@ those of reading the files whole. Errors name the file and the row of the file.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -401,10 +402,8 @@ def first_bad_row(
         (recs, lambda t, path: read_recs(t, _CANON, path, kinds)),
     )
     for src, read in sides:
-        given = TableInput(
-            src.path, src.role, None, src.read, src.names, src.info, src.user_kind,
-            src.item_kind, src.table if src.given is None else src.given,
-        )  # fmt: skip
+        table = src.table if src.given is None else src.given
+        given = dataclasses.replace(src, table=table, rows=None, given=None)
         with shared_dictionaries({}):
             try:
                 for table, start in given.batches(CHUNK_ROWS):

@@ -297,15 +297,15 @@ def _earliest(read: Callable[[pa.Table, Kinds], _Read], table: pa.Table, kinds: 
                 k or kind_of(table.column(role), role, "")
                 for k, role in zip(kinds, ("user", "item"), strict=True)
             )  # type: ignore[assignment]
-    while first.row is not None and first.row > 0:
+    while first.row:  # the rows before the first refused, read again until they pass
         try:
             read(table.slice(0, first.row), kinds)
         except InputError as exc:
             if exc.row is None:  # an error of no row in the prefix: the first one stands
                 break
             first = exc
-            continue
-        break
+        else:
+            break
     raise first from None
 
 

@@ -950,19 +950,23 @@ def _run_command(command: str) -> subprocess.CompletedProcess[bytes]:
         _, err = proc.communicate()
     except BaseException:
         if posix:
-            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, None)):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
         else:  # pragma: no cover - not POSIX
             proc.kill()
             proc.wait()
         raise
     return subprocess.CompletedProcess(command, proc.returncode, None, err)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """``sig`` to the process group ``pid`` leads, if it is still there."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 def _tail(data: bytes | None, lines: int) -> str:
