@@ -272,9 +272,9 @@ def _trec(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     return _api(run, qrels, d["train"], d["catalog"])
 
 
-def _cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
+def _cli(ext: str, lists: bool = False) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
     def door(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
-        p = _write(d, tmp, ext)
+        p = _write(_lists_of(d) if lists else d, tmp, ext)
         out = tmp / "per_user.csv"
         args = [sys.executable, "-m", "receval", "evaluate", str(p["recs"]), str(p["truth"])]
         for m in METRICS:
@@ -288,7 +288,51 @@ def _cli(ext: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
         frame = pd.read_csv(out, dtype={"user": str}).set_index("user")
         return summary, {m: frame[m] for m in frame.columns}
 
-    door.__name__ = f"cli_{ext}"
+    door.__name__ = f"cli_{ext}" + ("_item_lists" if lists else "")
+    return door
+
+
+def _lists_of(d: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The inputs as one row per user holding a list: the recommendations each
+    user's items best first (the list order is the rank), the truth each
+    user's items and their grades (two lists along each other), the train each
+    user's items."""
+    ranked = _ranked_mapping(d["recs"])
+    truth = d["truth"].groupby("user", sort=False)
+    train = d["train"].groupby("user", sort=False)
+    return {
+        "recs": pd.DataFrame({"user": list(ranked), "item": list(ranked.values())}),
+        "truth": pd.DataFrame(
+            {
+                "user": list(truth.groups),
+                "item": [list(g["item"]) for _, g in truth],
+                "rating": [list(g["rating"]) for _, g in truth],
+            }
+        ),
+        "train": pd.DataFrame(
+            {"user": list(train.groups), "item": [tuple(g["item"]) for _, g in train]}
+        ),
+        "catalog": d["catalog"],
+    }
+
+
+def _item_lists(form: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]:
+    """A list of items a row (``user, [items]``), as models write their top-k:
+    read as the long rows they stand for, through a table and a file alike."""
+
+    def door(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+        t: dict[str, Any] = _lists_of(d)
+        if form == "pyarrow":
+            t = {k: pa.Table.from_pandas(v, preserve_index=False) for k, v in t.items()}
+        elif form == "polars":
+            t = {k: imported("polars").from_pandas(v) for k, v in t.items()}
+        elif form == "parquet":
+            for k in ("recs", "truth", "train"):
+                pq.write_table(pa.Table.from_pandas(t[k], preserve_index=False), tmp / f"{k}.pq")
+                t[k] = tmp / f"{k}.pq"
+        return _api(t["recs"], t["truth"], t["train"], t["catalog"])
+
+    door.__name__ = f"item_lists_{form}"
     return door
 
 
@@ -310,8 +354,13 @@ DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
     _parquet_streamed,
     _trec,
     _accumulator,
+    _item_lists("pandas"),
+    _item_lists("pyarrow"),
+    _item_lists("polars"),
+    _item_lists("parquet"),
     _cli("csv"),
     _cli("parquet"),
+    _cli("parquet", lists=True),
 ]
 
 

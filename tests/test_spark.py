@@ -268,6 +268,32 @@ def test_every_door_spark_dataframes(spark: Any) -> None:
     _compare_doors(res.summary, res.per_user)
 
 
+def test_every_door_spark_dataframes_of_item_lists(spark: Any) -> None:
+    """A list of items a row (tests/test_item_lists.py) in Spark DataFrames:
+    the recommendations ranked by list position, the truth's grades along its
+    items, the train's lists; a list along of another length names a user."""
+    from tests.test_every_door import METRICS, OPTIONS, _data, _lists_of
+
+    d = _lists_of(_data())
+    d["train"]["item"] = d["train"]["item"].map(list)
+    res = receval.evaluate(
+        spark.createDataFrame(d["recs"]),
+        spark.createDataFrame(d["truth"]),
+        METRICS,
+        train=spark.createDataFrame(d["train"]),
+        catalog=list(d["catalog"]["item"]),
+        **OPTIONS,
+    )
+    _compare_doors(res.summary, res.per_user)
+    assert res.parameters["columns"]["recommendations"]["rank"] == "rank"
+    short = d["truth"].copy()
+    short.loc[3, "rating"] = short.loc[3, "rating"][:1]
+    with pytest.raises(InputError) as got:
+        receval.evaluate(spark.createDataFrame(d["recs"]), spark.createDataFrame(short), "rr")
+    assert got.value.user == short.loc[3, "user"] and got.value.column == "rating"
+    assert "holds 1 values for 3 items" in str(got.value)
+
+
 @pytest.mark.parametrize("form", ["text", "digits", "int"])
 def test_spark_with_a_train_file_of_another_format(
     spark: Any, form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

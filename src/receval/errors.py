@@ -284,6 +284,8 @@ class InputError(ReceValError):
                 both = sorted(r for r in (first, self.other_row) if r is not None)
                 if not both:  # no row numbers (a Spark partition's rows have none)
                     reason = reason.replace(f" ({key})", "").replace(key, word.strip())
+                if len(both) == 2 and both[0] == both[1]:  # one row or line of a list
+                    reason = reason.replace(key, f"both in {word.strip()[:-1]} {both[0]}")
                 reason = reason.replace(key, word + " and ".join(map(str, both)))
         return (", ".join(where) + ": " if where else "") + reason
 

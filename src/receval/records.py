@@ -92,6 +92,13 @@ class RecsData:
     empty_users: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     #: role -> the input column read for it (``{}`` for mappings)
     columns: dict[str, str] = field(default_factory=dict)
+    #: the input's row of each row, when they differ (a table of item lists,
+    #: one row per listed item); None: row r is the input's row r
+    given: np.ndarray | None = None
+
+    def row_of(self, row: int) -> int:
+        """The input's row of row ``row`` (what an error names)."""
+        return row if self.given is None else int(self.given[row])
 
 
 @dataclass
@@ -112,6 +119,12 @@ class TruthData:
     #: the propensity of each row's (user, item) pair, NaN where none was given
     #: (``evaluate(..., propensities=)``); None: no weighted metric asked
     propensity: np.ndarray | None = None
+    #: the input's row of each row, when they differ (:attr:`RecsData.given`)
+    given: np.ndarray | None = None
+
+    def row_of(self, row: int) -> int:
+        """The input's row of row ``row`` (what an error names)."""
+        return row if self.given is None else int(self.given[row])
 
     @property
     def max_grade(self) -> float:

@@ -77,16 +77,22 @@ class InProcess(Engine):
         return evaluated(plan, self._pairs(), cells)
 
     def _pairs(self) -> Iterator[Pair]:
-        template = self._first[0]
+        template, truth = self._first[0], self.inputs.truth
         for recs, offset in [self._first, *self._chunks]:
             as_strings(recs, *self._text)
             sub, rows = self._index.subset(_distinct_users(recs))
             yield Pair(
-                recs, sub, lambda r, at=offset: r + at, lambda r, rows=rows: rows[r], recs.rows
+                recs,
+                sub,
+                lambda r, at=offset, d=recs: d.row_of(r) + at,
+                lambda r, rows=rows: truth.row_of(rows[r]),
+                recs.rows,
             )
         sub, rows = self._index.rest()
         if sub.rows or len(sub.empty_users):
-            yield Pair(_empty_recs(template), sub, lambda r: r, lambda r, rows=rows: rows[r])
+            yield Pair(
+                _empty_recs(template), sub, lambda r: r, lambda r, rows=rows: truth.row_of(rows[r])
+            )
 
 
 @register
@@ -146,7 +152,7 @@ class Batches(Engine):
         text = text_sides(recs, truth)
         as_strings(recs, *text)
         as_strings(truth, *text)
-        pair = Pair(recs, truth, lambda r: r, lambda r: r, recs.rows)
+        pair = Pair(recs, truth, recs.row_of, truth.row_of, recs.rows)
         self.inputs.append(evaluate_pair(self.plan, pair, keep_values=True))
 
     def prepare(

@@ -42,7 +42,9 @@ __all__ = [
     "TRUTH",
     "USER_GROUPS",
     "is_frame",
+    "is_list_type",
     "is_table",
+    "item_lists",
     "normalise",
     "resolve",
     "to_arrow",
@@ -261,6 +263,63 @@ def names_of(obj: Any) -> list[str]:
     return [str(c) for c in obj.columns]
 
 
+def _item_lists(values: Any) -> bool:
+    """Whether a pandas object column holds a list of items a row (lists,
+    tuples or arrays that Arrow types as a list column); else its values are
+    read as ids (and a list among them is an error naming its row)."""
+    if values.dtype != object:
+        return False
+    at = values.first_valid_index()
+    return at is not None and isinstance(values[at], _LISTS)
+
+
+_LISTS = (list, tuple, np.ndarray)
+_ARROW_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    OverflowError,
+    TypeError,
+    ValueError,
+)
+
+
+def _list_column(values: Any, name: str, source: str) -> pa.Array:
+    """A pandas column of item lists as an Arrow list column, or an error
+    naming the first row that is no list of ids of the first list's type."""
+    try:
+        column = pa.array(values, from_pandas=True)
+        if is_list_type(column.type):
+            return column
+    except _ARROW_ERRORS:
+        pass
+    first = None
+    for row, value in enumerate(values):
+        if value is None or (isinstance(value, float) and value != value):
+            continue  # a missing list: a row of no item
+        if isinstance(value, _LISTS) and len(value) == 0:
+            continue
+        try:
+            typ = pa.array(value, from_pandas=True).type if isinstance(value, _LISTS) else None
+        except _ARROW_ERRORS:
+            typ = None
+        first = first or typ
+        if typ is None or typ != first:
+            raise InputError(
+                f"column {name!r} holds a list of items a row; this row holds "
+                f"{_shown(value)}, not a list of ids of the first list's type ({first})",
+                source=source,
+                row=row,
+                column=name,
+            )
+    raise InputError(f"column {name!r}: its lists of items cannot be read", source=source)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def to_arrow(
     obj: Any,
     source: str,
@@ -287,6 +346,9 @@ def to_arrow(
         arrays = {}
         for name in frame.columns:
             values = frame[name]
+            if ids and ids.get(name) == "item" and _item_lists(values):
+                arrays[name] = _list_column(values, name, source)  # expanded by item_lists
+                continue
             if ids and name in ids and (values.dtype == object or values.dtype.kind == "c"):
                 out = canonical(values.to_numpy(), ids[name], source)
                 arrays[name] = pa.array(
@@ -332,6 +394,99 @@ def normalise(
         meta = table.schema.field(name).metadata or {}
         origin[role] = meta.get(b"receval.column", name.encode()).decode()
     return out, origin
+
+
+def is_list_type(typ: pa.DataType) -> bool:
+    """Whether a column of this type holds a list a row (items of a user)."""
+    return pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
+
+
+def _one_list_each(table: pa.Table, source: str) -> None:
+    """A user's list ranked by position must be one row: two rows of lists
+    of the same user would both start at rank 1."""
+    import pyarrow.compute as pc
+
+    if "user" not in table.column_names:
+        return
+    users = table.column("user")
+    if pc.count_distinct(users, mode="all").as_py() == table.num_rows:
+        return
+    seen: dict[Any, int] = {}
+    for row, user in enumerate(users.to_pylist()):
+        if user in seen:
+            raise InputError(
+                "this user has a list of items on {rows}: one list per user (each list is "
+                "ranked by position, from 1)",
+                source=source,
+                row=row,
+                other_row=seen[user],
+                user=user,
+            )
+        seen[user] = row
+
+
+def item_lists(
+    table: pa.Table, rank: bool, source: str, names: Mapping[str, str] | None = None
+) -> tuple[pa.Table, np.ndarray] | None:
+    """A table holding a list of items a row (a user's list, best first), as
+    one row per listed item: ``(the long table, the given row of each long
+    row)``; None when its ``item`` column holds no lists.
+
+    The same for a file and a table (docs/inputs.md): with ``rank``, a rank
+    column is the position in the list (1 = first) unless the table has one;
+    another column holding a list a row (scores, grades) is read along the
+    items, value by value, and must hold as many values as the row's items;
+    a column of one value a row is that value for each of the row's items. A
+    missing list (null) is a row of no item. ``names``: the caller's name of
+    each column (what an error names), where the table's are the roles'.
+
+    Example:
+        >>> t = pa.table({"user": [1, 2], "item": [[10, 11], [12]]})
+        >>> long, rows = item_lists(t, True, "recommendations")
+        >>> long.to_pydict(), rows.tolist()
+        ({'user': [1, 1, 2], 'item': [10, 11, 12], 'rank': [1, 2, 1]}, [0, 0, 1])
+    """
+    if "item" not in table.column_names or not is_list_type(table.schema.field("item").type):
+        return None
+    import pyarrow.compute as pc
+
+    items = table.column("item").combine_chunks()
+    counts = pc.list_value_length(items).fill_null(0).to_numpy(zero_copy_only=False)
+    counts = counts.astype(np.int64, copy=False)
+    rows = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    arrays, fields = [], []
+    for field in table.schema:
+        column = table.column(field.name)
+        if field.name == "item":
+            values = pc.list_flatten(items)
+        elif is_list_type(field.type):
+            named = (field.metadata or {}).get(b"receval.column", field.name.encode()).decode()
+            name = (names or {}).get(field.name, named)  # the caller's name of the column
+            values = column.combine_chunks()
+            given = pc.list_value_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+            wrong = np.flatnonzero(given != counts)
+            if len(wrong):
+                r = int(wrong[0])
+                raise InputError(
+                    f"the list in column {name!r} holds {int(given[r])} values for "
+                    f"{int(counts[r])} items: one value per listed item",
+                    source=source,
+                    row=r,
+                    column=name,
+                )
+            values = pc.list_flatten(values)
+        else:
+            values = column.take(pa.array(rows))
+        arrays.append(values)
+        fields.append(field.with_type(values.type))
+    if rank and "rank" not in table.column_names:
+        _one_list_each(table, source)
+        starts = np.cumsum(counts) - counts
+        position = np.arange(len(rows), dtype=np.int64) - np.repeat(starts, counts) + 1
+        arrays.append(pa.array(position, type=pa.int64()))
+        fields.append(pa.field("rank", pa.int64()))
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return pa.Table.from_arrays(arrays, schema=schema), rows
 
 
 def renamed(table: pa.Table, found: Mapping[str, str]) -> pa.Table:

@@ -62,6 +62,7 @@ from receval.io.columns import (
     TRAIN,
     TRUTH,
     USER_GROUPS,
+    item_lists,
     renamed,
     resolve,
 )
@@ -146,10 +147,15 @@ class FileInfo:
     header: list[str] | None = None  # every column of a text file (only its roles' are read)
     messages: list[str] = field(default_factory=list)
     line_of_row: Callable[[int], int] | None = None
+    #: the file's row of each row read, where rows are no lines but the rows
+    #: read are not the file's (a Parquet file's item lists expanded)
+    row_of_row: Callable[[int], int] | None = None
     rows: int = 0
 
     def locate(self, err: InputError) -> InputError:
         """The error naming this file, and the lines of its rows when known."""
+        if err.row is not None and self.line_of_row is None and self.row_of_row is not None:
+            return err.remap(self.row_of_row).located(source=self.path)
         if err.row is None or self.line_of_row is None:
             return err.located(source=self.path)
         lines = err.remap(self.line_of_row)
@@ -721,7 +727,7 @@ def read_source(
         raise fail(name, "no data rows (only a header?)")
     if reader.named:
         table = _map_columns(table, cols, ROLES[role], info, role in KEEPS_EVERY_COLUMN)
-        table = _explode_lists(table, info)
+        table = _explode_lists(table, info, role)
     if info.header is not None:  # what an error about a missing column names as found
         table = table.replace_schema_metadata({FILE_COLUMNS: "\t".join(info.header)})
     info.rows = table.num_rows
@@ -1177,25 +1183,21 @@ def _map_columns(
     return renamed(table.select(keep), found)
 
 
-def _explode_lists(table: pa.Table, info: FileInfo) -> pa.Table:
-    """One row per user with a list of items (best first) -> long format."""
-    if "item" not in table.column_names:
+def _explode_lists(table: pa.Table, info: FileInfo, role: str) -> pa.Table:
+    """One row per user with a list of items (best first) -> long format
+    (:func:`receval.io.columns.item_lists`, as for a table); an error names
+    the file's line of the user's row."""
+    try:
+        lists = item_lists(table, role == "recommendations", info.path)
+    except InputError as exc:
+        raise info.locate(exc) from None
+    if lists is None:
         return table
-    typ = table.schema.field("item").type
-    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
-        return table
-    import pyarrow.compute as pc
-
-    items = table.column("item").combine_chunks()
-    lengths = pc.list_value_length(items).fill_null(0).to_numpy(zero_copy_only=False)
-    users = np.repeat(np.arange(table.num_rows), lengths)
-    rank = np.concatenate([np.arange(1, n + 1) for n in lengths]) if len(lengths) else []
-    out = {
-        "user": table.column("user").take(pa.array(users)),
-        "item": pc.list_flatten(items),
-        "rank": pa.array(rank, type=pa.int64()),
-    }
+    table, users = lists
     info.messages.append("item lists expanded to one row per item, rank = position in the list")
     row_line = info.line_of_row
-    info.line_of_row = (lambda r: row_line(int(users[r]))) if row_line else None
-    return pa.table(out)
+    if row_line is None:
+        info.row_of_row = lambda r: int(users[r])
+    else:
+        info.line_of_row = lambda r: row_line(int(users[r]))
+    return table

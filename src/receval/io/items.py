@@ -22,6 +22,7 @@ from receval.io.columns import (
     TRAIN,
     is_frame,
     is_table,
+    item_lists,
     names_of,
     normalise,
     resolve,
@@ -109,10 +110,16 @@ def _pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
             source="train",
         )
     table, _ = normalise(train, cols, TRAIN, "train")
-    return (
-        canonical(table.column("user"), "user", "train"),
-        canonical(table.column("item"), "item", "train"),
-    )
+    lists = item_lists(table, False, "train")  # a list of items a row, as a file's
+    if lists is not None:
+        table, given = lists
+    try:
+        return (
+            canonical(table.column("user"), "user", "train"),
+            canonical(table.column("item"), "item", "train"),
+        )
+    except InputError as exc:
+        raise exc if lists is None else exc.remap(lambda r: int(given[r])) from None
 
 
 def read_item_groups(obj: Any, cols: Columns = Columns()) -> tuple[str, np.ndarray, np.ndarray]:

@@ -323,7 +323,42 @@ def _roles(
     from pyspark.sql import functions as F
 
     found = resolve(list(df.columns), cols, roles, name)
-    return df.select([F.col(f"`{column}`").alias(role) for role, column in found.items()]), found
+    df = df.select([F.col(f"`{column}`").alias(role) for role, column in found.items()])
+    return _item_lists(df, found, roles is RECS, name), found
+
+
+def _item_lists(df: Any, found: dict[str, str], rank: bool, name: str) -> Any:
+    """A DataFrame holding a list of items a row as one row per listed item,
+    as a table's (:func:`receval.io.columns.item_lists`): rank = position in
+    the list (unless a rank column is read), other list columns read along
+    the items (one value per item, else an error naming a user), a column of
+    one value a row repeated, a missing or empty list no row."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    if not isinstance(df.schema["item"].dataType, ArrayType):
+        return df
+    along = [c for c in df.columns if c != "item" and isinstance(df.schema[c].dataType, ArrayType)]
+    size = lambda c: F.when(F.col(c).isNull(), 0).otherwise(F.size(c))  # noqa: E731
+    for c in along:
+        wrong = df.filter(size(c) != size("item")).select("user", size(c), size("item")).take(1)
+        if wrong:
+            user, given, items = wrong[0]
+            raise InputError(
+                f"the list in column {found[c]!r} holds {given} values for {items} items: one "
+                "value per listed item",
+                source=name,
+                user=user,
+                column=found[c],
+            )
+    others = [c for c in df.columns if c != "item" and c not in along]
+    zipped = F.posexplode(F.arrays_zip("item", *along)).alias("position", "listed")
+    long = df.select(*others, zipped)
+    columns = [F.col(c) for c in others] + [F.col(f"listed.{c}").alias(c) for c in ("item", *along)]
+    if rank and "rank" not in found:
+        columns.append((F.col("position") + 1).cast("long").alias("rank"))
+        found["rank"] = "rank"
+    return long.select(*columns)
 
 
 def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], list[str]]:

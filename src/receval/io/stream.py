@@ -336,7 +336,7 @@ def sorted_tables(
     of one kind (integers or text) and have no missing value. Tables not in
     user order are put in it when the merge finds them so (:func:`in_user_order`).
     ``truth_cols``: the truth's columns when they are not ``cols``."""
-    from receval.io.columns import is_table, kind_of
+    from receval.io.columns import is_list_type, is_table, kind_of
 
     if not (is_table(recs) and is_table(truth)):
         return None
@@ -354,6 +354,8 @@ def sorted_tables(
                 return None
         if table.num_rows == 0 or table.column("user").null_count:
             return None
+        if is_list_type(table.schema.field("item").type):
+            return None  # a list of items a row: read whole, expanded (tables.read_recs)
         kinds = [
             _type_kind(table.schema.field(c).type) or kind_of(table.column(c), c, role)
             for c in ("user", "item")

@@ -23,7 +23,9 @@ from receval.io.columns import (
     RECS,
     TRUTH,
     columns_of,
+    is_list_type,
     is_table,
+    item_lists,
     kind_of,
     no_order,
     normalise,
@@ -275,7 +277,37 @@ def read_recs(
             source=source,
         )
     table, found = normalise(obj, cols, RECS, source)
-    return _earliest(lambda t, k: _recs_of(t, dict(found), source, k, obj), table, kinds)
+    table, rows = _long(table, found, True, source)
+    read = lambda t, k: _recs_of(t, dict(found), source, k, obj)  # noqa: E731
+    return _given_rows(lambda: _earliest(read, table, kinds), rows)
+
+
+def _long(
+    table: pa.Table, found: dict[str, str], rank: bool, source: str
+) -> tuple[pa.Table, np.ndarray | None]:
+    """A table of item lists (:func:`~receval.io.columns.item_lists`) as one
+    row per listed item, and the given row of each (None: the table as given);
+    the lists' order is the rank (found as ``rank``, as a file's lists are)."""
+    lists = item_lists(table, rank, source, found)
+    if lists is None:
+        return table, None
+    if rank:
+        found.setdefault("rank", "rank")
+    return lists
+
+
+def _given_rows(read: Callable[[], _Read], rows: np.ndarray | None) -> _Read:
+    """``read()``, knowing the given table's row of each of its rows (``rows``,
+    when the table read is its item lists expanded: :attr:`RecsData.given`),
+    and whose error names the given table's row."""
+    if rows is None:
+        return read()
+    try:
+        data = read()
+    except InputError as exc:
+        raise exc.remap(lambda r: int(rows[r])) from None
+    data.given = rows
+    return data
 
 
 def _earliest(read: Callable[[pa.Table, Kinds], _Read], table: pa.Table, kinds: Kinds) -> _Read:
@@ -395,7 +427,7 @@ def iter_recs(
     cols = Columns(**{r: found.get(r, "") for r in RECS[0]})
     user, item = table.column(found["user"]), table.column(found["item"])
     bounds = None
-    if not user.null_count:
+    if not user.null_count and not is_list_type(item.type):  # lists: one chunk, expanded
         bounds = _user_boundaries(user, chunk_rows)
     if bounds is None or len(bounds) <= 2:
         yield read_recs(table, cols), 0
@@ -527,8 +559,9 @@ def read_truth(
             source=source,
         )
     table, found = normalise(obj, cols, TRUTH, source)
+    table, rows = _long(table, found, False, source)
     read = lambda t, k: _truth_of(t, found, source, k, negative_grades)  # noqa: E731
-    return _earliest(read, table, kinds)
+    return _given_rows(lambda: _earliest(read, table, kinds), rows)
 
 
 def _truth_of(
