@@ -144,6 +144,12 @@ def _score_mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     return _api(recs, truth, d["train"], d["catalog"])
 
 
+def _columns_mapping(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
+    """Mappings of columns (``DataFrame.to_dict("list")``): the tables they stand for."""
+    t = {k: v.to_dict("list") for k, v in d.items()}
+    return _api(t["recs"], t["truth"], t["train"], d["catalog"])
+
+
 def _column_names(d: dict[str, pd.DataFrame], tmp: Path) -> Outcome:
     """The two inputs name their columns differently (per-input column options)."""
     truth = d["truth"].rename(columns={"user": "customer", "item": "sku"})
@@ -340,6 +346,7 @@ def _item_lists(form: str) -> Callable[[dict[str, pd.DataFrame], Path], Outcome]
 DOORS: list[Callable[[dict[str, pd.DataFrame], Path], Outcome]] = [
     _mapping,
     _score_mapping,
+    _columns_mapping,
     _column_names,
     _compare_paths,
     _pandas,

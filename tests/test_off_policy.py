@@ -507,3 +507,36 @@ def test_a_bad_row_of_a_file_names_the_file_and_its_line(
     with pytest.raises(InputError) as got:
         off_policy(logs, policy, ["ips"], n_resamples=0)
     assert got.value.line == 3 and "2 such rows" in str(got.value)
+
+
+@pytest.mark.parametrize("estimator", ["dm", "dr", "sndr"])
+def test_an_action_never_logged_gets_the_mean_reward_with_the_built_in_model(
+    estimator: str,
+) -> None:
+    """The built-in reward model fills an action never logged with the mean
+    reward (docs/off-policy.md, "Reward model"): written into the looked-up
+    estimates, which pandas 3 hands out read-only (was a ValueError)."""
+    logs = pd.DataFrame(
+        {"context": [1, 2], "action": ["a", "a"], "reward": [1.0, 0.0], "propensity": [0.5, 0.5]}
+    )
+    policy = pd.DataFrame(
+        {
+            "context": [1, 1, 2, 2],
+            "action": ["a", "b", "a", "b"],
+            "probability": [0.8, 0.2, 0.5, 0.5],
+        }
+    )
+    got = off_policy(logs, policy, [estimator], n_resamples=0)[estimator].estimate
+    # q(a) = 0.5 (the mean of a's rewards), q(b) = 0.5 (never logged: the mean reward)
+    if estimator == "dm":
+        assert got == pytest.approx(0.5)
+    assert np.isfinite(got)
+
+
+def test_one_resample_is_refused() -> None:
+    """One resample gives an interval of zero width that need not hold the
+    estimate (as compare refuses it); 0 means no interval."""
+    logs, policy = _tiny()
+    with pytest.raises(OptionError, match=r"0 .no interval. or a whole number >= 2"):
+        off_policy(logs, policy, ["ips"], n_resamples=1)
+    assert off_policy(logs, policy, ["ips"], n_resamples=2)["ips"].low is not None

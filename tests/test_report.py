@@ -352,8 +352,8 @@ def test_report_refuses_a_comparison_it_cannot_draw() -> None:
     with pytest.raises(ReceValError, match="not those of the comparison"):
         report(runs, truth, "ndcg@10", comparison=cmp, train=train)
     # the curves would be evaluated under other options than the leaderboard
-    with pytest.raises(ReceValError, match=r"compared with threshold=1\.0 .* has threshold=2\.0"):
-        report(runs, truth, comparison=cmp, train=train, threshold=2)
+    with pytest.raises(ReceValError, match=r"compared with depth=None .* has depth=3"):
+        report(runs, truth, comparison=cmp, train=train, depth=3)
     with pytest.raises(ReceValError, match="needs metrics"):
         report(runs, truth)
 

@@ -629,7 +629,7 @@ def _evaluated_with(opts: EvalOptions, inputs: Mapping[str, Any]) -> dict[str, A
     """``settings["evaluate"]``: the evaluation options set, and ``True`` for
     each input given (``train``, ``catalog``, ...)."""
     return {
-        **{k: v for k, v in opts.to_dict().items() if v is not None},
+        **{k: v for k, v in opts.to_dict().items() if v is not None and k != "given"},
         **{k: True for k, v in inputs.items() if v is not None and k != "progress"},
     }
 
@@ -934,9 +934,18 @@ def run_source(name: str) -> str:
 
 def _same_options(name: str, run: Result, opts: EvalOptions) -> None:
     """A Result given as a run must come from the options of the comparison."""
-    given = EvalOptions.from_dict(run.parameters).to_dict()
+    replayed = EvalOptions.from_dict(run.parameters)
+    given = replayed.to_dict()
+    if replayed.grade_cut != opts.grade_cut:  # graded=False: a threshold given selects rows
+        raise OptionError(
+            "threshold",
+            replayed.grade_cut,
+            expected=repr(opts.grade_cut),
+            reason=f"the Result given for {name!r} was evaluated with relevant rows "
+            f"{_cut(replayed.grade_cut)}, the comparison evaluates with {_cut(opts.grade_cut)}",
+        )
     for key, value in opts.to_dict().items():
-        if key in run.parameters and given[key] != value:
+        if key != "given" and key in run.parameters and given[key] != value:
             raise OptionError(
                 key,
                 given[key],
@@ -944,6 +953,11 @@ def _same_options(name: str, run: Result, opts: EvalOptions) -> None:
                 reason=f"the Result given for {name!r} was evaluated with {key}={given[key]!r}, "
                 f"the comparison evaluates with {key}={value!r}",
             )
+
+
+def _cut(grade_cut: float | None) -> str:
+    """What a grade cut reads as relevant, under ``graded=False``."""
+    return "every truth row" if grade_cut is None else f"graded >= {grade_cut:g} (threshold given)"
 
 
 def _align(

@@ -5,15 +5,25 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pandas as pd
 
+from receval.errors import MetricError, OptionError
 from receval.evaluation import conventions
 from receval.evaluation.api import evaluate
-from receval.metrics.spec import parse_metric
+from receval.metrics.spec import parse_metric, suggest
 
 __all__ = ["compare_conventions"]
+
+
+#: what compare_conventions passes on to every evaluate()
+_EVALUATE_KEYWORDS = frozenset(
+    name
+    for name, p in inspect.signature(evaluate).parameters.items()
+    if p.kind == p.KEYWORD_ONLY and name not in ("options", "convention")
+)
 
 
 def compare_conventions(
@@ -44,6 +54,23 @@ def compare_conventions(
         ['equal scores ordered by', 'user in the truth without relevant items',
          'user with relevant items but no list', 'AP@k divides by']
     """
+    if not isinstance(metric, str):
+        raise MetricError(
+            f"compare_conventions compares one metric (a string like 'map@10'); got {metric!r}"
+        )
+    if "convention" in options:
+        raise OptionError(
+            "convention",
+            options["convention"],
+            reason="compare_conventions evaluates under every convention; choose them with names=",
+        )
+    unknown = sorted(set(options) - set(_EVALUATE_KEYWORDS))
+    if unknown:
+        raise OptionError(
+            unknown[0],
+            options[unknown[0]],
+            expected="a keyword of receval.evaluate()" + suggest(unknown[0], _EVALUATE_KEYWORDS),
+        )
     parse_metric(metric)  # a bad name fails before any work
     chosen = [conventions.get(n) for n in (names or list(conventions.CONVENTIONS))]
     rows = {}

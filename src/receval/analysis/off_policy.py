@@ -657,7 +657,7 @@ def _lookup_q(
     keys = ["context", "action"] if "context" in model.columns else ["action"]
     query = pd.DataFrame({"context": contexts, "action": actions})
     merged = query.merge(model, on=keys, how="left", validate="many_to_one")
-    q = merged["q"].to_numpy(dtype=np.float64)
+    q = merged["q"].to_numpy(dtype=np.float64, copy=True)  # written below (pandas 3: read-only)
     missing = np.flatnonzero(np.isnan(q))
     if missing.size:
         if fallback == fallback:  # the built-in model: actions never logged get the mean reward
@@ -1515,8 +1515,18 @@ def off_policy(
         raise OptionError("switch_tau", switch_tau, expected="a number >= 0 (switch-dr needs it)")
     if not (isinstance(ci, float) and 0 < ci < 1):
         raise OptionError("ci", ci, expected="a level between 0 and 1")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
-        raise OptionError("n_resamples", n_resamples, expected="a whole number >= 0")
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, int)
+        or n_resamples < 0
+        or n_resamples == 1
+    ):
+        raise OptionError(
+            "n_resamples",
+            n_resamples,
+            expected="0 (no interval) or a whole number >= 2",
+            reason="one resample gives an interval of zero width, which need not hold the estimate",
+        )
     check_seed(seed)
     if batch_rows is not None and (
         isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1

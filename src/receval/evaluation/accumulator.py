@@ -214,10 +214,23 @@ class Accumulator:
         """Add another accumulator's batches (another worker's); returns self."""
         if not isinstance(other, Accumulator):
             raise ReceValError(f"merge() takes an Accumulator; got {type(other).__name__}")
-        if [str(s) for s in other.specs] != [str(s) for s in self.specs] or (
-            other.options != self.options
-        ):
-            raise ReceValError("merge(): the accumulators differ in metrics or options")
+        mine, theirs = [str(s) for s in self.specs], [str(s) for s in other.specs]
+        if mine != theirs:
+            raise ReceValError(
+                f"merge(): the accumulators differ in their metrics: {', '.join(mine)} here, "
+                f"{', '.join(theirs)} in the other"
+            )
+        ours, others = self.options.to_dict(), other.options.to_dict()
+        differ = [k for k in ours if k != "given" and ours[k] != others[k]]
+        if not differ and self.options.grade_cut != other.options.grade_cut:
+            differ = ["threshold"]  # graded=False: given in one only, it selects the rows
+        if differ:
+            k = differ[0]
+            raise ReceValError(
+                f"merge(): the accumulators differ in their options: {k}={ours[k]!r} here, "
+                f"{k}={others[k]!r} in the other"
+                + (" (given explicitly in one only)" if ours[k] == others[k] else "")
+            )
         if getattr(other, "_items_digest", None) != self._items_digest:
             raise ReceValError(
                 "merge(): the accumulators differ in their item inputs (train=, catalog=, "

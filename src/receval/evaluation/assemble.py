@@ -8,9 +8,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from receval import errors
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
+from receval.errors import InputError
 from receval.evaluation.groups import item_group_notes
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import PerUserValues, Result
@@ -97,9 +99,31 @@ def with_columns(
         res.notes.append(
             f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
             f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
-            "give a threshold (Python: threshold=4, command line: --threshold 4)"
+            f"give a threshold ({errors.option('threshold', 4)})"
         )
+    _someone_relevant(res, truth_columns, opts)
     return res
+
+
+def _someone_relevant(res: Result, truth_columns: Mapping[str, str], opts: EvalOptions) -> None:
+    """A threshold given explicitly must leave someone to evaluate (docs/inputs.md,
+    "an explicit option ... never leaves nobody to evaluate"): when no user has a
+    relevant item under it, an error says why (often: no grade column was read)."""
+    skipped = res.counts.get("users_skipped", {}).get("no_relevant_items", 0)
+    if "threshold" not in opts.given or res.counts.get("users_evaluated") or not skipped:
+        return
+    given = errors.option("threshold", opts.threshold)
+    column = truth_columns.get("relevance")
+    if column or not truth_columns:
+        where = f" (the grades of column {column!r})" if column else ""
+        reason = f"no truth row is graded >= {given}{where}: no user has a relevant item"
+    else:
+        reason = (
+            f"{given} is given, but no grade column of the truth was read (read: "
+            f"{', '.join(truth_columns.values())}): every truth row is graded 1, so no user "
+            f"has a relevant item; name the grades with {errors.option('relevance_col')}"
+        )
+    raise InputError(reason, source="truth")
 
 
 def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:

@@ -33,6 +33,7 @@ import numpy as np
 from receval.engines.numpy_engine import RANKS, TIES
 from receval.errors import OptionError, ReceValError, said
 from receval.evaluation import conventions
+from receval.metrics.spec import suggest
 from receval.records import Columns
 
 __all__ = [
@@ -433,14 +434,25 @@ class EvalOptions:
         return {f.name for f in fields(cls) if f.name != "given"}
 
     def to_dict(self) -> dict[str, Any]:
-        """Every option, resolved: JSON-ready and enough to replay (:meth:`from_dict`)."""
-        return {n: getattr(self, n) for n in sorted(self._names(), key=_ORDER.index)}
+        """Every option, resolved, and ``given``: the names of those given
+        explicitly (the others are the convention's). JSON-ready and enough
+        to replay (:meth:`from_dict`)."""
+        out: dict[str, Any] = {n: getattr(self, n) for n in sorted(self._names(), key=_ORDER.index)}
+        out["given"] = sorted(self.given)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalOptions:
         """The options recorded in ``data`` (e.g. ``Result.parameters``; keys
-        that are not options are ignored), every one of them as given."""
-        return cls(**{n: data[n] for n in cls._names() if n in data and data[n] is not None})
+        that are not options are ignored): those its ``given`` names as given,
+        the others the convention's, as recorded; without ``given`` (a record
+        of 0.2.0), every option recorded as given. Under ``graded=False`` the
+        difference is the numbers: a threshold given selects the relevant
+        rows (:attr:`grade_cut`), the convention's does not."""
+        names = cls._names()
+        if isinstance(data.get("given"), (list, tuple)):
+            return _rebuild(dict(data), tuple(n for n in data["given"] if n in names))
+        return cls(**{n: data[n] for n in names if n in data and data[n] is not None})
 
     # -- views --------------------------------------------------------------
 
@@ -577,11 +589,13 @@ def split_kwargs(
     names = EvalOptions._names()
     unknown = sorted(set(kwargs) - names - set(INPUTS))
     if unknown:
+        close = suggest(unknown[0], names | set(INPUTS))
         raise OptionError(
             unknown[0],
             kwargs[unknown[0]],
-            allowed=tuple(sorted(names | set(INPUTS))),
-            reason=f"{caller}() has no such keyword",
+            allowed=() if close else tuple(sorted(names | set(INPUTS))),
+            expected=f"a keyword of {caller}(){close}" if close else None,
+            reason=None if close else f"{caller}() has no such keyword",
         )
     opts = EvalOptions.build(options, **{k: v for k, v in kwargs.items() if k in names})
     return opts, {k: v for k, v in kwargs.items() if k in INPUTS}

@@ -130,10 +130,40 @@ class Result:
     item_groups: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, metric: str) -> float:
-        """The mean of a metric, by any spelling of its name (``res["MAP@10"]``)."""
+        """The mean of a metric, by any spelling of its name (``res["MAP@10"]``),
+        read as the evaluation read it: under its convention's defaults
+        (``res["map@10"]`` of a ``trec_eval`` result is its
+        ``ap@10[denominator=relevant]``)."""
+        from receval.evaluation import conventions
         from receval.metrics.spec import parse_metric
 
-        return self.summary[str(parse_metric(metric))]
+        convention = self.parameters.get("convention")
+        defaults = conventions.get(convention).params if convention else None
+        key = str(parse_metric(metric, defaults))
+        if key not in self.summary:
+            under = f" under the convention {convention!r}" if convention else ""
+            raise KeyError(
+                f"{metric!r} (read as {key!r}{under}) is not among this result's metrics: "
+                + ", ".join(self.summary)
+            )
+        return self.summary[key]
+
+    def __eq__(self, other: object) -> bool:
+        """Two results are equal when their numbers and what produced them are:
+        summary (NaN equal to NaN), per-user values, counts, parameters,
+        metrics, notes and version."""
+        if not isinstance(other, Result):
+            return NotImplemented
+        same = lambda a, b: a == b or (a != a and b != b)  # noqa: E731  NaN equals NaN
+        return (
+            self.summary.keys() == other.summary.keys()
+            and all(same(v, other.summary[k]) for k, v in self.summary.items())
+            and self.per_user.equals(other.per_user)
+            and (self.counts, self.parameters, self.metrics, self.notes, self.version)
+            == (other.counts, other.parameters, other.metrics, other.notes, other.version)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
 
     def to_frame(self) -> pd.DataFrame:
         """One row per metric: its mean and the number of users it averages

@@ -41,6 +41,7 @@ __all__ = [
     "TRAIN",
     "TRUTH",
     "USER_GROUPS",
+    "columns_table",
     "is_frame",
     "is_list_type",
     "is_table",
@@ -394,6 +395,34 @@ def normalise(
         meta = table.schema.field(name).metadata or {}
         origin[role] = meta.get(b"receval.column", name.encode()).decode()
     return out, origin
+
+
+def columns_table(obj: Mapping[Any, Any], source: str) -> pa.Table | None:
+    """A mapping of columns (``DataFrame.to_dict("list")``: column name ->
+    values, as long as each other, its names naming a user and an item
+    column as a table's do) as the table it stands for; None for any other
+    mapping (``user -> items``: a user named like a column is no column). A
+    mapping of columns whose values Arrow cannot type (ids of two kinds in
+    one column) is an error saying to make it a DataFrame."""
+    if len(obj) < 2 or not all(isinstance(k, str) for k in obj):
+        return None
+    values = list(obj.values())
+    if not all(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+        return None
+    if len({len(v) for v in values}) != 1 or not len(values[0]):
+        return None
+    keys = {_key(k): k for k in obj}
+    spelled = lambda role: any(_key(a) in keys for a in ALIASES[role])  # noqa: E731
+    if not (spelled("user") and spelled("item")):
+        return None
+    try:
+        return pa.table({k: list(v) if isinstance(v, tuple) else v for k, v in obj.items()})
+    except _ARROW_ERRORS as exc:
+        raise InputError(
+            f"a mapping of columns ({', '.join(obj)}) whose columns Arrow cannot type ({exc}): "
+            "make it a table, e.g. pandas.DataFrame(mapping)",
+            source=source,
+        ) from None
 
 
 def is_list_type(typ: pa.DataType) -> bool:

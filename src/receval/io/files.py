@@ -44,7 +44,7 @@ import pyarrow as pa
 from receval import _malloc
 from receval._lazy import pc
 from receval._malloc import check_headroom
-from receval.errors import InputError, OptionError
+from receval.errors import InputError, OptionError, said
 from receval.ids import (
     arrow_floats,
     arrow_ints,
@@ -623,7 +623,8 @@ def format_of(path: str | os.PathLike[str], head: bytes | None, name: str | None
     raise fail(
         name or str(path),
         f"unknown file type {suffix!r}: expected {', '.join(labels[:-1])} or {labels[-1]} "
-        f"(text formats optionally {' or '.join(COMPRESSIONS[:2])}); or give --format",
+        f"(text formats optionally {' or '.join(COMPRESSIONS[:2])}); or give its format: "
+        + said("receval.io.inputs.FileInput(path, format='csv')", "--format csv"),
     )
 
 

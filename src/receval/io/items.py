@@ -20,6 +20,7 @@ from receval.ids import as_str, canonical
 from receval.io.columns import (
     ITEMS,
     TRAIN,
+    columns_table,
     is_frame,
     is_table,
     item_lists,
@@ -89,6 +90,8 @@ def train_pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
 
 def _pairs(train: Any, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
     """:func:`train_pairs` of an input opened."""
+    if isinstance(train, Mapping) and (table := columns_table(train, "train")) is not None:
+        train = table  # a mapping of columns: its table
     if isinstance(train, Mapping):
         users: list[Any] = []
         items: list[Any] = []
@@ -332,10 +335,14 @@ def build_context(
         t_users, ids["train"] = train_pairs(train, cols)
     elif popularity is not None:
         ids["train"] = canonical(pa.array(popularity[0]), "item", "train")
-    if catalog is not None:
-        ids["catalog"] = read_items(catalog, "catalog", cols)
-    if popular is not None:
-        ids["popular"] = read_items(popular, "popular", cols)
+    for name, given in (("catalog", catalog), ("popular", popular)):
+        if given is not None:
+            ids[name] = read_items(given, name, cols)
+            if not len(ids[name]):  # a file of a header only is refused as it is read
+                raise InputError(
+                    f"no item given: give the {name}'s items, or leave {option(name)} out",
+                    source=name,
+                )
     g_name, ids["groups"], g_labels = (
         read_item_groups(item_groups, cols) if item_groups is not None else ("", None, None)
     )

@@ -23,6 +23,7 @@ from receval.io.columns import (
     RECS,
     TRUTH,
     columns_of,
+    columns_table,
     is_list_type,
     is_table,
     item_lists,
@@ -268,6 +269,8 @@ def read_recs(
     A path is read as a file (:mod:`receval.io.inputs`)."""
     if is_path(obj):
         return read_located(obj, "recommendations", cols, lambda t, c, s: read_recs(t, c, s, kinds))
+    if isinstance(obj, Mapping) and (table := columns_table(obj, source)) is not None:
+        return read_recs(table, cols, source, kinds)  # a mapping of columns: its table
     if isinstance(obj, Mapping):
         return _recs_from_mapping(obj, source, kinds)
     if not is_table(obj):
@@ -550,6 +553,8 @@ def read_truth(
         return read_located(
             obj, "truth", cols, lambda t, c, s: read_truth(t, c, s, kinds, negative_grades)
         )
+    if isinstance(obj, Mapping) and (table := columns_table(obj, source)) is not None:
+        return read_truth(table, cols, source, kinds, negative_grades)
     if isinstance(obj, Mapping):
         return _truth_from_mapping(obj, source, kinds, negative_grades)
     if not is_table(obj):

@@ -181,7 +181,15 @@ def parse_metrics(
         >>> [str(s) for s in parse_metrics(["MRR", "ndcg@5,10[gain=exp]"])]
         ['rr', 'ndcg@5[gain=exp]', 'ndcg@10[gain=exp]']
     """
-    items = [metrics] if isinstance(metrics, (str, MetricSpec)) else list(metrics)
+    if isinstance(metrics, (str, MetricSpec)):
+        items: list[Any] = [metrics]
+    elif isinstance(metrics, Iterable) and not isinstance(metrics, (bytes, Mapping)):
+        items = list(metrics)
+    else:
+        raise MetricError(
+            "metrics must be a metric string like 'ndcg@10' or a list of them; "
+            f"got {type(metrics).__name__} {metrics!r}"[:200]
+        )
     if not items:
         raise MetricError("no metric given")
     out: list[MetricSpec] = []

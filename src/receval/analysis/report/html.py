@@ -50,7 +50,9 @@ _COMPARE_DEFAULTS: dict[str, Any] = {
 }
 
 #: Result parameters that may differ between two evaluations of the same lists.
-_INCIDENTAL_PARAMETERS = frozenset({"engine", "inputs"})
+#: parameters that differ without changing a number (``given``: which options were
+#: typed; where it matters, under ``graded=False``, the grade cut is compared apart)
+_INCIDENTAL_PARAMETERS = frozenset({"engine", "inputs", "given"})
 
 _CSS = """
 :root { color-scheme: light; }
@@ -519,6 +521,12 @@ def _check_same_parameters(
     system: str, compared: Mapping[str, Any], drawn: Mapping[str, Any]
 ) -> None:
     """The curves must come from the evaluation the comparison made."""
+    if EvalOptions.from_dict(compared).grade_cut != EvalOptions.from_dict(drawn).grade_cut:
+        raise ReceValError(
+            f"{system!r} was compared with the convention's relevant rows but the report's "
+            "evaluation has a threshold given, which selects them under graded=False (or the "
+            "other way round): pass report the keywords the comparison was evaluated with"
+        )
     for key in compared.keys() & drawn.keys() - _INCIDENTAL_PARAMETERS:
         if compared[key] != drawn[key]:
             raise ReceValError(
