@@ -188,3 +188,12 @@ def test_merging_accumulators_names_what_differs() -> None:
     given = receval.Accumulator(["rr"], convention="rectools", threshold=1)
     with pytest.raises(ReceValError, match="given explicitly in one only"):
         receval.Accumulator(["rr"], convention="rectools").merge(given)
+
+
+def test_notes_are_plain_text() -> None:
+    """A note is read by Python and printed by the command line alike: it holds
+    no marker of the two-syntax phrases (errors.said), which only errors render."""
+    truth = pd.DataFrame({"user": ["u1", "u2"], "item": [1, 2], "rating": [5, 4]})
+    res = receval.evaluate({"u1": [1, 3], "u2": [2, 3]}, truth, "ndcg@3")
+    assert any("--threshold 4" in note for note in res.notes)
+    assert not any(set(note) & {"\ue000", "\ue001", "\ue002"} for note in res.notes)

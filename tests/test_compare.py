@@ -15,7 +15,7 @@ from scipy import stats as sps
 
 import receval
 from receval.analysis import stats
-from receval.analysis.compare import Comparison, _by_values, compare, letters_for
+from receval.analysis.compare import Comparison, compare, letters_for
 from receval.analysis.formatting import fmt_p
 from receval.errors import OptionError, ReceValError
 
@@ -155,18 +155,20 @@ def test_each_metric_uses_its_spawned_seed(world: tuple[dict, dict]) -> None:
     metrics = ["recall@10", "ndcg@10"]
     c = compare(runs, truth, metrics, test="randomization", n_resamples=800, seed=5)
     boot, flip = np.random.SeedSequence(5).spawn(2)[1].spawn(2)  # ndcg@10: child 1
-    frame = _by_values(c.aligned["ndcg@10"])  # the order resampling sees
-    expected = stats.randomization_test(
-        frame["random"], frame["good"], n_resamples=800, seed=flip
-    ).pvalue
+    frame = c.aligned["ndcg@10"]
+    # what resampling sees: each system's values in their order; the pair's
+    # differences in the orientation of positive mean (good - random), in theirs
+    d = np.sort((frame["good"] - frame["random"]).to_numpy())
+    assert d.mean() > 0
+    expected = stats.randomization_test(d, n_resamples=800, seed=flip).pvalue
     assert c.pairs.loc[("ndcg@10", "random", "good"), "p_value"] == expected
     for system in ("good", "random"):
-        lo, hi = stats.bootstrap_ci(frame[system], n_resamples=800, seed=boot)
+        lo, hi = stats.bootstrap_ci(np.sort(frame[system]), n_resamples=800, seed=boot)
         got = c.table.loc[("ndcg@10", system), ["ci_low", "ci_high"]].tolist()
         assert got == pytest.approx([lo, hi], rel=1e-12)
-    lo, hi = stats.bootstrap_ci(frame["random"], frame["good"], n_resamples=800, seed=boot)
+    lo, hi = stats.bootstrap_ci(d, n_resamples=800, seed=boot)
     got = c.pairs.loc[("ndcg@10", "random", "good"), ["ci_low", "ci_high"]].tolist()
-    assert got == pytest.approx([lo, hi], rel=1e-12)
+    assert got == pytest.approx([-hi, -lo], rel=1e-12)  # random - good: mirrored
 
 
 def test_bootstrap_means_are_the_means_of_index_resamples() -> None:
@@ -371,7 +373,7 @@ def test_randomised_tukey_hsd(world: tuple[dict, dict]) -> None:
     assert c.settings["test"] == "tukey" and c.settings["correction"] == "none"
     for j, m in enumerate(["recall@10", "ndcg@10"]):
         flip = np.random.SeedSequence(5).spawn(3)[j].spawn(2)[1]
-        frame = _by_values(c.aligned[m])  # the order resampling sees
+        frame = c.aligned[m]  # tukey_hsd orders the rows itself: any order, the same p
         p = stats.tukey_hsd(frame[list(runs)].to_numpy(), n_resamples=600, seed=flip)
         names = list(runs)
         for (metric, a, b), row in c.pairs.loc[[m]].iterrows():
@@ -440,8 +442,10 @@ def test_effect_size_intervals_from_the_same_resamples(world: tuple[dict, dict])
     truth, runs = world
     c = compare(runs, truth, ["recall@10", "ndcg@10"], n_resamples=400, seed=5)
     boot = np.random.SeedSequence(5).spawn(2)[1].spawn(2)[0]  # ndcg@10: child 1
-    frame = _by_values(c.aligned["ndcg@10"])  # the order resampling sees
-    d = (frame["random"] - frame["good"]).to_numpy()
+    frame = c.aligned["ndcg@10"]
+    # what resampling sees: the differences in the orientation of positive mean
+    # (good - random), in their order; random - good's numbers are the mirror
+    d = np.sort((frame["good"] - frame["random"]).to_numpy())
     n = len(d)
     rng = np.random.default_rng(boot)
     rows = stats._block_rows(n, 400)
@@ -451,7 +455,7 @@ def test_effect_size_intervals_from_the_same_resamples(world: tuple[dict, dict])
         for row in idx:
             sample = d[row]
             star.append(sample.mean() / sample.std(ddof=1))
-    lo, hi = np.quantile(np.array(star), [0.025, 0.975])
+    hi, lo = -np.quantile(np.array(star), [0.025, 0.975])
     row = c.pairs.loc[("ndcg@10", "random", "good")]
     assert row["effect_ci_low"] == pytest.approx(lo, rel=1e-9)
     assert row["effect_ci_high"] == pytest.approx(hi, rel=1e-9)
@@ -492,3 +496,75 @@ def test_intervals_and_p_values_do_not_depend_on_the_ids(test):
         for key, value in g1.by_group.items():
             assert value.table.equals(g2.by_group[key].table), key
             assert value.pairs.equals(g2.by_group[key].pairs), key
+
+
+@pytest.mark.parametrize(
+    ("test", "ci"), [("randomization", "bca"), ("t", "percentile"), ("tukey", "bca")]
+)
+def test_the_order_of_the_systems_moves_no_number(
+    world: tuple[dict, dict], test: str, ci: str
+) -> None:
+    """The systems given in any order: each system's mean and interval bit for
+    bit, each pair's numbers bit for bit or, given the other way round, their
+    mirror (docs/compare.md, "Which users a resample draws")."""
+    truth, runs = world
+    runs = {**runs, "copy": dict(runs["weak"])}  # two equal columns too
+
+    def numbers(order: list[str]) -> tuple[pd.DataFrame, dict]:
+        c = compare(
+            {k: runs[k] for k in order},
+            truth,
+            ["ndcg@10", "rr"],
+            test=test,
+            ci=ci,
+            n_resamples=300,
+            seed=3,
+        )
+        pairs = {}
+        for (m, a, b), r in c.pairs.iterrows():
+            s = 1.0 if a < b else -1.0
+            lo, hi = ("ci_low", "ci_high")[:: int(s)]
+            elo, ehi = ("effect_ci_low", "effect_ci_high")[:: int(s)]
+            pairs[(m, *sorted((a, b)))] = (
+                s * r["diff"],
+                s * r[lo],
+                s * r[hi],
+                s * r["statistic"],
+                r["p_value"],
+                s * r["effect_size"],
+                s * r[elo],
+                s * r[ehi],
+            )
+        return c.table[["mean", "ci_low", "ci_high"]].sort_index(), pairs
+
+    names = list(runs)
+    first = numbers(names)
+    for seed in range(3):
+        order = [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
+        table, pairs = numbers(order)
+        pd.testing.assert_frame_equal(table, first[0], check_exact=True)
+        assert pairs.keys() == first[1].keys()
+        for key, got in pairs.items():
+            assert np.array_equal(got, first[1][key], equal_nan=True), (order, key)
+
+
+def test_a_columns_resampled_bits_do_not_depend_on_where_it_stands() -> None:
+    """BLAS sums a column of a matrix product by where it stands (a full tile or
+    an edge) and by the matrix's layout: the resamples' products take the
+    columns in the order of their values, in one layout, so that a column's
+    numbers are the same bits in any order (here a few orders plain BLAS sums
+    differently on this machine)."""
+    from receval.analysis.compare import _canonical
+
+    for n, k in [(50, 3), (50, 9), (333, 3), (1000, 5), (4097, 13)]:
+        x = np.random.default_rng(n * k).random((n, k))
+        x[:, 1] = x[:, 0]  # two equal columns: either order, the same numbers
+
+        def means(m: np.ndarray) -> np.ndarray:
+            return stats.bootstrap_means(m, 300, np.random.default_rng(1))
+
+        want = _canonical(x, means)
+        for t in range(4):
+            perm = np.random.default_rng(t).permutation(k)
+            assert np.array_equal(_canonical(x[:, perm], means), want[:, perm]), (n, k, perm)
+            assert np.array_equal(_canonical(np.asfortranarray(x), means), want)

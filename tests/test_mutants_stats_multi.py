@@ -111,13 +111,19 @@ def test_tukey_refuses_to_enumerate_an_astronomical_space() -> None:
 
 def _sign_flip_pvalue(d: np.ndarray, n_resamples: int, seed: int) -> float:
     """Tukey HSD of two systems whose per-user differences are ``d`` (system 1
-    scores 0), drawn as the function documents for m <= 6 systems: each resample
-    draws, for every user, the index of a permutation in ``itertools`` order,
-    ``rng.integers(0, 2!, size=(n_resamples, n))``; index 1 swaps the user's two
-    scores, i.e. flips the sign of d_j. R* = |Σ ± d_j|, T = |Σ d_j| minus the
-    tolerance 1e-9 Σ |d_j|, p = (1 + #{R* >= T}) / (1 + n_resamples)."""
+    scores 0), drawn as the function documents for m <= 6 systems: each user's
+    scores in ascending order, the users in the order of those (here the rows
+    (min(d_j, 0), max(d_j, 0)) sorted: their differences are -|d_j| in that
+    order); each resample draws, for every user, the index of a permutation in
+    ``itertools`` order, ``rng.integers(0, 2!, size=(n_resamples, n))``; index 1
+    swaps the user's two scores, i.e. flips the sign of its difference. R* =
+    |Σ ± d_j|, T = |Σ d_j| minus the tolerance 1e-9 Σ |d_j|, p = (1 + #{R* >=
+    T}) / (1 + n_resamples)."""
+    rows = np.sort(np.column_stack([d, np.zeros(len(d))]), axis=1)
+    rows = rows[np.lexsort(rows.T[::-1])]
+    null = rows[:, 0] - rows[:, 1]
     flips = np.random.default_rng(seed).integers(0, 2, size=(n_resamples, len(d)))
-    ranges = np.abs(np.where(flips == 1, -d, d).sum(axis=1))
+    ranges = np.abs(np.where(flips == 1, -null, null).sum(axis=1))
     target = abs(d.sum()) - 1e-9 * np.abs(d).sum()
     return (1 + int((ranges >= target).sum())) / (1 + n_resamples)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,7 +118,8 @@ class Comparison:
         results: system name → the :class:`~receval.Result` of its evaluation.
         aligned: metric → DataFrame (users compared × systems) of the per-user
             values the tests used (per-user metrics only), in user order; the
-            index resampling takes the users in the order of their values.
+            index resampling takes each system's values, and each pair's
+            differences, in the order of those values.
         omnibus: with 3 systems or more (in process): one row per per-user
             metric — do the systems differ at all? — the one-way
             repeated-measures ANOVA (``anova_f``, ``anova_df1``, ``anova_df2``,
@@ -979,18 +980,6 @@ def _align(
     return aligned, missing
 
 
-def _by_values(frame: pd.DataFrame) -> pd.DataFrame:
-    """The users in the order of their values (the systems' columns compared left
-    to right, then the user id): resampling by index then sees the same vectors
-    whatever the users' ids are (ids as numbers sort apart from ids as text, and
-    a relabelling must not move an interval or a p-value). Users with equal values
-    in every column are interchangeable, so the id only settles their order."""
-    if len(frame) < 2:
-        return frame
-    keys = [frame[c].to_numpy(dtype=np.float64) for c in reversed(frame.columns)]
-    return frame.iloc[np.lexsort(keys)]
-
-
 def _on_spark(results: Mapping[str, Result]) -> bool:
     """Whether the runs were evaluated on Spark (all of them, or none)."""
     spark = [r.per_user_spark is not None for r in results.values()]
@@ -1112,7 +1101,7 @@ def _run_units(
         mine = [u for u in units if u.metric == m]
         what = f"{m}: tests and intervals ({settings['n_resamples']} resamples"
         with step(f"{what} of {len(aligned[m])} users)"):
-            return _metric_units(mine, _by_values(aligned[m]), settings, children[m])
+            return _metric_units(mine, aligned[m], settings, children[m])
 
     if n_jobs == 1 or len(metrics) < 2:
         done = [work(m) for m in metrics]
@@ -1132,13 +1121,19 @@ def _metric_units(
     """The numbers of one metric's units: means and intervals of the systems,
     differences, intervals, tests and effect sizes of the pairs."""
     boot_seed, flip_seed = seed.spawn(2)
-    columns = [
-        frame[u.systems[0]].to_numpy(dtype=np.float64)
-        if u.kind == "mean"
-        else frame[u.systems[0]].to_numpy(dtype=np.float64)
-        - frame[u.systems[1]].to_numpy(dtype=np.float64)
-        for u in units
-    ]
+    # each unit's values in their own order (a system's, a pair's differences): a
+    # resample of positions then gives a unit the same numbers whatever the users'
+    # ids, the other systems and the order the systems were given in (users of
+    # equal values are interchangeable for the unit; docs/compare.md); a pair's
+    # differences in one orientation, the other's numbers mirrored (:func:`_oriented`)
+    flipped = [False] * len(units)
+    columns = []
+    for i, u in enumerate(units):
+        values = frame[u.systems[0]].to_numpy(dtype=np.float64)
+        if u.kind == "pair":
+            values = values - frame[u.systems[1]].to_numpy(dtype=np.float64)
+            values, flipped[i] = _oriented(values)
+        columns.append(np.sort(values))
     n = len(frame)
     x = np.column_stack(columns) if columns else np.empty((n, 0))
     intervals = [(math.nan, math.nan)] * len(units)
@@ -1147,10 +1142,9 @@ def _metric_units(
     if settings["ci"] != "none" and n:
         # one pass of resamples serves the means of every unit and, for Cohen's d,
         # the means of each pair's squared differences: extra columns of one product
-        both = stats.bootstrap_means(
+        both = _canonical(
             np.column_stack([x, x[:, pairs] ** 2]),
-            settings["n_resamples"],
-            stats.rng_from(boot_seed),
+            lambda m: stats.bootstrap_means(m, settings["n_resamples"], stats.rng_from(boot_seed)),
         )
         means, sq = both[:, : len(units)], both[:, len(units) :]
         intervals = [
@@ -1181,7 +1175,9 @@ def _metric_units(
     flip = [i for i in pairs if tests[i] is None]
     if flip:
         b = settings["n_resamples"]
-        counts = stats.flip_counts(x[:, flip], b, stats.rng_from(flip_seed))
+        counts = _canonical(
+            x[:, flip], lambda m: stats.flip_counts(m, b, stats.rng_from(flip_seed))[None]
+        )[0]
         for i, c in zip(flip, counts.tolist(), strict=True):
             tests[i] = stats.StatResult(float(columns[i].mean()), (1 + c) / (1 + b))
     out: dict[tuple[str, ...], dict[str, float]] = {}
@@ -1193,17 +1189,50 @@ def _metric_units(
             continue
         res = tests[i]
         assert res is not None
+        sign = -1.0 if flipped[i] else 1.0  # -x: every signed number and interval mirrored
+        (lo, hi), (elo, ehi) = (lo, hi)[:: int(sign)], effects[i][:: int(sign)]
         out[u.systems] = {
-            "diff": moments.mean(),
-            "ci_low": lo,
-            "ci_high": hi,
-            "statistic": res.statistic,
+            "diff": sign * moments.mean(),
+            "ci_low": sign * lo,
+            "ci_high": sign * hi,
+            "statistic": sign * res.statistic,
             "p_value": res.pvalue,
-            "effect_size": stats.effect_size_of(moments),
-            "effect_ci_low": effects[i][0],
-            "effect_ci_high": effects[i][1],
+            "effect_size": sign * stats.effect_size_of(moments),
+            "effect_ci_low": sign * elo,
+            "effect_ci_high": sign * ehi,
         }
     return out
+
+
+def _canonical(x: np.ndarray, product: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``product(x)`` (a matrix product of resamples with x's columns) taken
+    with the columns in the order of their values (the first user's, then the
+    next's), its columns put back in x's order: the BLAS kernel that sums a
+    column depends on where it stands, so a column's last bits would depend on
+    the order of the systems without it."""
+    if x.shape[1] < 2:
+        return product(x)
+    order = np.lexsort(x[::-1])
+    out = product(x[:, order])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return out[:, back]
+
+
+def _oriented(d: np.ndarray) -> tuple[np.ndarray, bool]:
+    """A pair's differences in the orientation its numbers are computed in, and
+    whether that is ``-d``: the one of positive mean (exact sums), else the one
+    whose sorted values come first. The pair (a, b) and the pair (b, a) are
+    then the same resampled numbers, mirrored: which system was given first
+    moves no interval or p-value."""
+    mean = stats.Moments.of(d).mean() if d.size else 0.0
+    if mean != 0.0:
+        return (-d, True) if mean < 0.0 else (d, False)
+    up, down = np.sort(d), np.sort(-d)
+    differ = np.flatnonzero(up != down)
+    if differ.size and down[differ[0]] < up[differ[0]]:
+        return -d, True
+    return d, False
 
 
 def _test(settings: Mapping[str, Any], d: np.ndarray) -> stats.StatResult | None:

@@ -478,6 +478,7 @@ def flip_counts(d: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np
         >>> flip_counts(d, 999, np.random.default_rng(1)).tolist()
         [0, 999]
     """
+    d = np.ascontiguousarray(d, dtype=np.float64)  # BLAS sums by layout: one layout
     n = d.shape[0]
     total = d.sum(axis=0)
     target = np.abs(total) - 1e-9 * np.abs(d).sum(axis=0)
@@ -506,6 +507,7 @@ def bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -
         >>> m.shape, m[:, 0].tolist()
         ((3, 2), [1.0, 1.0, 1.0])
     """
+    x = np.ascontiguousarray(x, dtype=np.float64)  # BLAS sums by layout: one layout
     n = x.shape[0]
     out = np.empty((n_resamples, x.shape[1]))
     rows = _block_rows(n, n_resamples)
@@ -759,6 +761,12 @@ def tukey_hsd(
     sums = x.sum(axis=0)
     target = np.abs(sums[:, None] - sums[None, :])
     target -= 1e-9 * float((x.max(axis=1) - x.min(axis=1)).sum())
+    # the permutations act on each row's values in ascending order, the rows in
+    # the order of those: a row permuted at random is as random from any of its
+    # orders, and the p-values then depend on neither the order of the systems
+    # (columns) nor that of the users (rows), which only name them
+    x = np.sort(x, axis=1)
+    x = x[np.lexsort(x.T[::-1])]
     perms = np.array(list(itertools.permutations(range(m))), dtype=np.int64) if m <= 6 else None
     space = math.factorial(m) ** n if m <= 20 and n * math.log(math.factorial(m)) < 60 else None
     if exact is None:

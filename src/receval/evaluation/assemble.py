@@ -99,7 +99,7 @@ def with_columns(
         res.notes.append(
             f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
             f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
-            f"give a threshold ({errors.option('threshold', 4)})"
+            "give a threshold (Python: threshold=4, command line: --threshold 4)"
         )
     _someone_relevant(res, truth_columns, opts)
     return res
