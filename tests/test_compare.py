@@ -568,3 +568,17 @@ def test_a_columns_resampled_bits_do_not_depend_on_where_it_stands() -> None:
             perm = np.random.default_rng(t).permutation(k)
             assert np.array_equal(_canonical(x[:, perm], means), want[:, perm]), (n, k, perm)
             assert np.array_equal(_canonical(np.asfortranarray(x), means), want)
+
+
+def test_results_evaluated_on_another_truth_are_refused() -> None:
+    """Every system is compared on one truth: a Result that read other truth
+    rows than the rest is an error naming both (SPEC §10)."""
+    truth, other = {1: [1, 2], 2: [3]}, {1: [1], 2: [3]}
+    a = receval.evaluate({1: [1, 5], 2: [3]}, truth, "rr@2")
+    b = receval.evaluate({1: [2, 5], 2: [4]}, other, "rr@2")
+    with pytest.raises(ReceValError, match=r"'a' read 3 truth rows of 2 users, 'b' 2 rows"):
+        compare({"a": a, "b": b}, truth, "rr@2", n_resamples=99)
+    with pytest.raises(ReceValError, match="different truths"):
+        compare({"a": a, "b": {1: [2, 5], 2: [4]}}, other, "rr@2", n_resamples=99)
+    same = compare({"a": a, "b": {1: [2, 5], 2: [4]}}, truth, "rr@2", n_resamples=99)
+    assert same.table.loc[("rr@2", "b"), "mean"] == 0.5

@@ -828,7 +828,28 @@ def _evaluate_runs(
             if exc.source != "recommendations":
                 raise
             raise exc.located(source=run_source(name)) from None
+    if any(isinstance(run, Result) for run in runs.values()):
+        _one_truth(out)
     return out
+
+
+def _one_truth(results: Mapping[str, Result]) -> None:
+    """Every system is compared on one truth: a Result given must have read as
+    many truth rows, of as many users, as the others (a Result keeps no copy
+    of its truth, so truths of the same size but other rows go unseen)."""
+    read = {
+        name: (r.counts.get("truth_rows"), r.counts.get("users_in_truth"))
+        for name, r in results.items()
+    }
+    first, want = next(iter(read.items()))
+    for name, got in read.items():
+        if got != want:
+            raise ReceValError(
+                f"the systems were evaluated on different truths: {first!r} read {want[0]} "
+                f"truth rows of {want[1]} users, {name!r} {got[0]} rows of {got[1]} users; "
+                "compare evaluates every system on one truth (evaluate the Results given "
+                "on the comparison's truth, or pass their recommendations)"
+            )
 
 
 class _SharedTruth:
