@@ -348,3 +348,12 @@ def test_a_run_agrees_with_itself_exactly():
     run = {u: [int(i) for i in rng.permutation(200)[: int(rng.integers(1, 60))]] for u in range(50)}
     per_user = receval.agreement(run, run, ["rbo", "rbo@10[p=0.5]", "jaccard@10"]).per_user
     assert (per_user.to_numpy() == 1.0).all()
+
+
+def test_no_user_in_common_is_said_of_a_run_and_a_reference() -> None:
+    from receval.errors import NoSharedUser
+
+    with pytest.raises(NoSharedUser) as got:
+        receval.agreement({"u1": [1, 2]}, {9: [1, 2]}, "rbo@2")
+    assert "both the run and the reference" in str(got.value)
+    assert "truth" not in str(got.value) and "recommendations" not in str(got.value)

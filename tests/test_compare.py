@@ -582,3 +582,8 @@ def test_results_evaluated_on_another_truth_are_refused() -> None:
         compare({"a": a, "b": {1: [2, 5], 2: [4]}}, other, "rr@2", n_resamples=99)
     same = compare({"a": a, "b": {1: [2, 5], 2: [4]}}, truth, "rr@2", n_resamples=99)
     assert same.table.loc[("rr@2", "b"), "mean"] == 0.5
+
+
+def test_a_run_sharing_no_user_with_the_truth_is_named() -> None:
+    with pytest.raises(receval.errors.NoSharedUser, match=r"^recommendations of 'b': no user"):
+        compare({"a": {"u1": [1]}, "b": {9: [1]}}, {"u1": [1]}, "rr", n_resamples=99)

@@ -327,9 +327,14 @@ class NoSharedUser(InputError):
     """
 
     def __init__(
-        self, message: str, *, recommendation_users: list[Any], truth_users: list[Any]
+        self,
+        message: str,
+        *,
+        recommendation_users: list[Any],
+        truth_users: list[Any],
+        source: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, source=source)
         self.recommendation_users = [plain(u) for u in recommendation_users]
         self.truth_users = [plain(u) for u in truth_users]
 

@@ -20,7 +20,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, OptionError, PolicyError, ReceValError, option, said
+from receval.errors import (
+    InputError,
+    NoSharedUser,
+    OptionError,
+    PolicyError,
+    ReceValError,
+    option,
+    said,
+)
 from receval.evaluation.api import evaluate
 from receval.evaluation.reference import through_door
 from receval.evaluation.result import Result
@@ -117,6 +125,16 @@ def _said_as_agreement() -> Iterator[None]:
     and ``missing_recs``)."""
     try:
         yield
+    except NoSharedUser as exc:  # said of a run and a reference, not of recommendations and truth
+        error = NoSharedUser(
+            "no user has a list in both the run and the reference: the run's users (e.g. "
+            f"{', '.join(map(repr, exc.recommendation_users))}) and the reference's (e.g. "
+            f"{', '.join(map(repr, exc.truth_users))}) have none in common. Are the user and "
+            "item columns swapped? Are the ids written alike on both sides (e.g. 'u1' vs 1)?",
+            recommendation_users=exc.recommendation_users,
+            truth_users=exc.truth_users,
+        )
+        raise error from None
     except PolicyError as exc:
         if "but no truth" in str(exc):
             text, name = "has a list in the run but none in the reference", "only_in_run"

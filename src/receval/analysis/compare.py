@@ -28,7 +28,7 @@ from receval._version import __version__
 from receval.analysis import comparison_render as render
 from receval.analysis import stats
 from receval.analysis.formatting import letters_for
-from receval.errors import InputError, OptionError, ReceValError, check_seed
+from receval.errors import InputError, NoSharedUser, OptionError, ReceValError, check_seed
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.columns import TRUTH, renamed, resolve
@@ -825,6 +825,13 @@ def _evaluate_runs(
             about_truth = shared.located(exc, run)
             if about_truth is not None:  # a row of the truth read once: its file and line
                 raise about_truth from None
+            if isinstance(exc, NoSharedUser):  # say of which run
+                raise NoSharedUser(
+                    exc.reason,
+                    recommendation_users=exc.recommendation_users,
+                    truth_users=exc.truth_users,
+                    source=run_source(name),
+                ) from None
             if exc.source != "recommendations":
                 raise
             raise exc.located(source=run_source(name)) from None
