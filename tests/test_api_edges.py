@@ -197,3 +197,18 @@ def test_notes_are_plain_text() -> None:
     res = receval.evaluate({"u1": [1, 3], "u2": [2, 3]}, truth, "ndcg@3")
     assert any("--threshold 4" in note for note in res.notes)
     assert not any(set(note) & {"\ue000", "\ue001", "\ue002"} for note in res.notes)
+
+
+def test_ild_undefined_for_lack_of_features_is_said() -> None:
+    """Items item_features does not list (or gives an all-zero vector) have no
+    features: a list with fewer than 2 such items leaves ild undefined, and a
+    note says for how many users (was: NaN and no word)."""
+    features = pd.DataFrame({"item": ["x1", "x2", "x3"], "f1": [1, 0, 0], "f2": [0, 1, 0]})
+    recs = {"u1": ["a", "b"], "u2": ["x1", "x2"], "u3": ["x1", "x3"]}
+    res = receval.evaluate(recs, {u: ["a"] for u in recs}, "ild@10", item_features=features)
+    assert res.counts["undefined"] == {"ild@10": 2}
+    assert any("for 2 of 3 users evaluated" in n for n in res.notes), res.notes
+    none = receval.evaluate({"u1": ["a", "b"]}, {"u1": ["a"]}, "ild@10", item_features=features)
+    assert any(n.startswith("ild@10 is NaN: no evaluated user's top-10") for n in none.notes)
+    full = receval.evaluate({"u2": ["x1", "x2"]}, {"u2": ["a"]}, "ild@10", item_features=features)
+    assert not any("ild" in n for n in full.notes)

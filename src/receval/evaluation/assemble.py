@@ -52,6 +52,7 @@ def result_of(
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
     notes = list(out.notes) + _warnings(counts, opts.ties) + range_notes(summary, specs)
+    notes += _feature_notes(specs, counts)
 
     per_user = PerUserValues(out.user_ids, values, names)  # a frame on first read
     parameters: dict[str, Any] = {
@@ -75,6 +76,33 @@ def result_of(
     )
     res.notes += item_group_notes(res)  # NaN values of item groups sharing no item
     return res
+
+
+def _feature_notes(specs: Sequence[MetricSpec], counts: Mapping[str, Any]) -> list[str]:
+    """What to say of a metric of item features (``ild``) undefined for users
+    evaluated: their lists hold fewer than 2 items with features (items that
+    ``item_features=`` does not list, or gives an all-zero vector or an empty
+    category set, have none), which no count of rows shows."""
+    out = []
+    evaluated = int(counts.get("users_evaluated", 0))
+    for spec in specs:
+        if "item_features" not in spec.definition.needs:
+            continue
+        nan = int(counts.get("undefined", {}).get(str(spec), 0))
+        if not nan or not evaluated:
+            continue
+        top = f"top-{spec.k}" if spec.k is not None else "list"
+        said = (
+            f"{spec} is NaN: no evaluated user's {top} holds 2 items with features"
+            if nan == evaluated
+            else f"{spec} is undefined (NaN, left out of the mean) for {nan} of {evaluated} "
+            f"users evaluated: their {top} holds fewer than 2 items with features"
+        )
+        out.append(
+            said + "; items that item_features does not list, or gives an all-zero vector or "
+            "an empty category set, have none"
+        )
+    return out
 
 
 #: why recommendation rows are not used (``recommendation_rows_<why>``)

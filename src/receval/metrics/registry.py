@@ -1175,7 +1175,9 @@ _DEFS += (
         needs=("item_features",),
         undefined="lists with fewer than 2 items with features (NaN); users the user policies "
         "leave out are left out here too (a user they score 0 keeps the value of its list)",
-        notes="Items without features are left out of the pairs.",
+        notes="Items without features (not in item_features, or given an all-zero vector or "
+        "an empty category set) are left out of the pairs; Result.notes says how many users "
+        "that leaves undefined.",
     ),
     MetricDef(
         name="user_coverage",
