@@ -366,3 +366,23 @@ def test_groups_with_rows_dropped_as_duplicates() -> None:
         for m in alone.summary:
             assert _same(alone.summary[m], row[m]), (grouping, label, m)
         assert res.group_results[grouping, label].counts == alone.counts
+
+
+def test_integer_labels_with_an_empty_cell_stay_integers(tmp_path: Path) -> None:
+    """A group column of integers with an empty cell is read as floats (1.0,
+    2.0, NaN) by pandas and Arrow: the labels are the integers written, through
+    the file, a DataFrame read from it and a nullable Int64 column alike; the
+    users in no group are said under the table."""
+    (tmp_path / "g.csv").write_text("user,tier\nu1,1\nu2,2\nu3,\n")
+    recs = {"u1": [1], "u2": [2], "u3": [3]}
+    truth = {"u1": [1], "u2": [5], "u3": [3]}
+    forms = [
+        tmp_path / "g.csv",
+        pd.read_csv(tmp_path / "g.csv"),
+        pd.read_csv(tmp_path / "g.csv").astype({"tier": "Int64"}),
+    ]
+    for groups in forms:
+        res = receval.evaluate(recs, truth, "rr", user_groups=groups)
+        assert res.groups.index.tolist() == [("tier", 1), ("tier", 2)]
+        assert all(type(g) is int for _, g in res.groups.index)
+        assert "tier: 1 user is in no group (1 with a null 'tier')" in str(res)

@@ -131,6 +131,7 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
     for name in names:
         values = frame[name]
         has = values.notna().to_numpy()
+        values = _whole_labels(values, has)
         fast = _sorted_grouping(str(name), users, values, has)
         if fast is not None:
             out.append(Grouping(fast.name, fast.groups, fast.unassigned, source))
@@ -157,6 +158,22 @@ def _from_frame(frame: pd.DataFrame, source: str) -> list[Grouping]:
         unassigned = len(pd.unique(users[~has])) if (~has).any() else 0
         out.append(Grouping(str(name), groups, unassigned, source))
     return out
+
+
+def _whole_labels(values: pd.Series, has: np.ndarray) -> pd.Series:
+    """Group labels that are whole numbers read as floats (a column of integers
+    with an empty cell: ``1.0``, ``2.0``, NaN, as pandas and Arrow read it) as
+    the integers written; other labels as they are."""
+    import pandas as pd
+
+    if values.dtype.kind != "f" or not has.any():
+        return values
+    given = values.to_numpy(dtype=np.float64)[has]
+    if not (np.all(given == np.floor(given)) and np.all(np.abs(given) <= 2.0**53)):
+        return values
+    labels = np.zeros(len(values), dtype=np.int64)
+    labels[has] = given.astype(np.int64)
+    return pd.Series(labels, index=values.index, name=values.name)
 
 
 def _sorted_grouping(

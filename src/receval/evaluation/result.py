@@ -330,6 +330,19 @@ class Result:
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
 
+    def _ungrouped(self) -> list[str]:
+        """One line per grouping that leaves users out of every group (no
+        group, or a null one): they are in no row of the table above."""
+        out = []
+        for name, c in (self.counts.get("user_groups") or {}).items():
+            none = int(c.get("users_without_group", 0))
+            null = int(c.get("users_with_a_null_group", 0))
+            if none:
+                users = "1 user is" if none == 1 else f"{none} users are"
+                why = f" ({null} with a null {name!r})" if null else ""
+                out.append(f"{name}: {users} in no group{why}")
+        return out
+
     def __str__(self) -> str:
         rows = self._rows(4)
         wm = max([len("metric")] + [len(r[0]) for r in rows])
@@ -344,6 +357,7 @@ class Result:
             for col in shown.columns.drop("users"):
                 shown[col] = [f"{v:.4f}" for v in shown[col]]
             out += ["", "by user group (each group evaluated alone):", shown.to_string()]
+            out += self._ungrouped()
         if self.item_groups is not None:
             shown = self.item_groups.copy()
             for col in shown.columns.drop("items"):
