@@ -33,6 +33,7 @@ import pandas as pd
 
 from receval.analysis.formatting import fmt_p, fmt_value, spreadsheet_csv, superscript
 from receval.evaluation.result import Result, clean, latex_escape, markdown_escape
+from receval.io.write import atomic_write_text
 
 __all__ = [
     "Compared",
@@ -144,10 +145,12 @@ def csv_text(cmp: Compared, path: str | Path | None = None) -> str:
     """``cmp.to_long()`` as CSV for spreadsheets (p-values in full precision,
     NaN as an empty field, no index, a text cell that a spreadsheet would run
     as a formula written with a leading ``'``); also written to ``path`` when
-    given."""
+    given, whole or not at all (:func:`receval.io.write.atomic_write`: a
+    symbolic link there is replaced, never followed; a failure is an
+    :class:`~receval.errors.OutputError` naming ``path``)."""
     out = spreadsheet_csv(cmp.to_long(), index=False)
-    if path is not None:
-        Path(path).write_text(out, encoding="utf-8")
+    if path is not None:  # whole or not at all; a link at path replaced, never followed
+        atomic_write_text(path, out)
     return out
 
 
@@ -227,7 +230,9 @@ def _metric_dict(cmp: Compared, m: str) -> dict[str, Any]:
 
 
 def json_text(cmp: Compared, indent: int | None = 2) -> str:
-    """:func:`json_ready` as JSON text (NaN and infinities written as null)."""
+    """:func:`json_ready` as JSON text: NaN (undefined) written as null, an
+    infinity (a t statistic or effect size of a constant non-zero difference)
+    as the string ``"inf"`` or ``"-inf"`` (:func:`~receval.evaluation.result.clean`)."""
     return json.dumps(json_ready(cmp), indent=indent, allow_nan=False, ensure_ascii=False)
 
 

@@ -23,7 +23,14 @@ from receval.cli.flags import (
     SepOpt,
     with_options,
 )
-from receval.cli.inputs import metric_strings, refuse_input_targets, render, status
+from receval.cli.inputs import (
+    REPORT_SUFFIXES,
+    metric_strings,
+    refuse_input_targets,
+    render,
+    status,
+    suffix_format,
+)
 from receval.errors import InputError, OptionError, ReceValError
 from receval.evaluation.options import EvalOptions
 
@@ -116,8 +123,8 @@ def backtest(
             help="timestamp column (default: detected: timestamp, time, ts, datetime, ...)",
         ),
     ] = None,
-    report_path: Annotated[
-        Path | None,
+    report_paths: Annotated[
+        list[Path] | None,
         typer.Option(
             "--report",
             metavar="PATH",
@@ -166,7 +173,7 @@ def backtest(
     models = {
         name: ShellModel(t, recs_format=recs_format) for name, t in zip(systems, run, strict=True)
     }
-    refuse_input_targets({"interactions": interactions}, files={"report": report_path})
+    report_path = _report_target(report_paths, interactions)
     named = {"user_col": options.user_col, "item_col": options.item_col}
     with status(f"reading {interactions}", quiet):
         try:
@@ -217,6 +224,22 @@ def backtest(
         show_out(render(next(iter(results.values())), shown_as), shown_as)
     else:
         show_out(_rendered(results, cmp, shown_as), shown_as)
+
+
+def _report_target(given: list[Path] | None, interactions: Path) -> Path | None:
+    """``--report``, checked before any fold runs, as ``report --out`` checks
+    its page: given once, a name ending in .html or .htm, not the log (by
+    file), not a folder, in a folder that is or can be made."""
+    from receval.io.write import check_target, given_once
+
+    path = given_once("report", given)
+    if path is None:
+        return None
+    refuse_input_targets({"interactions": interactions}, files={"report": path})
+    page = dict.fromkeys(REPORT_SUFFIXES, "html")
+    suffix_format("report", path, page, "the report is an HTML page")
+    check_target(path, "report", folder_made=True)
+    return Path(path)
 
 
 def _system_names(names: str | None, n: int) -> list[str]:

@@ -105,8 +105,8 @@ def evaluate(
     options: EvalOptions,
     metric: Metrics = None,
     k: Cutoffs = None,
-    per_user_path: Annotated[
-        str | None,
+    per_user_paths: Annotated[
+        list[str] | None,
         typer.Option(
             "--per-user",
             metavar="PATH",
@@ -138,6 +138,9 @@ def evaluate(
     plugin: Plugins = None,
 ) -> None:
     """Evaluate a file of recommendations against a file of truth."""
+    from receval.io.write import check_target, given_once
+
+    per_user_path = given_once("per_user", per_user_paths)  # twice: the first was lost
     if output is EvaluateOutput.trec_eval and not as_json:  # trec_eval's text: receval.cli.trec
         from receval.cli.trec import evaluate_trec_eval
 
@@ -191,6 +194,7 @@ def evaluate(
     per_user_format = None
     if per_user is not None:
         per_user_format = per_user_suffix_format(str(per_user), engine)
+        check_target(per_user, "per_user")  # its folder, before the evaluation
     with file_notes(quiet):  # what each file was read as, once it is all read
         result, inputs = _evaluate_files(
             (recs, truth),

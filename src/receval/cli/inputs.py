@@ -22,6 +22,7 @@ from receval.errors import (
     option,
 )
 from receval.evaluation.options import EvalOptions
+from receval.io.write import PAGE_SUFFIXES, suffix_format
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -57,28 +58,13 @@ def progress_bar(reading: str, quiet: bool) -> Iterator[Any]:
 #: a folder of part files of that format)
 PER_USER_FORMATS: Mapping[str, str] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 #: ``report --out``: the suffixes of the HTML page it writes
-REPORT_SUFFIXES = (".html", ".htm")
+REPORT_SUFFIXES = PAGE_SUFFIXES
 
 
 def one_of(words: Any, last: str = "or") -> str:
     """``a, b or c`` (``last``: the last word's conjunction)."""
     words = list(words)
     return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
-
-
-def suffix_format(flag: str, path: str | Path, formats: Mapping[str, str], what: str) -> str:
-    """The format the suffix of the output ``--flag path`` chooses; any other
-    suffix is a :class:`~receval.errors.ReceValError` (exit 2, before any
-    work) naming the flag, the file, the suffix found and ``what`` is written
-    (e.g. "the report is an HTML page"): a file is never
-    written in a format its name does not say."""
-    suffix = Path(str(path).rstrip("/")).suffix.lower()
-    if suffix in formats:
-        return formats[suffix]
-    found = f"receval writes no {suffix} file" if suffix else "the name has no suffix"
-    raise ReceValError(
-        f"{option(flag, path)}: {found}; {what}: give a name ending in {one_of(formats)}"
-    )
 
 
 def per_user_suffix_format(path: str, engine: Engine) -> str:
@@ -192,7 +178,7 @@ def refuse_input_targets(
 
     The error is one line naming both: ``--per-user ug.csv would write over the
     user groups file ug.csv; choose another output file``."""
-    from receval.io.write import refuse_inputs
+    from receval.io.write import refuse_inputs, refuse_inside
 
     named = [(_input_label(key), path) for key, path in inputs.items() if _local(path)]
     outputs: list[tuple[str, str | Path]] = []
@@ -205,48 +191,13 @@ def refuse_input_targets(
             outputs.append((f"output of {option(flag)}", path))
     for flag, path in (folders or {}).items():
         if _local(path):
-            _refuse_inside(flag, Path(path), named, tuple(writes))
+            refuse_inside((option(flag, Path(path)), path), named, writes)
 
 
 def _local(path: str | Path | None) -> bool:
     """Whether ``path`` names a local file: not None, not ``-`` (standard
     input or output), not a URL (``s3://...``, read and written by Spark)."""
     return path is not None and str(path) != "-" and "://" not in str(path)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-def _refuse_inside(
-    flag: str, folder: Path, inputs: list[tuple[str, str | Path]], writes: tuple[str, ...]
-) -> None:
-    """:func:`refuse_input_targets` for the output folder ``--flag folder``."""
-    what = option(flag, folder)
-    root = folder.resolve()
-    written = {Path(name).as_posix(): root / name for name in writes}
-    for label, path in inputs:
-        given = Path(path)
-        if not given.exists() and not given.is_symlink():
-            continue  # nothing there to write over (reading it will say so)
-        if _same_file(folder, given):
-            raise ReceValError(
-                f"{what} would write over the {label} {path}; choose another output folder"
-            )
-        places = (given.resolve(), given.absolute().parent.resolve() / given.name)
-        inside = [p.relative_to(root).as_posix() for p in places if p.is_relative_to(root)]
-        inside += [name for name, target in written.items() if _same_file(target, given)]
-        if not inside:
-            continue
-        name = next((n for n in inside if n in written), None)
-        if name is not None:
-            said = f"{what} ({name}) would write over the {label} {path}"
-        else:
-            said = f"{what} would write into the folder holding the {label} {path}"
-        raise ReceValError(f"{said}; choose another output folder")
 
 
 def metric_strings(

@@ -112,7 +112,7 @@ def next_items(
         ),
     ] = Steps.all,
     per_session: Annotated[
-        str | None,
+        list[str] | None,
         _table_out(
             "--per-session",
             "write each session's steps and mean of each metric to a .csv or .parquet (.pq) "
@@ -120,15 +120,15 @@ def next_items(
         ),
     ] = None,
     by_position: Annotated[
-        str | None,
+        list[str] | None,
         _table_out(
             "--by-position",
             "write each metric's mean at each step position t (and the sessions with that "
             "step) to a .csv or .parquet (.pq) file",
         ),
     ] = None,
-    report_path: Annotated[
-        str | None,
+    report_paths: Annotated[
+        list[str] | None,
         _table_out(
             "--report", "also write an HTML page: the metric by position in session (.html)"
         ),
@@ -162,19 +162,10 @@ def next_items(
     from receval.io.session_files import read_session_file
 
     metrics = metric_strings(metric, k)
-    written = {"per_session": per_session, "by_position": by_position, "report": report_path}
+    given = {"per_session": per_session, "by_position": by_position, "report": report_paths}
     read = {"lists": lists_path, "sessions": sessions_path, "train": train, "catalog": catalog}
-    # as receval evaluate: an output naming an input is refused first (the error
-    # the user needs: ``--report lists.csv`` would overwrite the lists), then
-    # the outputs' suffixes, then the inputs are read
-    refuse_input_targets(read, files=written)
-    formats = {
-        flag: suffix_format(flag, path, PER_USER_FORMATS, "the table is CSV or Parquet")
-        for flag, path in written.items()
-        if path is not None and flag != "report"
-    }
-    if report_path is not None:
-        suffix_format("report", report_path, dict.fromkeys(REPORT_SUFFIXES, "html"), _PAGE)
+    written, formats = _targets(given, read)
+    report_path = written["report"]
     cols = {"session": session_col, "item": item_col}
     with status(f"reading {lists_path} and {sessions_path}", quiet):
         lists, lists_info = read_session_file(lists_path, fmt.value, sep, cols, SPELLINGS)
@@ -238,6 +229,32 @@ def next_items(
 
 
 _PAGE = "the report is an HTML page"
+
+
+def _targets(
+    given: dict[str, list[str] | None], read: dict[str, Any]
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """The output files by flag, each given once, and the tables' formats,
+    all checked before any input is read: as receval evaluate, an output
+    naming an input is refused first (the error the user needs: ``--report
+    lists.csv`` would overwrite the lists), then the outputs' suffixes, then
+    each target (a folder in the way, its folder missing: ``--report`` makes
+    it): no output is written when another would fail."""
+    from receval.io.write import check_target, given_once
+
+    written: dict[str, str | None] = {flag: given_once(flag, v) for flag, v in given.items()}
+    refuse_input_targets(read, files=written)
+    formats = {
+        flag: suffix_format(flag, path, PER_USER_FORMATS, "the table is CSV or Parquet")
+        for flag, path in written.items()
+        if path is not None and flag != "report"
+    }
+    if written["report"] is not None:
+        suffix_format("report", written["report"], dict.fromkeys(REPORT_SUFFIXES, "html"), _PAGE)
+    for flag, path in written.items():
+        if path is not None:
+            check_target(path, flag, folder_made=flag == "report")
+    return written, formats
 
 
 def _rendered(result: Any, output: Output) -> str:

@@ -690,7 +690,31 @@ def _partitioned(
 ) -> Iterator[tuple[pa.Table, Callable[[int], int], pa.Table, Callable[[int], int]]]:
     # one bucket ~ one chunk of rows; at most 512 buckets (open files)
     buckets = min(512, max(2, math.ceil(max(recs.num_rows, truth.num_rows) / rows)))
-    with tempfile.TemporaryDirectory(prefix="receval-", dir=tmp) as d:
+    try:
+        made = tempfile.TemporaryDirectory(prefix="receval-", dir=tmp)
+    except OSError as exc:  # a bad RECEVAL_TMPDIR: said as such, never its made-up subfolder
+        from receval.errors import OutputError
+
+        named = tmp is not None and tmp == os.environ.get("RECEVAL_TMPDIR")
+        where = f"RECEVAL_TMPDIR={tmp}" if named else (tmp or tempfile.gettempdir())
+        if tmp is not None and not os.path.lexists(tmp):
+            why = "names a folder that does not exist"
+        elif tmp is not None and not os.path.isdir(tmp):
+            why = "names a file, not a folder"
+        else:
+            why = f"cannot hold a temporary folder ({exc.strerror or exc})"
+        advice = "give a folder you may write to"
+        if named:
+            advice = (
+                "set it to a folder you may write to, or unset it to use the system's "
+                "temporary folder"
+            )
+        raise OutputError(
+            f"{where} {why}: receval partitions unsorted inputs there by user; {advice}",
+            path=str(where),
+            errno=exc.errno,
+        ) from None
+    with made as d:
         base = Path(d)
         _partition(recs, buckets, base / "recs", rows)
         _partition(truth, buckets, base / "truth", rows)

@@ -26,6 +26,7 @@ the scores written are these.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from receval.errors import InputError, OptionError
+from receval.errors import InputError, OptionError, option
 from receval.ids import order_of
+from receval.io.inputs import is_path
 from receval.io.tables import read_recs, read_truth
-from receval.io.write import atomic_write
+from receval.io.write import atomic_write, check_target, refuse_inputs
 from receval.records import Columns, RecsData, TruthData
 
 __all__ = ["TIES", "qrels_dict", "run_dict", "write_trec_qrels", "write_trec_run"]
@@ -147,6 +149,15 @@ def _empty_users(data: RecsData | TruthData) -> list[str]:
     if not len(empty):
         return []
     return list(_text(empty[order_of(empty)]))
+
+
+def _check_output(path: str | Path, given: Any, label: str) -> None:
+    """``path`` checked before its input is read: never the input ``given``
+    when that is a file (by file: another spelling or a link counts), not a
+    folder, in a folder that exists."""
+    if is_path(given):
+        refuse_inputs((option("path", path), path), [(label, os.fspath(given))])
+    check_target(path, "path")
 
 
 def _grade(value: float) -> int | float:
@@ -299,7 +310,9 @@ def write_trec_run(
     (a qid) starts with ``#`` is refused, naming the user and item. Users
     with an empty list are not written (a TREC run cannot hold them). The
     file is written to a temporary file and renamed over ``path``: a failure
-    leaves ``path`` as it was. Returns the path written.
+    leaves ``path`` as it was; a ``path`` that is the file ``recs`` (by any
+    spelling or link) is refused before anything is read. Returns the path
+    written.
 
     Example:
         >>> import tempfile, pathlib
@@ -311,6 +324,7 @@ def write_trec_run(
     """
     if not run_id or any(ch.isspace() for ch in run_id):
         raise OptionError("run_id", run_id, expected="non-empty text without whitespace")
+    _check_output(path, recs, "recommendations file")
     data = _recs(recs, _columns(user_col, item_col, score_col, rank_col))
     users, items, scores, position = _in_order(data, ties)
     user_text, item_text = _arrow_text(users), _arrow_text(items)
@@ -343,7 +357,8 @@ def write_trec_qrels(
     when whole, else by ``repr`` (trec_eval reads integer grades only; receval
     reads both). Ids as in :func:`write_trec_run` (refused when a TREC file
     cannot hold them); users without items are not written. Written
-    atomically (temporary file, then rename). Returns the path written.
+    atomically (temporary file, then rename); a ``path`` that is the file
+    ``truth`` is refused. Returns the path written.
 
     Example:
         >>> import tempfile, pathlib
@@ -353,6 +368,7 @@ def write_trec_qrels(
         q1 0 d1 0
         q1 0 d2 2
     """
+    _check_output(path, truth, "truth file")
     data = _truth(truth, _columns(user_col, item_col, relevance_col=relevance_col))
     _refuse_duplicates(data.users, data.items, data.source)
     order = np.lexsort((_id_rank(data.items, "item"), _id_rank(data.users, "item")))

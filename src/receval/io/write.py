@@ -27,26 +27,31 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from receval.errors import OutputError, ReceValError
+from receval.errors import OutputError, ReceValError, option
 from receval.io.manifest import MANIFEST, files_listed
 
 __all__ = [
     "LOCK",
     "MANIFEST",
+    "PAGE_SUFFIXES",
     "STAGING",
     "OutputSet",
     "atomic_write",
     "atomic_write_text",
     "cannot_write",
+    "check_target",
+    "given_once",
     "held_by_another",
     "make_folder",
     "output_notes",
     "refuse_inputs",
+    "refuse_inside",
+    "suffix_format",
     "umask",
 ]
 
@@ -113,18 +118,23 @@ def _mode_for(path: Path) -> int:
     return 0o666 & ~umask()
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
+def atomic_write(
+    path: str | Path, write: Callable[[Path], Any], shown: str | Path | None = None
+) -> Any:
     """Call ``write(tmp)`` to write a temporary file, then rename it over ``path``.
 
     ``write`` gets the temporary file's path (writers such as ``DataFrame.to_parquet``
     want a path) and may write it any way it likes; its return value is returned. On any
     exception, ``KeyboardInterrupt`` included, the temporary file is removed and the target
     is left as it was; an ``OSError`` (full disk, read-only folder, no permission ...)
-    becomes an :class:`~receval.errors.OutputError` naming the target and what to do.
+    becomes an :class:`~receval.errors.OutputError` naming the target (``shown``, when
+    ``path`` is not where the file will lie: a set's file is written into its hidden
+    folder first) and what to do.
     """
     target = Path(path)
+    named = target if shown is None else shown
     if target.is_dir() and not target.is_symlink():
-        raise cannot_write(target, IsADirectoryError(errno.EISDIR, "Is a directory"))
+        raise cannot_write(named, IsADirectoryError(errno.EISDIR, "Is a directory"))
     folder = target.parent
     _refuse_held(target)
     for left in _stale_temporaries(folder, target.name):  # by a killed run into this file
@@ -134,7 +144,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
         prefix = f".{target.name}.{os.getpid()}-"
         fd, name = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     except OSError as exc:
-        raise cannot_write(target, exc) from None
+        raise cannot_write(named, exc) from None
     tmp = Path(name)
     try:
         os.close(fd)
@@ -147,15 +157,91 @@ def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Any:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise cannot_write(target, exc) from None
+            raise cannot_write(named, exc) from None
         raise
     _sync_folder(folder)  # the rename itself, on file systems that need it
     return result
 
 
-def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` with :func:`atomic_write`."""
-    atomic_write(path, lambda p: p.write_text(text, encoding=encoding))
+def atomic_write_text(
+    path: str | Path, text: str, encoding: str = "utf-8", shown: str | Path | None = None
+) -> None:
+    """Write ``text`` to ``path`` with :func:`atomic_write` (``shown``: its name in errors)."""
+    atomic_write(path, lambda p: p.write_text(text, encoding=encoding), shown)
+
+
+def check_target(path: str | Path, name: str | None = None, *, folder_made: bool = False) -> None:
+    """Raise now the :class:`~receval.errors.OutputError` that writing the file
+    ``path`` would meet at the end of the work: a folder at ``path`` (a link is
+    fine: it is replaced), its folder missing (fine with ``folder_made``: the
+    writer makes it) or a file where a folder of the path should be, or a folder
+    above it held by another receval run. ``name``: the keyword / flag the
+    target was given with, named in the message in the caller's syntax
+    (``per_user='x.csv'`` / ``--per-user x.csv``); the error's ``path`` is
+    ``path``. Call it for every output before any work (and before any output
+    is written): a command then never fails half-way, some files written."""
+    target = Path(path)
+    shown = str(path) if name is None else option(name, path)
+    problem: OSError | None = None
+    if target.is_dir() and not target.is_symlink():
+        problem = IsADirectoryError(errno.EISDIR, "Is a directory")
+    else:
+        try:
+            st = os.stat(target.parent)
+        except FileNotFoundError as exc:
+            problem = None if folder_made and _made_below_folder(target.parent) else exc
+        except OSError as exc:  # ENOTDIR: a file above; EACCES ...
+            problem = exc
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                problem = NotADirectoryError(errno.ENOTDIR, "Not a directory")
+    if problem is not None:
+        err = cannot_write(shown, problem)
+        err.path = str(target)
+        raise err
+    if os.path.isdir(target.parent):
+        _refuse_held(target)
+
+
+def _made_below_folder(folder: Path) -> bool:
+    """Whether the missing ``folder`` can be made: its nearest existing
+    ancestor is a folder (not a file)."""
+    for above in folder.parents:
+        if os.path.lexists(above):
+            return above.is_dir()
+    return True
+
+
+#: the suffixes of an HTML page receval writes (a report)
+PAGE_SUFFIXES = (".html", ".htm")
+
+
+def suffix_format(name: str, path: str | Path, formats: Mapping[str, str], what: str) -> str:
+    """The format the suffix of the output ``path`` (given as ``name``) chooses;
+    any other suffix is a :class:`~receval.errors.ReceValError` naming the
+    keyword or flag (:func:`~receval.errors.option`), the file, the suffix found
+    and ``what`` is written (e.g. "the report is an HTML page"): a file is never
+    written in a format its name does not say (``out='truth.csv'`` would have
+    written a page over a CSV file)."""
+    suffix = Path(str(path).rstrip("/")).suffix.lower()
+    if suffix in formats:
+        return formats[suffix]
+    found = f"receval writes no {suffix} file" if suffix else "the name has no suffix"
+    names = list(formats)
+    ending = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+    raise ReceValError(f"{option(name, path)}: {found}; {what}: give a name ending in {ending}")
+
+
+def given_once(name: str, given: Sequence[Any] | None) -> Any:
+    """The one value of an output option that may be given once (None: not
+    given); given twice, a :class:`~receval.errors.ReceValError` naming it: the
+    second would silently replace the first (``--per-user a.csv --per-user
+    b.parquet``)."""
+    values = list(given or ())
+    if len(values) > 1:
+        shown = " and ".join(option(name, v) for v in values)
+        raise ReceValError(f"{option(name)} is given {len(values)} times ({shown}): give it once")
+    return values[0] if values else None
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -183,6 +269,51 @@ def refuse_inputs(
             raise ReceValError(
                 f"{what} would write over the {label} {path}; choose another output file"
             )
+
+
+def refuse_inside(
+    output: tuple[str, str | Path],
+    inputs: Iterable[tuple[str, str | Path | None]],
+    writes: Iterable[str] = (),
+) -> None:
+    """Raise if the output folder ``(what, path)`` is one of the ``(label, path)``
+    inputs, holds one of them (the input's real path, or where the link given as
+    the input lies), or is one of the files ``writes`` names (paths relative to
+    the folder: the files written there) through a hard link. The message names
+    both: ``out='d' would write into the folder holding the interactions file
+    d/log.csv; choose another output folder``."""
+    what, given_folder = output
+    folder = Path(given_folder)
+    root = folder.resolve()
+    written = {Path(name).as_posix(): root / name for name in writes}
+    for label, path in inputs:
+        if path is None or str(path) == "-":
+            continue
+        given = Path(path)
+        if not given.exists() and not given.is_symlink():
+            continue  # nothing there to write over (reading it will say so)
+        if _same_file(folder, given):
+            raise ReceValError(
+                f"{what} would write over the {label} {path}; choose another output folder"
+            )
+        places = (given.resolve(), given.absolute().parent.resolve() / given.name)
+        inside = [p.relative_to(root).as_posix() for p in places if p.is_relative_to(root)]
+        inside += [name for name, target in written.items() if _same_file(target, given)]
+        if not inside:
+            continue
+        name = next((n for n in inside if n in written), None)
+        if name is not None:
+            said = f"{what} ({name}) would write over the {label} {path}"
+        else:
+            said = f"{what} would write into the folder holding the {label} {path}"
+        raise ReceValError(f"{said}; choose another output folder")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 #: The lock file a multi-file output holds while it writes.
@@ -328,8 +459,15 @@ class OutputSet:
         else:
             self._refuse_held_below(name)
             staged = self._staging / name
-            make_folder(staged.parent)
-            atomic_write(staged, write)
+            try:
+                make_folder(staged.parent)
+            except OutputError as exc:  # the hidden folder is no name of the user's
+                raise OutputError(
+                    str(exc).replace(str(staged.parent), str(final.parent)),
+                    path=str(final),
+                    errno=exc.errno,
+                ) from None
+            atomic_write(staged, write, shown=final)
         self.files[name] = final
         return final
 
@@ -359,7 +497,8 @@ class OutputSet:
                 return
             try:
                 if kind is None:
-                    atomic_write_text(self._staging / self.manifest.name, self._manifest_text())
+                    staged = self._staging / self.manifest.name
+                    atomic_write_text(staged, self._manifest_text(), shown=self.manifest)
                     with _signals_held():
                         self._publish()
             finally:

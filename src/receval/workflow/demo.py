@@ -37,6 +37,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from receval.evaluation.result import Result, markdown_escape
 from receval.io.inputs import is_path
 from receval.io.interactions import as_frame, as_log, read_log
 from receval.io.manifest import notes_for
-from receval.io.write import OutputSet
+from receval.io.write import OutputSet, refuse_inside
 from receval.workflow import baselines
 from receval.workflow.session_demo import run_session_demo
 from receval.workflow.split import FILES as SPLIT_FILES
@@ -399,7 +400,8 @@ def run_demo(
     """Generate (or read) a log, split it, train three baselines, evaluate and compare them.
 
     Args:
-        out_dir: where the files go (created if needed).
+        out_dir: where the files go (created if needed); a log given as
+            ``interactions`` must not lie in it (an error, before any work).
         users: users of the synthetic log (ignored with ``interactions``).
         interactions: your own log instead: a path (CSV, Parquet, JSON Lines,
             RecBole ``.inter``, MovieLens ``u.data`` / ``ratings.dat`` /
@@ -446,6 +448,9 @@ def run_demo(
         (4.0, ['item_knn', 'popular', 'random'])
     """
     check_seed(seed)  # before the output folder is taken
+    if is_path(interactions):  # as demo --out: the log is never in the folder written
+        given = [("interactions file", os.fspath(interactions))]
+        refuse_inside((option("out_dir", out_dir), out_dir), given, FILES)
     t0 = time.perf_counter()
     step: Step = silent if quiet else steps_of(progress, "demo")
     asked = _Asked(interactions, users, seed, threshold, rating_col, timestamp_col)

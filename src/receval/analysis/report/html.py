@@ -9,6 +9,7 @@ its leaderboard, marks and p-values are those of that comparison, exactly.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -24,18 +25,38 @@ from receval.analysis.formatting import fmt_p, fmt_value
 from receval.analysis.off_policy import OffPolicyResult
 from receval.analysis.report import svg
 from receval.analysis.report.data import curve_specs, curves_frame, popularity_deciles, top_k_items
-from receval.errors import ReceValError
+from receval.errors import ReceValError, option
 from receval.evaluation.api import needs_item_context
 from receval.evaluation.next_items import NextItemResult
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
+from receval.io.inputs import is_path
 from receval.io.spark_files import is_spark
-from receval.io.write import atomic_write_text, make_folder
+from receval.io.write import (
+    PAGE_SUFFIXES,
+    atomic_write_text,
+    check_target,
+    make_folder,
+    refuse_inputs,
+    suffix_format,
+)
 from receval.metrics.spec import MetricSpec, parse_metric, parse_metrics
 
 __all__ = ["Report", "next_item_positions", "report"]
 
 _MAX_K = 1000
+
+#: the suffixes of the page written (``out=``, :meth:`Report.save`): as ``report --out``
+#: the keywords of :func:`report` that may name an input file
+_FILE_KEYWORDS = (
+    "train",
+    "catalog",
+    "item_features",
+    "popular",
+    "item_groups",
+    "user_groups",
+    "propensities",
+)
 
 #: compare's settings and their defaults (as :func:`receval.analysis.compare.compare`).
 _COMPARE_DEFAULTS: dict[str, Any] = {
@@ -115,6 +136,8 @@ class Report:
             is also :attr:`comparison`.
         positions: long table ``system, metric, step, sessions, value`` of the
             charts of metric by position (None: no next-item results).
+        inputs: the files the report was computed from (their name in a
+            message → path): :meth:`save` never writes over one of them.
     """
 
     html: str
@@ -131,9 +154,15 @@ class Report:
     next_items: dict[str, NextItemResult] = field(default_factory=dict)
     next_items_comparison: Comparison | None = None
     positions: pd.DataFrame | None = None
+    inputs: dict[str, str] = field(default_factory=dict, repr=False)
 
     def save(self, path: str | Path) -> Path:
-        """Write the page (UTF-8) and return its path."""
+        """Write the page (UTF-8) and return its path: a name ending in
+        ``.html`` or ``.htm``, never one of the report's :attr:`inputs` (the
+        same file by any spelling or link), else a
+        :class:`~receval.errors.ReceValError` before anything is written; its
+        folder is made if need be."""
+        _check_page(path, self.inputs, "path")
         p = Path(path)
         make_folder(p.parent)
         atomic_write_text(p, self.html)  # whole or not at all; a link at p is replaced
@@ -225,7 +254,9 @@ def report(
             that comparison agree to the last digit. ``evaluate_kwargs`` must
             then be those of its evaluation (checked on the evaluation
             parameters), and the comparison settings below must not be given.
-        out: write the HTML there (UTF-8).
+        out: write the HTML there (UTF-8): a name ending in ``.html`` or
+            ``.htm``, never one of the inputs (the truth, a run's file,
+            ``train=`` ...: compared by file), checked before any work.
         png_dir: also write one PNG per chart there (matplotlib, Agg backend).
             Without matplotlib the HTML is still written and built, no PNG is
             written, and :attr:`Report.notes` says how to get them.
@@ -297,6 +328,9 @@ def report(
         "ci": ci,
         "n_jobs": n_jobs,
     }
+    files = _input_files(runs, truth, evaluate_kwargs)
+    if out is not None:  # before any work, as ``report --out``
+        _check_page(out, files, "out")
     sequential = _next_item_results(next_items)
     if sequential and not runs:  # a page of next-item results alone
         page = {"out": out, "png_dir": png_dir, "title": title, "provenance": provenance}
@@ -362,7 +396,7 @@ def report(
         next_items_comparison=ncmp,
         positions=positions,
     )
-    return _finished(rep, out, png_dir)
+    return _finished(rep, out, png_dir, files)
 
 
 def _figures(
@@ -388,13 +422,47 @@ def _figures(
     }
 
 
-def _finished(rep: Report, out: str | Path | None, png_dir: str | Path | None) -> Report:
-    """The report, written to ``out`` and its images to ``png_dir`` when given."""
+def _finished(
+    rep: Report,
+    out: str | Path | None,
+    png_dir: str | Path | None,
+    inputs: Mapping[str, str] | None = None,
+) -> Report:
+    """The report, written to ``out`` and its images to ``png_dir`` when given
+    (``inputs``: the files it read, never written over: :attr:`Report.inputs`)."""
+    rep.inputs = dict(inputs or {})
     if out is not None:
         rep.save(out)
     if png_dir is not None:
         _write_images(rep, png_dir)
     return rep
+
+
+def _input_files(runs: Any, truth: Any, evaluate_kwargs: Mapping[str, Any]) -> dict[str, str]:
+    """The files :func:`report` reads (the runs', the truth, ``train=`` ...),
+    by their name in a message."""
+    found: dict[str, str] = {}
+    if isinstance(runs, Mapping):
+        for name, run in runs.items():
+            if is_path(run):
+                found[f"recommendations file of {name!r}"] = os.fspath(run)
+    if is_path(truth):
+        found["truth file"] = os.fspath(truth)
+    for key in _FILE_KEYWORDS:
+        given = evaluate_kwargs.get(key)
+        if is_path(given):
+            found[f"{key.replace('_', ' ')} file"] = os.fspath(given)
+    return found
+
+
+def _check_page(path: str | Path, inputs: Mapping[str, str], name: str = "out") -> None:
+    """The page's target checked before any work, as ``report --out`` checks
+    it: a name ending in ``.html`` or ``.htm``, not one of ``inputs`` (by
+    file: another spelling, a link), not a folder, in a folder that is or can
+    be made. ``name``: the keyword it was given as (``out``, ``path``)."""
+    suffix_format(name, path, dict.fromkeys(PAGE_SUFFIXES, "html"), "the report is an HTML page")
+    refuse_inputs((option(name, path), path), inputs.items())
+    check_target(path, name, folder_made=True)
 
 
 def _check_runs(runs: Mapping[str, Any] | None) -> Mapping[str, Any]:
