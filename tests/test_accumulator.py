@@ -119,11 +119,17 @@ def test_dense_scores_are_top_k_with_evaluates_tie_rule() -> None:
     rows = []
     for u in range(64):
         items = sorted((j for j in range(50) if not seen[u, j]), key=lambda j: (-scores[u, j], j))
-        rows += [(ids[u], j, r + 1) for r, j in enumerate(items[:10])]
+        rows += [(ids[u], j, scores[u, j]) for j in items[:10]]
     tu, ti = np.nonzero(targets)
     truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": targets[tu, ti]})
-    by_hand = receval.evaluate(pd.DataFrame(rows, columns=["user", "item", "rank"]), truth, metrics)
-    _same(acc.compute(), by_hand)
+    # the same top 10 as a table of scores: the same values, counts (its ties) and notes
+    by_hand = receval.evaluate(
+        pd.DataFrame(rows, columns=["user", "item", "score"]), truth, metrics
+    )
+    got = acc.compute()
+    _same(got, by_hand)
+    assert got.notes == by_hand.notes and got.counts["recommendation_rows_tied"] > 0
+    assert any("grades up to 3" in n for n in got.notes)
 
 
 def test_dense_scores_read_whole_rows_for_a_metric_without_cutoff() -> None:
@@ -366,3 +372,14 @@ def test_torchmetrics_retrieval_metrics_are_receval_defaults_with_ap_over_hits()
     own = receval.Accumulator([f"ap@{k}"])
     own.update_scores(scores, targets)
     assert abs(own.compute().summary[f"ap@{k}"] - theirs[-1]) > 1e-3
+
+
+def test_batches_of_ids_of_two_kinds_are_said_matched_as_text() -> None:
+    """As evaluate says it: item ids numbers on one side, text on the other."""
+    recs = pd.DataFrame({"user": [1, 1], "item": ["b", "a"], "rank": [1, 2]})
+    truth = pd.DataFrame({"user": [1], "item": [10]})
+    acc = receval.Accumulator(["rr"])
+    acc.update(recs, truth)
+    want = receval.evaluate(recs, truth, "rr")
+    assert acc.compute().notes == want.notes
+    assert any("item ids are numbers on one side" in n for n in want.notes)

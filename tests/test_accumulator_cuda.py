@@ -83,11 +83,12 @@ def test_the_selection_on_the_gpu_is_the_hosts(torch: Any, k: int) -> None:
     """``_select_torch`` on CUDA picks the columns ``_top_k`` picks on the host:
     partial selection, a whole row (k = n), beyond the row (k > n), ties by id."""
     scores, targets, _ = _data(2)
-    cols, keep, (tu, ti, tv) = _select_torch(
+    cols, picked, keep, (tu, ti, tv) = _select_torch(
         torch.from_numpy(scores).to("cuda"), torch.from_numpy(targets).to("cuda"), None, k
     )
     assert isinstance(cols, np.ndarray)  # only the top k came back to the host
     assert np.array_equal(cols, _top_k(scores, k))
+    assert np.array_equal(picked, np.take_along_axis(scores.astype(np.float64), cols, 1))
     assert keep.all()
     nu, ni = np.nonzero(targets)
     assert np.array_equal(tu, nu) and np.array_equal(ti, ni)

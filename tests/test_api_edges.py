@@ -111,42 +111,47 @@ def test_a_mapping_of_columns_is_its_table() -> None:
         (
             pd.DataFrame({"user": ["u1", "u2"], "item": [1, 2], "stars": [5, 4]}),
             {"threshold": 4},
-            "threshold=4.0 is given, but no grade column of the truth was read (read: user, "
-            "item): every truth row is graded 1, so no user has a relevant item; name the "
-            "grades with relevance_col=",
+            "the threshold given (4) reads no grade: no grade column of the truth was read "
+            "(read: user, item), so every truth row is graded 1 and no user has a relevant "
+            "item; name the grades (Python: relevance_col=, command line: --relevance-col)",
         ),
         (
             pd.DataFrame({"user": ["u1", "u2"], "item": [1, 2], "stars": [5, 4]}),
             {"threshold": 2, "convention": "rectools"},
-            "threshold=2.0 is given, but no grade column",
+            "the threshold given (2) reads no grade",
         ),
         (
             pd.DataFrame({"user": ["u1", "u2"], "item": [1, 2], "rating": [5, 4]}),
             {"threshold": 6},
-            "no truth row is graded >= threshold=6.0 (the grades of column 'rating')",
+            "no truth grade of column 'rating' reaches the threshold given (6): no user has a "
+            "relevant item",
         ),
     ],
 )
-def test_an_explicit_threshold_that_leaves_nobody_is_an_error(
+def test_an_explicit_threshold_that_leaves_nobody_is_said(
     truth: pd.DataFrame, kw: dict[str, Any], said: str
 ) -> None:
-    with pytest.raises(InputError) as got:
-        receval.evaluate({"u1": [1], "u2": [2]}, truth, "precision@1", **kw)
-    assert said in str(got.value)
-    # a threshold someone passes is no error, nor is nobody relevant without one
+    """An explicit threshold under which no user has a relevant item: the values
+    are NaN (every user skipped), and a note says why (docs/inputs.md)."""
+    res = receval.evaluate({"u1": [1], "u2": [2]}, truth, "precision@1", **kw)
+    assert res.counts["users_evaluated"] == 0
+    assert any(said in n for n in res.notes), res.notes
+    # a threshold someone passes says nothing, nor does nobody relevant without one
     ok = receval.evaluate({"u1": [1], "u2": [2]}, truth, "precision@1", threshold=1)
-    assert ok.counts["users_evaluated"] == 2
+    assert ok.counts["users_evaluated"] == 2 and not any("threshold given" in n for n in ok.notes)
+    none = receval.evaluate({"u1": [1]}, {"u1": {1: 0}}, "precision@1")
+    assert not any("threshold given" in n for n in none.notes)
 
 
-def test_the_command_line_says_the_threshold_in_flags(tmp_path: Path) -> None:
+def test_the_command_line_says_the_threshold_given(tmp_path: Path) -> None:
     (tmp_path / "t.csv").write_text("user,item,stars\nu1,1,5\n")
     (tmp_path / "r.csv").write_text("user,item,rank\nu1,1,1\n")
     args = [sys.executable, "-m", "receval", "evaluate", "r.csv", "t.csv", "-m", "ndcg@3"]
     done = subprocess.run(
         [*args, "--threshold", "4"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "--threshold 4.0 is given" in done.stderr and "--relevance-col" in done.stderr
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "the threshold given (4) reads no grade" in done.stdout + done.stderr
 
 
 def test_an_unknown_file_type_names_what_each_caller_can_type(tmp_path: Path) -> None:
@@ -212,3 +217,31 @@ def test_ild_undefined_for_lack_of_features_is_said() -> None:
     assert any(n.startswith("ild@10 is NaN: no evaluated user's top-10") for n in none.notes)
     full = receval.evaluate({"u2": ["x1", "x2"]}, {"u2": ["a"]}, "ild@10", item_features=features)
     assert not any("ild" in n for n in full.notes)
+
+
+def test_a_corrected_estimate_undefined_is_said() -> None:
+    """A sampled list holding no negative (m = 0) leaves a corrected estimate
+    undefined: counted, and a note says why (docs/sampled.md)."""
+    res = receval.evaluate(
+        {1: [5], 2: [5, 7, 8]},
+        {1: [5], 2: [5]},
+        ["recall@10[correction=bv]", "recall@10"],
+        catalog_size=100,
+    )
+    assert res.counts["undefined"] == {"recall@10[correction=bv]": 1}
+    assert any(n.startswith("recall@10[correction=bv] is undefined") for n in res.notes)
+    assert not any(n.startswith("recall@10 is") for n in res.notes)
+
+
+def test_a_result_renders_as_csv_as_the_command_prints_it(tmp_path: Path) -> None:
+    recs, truth = _data()
+    res = receval.evaluate(recs, truth, METRICS)
+    assert res.to_csv() == res.to_frame().to_csv()
+    recs.to_csv(tmp_path / "r.csv", index=False)
+    truth.to_csv(tmp_path / "t.csv", index=False)
+    args = [sys.executable, "-m", "receval", "evaluate", "r.csv", "t.csv", "-o", "csv", "-q"]
+    for m in METRICS:
+        args += ["-m", m]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == res.to_csv().strip()

@@ -463,9 +463,17 @@ def test_merge_messages():
     with pytest.raises(ReceValError, match=r"^merge\(\) takes an Accumulator; got int$"):
         acc.merge(42)
     with pytest.raises(
-        ReceValError, match=r"^merge\(\): the accumulators differ in metrics or options$"
+        ReceValError,
+        match=r"^merge\(\): the accumulators differ in their metrics: ndcg@10 here, ndcg@5 in "
+        r"the other$",
     ):
         acc.merge(receval.Accumulator(["ndcg@5"]))
+    with pytest.raises(
+        ReceValError,
+        match=r"^merge\(\): the accumulators differ in their options: ties='item' here, "
+        r"ties='item_desc' in the other$",
+    ):
+        acc.merge(receval.Accumulator(["ndcg@10"], ties="item_desc"))
     items = (
         r"^merge\(\): the accumulators differ in their item inputs \(train=, catalog=, "
         r"item_features=, popular=, item_groups=\): their parts would be counted against "

@@ -354,11 +354,17 @@ def test_bv_takes_its_gamma_and_min_bias_is_bv_at_gamma_zero() -> None:
 
 def test_coverage_of_an_empty_catalog_is_nan_without_a_warning() -> None:
     """No catalog item: coverage is NaN, and no 0/0 is computed (beyond.coverage
-    mutant 2 divided by the empty catalog's size)."""
+    mutant 2 divided by the empty catalog's size). An empty ``catalog=`` is
+    refused before any work (as a catalog file of a header only), so the kernel
+    is asked directly."""
+    from receval.metrics.kernels.beyond import Exposure, coverage
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = receval.evaluate({1: ["a", "b"]}, {1: ["a"]}, "coverage@2", catalog=[])
-    assert math.isnan(res.summary["coverage@2"])
+        empty = Exposure(np.array([1, 1]), np.zeros(2, bool), 0, 1, 2)
+        assert math.isnan(coverage(empty))
+    with pytest.raises(receval.errors.InputError, match="no item given"):
+        receval.evaluate({1: ["a", "b"]}, {1: ["a"]}, "coverage@2", catalog=[])
 
 
 def test_tukey_tolerance_is_relative_to_each_users_spread() -> None:

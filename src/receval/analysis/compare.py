@@ -1149,19 +1149,7 @@ def _metric_units(
     """The numbers of one metric's units: means and intervals of the systems,
     differences, intervals, tests and effect sizes of the pairs."""
     boot_seed, flip_seed = seed.spawn(2)
-    # each unit's values in their own order (a system's, a pair's differences): a
-    # resample of positions then gives a unit the same numbers whatever the users'
-    # ids, the other systems and the order the systems were given in (users of
-    # equal values are interchangeable for the unit; docs/compare.md); a pair's
-    # differences in one orientation, the other's numbers mirrored (:func:`_oriented`)
-    flipped = [False] * len(units)
-    columns = []
-    for i, u in enumerate(units):
-        values = frame[u.systems[0]].to_numpy(dtype=np.float64)
-        if u.kind == "pair":
-            values = values - frame[u.systems[1]].to_numpy(dtype=np.float64)
-            values, flipped[i] = _oriented(values)
-        columns.append(np.sort(values))
+    columns, flipped = _unit_columns(units, frame)
     n = len(frame)
     x = np.column_stack(columns) if columns else np.empty((n, 0))
     intervals = [(math.nan, math.nan)] * len(units)
@@ -1208,6 +1196,38 @@ def _metric_units(
         )[0]
         for i, c in zip(flip, counts.tolist(), strict=True):
             tests[i] = stats.StatResult(float(columns[i].mean()), (1 + c) / (1 + b))
+    return _unit_numbers(units, columns, flipped, intervals, tests, effects)
+
+
+def _unit_columns(
+    units: Sequence[_Unit], frame: pd.DataFrame
+) -> tuple[list[np.ndarray], list[bool]]:
+    """Each unit's values in their own order (a system's, a pair's differences):
+    a resample of positions then gives a unit the same numbers whatever the
+    users' ids, the other systems and the order the systems were given in
+    (users of equal values are interchangeable for the unit; docs/compare.md);
+    a pair's differences in one orientation, and whether the pair's numbers
+    are the mirror of that orientation's (:func:`_oriented`)."""
+    flipped = [False] * len(units)
+    columns = []
+    for i, u in enumerate(units):
+        values = frame[u.systems[0]].to_numpy(dtype=np.float64)
+        if u.kind == "pair":
+            values = values - frame[u.systems[1]].to_numpy(dtype=np.float64)
+            values, flipped[i] = _oriented(values)
+        columns.append(np.sort(values))
+    return columns, flipped
+
+
+def _unit_numbers(
+    units: Sequence[_Unit],
+    columns: Sequence[np.ndarray],
+    flipped: Sequence[bool],
+    intervals: Sequence[tuple[float, float]],
+    tests: Mapping[int, stats.StatResult | None],
+    effects: Mapping[int, tuple[float, float]],
+) -> dict[tuple[str, ...], dict[str, float]]:
+    """The numbers :func:`_metric_units` reports for each unit."""
     out: dict[tuple[str, ...], dict[str, float]] = {}
     for i, u in enumerate(units):
         lo, hi = intervals[i]

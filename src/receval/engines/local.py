@@ -65,10 +65,7 @@ class InProcess(Engine):
             ("user", "item"), self._text, (first[0].users, first[0].items), strict=True
         ):
             if differ and len(ids):
-                self.notes.append(
-                    f"{what} ids are numbers on one side and strings on the other: "
-                    "matched as strings"
-                )
+                self.notes.append(_MATCHED_AS_TEXT.format(what=what))
         as_strings(truth, *self._text)
         self._index = _TruthIndex(truth)
         return Plan(tuple(specs), numpy_engine._max_grade(truth.grades), items=items, **settings)
@@ -93,6 +90,10 @@ class InProcess(Engine):
             yield Pair(
                 _empty_recs(template), sub, lambda r: r, lambda r, rows=rows: truth.row_of(rows[r])
             )
+
+
+#: the note of ids of two kinds, matched as text (in-process and in batches alike)
+_MATCHED_AS_TEXT = "{what} ids are numbers on one side and strings on the other: matched as strings"
 
 
 @register
@@ -153,7 +154,12 @@ class Batches(Engine):
         as_strings(recs, *text)
         as_strings(truth, *text)
         pair = Pair(recs, truth, recs.row_of, truth.row_of, recs.rows)
-        self.inputs.append(evaluate_pair(self.plan, pair, keep_values=True))
+        part = evaluate_pair(self.plan, pair, keep_values=True)
+        for what, differ, ids in zip(("user", "item"), text, (recs.users, recs.items), strict=True):
+            note = _MATCHED_AS_TEXT.format(what=what)
+            if differ and len(ids) and note not in part.notes:  # as evaluate says it
+                part.notes.append(note)
+        self.inputs.append(part)
 
     def prepare(
         self, specs: Sequence[MetricSpec], settings: Mapping[str, Any], items: ItemContext | None

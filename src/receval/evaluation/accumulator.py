@@ -29,7 +29,7 @@ import pandas as pd
 from receval.engines import driver
 from receval.engines.local import Batches
 from receval.errors import ReceValError
-from receval.evaluation.assemble import result_of
+from receval.evaluation.assemble import result_of, with_columns
 from receval.evaluation.options import EvalOptions, split_kwargs
 from receval.evaluation.result import Result
 from receval.io.items import build_context
@@ -113,6 +113,10 @@ class Accumulator:
         self._engine = Batches(driver.Plan(tuple(specs), 1.0, items=items, **opts.engine()))
         self._reads_max_grade = [s for s in specs if s.reads_max_grade]
         self._rows = 0  # rows of update_scores so far: the default user ids
+        # what evaluate says of the inputs' columns: the columns each side was
+        # read from (the first batch's) and the largest grade of every batch
+        self._columns: tuple[dict[str, str], dict[str, str]] | None = None
+        self._top = 1.0
 
     # -- feeding -------------------------------------------------------------
 
@@ -135,6 +139,8 @@ class Accumulator:
             )
         if self._propensities is not None:
             tr.propensity = self._propensities.of(tr)
+        self._columns = self._columns or (dict(recs.columns), dict(tr.columns))
+        self._top = max(self._top, top)
         return recs, tr
 
     def _part(self, recommendations: Any, truth: Any) -> Any:
@@ -195,14 +201,16 @@ class Accumulator:
         ks = [x.k for x in self.specs]
         k = n_items if any(x is None for x in ks) else min(n_items, max(ks))  # type: ignore[type-var]
         if _is_torch(scores):  # selected where the tensors live; only the top k leaves
-            cols, keep, (tu, ti, tv) = _select_torch(scores, targets, exclude, k)
+            cols, picked, keep, (tu, ti, tv) = _select_torch(scores, targets, exclude, k)
         else:
-            cols, keep, (tu, ti, tv) = _select(scores, targets, exclude, k)
+            cols, picked, keep, (tu, ti, tv) = _select(scores, targets, exclude, k)
         self._rows += m
+        kept = keep.reshape(-1)
         rows = np.repeat(np.arange(m), cols.shape[1])
-        rows, cols = rows[keep.reshape(-1)], cols.reshape(-1)[keep.reshape(-1)]
-        rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
-        recs = pd.DataFrame({"user": ids[rows], "item": cols, "rank": rank})
+        rows, cols = rows[kept], cols.reshape(-1)[kept]
+        # the selected items with their scores (not ranks): evaluate orders them as
+        # it orders the same top k given as a table, and counts their ties alike
+        recs = pd.DataFrame({"user": ids[rows], "item": cols, "score": picked.reshape(-1)[kept]})
         # the truth: every nonzero target (a row without one is a user with a
         # list and no truth: the no_truth policy)
         truth = pd.DataFrame({"user": ids[tu], "item": ti, "relevance": tv})
@@ -239,6 +247,8 @@ class Accumulator:
             )
         self._engine.inputs.extend(other._engine.inputs)
         self._rows += other._rows
+        self._columns = self._columns or other._columns
+        self._top = max(self._top, other._top)
         return self
 
     def reset(self) -> None:
@@ -268,7 +278,10 @@ class Accumulator:
                 "fill the last batch of every worker sends some twice)"
             )
         out = self._engine.combine(self._engine.plan, parts)
-        return result_of(out, self.specs, self.options, self._items)
+        res = result_of(out, self.specs, self.options, self._items)
+        recs_columns, truth_columns = self._columns or ({}, {})
+        top = self._top if self.options.graded else 1.0
+        return with_columns(res, recs_columns, truth_columns, top, self.options)
 
     def __len__(self) -> int:
         """The batches so far."""
@@ -318,11 +331,14 @@ def _adopt(obj: Any, name: str) -> Any:
     return torch.from_dlpack(obj)
 
 
-def _select(
-    scores: Any, targets: Any, exclude: Any, k: int
-) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """NumPy: each row's k selected columns in list order, whether each is
-    kept (not excluded), and the nonzero targets (rows, columns, values)."""
+#: what a selection gives: each row's k columns in list order, their scores, whether
+#: each is kept (not excluded), and the nonzero targets (rows, columns, values)
+_Selected = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _select(scores: Any, targets: Any, exclude: Any, k: int) -> _Selected:
+    """NumPy: each row's k selected columns in list order, their scores, whether
+    each is kept (not excluded), and the nonzero targets (rows, columns, values)."""
     s = np.asarray(scores, dtype=np.float64)
     t = np.asarray(targets, dtype=np.float64)
     if np.isnan(s).any() or np.isposinf(s).any():
@@ -333,7 +349,7 @@ def _select(
     cols = _top_k(s, k)
     keep = np.ones(cols.shape, dtype=bool) if mask is None else ~np.take_along_axis(mask, cols, 1)
     tu, ti = np.nonzero(t)
-    return cols, keep, (tu, ti, t[tu, ti])
+    return cols, np.take_along_axis(s, cols, 1), keep, (tu, ti, t[tu, ti])
 
 
 def _top_k(s: np.ndarray, k: int) -> np.ndarray:
@@ -353,9 +369,7 @@ def _top_k(s: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(cols, order, axis=1)
 
 
-def _select_torch(
-    scores: Any, targets: Any, exclude: Any, k: int
-) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _select_torch(scores: Any, targets: Any, exclude: Any, k: int) -> _Selected:
     """:func:`_select` for PyTorch tensors, on their device: the same
     selection (the same comparisons, so the same columns), and only the k
     columns per row and the nonzero targets are copied to the host."""
@@ -386,6 +400,7 @@ def _select_torch(
     tv = t[tu, ti].to(torch.float64)
     return (
         cols.cpu().numpy(),
+        torch.gather(s, 1, cols).cpu().numpy(),
         keep.cpu().numpy(),
         (tu.cpu().numpy(), ti.cpu().numpy(), tv.cpu().numpy()),
     )

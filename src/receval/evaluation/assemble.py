@@ -8,16 +8,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from receval import errors
 from receval._version import __version__
 from receval.engines import driver
 from receval.engines.numpy_engine import TIES
-from receval.errors import InputError
 from receval.evaluation.groups import item_group_notes
 from receval.evaluation.options import EvalOptions
 from receval.evaluation.result import PerUserValues, Result
 from receval.metrics.context import ItemContext
-from receval.metrics.kernels.corrected import range_notes
+from receval.metrics.kernels.corrected import range_notes, undefined_notes
 from receval.metrics.spec import MetricSpec
 
 __all__ = ["result_of", "with_columns"]
@@ -52,7 +50,7 @@ def result_of(
     )
     summary = {str(s): out.aggregates.get(str(s), means.get(str(s), math.nan)) for s in specs}
     notes = list(out.notes) + _warnings(counts, opts.ties) + range_notes(summary, specs)
-    notes += _feature_notes(specs, counts)
+    notes += _feature_notes(specs, counts) + undefined_notes(counts, specs)
 
     per_user = PerUserValues(out.user_ids, values, names)  # a frame on first read
     parameters: dict[str, Any] = {
@@ -123,35 +121,42 @@ def with_columns(
         "truth": dict(truth_columns),
     }
     column = truth_columns.get("relevance")
+    found = []
     if column and opts.graded and max_grade > 1 and "threshold" not in opts.given:
-        res.notes.append(
+        found.append(
             f"relevance is the truth column {column!r} (grades up to {max_grade:g}): every "
             f"grade >= {opts.threshold:g} counts as relevant; to count only high grades, "
             "give a threshold (Python: threshold=4, command line: --threshold 4)"
         )
-    _someone_relevant(res, truth_columns, opts)
+    found += _nobody_relevant(res, truth_columns, opts)
+    res.notes += [n for n in found if n not in res.notes]  # said once, however often called
     return res
 
 
-def _someone_relevant(res: Result, truth_columns: Mapping[str, str], opts: EvalOptions) -> None:
-    """A threshold given explicitly must leave someone to evaluate (docs/inputs.md,
-    "an explicit option ... never leaves nobody to evaluate"): when no user has a
-    relevant item under it, an error says why (often: no grade column was read)."""
-    skipped = res.counts.get("users_skipped", {}).get("no_relevant_items", 0)
-    if "threshold" not in opts.given or res.counts.get("users_evaluated") or not skipped:
-        return
-    given = errors.option("threshold", opts.threshold)
+def _nobody_relevant(res: Result, truth_columns: Mapping[str, str], opts: EvalOptions) -> list[str]:
+    """What to say when a threshold given explicitly leaves no user a relevant
+    item (the values are NaN, every user skipped or scored 0): why, often that no
+    grade column was read, so every truth row was graded 1."""
+    counts = res.counts
+    users = int(counts.get("users_in_truth", 0))
+    relevant = users - int(counts.get("users_skipped", {}).get("no_relevant_items", 0))
+    relevant -= int(counts.get("users_scored_zero", {}).get("no_relevant_items", 0))
+    if "threshold" not in opts.given or not users or relevant > 0:
+        return []
+    given = f"{opts.threshold:g}"
     column = truth_columns.get("relevance")
     if column or not truth_columns:
-        where = f" (the grades of column {column!r})" if column else ""
-        reason = f"no truth row is graded >= {given}{where}: no user has a relevant item"
-    else:
-        reason = (
-            f"{given} is given, but no grade column of the truth was read (read: "
-            f"{', '.join(truth_columns.values())}): every truth row is graded 1, so no user "
-            f"has a relevant item; name the grades with {errors.option('relevance_col')}"
-        )
-    raise InputError(reason, source="truth")
+        where = f" of column {column!r}" if column else ""
+        return [
+            f"no truth grade{where} reaches the threshold given ({given}): no user has a "
+            "relevant item"
+        ]
+    return [
+        f"the threshold given ({given}) reads no grade: no grade column of the truth was read "
+        f"(read: {', '.join(truth_columns.values())}), so every truth row is graded 1 and no "
+        "user has a relevant item; name the grades (Python: relevance_col=, command line: "
+        "--relevance-col)"
+    ]
 
 
 def _warnings(counts: Mapping[str, Any], ties: str = "item") -> list[str]:

@@ -401,7 +401,11 @@ def _batched(
             for future in pending:
                 future.cancel()
     res = acc.compute()
-    if item_kind is not None and item_kind != ids.kind(log.items):
+    if (
+        item_kind is not None
+        and item_kind != ids.kind(log.items)
+        and ITEMS_AS_TEXT not in res.notes
+    ):
         res.notes.insert(0, ITEMS_AS_TEXT)  # as evaluate says it of the rows as one table
     recs_columns = {"user": "user", "item": "item"}
     recs_columns |= {"score": "score"} if with_scores else {"rank": "rank"}

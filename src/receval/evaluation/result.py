@@ -61,7 +61,13 @@ def markdown_escape(text: object) -> str:
 
 
 def clean(value: Any) -> Any:
-    """JSON-safe copy: NaN becomes null, NumPy scalars become Python numbers."""
+    """JSON-safe copy: NaN (undefined) becomes null, an infinity the string
+    ``"inf"`` or ``"-inf"`` (JSON has no number for it, and null would read as
+    undefined), NumPy scalars become Python numbers.
+
+    >>> clean({"t": float("inf"), "d": float("-inf"), "p": float("nan"), "x": 0.5})
+    {'t': 'inf', 'd': '-inf', 'p': None, 'x': 0.5}
+    """
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -69,7 +75,7 @@ def clean(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
 
 
@@ -205,7 +211,8 @@ class Result:
         return clean(out)
 
     def to_json(self, indent: int | None = 2) -> str:
-        """:meth:`to_dict` as JSON text (NaN written as null)."""
+        """:meth:`to_dict` as JSON text (NaN written as null, an infinity as
+        ``"inf"`` / ``"-inf"``: :func:`clean`)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def tracking_payload(
@@ -315,6 +322,19 @@ class Result:
             (name, "nan" if math.isnan(v) else f"{v:.{digits}f}", str(n))
             for name, v, n in zip(names, self._means(), self._users(), strict=True)
         ]
+
+    def to_csv(self) -> str:
+        """The means as CSV (``metric,mean,users``: :meth:`to_frame`, what
+        ``receval evaluate -o csv`` prints); the per-user values are
+        ``per_user.to_csv()``.
+
+        Example:
+            >>> import receval
+            >>> print(receval.evaluate({1: [1, 2]}, {1: [2]}, "rr").to_csv(), end="")
+            metric,mean,users
+            rr,0.5,1
+        """
+        return means_csv(self)
 
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table of the means."""

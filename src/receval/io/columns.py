@@ -268,10 +268,13 @@ def _item_lists(values: Any) -> bool:
     """Whether a pandas object column holds a list of items a row (lists,
     tuples or arrays that Arrow types as a list column); else its values are
     read as ids (and a list among them is an error naming its row)."""
-    if values.dtype != object:
+    if values.dtype != object or not len(values):
         return False
-    at = values.first_valid_index()
-    return at is not None and isinstance(values[at], _LISTS)
+    first = values.iloc[0]  # a whole pass (first_valid_index) only when it is missing
+    if first is None or (isinstance(first, float) and first != first):
+        at = values.first_valid_index()
+        first = None if at is None else values[at]
+    return isinstance(first, _LISTS)
 
 
 _LISTS = (list, tuple, np.ndarray)

@@ -79,6 +79,32 @@ def estimate(b: Batch, k: int | None, metric: str, correction: str, gamma: float
 RANGE = (0.0, 1.0)
 
 
+def undefined_notes(counts: Mapping[str, Any], specs: Any) -> list[str]:
+    """A note for each corrected estimate undefined for some users evaluated
+    (counted in ``counts["undefined"]``): why, since no other count says it.
+
+    Example:
+        >>> from receval.metrics.spec import parse_metric
+        >>> spec = parse_metric("recall@10[correction=bv]")
+        >>> counts = {"users_evaluated": 4, "undefined": {str(spec): 1}}
+        >>> undefined_notes(counts, [spec])[0].split(":")[0]
+        'recall@10[correction=bv] is undefined (NaN, left out of the mean) for 1 of 4 users'
+    """
+    notes = []
+    evaluated = int(counts.get("users_evaluated", 0))
+    for spec in specs:
+        if dict(spec.params).get("correction", "none") == "none":
+            continue
+        nan = int(counts.get("undefined", {}).get(str(spec), 0))
+        if nan and evaluated:
+            notes.append(
+                f"{spec} is undefined (NaN, left out of the mean) for {nan} of {evaluated} users: "
+                "a corrected estimate needs every held-out item in the sampled list and at least "
+                "one sampled negative beside it"
+            )
+    return notes
+
+
 def range_notes(summary: Mapping[str, float], specs: Any) -> list[str]:
     """A note for each corrected estimate (``correction=`` not ``none``) whose
     mean lies outside its metric's range (:data:`RANGE`): the correction's
