@@ -253,29 +253,17 @@ def _compare_doors(summary: dict[str, float], per_user: pd.DataFrame, form: str 
     check_door(got, _pandas(_data(form), Path(".")))
 
 
-def test_every_door_spark_dataframes(spark: Any) -> None:
-    from tests.test_every_door import METRICS, OPTIONS, _data
-
-    d = _data()
-    res = receval.evaluate(
-        spark.createDataFrame(d["recs"]),
-        spark.createDataFrame(d["truth"]),
-        METRICS,
-        train=spark.createDataFrame(d["train"]),
-        catalog=list(d["catalog"]["item"]),
-        **OPTIONS,
-    )
-    _compare_doors(res.summary, res.per_user)
-
-
-def test_every_door_spark_dataframes_of_item_lists(spark: Any) -> None:
-    """A list of items a row (tests/test_item_lists.py) in Spark DataFrames:
-    the recommendations ranked by list position, the truth's grades along its
-    items, the train's lists; a list along of another length names a user."""
+@pytest.mark.parametrize("lists", [False, True], ids=["long", "item_lists"])
+def test_every_door_spark_dataframes(spark: Any, lists: bool) -> None:
+    """The long tables as Spark DataFrames, and a list of items a row
+    (tests/test_item_lists.py): the recommendations ranked by list position,
+    the truth's grades along its items, the train's lists; a list along of
+    another length names a user."""
     from tests.test_every_door import METRICS, OPTIONS, _data, _lists_of
 
-    d = _lists_of(_data())
-    d["train"]["item"] = d["train"]["item"].map(list)
+    d = _lists_of(_data()) if lists else _data()
+    if lists:
+        d["train"]["item"] = d["train"]["item"].map(list)
     res = receval.evaluate(
         spark.createDataFrame(d["recs"]),
         spark.createDataFrame(d["truth"]),
@@ -285,6 +273,8 @@ def test_every_door_spark_dataframes_of_item_lists(spark: Any) -> None:
         **OPTIONS,
     )
     _compare_doors(res.summary, res.per_user)
+    if not lists:
+        return
     assert res.parameters["columns"]["recommendations"]["rank"] == "rank"
     short = d["truth"].copy()
     short.loc[3, "rating"] = short.loc[3, "rating"][:1]
