@@ -245,3 +245,13 @@ def test_a_result_renders_as_csv_as_the_command_prints_it(tmp_path: Path) -> Non
     done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == res.to_csv().strip()
+
+
+def test_a_user_without_truth_refused_names_the_option_given() -> None:
+    """no_truth follows empty_truth unless given: a refusal under empty_truth='error'
+    says so, rather than naming a keyword the caller never typed."""
+    with pytest.raises(receval.errors.PolicyError) as got:
+        receval.evaluate({1: [1], 2: [3]}, {1: [1]}, "rr", empty_truth="error")
+    assert "(empty_truth='error', which no_truth follows unless given)" in str(got.value)
+    with pytest.raises(receval.errors.PolicyError, match=r"\(no_truth='error'\)$"):
+        receval.evaluate({1: [1], 2: [3]}, {1: [1]}, "rr", no_truth="error")

@@ -27,7 +27,7 @@ from receval import _malloc
 from receval._accel import NATIVE as _native
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared
-from receval.errors import InputError, NoSharedUser, PolicyError, option, plain
+from receval.errors import InputError, NoSharedUser, PolicyError, option, plain, said
 from receval.exact import ExactSum
 from receval.ids import as_str, distinct, kind
 from receval.metrics.context import ItemContext, ItemGroups, positions
@@ -235,6 +235,7 @@ def _apply_policies(
     missing_recs: str,
     no_truth: str,
     needs_truth: np.ndarray,
+    inherited: bool = False,
 ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, str]]]:
     """Set values of users without relevant items / without lists by policy;
     return who is evaluated and, per reason, its users and their policy.
@@ -275,7 +276,13 @@ def _apply_policies(
         if policy == "error" and mask.any():
             user = plain(p.user_ids[np.flatnonzero(mask)[0]])
             text, name = what[why]
-            error = PolicyError(f"user {user!r} {text} ({option(name, 'error')})")
+            policy_named = option(name, "error")
+            if why == "no_truth" and inherited:  # the caller gave empty_truth, not no_truth
+                follows = said("no_truth", "--no-truth")
+                policy_named = (
+                    f"{option('empty_truth', 'error')}, which {follows} follows unless given"
+                )
+            error = PolicyError(f"user {user!r} {text} ({policy_named})")
             error.user = user
             raise error
     for why, (mask, policy) in groups.items():
@@ -592,6 +599,7 @@ def _evaluate(plan: Plan, pair: Pair) -> _Evaluated:
         plan.missing_recs,
         plan.empty_truth if plan.no_truth is None else plan.no_truth,
         np.array(facts.needs_truth, dtype=bool),
+        inherited=plan.no_truth is None,
     )
     return _Evaluated(p, sub, values, evaluated, policies, short, seen_rows)
 

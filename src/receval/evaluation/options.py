@@ -477,6 +477,12 @@ class EvalOptions:
         )
 
     @property
+    def _no_truth_follows(self) -> bool:
+        """Whether ``no_truth`` is ``empty_truth``'s, given by neither the
+        caller nor the convention."""
+        return "no_truth" not in self.given and conventions.get(self.convention).no_truth is None
+
+    @property
     def grade_cut(self) -> float | None:
         """Under ``graded=False``, the threshold given explicitly (the rows
         graded >= it are relevant, with gain 1), or None (every truth row is
@@ -507,7 +513,9 @@ class EvalOptions:
             "graded_gains": self.graded_gains,
             "empty_truth": self.empty_truth,
             "missing_recs": self.missing_recs,
-            "no_truth": self.no_truth,
+            # None: neither given nor the convention's, it follows empty_truth (the
+            # value the engine applies; an error then names empty_truth)
+            "no_truth": None if self._no_truth_follows else self.no_truth,
             "ties": self.ties,
             "relevant_from": self.relevant_from,
             "duplicates": self.duplicates,
