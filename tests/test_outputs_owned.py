@@ -258,3 +258,24 @@ def test_an_output_flag_given_twice_is_refused(files: Path, argv: list[str], fla
     proc = cli(files, *argv, flag, f"a{suffix}", flag, f"b{suffix}")
     refused(proc, f"{flag} is given 2 times")
     assert not (files / f"a{suffix}").exists() and not (files / f"b{suffix}").exists()
+
+
+def test_a_set_is_not_written_into_another_sets_files(tmp_path: Path) -> None:
+    """A set written into a folder whose files another set's manifest lists
+    (a split into the demo's split folder) would leave that manifest listing
+    other files and its readers unaware: refused, before anything is written."""
+    outer = tmp_path / "d"
+    with OutputSet(outer, "demo") as files:
+        files.write("split/train.csv", lambda p: p.write_text("user,item\n1,2\n"))
+        files.write("leaderboard.csv", lambda p: p.write_text("x\n"))
+    before = (outer / "split" / "train.csv").read_text()
+    with (
+        pytest.raises(OutputError, match=r"lists split/train.csv"),
+        OutputSet(outer / "split", "split") as files,
+    ):
+        files.write("train.csv", lambda p: p.write_text("changed\n"))
+    assert (outer / "split" / "train.csv").read_text() == before
+    with OutputSet(outer, "demo") as files:  # the outer set written again whole: fine
+        files.write("split/train.csv", lambda p: p.write_text("user,item\n3,4\n"))
+    with OutputSet(tmp_path / "elsewhere", "split") as files:
+        files.write("train.csv", lambda p: p.write_text("user,item\n1,2\n"))

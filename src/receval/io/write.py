@@ -428,6 +428,7 @@ class OutputSet:
             self._take_lock()
             try:
                 self._refuse_held_above()
+                self._refuse_inside_a_set()
                 self._recover()
                 _clean_temporaries(self.folder, self._note)
                 _fresh_folder(self._staging)
@@ -589,6 +590,29 @@ class OutputSet:
                 raise OutputError(
                     f"{self.folder} is inside {folder}, which is being written by another "
                     f"receval run ({who}); wait for it to finish or write elsewhere",
+                    path=str(self.folder),
+                )
+
+    def _refuse_inside_a_set(self) -> None:
+        """Refuse to write a set into a folder whose files another set (in a
+        folder above) lists in its manifest: that manifest would then list
+        files that are no longer the ones it describes, and its readers would
+        not know (a split written into the demo's ``split`` folder)."""
+        mine = Path(os.path.realpath(self.folder))
+        for above in mine.parents:
+            listed = files_listed(above / MANIFEST)
+            if not listed:
+                continue
+            here = mine.relative_to(above)
+            ours = sorted(  # a data file first, the nested set's manifest last
+                (n for n in listed if Path(n).is_relative_to(here)),
+                key=lambda n: (Path(n).name == MANIFEST, n),
+            )
+            if ours:
+                raise OutputError(
+                    f"{self.folder} holds files of the set in {above} (its {MANIFEST} lists "
+                    f"{ours[0]}): a new set here would leave that one's manifest listing other "
+                    f"files; write elsewhere, or write {above} again whole",
                     path=str(self.folder),
                 )
 
