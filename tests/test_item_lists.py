@@ -179,3 +179,27 @@ def test_the_command_line_reads_lists_and_names_the_row(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "recs.parquet, row 1, user 'u1', item 13" in done.stderr, done.stderr
     assert "--duplicates keep" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("form", ["pandas", "pyarrow"])
+def test_lists_out_of_user_order_merge_and_name_the_callers_row(form: str) -> None:
+    """A table of lists is merged pair by pair of users like a long table
+    (put in user order when it is not): the same numbers as its long table,
+    and an error met in user order names the caller's row of the list."""
+    rng = np.random.default_rng(3)
+    users = [f"u{i:03d}" for i in range(60)][::-1]  # users in reverse order
+    lists = [list(rng.choice(40, 8, replace=False)) for _ in users]
+    truth = {u: list(rng.choice(40, 3, replace=False)) for u in users}
+    long = pd.DataFrame(
+        [(u, int(i), r) for u, xs in zip(users, lists, strict=True) for r, i in enumerate(xs, 1)],
+        columns=["user", "item", "rank"],
+    )
+    metrics = ["ndcg@5", "ap@8", "rr"]
+    want = receval.evaluate(long, truth, metrics)
+    got = receval.evaluate(_recs(form, Path("."), lists, users=users), truth, metrics)
+    assert got.summary == want.summary and got.per_user.equals(want.per_user)
+    lists[40] = [*lists[40][:3], lists[40][1]]  # a repeat in the 41st row (user u019)
+    with pytest.raises(InputError) as err:
+        receval.evaluate(_recs(form, Path("."), lists, users=users), truth, metrics)
+    assert err.value.row == 40 and err.value.user == "u019", err.value
+    assert "(both in row 40)" in str(err.value)

@@ -307,6 +307,9 @@ class TableInput(ParquetInput):
     rows: np.ndarray | None = None
     #: the table as the caller gave it, once ``table`` is it put in user order
     given: Any = None
+    #: the caller's row of each row, when the caller's table holds a list of
+    #: items a row and this one an item a row (:func:`~receval.io.columns.item_lists`)
+    listed: np.ndarray | None = None
 
     @property
     def num_rows(self) -> int:
@@ -314,10 +317,18 @@ class TableInput(ParquetInput):
 
     def row_of(self, row: Callable[[int], int]) -> Callable[[int], int]:
         """``row`` (a pair's row → a row of ``table``) continued to the caller's row."""
-        rows = self.rows
-        if rows is None:
+        rows, listed = self.rows, self.listed
+        if rows is None and listed is None:
             return row
-        return lambda i: int(rows[row(i)])
+        if listed is None:
+            return lambda i: int(rows[row(i)])  # type: ignore[index]
+        if rows is None:
+            return lambda i: int(listed[row(i)])
+        return lambda i: int(listed[rows[row(i)]])
+
+    def listed_row(self, row: int) -> int:
+        """The caller's row of a row of the table before it was put in user order."""
+        return row if self.listed is None else int(self.listed[row])
 
     def file_type(self, column: str) -> pa.DataType:
         return self.table.schema.field(column).type
@@ -336,7 +347,7 @@ def sorted_tables(
     of one kind (integers or text) and have no missing value. Tables not in
     user order are put in it when the merge finds them so (:func:`in_user_order`).
     ``truth_cols``: the truth's columns when they are not ``cols``."""
-    from receval.io.columns import is_list_type, is_table, kind_of
+    from receval.io.columns import is_table, item_lists, kind_of
 
     if not (is_table(recs) and is_table(truth)):
         return None
@@ -344,6 +355,12 @@ def sorted_tables(
     sides = ((recs, "recommendations", RECS, cols), (truth, "truth", TRUTH, truth_cols or cols))
     for obj, role, roles, columns in sides:
         table, found = normalise(obj, columns, roles, role)
+        listed = None
+        lists = item_lists(table, role == "recommendations", role, found)
+        if lists is not None:  # a list of items a row: one row per listed item
+            table, listed = lists
+            if role == "recommendations":
+                found.setdefault("rank", "rank")
         names = table.column_names
         if role == "recommendations":
             if "rank" in found:
@@ -354,14 +371,13 @@ def sorted_tables(
                 return None
         if table.num_rows == 0 or table.column("user").null_count:
             return None
-        if is_list_type(table.schema.field("item").type):
-            return None  # a list of items a row: read whole, expanded (tables.read_recs)
         kinds = [
             _type_kind(table.schema.field(c).type) or kind_of(table.column(c), c, role)
             for c in ("user", "item")
         ]
         info = FileInfo(role, "table", columns=dict(found))
         src = TableInput(role, role, None, names, names, info, kinds[0], kinds[1], table)
+        src.listed = listed
         out.append(src)
     if out[0].user_kind != out[1].user_kind:
         return None
@@ -412,7 +428,7 @@ def first_bad_row(
                     try:
                         read(table, src.path)
                     except InputError as exc:
-                        return exc.remap(lambda r, at=start: r + at)
+                        return exc.remap(lambda r, at=start, s=src: s.listed_row(r + at))
             except InputError as exc:  # a missing user id: named by the batches
                 return exc
     return None
