@@ -527,3 +527,23 @@ def test_callable_batches_evaluated_in_pieces(apart: bool, monkeypatch: pytest.M
     monkeypatch.setattr(next_items, "PIECE_ROWS", 5)
     _check_batched("remaining-sessions-skip", "int", (1, 7, 10**6), apart=apart)
     _check_batched("train-aggregates", "text", (7,), apart=apart)
+
+
+def test_times_written_as_text_order_events_as_numbers() -> None:
+    """A time column of text (a JSON file's "9", a string column) orders each
+    session's events as the same characters read from a CSV file do: as
+    numbers (was: as text, "10" before "9": other numbers, no word); a value
+    that is no time names its row; ints and digit strings mixed read alike."""
+    shuffled = SESSIONS.sample(frac=1, random_state=4)
+    times = shuffled.assign(time=shuffled["time"] * 5)  # 5, 10, 15, 20: one digit and two
+    want = evaluate_next_items(LISTS, times, ["rr@3", "hit_rate@1"])
+    for form in (times.astype({"time": str}), times.astype({"time": object})):
+        got = evaluate_next_items(LISTS, form, ["rr@3", "hit_rate@1"])
+        assert got.summary == want.summary
+    mixed = times.astype({"time": object})
+    mixed.iloc[0, mixed.columns.get_loc("time")] = str(mixed["time"].iloc[0])
+    assert evaluate_next_items(LISTS, mixed, ["rr@3", "hit_rate@1"]).summary == want.summary
+    typo = times.astype({"time": str})
+    typo.iloc[4, typo.columns.get_loc("time")] = "abc"
+    with pytest.raises(InputError, match=r"row 4: 'time' holds 'abc'"):
+        evaluate_next_items(LISTS, typo, "rr@3")

@@ -255,3 +255,15 @@ def test_user_time_ties_in_time_depend_on_no_row_order(form: str) -> None:
         want = want or got
         assert got == want
     assert [i for _, i in want] == (["i9", "i8"] if form == "text" else ["9", "8"])
+
+
+def test_timestamps_written_as_text_of_numbers_split_as_numbers() -> None:
+    """A timestamp column of digit strings (a JSON file's "9") splits as the
+    same numbers do (was refused: neither numbers nor dates)."""
+    log = pd.DataFrame(
+        {"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 4], "timestamp": [9, 10, 11, 5, 100]}
+    )
+    want = split(log, method="leave_last_out")
+    got = split(log.astype({"timestamp": str}), method="leave_last_out")
+    assert got.test[["user", "item"]].values.tolist() == want.test[["user", "item"]].values.tolist()
+    assert got.test[["user", "item"]].values.tolist() == [[1, 3], [2, 4]]

@@ -33,6 +33,7 @@ import receval.ids as ids
 from receval.errors import InputError, OptionError, option, plain
 from receval.evaluation.result import Result
 from receval.exact import ExactSum
+from receval.io.interactions import time_key
 from receval.metrics.spec import MetricSpec
 
 __all__ = ["NextItemResult", "evaluate_next_items"]
@@ -633,12 +634,8 @@ class _Sessions:
             codes, session_ids = rank[codes], np.asarray(uniques)[by_id]
             items = ids.canonical(frame[i_col].to_numpy(), "item", what)
             keys_ = [codes]
-            if t_col is not None:
-                order_key = frame[t_col].to_numpy()
-                if pd.isna(order_key).any():
-                    row = int(np.flatnonzero(pd.isna(order_key))[0])
-                    raise InputError(f"missing {t_col!r}", source=what, row=row)
-                keys_.insert(0, order_key)
+            if t_col is not None:  # numbers, dates, or text of either (as a split reads them)
+                keys_.insert(0, time_key(frame[t_col], f"{t_col!r}", what))
             order = np.lexsort(keys_) if t_col is not None else np.argsort(codes, kind="stable")
             items = items[order]
             lengths = np.bincount(codes, minlength=len(session_ids)).astype(np.int64)

@@ -33,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from receval.errors import InputError, option
+from receval.errors import InputError, option, shown
 from receval.ids import canonical, from_text
 from receval.io.columns import TRAIN, resolve
 from receval.io.files import (
@@ -60,6 +61,7 @@ __all__ = [
     "log_columns",
     "read_interactions",
     "read_log",
+    "time_key",
 ]
 
 #: Spellings of a log's rating and timestamp columns, in order of preference
@@ -400,3 +402,80 @@ def _name_ml(frame: pd.DataFrame, name: str, fmt: str) -> pd.DataFrame:
         )
     frame.columns = _ML_COLUMNS[: frame.shape[1]]
     return frame
+
+
+#: text pandas counts as no value when it looks for a column's first date
+_NO_DATE = frozenset({"", "NaT", "nat", "NAT", "nan", "NaN", "NAN"})
+
+
+def time_key(values: pd.Series, what: str, source: str) -> np.ndarray:
+    """A column of times as sortable numbers: numbers as they are (float64),
+    dates as int64 nanoseconds; text of numbers only (``"9"``, as a JSON file
+    or a string column holds them) as numbers, as a CSV file's column of the
+    same characters is read, other text as dates (:func:`_as_dates`). So the
+    order of events never depends on how the times were written. A missing,
+    non-finite or unreadable time is an :class:`InputError` naming its row
+    and the value (``what``: the column, as the error says it).
+
+    Example:
+        >>> time_key(pd.Series(["9", "10", "11"]), "time", "sessions").tolist()
+        [9.0, 10.0, 11.0]
+    """
+    s = values
+    if s.dtype == object or pd.api.types.is_string_dtype(s):
+        numbers = pd.to_numeric(s, errors="coerce")
+        s = numbers if bool((numbers.notna() | s.isna()).all()) else _as_dates(s, what, source)
+    if pd.api.types.is_datetime64_any_dtype(s):
+        bad = s.isna().to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(f"missing value in {what}", source=source, row=row)
+        return s.to_numpy().astype("datetime64[ns]").astype(np.int64)
+    try:
+        out = s.to_numpy(dtype=np.float64)
+    except (ValueError, TypeError):
+        raise InputError(f"{what} must hold numbers or dates", source=source) from None
+    bad = ~np.isfinite(out)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"missing or non-finite value in {what}", source=source, row=row)
+    return out
+
+
+def _as_dates(s: pd.Series, what: str, source: str) -> pd.Series:
+    """A text column of times read as dates, as ``pd.to_datetime`` reads it:
+    in the format of its first value, else each value on its own (``format=
+    "mixed"``, what pandas falls back to, said here so that pandas warns
+    nothing: no warning filter is touched). A value that is no date is an
+    :class:`InputError` naming its row and the value."""
+    try:
+        from pandas.tseries.api import guess_datetime_format
+    except ImportError:  # pandas < 2.2: where it was before it was public
+        from pandas._libs.tslibs.parsing import guess_datetime_format
+
+    def missing(v: Any) -> bool:
+        if isinstance(v, str):
+            return v in _NO_DATE
+        return bool(pd.api.types.is_scalar(v) and pd.isna(v))
+
+    first = next((v for v in s.to_numpy(dtype=object) if not missing(v)), None)
+    guessed = guess_datetime_format(first) if type(first) is str else None
+    fmt = "mixed" if type(first) is str and guessed is None else None
+    try:
+        return pd.to_datetime(s, format=fmt)
+    except (ValueError, TypeError, OverflowError):
+        pass
+    numbers = pd.to_numeric(s, errors="coerce")
+    dates = pd.to_datetime(s, format=guessed or "mixed", errors="coerce")  # as read above
+    as_numbers = int(numbers.notna().sum()) > int(dates.notna().sum())
+    bad = (s.notna() & (numbers if as_numbers else dates).isna()).to_numpy()
+    if not bad.any():  # pragma: no cover - each value read as pandas read it
+        raise InputError(f"{what} holds values that are neither numbers nor dates", source=source)
+    row = int(np.flatnonzero(bad)[0])
+    if as_numbers:
+        why = "neither a number nor a date (its other values are numbers)"
+    elif guessed is not None:
+        why = f"not a date in the format of its first value {shown(first)} ({guessed})"
+    else:
+        why = "neither a number nor a date"
+    raise InputError(f"{what} holds {shown(s.iloc[row])}: {why}", source=source, row=row)

@@ -93,9 +93,9 @@ from typing import Any, Literal, overload
 import numpy as np
 import pandas as pd
 
-from receval.errors import InputError, OptionError, ReceValError, check_seed, option, shown
+from receval.errors import InputError, OptionError, ReceValError, check_seed, option
 from receval.ids import canonical, order_of
-from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log
+from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log, time_key
 from receval.io.write import OutputSet
 
 __all__ = [
@@ -313,76 +313,9 @@ def _first(mask: np.ndarray) -> int:
 
 
 def _time_key(frame: pd.DataFrame, o: _Opts) -> np.ndarray:
-    """Timestamps as sortable numbers (int64 nanoseconds for dates)."""
+    """Timestamps as sortable numbers (:func:`receval.io.interactions.time_key`)."""
     col = _needs(frame, o, "timestamp", "a chronological split")
-    s = frame[col]
-    if s.dtype == object or pd.api.types.is_string_dtype(s):
-        s = _as_dates(s, col)
-    if pd.api.types.is_datetime64_any_dtype(s):
-        bad = s.isna().to_numpy()
-        if bad.any():
-            raise InputError("missing timestamp", source="interactions", row=_first(bad))
-        return s.to_numpy().astype("datetime64[ns]").astype(np.int64)
-    try:
-        values = s.to_numpy(dtype=np.float64)
-    except (ValueError, TypeError):
-        raise InputError(
-            f"timestamp column {col!r} must hold numbers or dates", source="interactions"
-        ) from None
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise InputError("missing or non-finite timestamp", source="interactions", row=_first(bad))
-    return values
-
-
-#: text pandas counts as no value when it looks for a column's first date
-_NO_DATE = frozenset({"", "NaT", "nat", "NAT", "nan", "NaN", "NAN"})
-
-
-def _as_dates(s: pd.Series, col: str) -> pd.Series:
-    """A text timestamp column read as dates, as ``pd.to_datetime`` reads it:
-    in the format of its first value, else each value on its own (``format=
-    "mixed"``, what pandas falls back to, said here so that pandas warns
-    nothing: no warning filter is touched). A value that is no date is an
-    :class:`InputError` naming its row and the value."""
-    try:
-        from pandas.tseries.api import guess_datetime_format
-    except ImportError:  # pandas < 2.2: where it was before it was public
-        from pandas._libs.tslibs.parsing import guess_datetime_format
-
-    def missing(v: Any) -> bool:
-        if isinstance(v, str):
-            return v in _NO_DATE
-        return bool(pd.api.types.is_scalar(v) and pd.isna(v))
-
-    first = next((v for v in s.to_numpy(dtype=object) if not missing(v)), None)
-    guessed = guess_datetime_format(first) if type(first) is str else None
-    fmt = "mixed" if type(first) is str and guessed is None else None
-    try:
-        return pd.to_datetime(s, format=fmt)
-    except (ValueError, TypeError, OverflowError):
-        pass
-    numbers = pd.to_numeric(s, errors="coerce")
-    dates = pd.to_datetime(s, format=guessed or "mixed", errors="coerce")  # as read above
-    as_numbers = int(numbers.notna().sum()) > int(dates.notna().sum())
-    bad = (s.notna() & (numbers if as_numbers else dates).isna()).to_numpy()
-    if not bad.any():  # pragma: no cover - each value read as pandas read it
-        raise InputError(
-            f"timestamp column {col!r} holds values that are neither numbers nor dates",
-            source="interactions",
-        )
-    row = _first(bad)
-    if as_numbers:
-        why = "neither a number nor a date (its other values are numbers)"
-    elif guessed is not None:
-        why = f"not a date in the format of its first value {shown(first)} ({guessed})"
-    else:
-        why = "neither a number nor a date"
-    raise InputError(
-        f"timestamp column {col!r} holds {shown(s.iloc[row])}: {why}",
-        source="interactions",
-        row=row,
-    )
+    return time_key(frame[col], f"timestamp column {col!r}", "interactions")
 
 
 def _cut_value(frame: pd.DataFrame, col: str, value: Any, name: str = "cutoff") -> float:
