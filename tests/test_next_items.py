@@ -547,3 +547,11 @@ def test_times_written_as_text_order_events_as_numbers() -> None:
     typo.iloc[4, typo.columns.get_loc("time")] = "abc"
     with pytest.raises(InputError, match=r"row 4: 'time' holds 'abc'"):
         evaluate_next_items(LISTS, typo, "rr@3")
+
+
+def test_a_score_that_is_no_number_names_its_row() -> None:
+    lists = pd.DataFrame(
+        {"session": ["s1", "s1"], "step": [1, 1], "item": [3, 4], "score": ["abc", 0.5]}
+    )
+    with pytest.raises(InputError, match=r"row 0: score must be a finite number; found 'abc'"):
+        evaluate_next_items(lists, SESSIONS, "rr@3")

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import receval.ids as id_rule
 from receval.analysis.resampling import poisson_weights, user_keys
 from receval.analysis.stats import quantile_interval
 from receval.errors import InputError, OptionError, check_seed, option, said
@@ -231,7 +232,7 @@ class _Hist:
             int(v.size - pos.size - (np.count_nonzero(v < 0) if vmin < 0 else 0)),
             vmin,
             float(v.max()) if v.size else -math.inf,
-            float(v.sum()),
+            _sum(v),
             np.array(above, dtype=np.int64),
             keys,
             counts.astype(np.int64),
@@ -510,6 +511,24 @@ def _frame(obj: Any, source: str, action: str = "action") -> pd.DataFrame:
     )
 
 
+def _with_ids(frame: pd.DataFrame, columns: Mapping[str, str], source: str) -> pd.DataFrame:
+    """``frame`` with its id columns (column -> ``context`` / ``action``) under the
+    id rule (:func:`receval.ids.canonical`: ``"1"`` is ``1``, as in every other
+    input), a missing id an error naming its row."""
+    out = frame.copy(deep=False)
+    for col, role in columns.items():
+        out[col] = id_rule.canonical(frame[col].to_numpy(), role, source)
+    return out
+
+
+def _one_kind(*columns: np.ndarray) -> list[np.ndarray]:
+    """Id columns to be matched, of one kind: all as text when some are text
+    (numbers then their decimal strings), as :func:`receval.ids.unify` does."""
+    if len({id_rule.kind(c) for c in columns if len(c)}) > 1:
+        return [id_rule.as_str(c) for c in columns]
+    return list(columns)
+
+
 def _column(frame: pd.DataFrame, names: Sequence[str], source: str, role: str) -> str:
     for name in names:
         if name in frame.columns:
@@ -589,6 +608,7 @@ def _policy_table(
     """The policy as (context, action, probability) rows, checked."""
     pctx = _column(policy, [ctx], src, "context")
     pact = _column(policy, [act], src, "action")
+    policy = _with_ids(policy, {pctx: "context", pact: "action"}, src)
     if "probability" in policy.columns:
         prob = _numbers(policy, "probability", src)
         _check_probability(prob, "probability", src, zero_ok=True, what="probability")
@@ -638,12 +658,17 @@ def _reward_model_table(model: Any, logs: pd.DataFrame | None, ctx: str, act: st
     """q̂ as (context?, action, q) rows: the given table, or the mean logged reward per action."""
     if model is None:
         assert logs is not None
-        q = logs.groupby(act, sort=False)["__r"].mean()
-        return pd.DataFrame({"action": q.index.to_numpy(), "q": q.to_numpy()})
+        codes, actions = pd.factorize(logs[act].to_numpy(), sort=False)
+        rewards = logs["__r"].to_numpy(dtype=np.float64)
+        order = np.lexsort((rewards, codes))  # each action's rewards summed in their order
+        total = np.bincount(codes[order], weights=rewards[order], minlength=len(actions))
+        q = total / np.bincount(codes, minlength=len(actions))
+        return pd.DataFrame({"action": np.asarray(actions), "q": q})
     src = "reward_model"
     frame = _frame(model, src, act)
     mact = _column(frame, [act], src, "action")
     mrew = _column(frame, ["reward", "estimate"], src, "reward estimate")
+    frame = _with_ids(frame, {mact: "action"} | ({ctx: "context"} if ctx in frame else {}), src)
     out = {"action": frame[mact].to_numpy(), "q": _numbers(frame, mrew, src)}
     if ctx in frame.columns:
         out = {"context": frame[ctx].to_numpy(), **out}
@@ -697,6 +722,7 @@ def _read_log(logs: Any, columns: Mapping[str, str], *, order: str | None = None
     if len(frame) == 0:
         raise InputError("the log has no rows", source=src)
     reward = _numbers(frame, rew, src)
+    frame = _with_ids(frame, {ctx: "context", act: "action"}, src)
     contexts = frame[ctx].to_numpy()
     codes, uniques = pd.factorize(contexts, use_na_sentinel=False)
     return _Log(
@@ -759,7 +785,7 @@ def _unsupported(log: _Log, p_eval: np.ndarray) -> dict[str, float]:
     """The policy's mass on actions never logged for a context (1 − the sum of
     its probabilities of the distinct logged actions; its probabilities sum to
     1): the mean over logged rows, and the number of contexts with any."""
-    act_codes, act_uniques = pd.factorize(log.actions, use_na_sentinel=False)
+    act_codes, act_uniques = pd.factorize(log.actions, sort=True)  # ids of one kind
     n_ctx, n_act = len(log.uniques), len(act_uniques)
     pair = log.codes.astype(np.int64) * n_act + act_codes
     if n_ctx * n_act <= 1 << 26:  # a dense table: each pair written once, whatever its repeats
@@ -771,7 +797,7 @@ def _unsupported(log: _Log, p_eval: np.ndarray) -> dict[str, float]:
         supported = np.bincount(log.codes[first], weights=p_eval[first], minlength=n_ctx)
     per_ctx = np.clip(1.0 - supported, 0.0, None)
     return {
-        "unsupported_mass": float(per_ctx[log.codes].mean()),
+        "unsupported_mass": _sum(per_ctx[log.codes]) / len(log.codes),
         "unsupported_contexts": float((per_ctx > _SUM_TOL).sum()),
     }
 
@@ -798,10 +824,9 @@ def _prepare(table: pd.DataFrame, model: pd.DataFrame | None, fallback: float) -
         fallback,
         "an action of the policy",
     )
-    expected = pd.Series(table["p"].to_numpy() * q_table).groupby(
-        table["context"].to_numpy(), sort=False
-    )
-    return _Prepared(table, known, model, expected.sum())
+    codes, contexts = pd.factorize(table["context"].to_numpy(), sort=False)
+    expected = _sums_by(codes, table["p"].to_numpy() * q_table, len(contexts))
+    return _Prepared(table, known, model, pd.Series(expected, index=np.asarray(contexts)))
 
 
 def _model_terms(log: _Log, prepared: _Prepared, fallback: float) -> tuple[np.ndarray, np.ndarray]:
@@ -812,16 +837,36 @@ def _model_terms(log: _Log, prepared: _Prepared, fallback: float) -> tuple[np.nd
     return q_logged, q_policy
 
 
+def _match_kinds(log: _Log, *tables: pd.DataFrame) -> None:
+    """The log's ids and the tables' (a policy, a reward model, a ranking) of
+    one kind, role by role, so that ``1`` in one and ``"1"`` in the other
+    match, and ``"a"`` and ``1`` meet as text (the id rule, docs/inputs.md)."""
+    for role, col in (("context", log.ctx), ("action", log.act)):
+        names = {"context": ("context",), "action": ("action", "chosen")}[role]
+        where = [(t, n) for t in tables for n in names if n in t.columns]
+        mine = log.contexts if role == "context" else log.actions
+        found = _one_kind(mine, *(t[n].to_numpy() for t, n in where))
+        if found[0] is mine:
+            continue  # one kind already
+        for (t, n), values in zip(where, found[1:], strict=True):
+            t[n] = values
+        log.frame[col] = found[0]
+        if role == "context":
+            log.contexts, log.uniques = found[0], id_rule.as_str(np.asarray(log.uniques))
+        else:
+            log.actions = found[0]
+
+
 def _prepared_for(log: _Log, policy: Any, reward_model: Any, need_model: bool) -> _Prepared:
     """The policy table (and reward model) of an in-memory log."""
     table = _policy_table(_frame(policy, "policy", log.act), log.frame, log.ctx, log.act, "policy")
-    if table["context"].dtype != object and log.frame[log.ctx].dtype == object:
-        table["context"] = table["context"].astype(object)
     if not need_model:
+        _match_kinds(log, table)
         return _prepare(table, None, float("nan"))
     frame = log.frame.assign(__r=log.reward)
     model = _reward_model_table(reward_model, frame, log.ctx, log.act)
-    fallback = float(log.reward.mean()) if reward_model is None else float("nan")
+    _match_kinds(log, table, model)
+    fallback = _sum(log.reward) / len(log.reward) if reward_model is None else float("nan")
     return _prepare(table, model, fallback)
 
 
@@ -856,7 +901,7 @@ def _rows(
             notes |= _unsupported(log, p_eval)
         q_logged = q_policy = None
         if need_model:
-            fallback = float(log.reward.mean()) if reward_model is None else float("nan")
+            fallback = _sum(log.reward) / len(log.reward) if reward_model is None else math.nan
             q_logged, q_policy = _model_terms(log, prepared, fallback)
     weight = p_eval / propensity
     notes["max_weight"] = float(weight.max())
@@ -959,6 +1004,7 @@ def _ranking_table(policy: Any, ctx: str, act: str, poscol: str) -> pd.DataFrame
     pctx = _column(pframe, [ctx], "policy", "context")
     pact = _column(pframe, [act], "policy", "action")
     ppos = _column(pframe, [poscol], "policy", "position")
+    pframe = _with_ids(pframe, {pctx: "context", pact: "action"}, "policy")
     ranking = pd.DataFrame(
         {
             "context": pframe[pctx].to_numpy(),
@@ -1053,6 +1099,7 @@ def _slate_rows(
         if ranking is None:
             poscol = columns.get("position", "position")
             ranking = _ranking_table(policy, s.log.ctx, s.log.act, poscol)
+        _match_kinds(s.log, ranking)
         evals = _slate_ranking(ranking, s)
     weights: dict[str, np.ndarray] = {}
     for name in names:
@@ -1197,7 +1244,7 @@ def _sums(
     keys = per_ctx = None
     if n_resamples:
         keys = d.keys
-        per_ctx = np.stack([np.bincount(d.codes, weights=c, minlength=len(keys)) for c in cols])
+        per_ctx = np.stack([_sums_by(d.codes, c, len(keys)) for c in cols])
     counts: dict[str, float] = {}
     if clip is not None and name in ("ips", "dr"):
         counts["clipped_rows"] = float((d.weight > clip).sum())
@@ -1209,7 +1256,20 @@ def _sums(
         hist = _Hist.of(v)
         if hists is not None:
             hists[kind] = hist
-    return _Sums(cols.sum(axis=1), float((v * v).sum()), keys, per_ctx, len(d.reward), counts, hist)
+    totals = np.array([_sum(c) for c in cols])
+    return _Sums(totals, _sum(v * v), keys, per_ctx, len(d.reward), counts, hist)
+
+
+def _sum(values: np.ndarray) -> float:
+    """A sum over the log's rows in the order of the values, so that it does
+    not depend on the order of the rows (nor do the estimates and ess made of it)."""
+    return float(np.sort(values).sum())
+
+
+def _sums_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Each context's sum of ``values``, its rows taken in the order of their values."""
+    order = np.lexsort((values, codes))
+    return np.bincount(codes[order], weights=values[order], minlength=n)
 
 
 def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) -> OffPolicyEstimate:

@@ -827,9 +827,25 @@ def _raw_lists(lists: Any, cols: Mapping[str, str | None]) -> tuple[Any, ...]:
         frame[step_name].to_numpy(),
         frame[i_col].to_numpy(),
         frame[r_col].to_numpy() if r_col is not None else None,
-        frame[sc_col].to_numpy(dtype=np.float64) if sc_col is not None else None,
+        _scores(frame[sc_col], sc_col, what) if sc_col is not None else None,
         step_name,
     )
+
+
+def _scores(values: pd.Series, col: str, what: str) -> np.ndarray:
+    """A score column as float64; a value that is no number (text) is an error
+    naming its row and the value (NaN and infinities are checked with the ranks)."""
+    try:
+        return values.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        numbers = pd.to_numeric(values, errors="coerce")
+        row = int(np.flatnonzero((numbers.isna() & values.notna()).to_numpy())[0])
+        raise InputError(
+            f"score must be a finite number; found {plain(values.iloc[row])!r}",
+            source=what,
+            row=row,
+            column=col,
+        ) from None
 
 
 def _read_lists(
