@@ -223,7 +223,7 @@ def test_a_bad_receval_tmpdir_is_named(files: Path, where: str, said: str) -> No
 def test_split_names_the_bad_timestamp_and_warns_nothing(files: Path) -> None:
     (files / "badts.csv").write_text("user,item,timestamp\n1,1,5\n1,2,6\n2,1,7\n2,2,oops\n")
     proc = cli(files, "split", "badts.csv", "--out", "bts")
-    refused(proc, "badts.csv, row 3", "holds 'oops'")
+    refused(proc, "badts.csv, line 5", "holds 'oops'")  # the file's line, not the row
     assert "Warning" not in proc.stderr
     log = pd.DataFrame(
         {"user": [1, 1, 2, 2], "item": [1, 2, 1, 2], "timestamp": ["x", "b", "c", "d"]}

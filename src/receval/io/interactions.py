@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import difflib
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ __all__ = [
     "log_columns",
     "read_interactions",
     "read_log",
+    "read_log_located",
     "time_key",
 ]
 
@@ -323,10 +324,39 @@ def read_log(
     return _read(path, format, sep, user_col, item_col)[0]
 
 
+def read_log_located(
+    path: str | Path,
+    *,
+    format: str = "auto",
+    sep: str | None = None,
+    user_col: str | None = None,
+    item_col: str | None = None,
+) -> tuple[pd.DataFrame, Callable[[InputError], InputError]]:
+    """:func:`read_log`, and a function that turns an error about a row of the
+    log (read later: a timestamp a split cannot read) into one naming the file
+    and its line (or its row, for a file of no lines)."""
+    frame, name, info = _read_info(path, format, sep, user_col, item_col)
+
+    def located(exc: InputError) -> InputError:
+        if info is not None:
+            return info.locate(exc)
+        return exc.located(source=name)
+
+    return frame, located
+
+
 def _read(
     path: str | Path, fmt: str, sep: str | None, user_col: str | None, item_col: str | None
 ) -> tuple[pd.DataFrame, str]:
-    """The whole log with the file's column names, and the file's name."""
+    frame, name, _ = _read_info(path, fmt, sep, user_col, item_col)
+    return frame, name
+
+
+def _read_info(
+    path: str | Path, fmt: str, sep: str | None, user_col: str | None, item_col: str | None
+) -> tuple[pd.DataFrame, str, Any]:
+    """The whole log with the file's column names, the file's name, and the
+    :class:`~receval.io.files.FileInfo` of its reading (None: MovieLens's files)."""
     p, name = checked_path(path)  # exists, is a file, is not empty
     if fmt != "auto" and fmt not in _MOVIELENS and fmt not in READERS:
         raise InputError(
@@ -350,10 +380,10 @@ def _read(
             for role in ("user", "item"):
                 values = frame[back[role]].to_numpy()
                 frame[back[role]] = canonical(values, role, name)
-        return frame, name
+        return frame, name, info
     assert source is not None
     try:
-        return _read_movielens(source, name, fmt), name
+        return _read_movielens(source, name, fmt), name, None
     except UnicodeDecodeError as exc:
         line = source.read_bytes()[: exc.start].count(b"\n") + 1
         raise InputError(

@@ -95,7 +95,13 @@ import pandas as pd
 
 from receval.errors import InputError, OptionError, ReceValError, check_seed, option
 from receval.ids import canonical, order_of
-from receval.io.interactions import LOG_ALIASES, as_frame, log_columns, read_log, time_key
+from receval.io.interactions import (
+    LOG_ALIASES,
+    as_frame,
+    log_columns,
+    read_log_located,
+    time_key,
+)
 from receval.io.write import OutputSet
 
 __all__ = [
@@ -1569,16 +1575,23 @@ def split_file(
         >>> s.test.to_dict("list")
         {'user_id': [1], 'item_id': [8], 'time': [2], 'note': ['b']}
     """
-    log = read_log(path, format=format, sep=sep, user_col=user_col, item_col=item_col)
-    return split(
-        log,
-        method,
-        user_col=user_col,
-        item_col=item_col,
-        rating_col=rating_col,
-        timestamp_col=timestamp_col,
-        **options,
+    log, located = read_log_located(
+        path, format=format, sep=sep, user_col=user_col, item_col=item_col
     )
+    try:
+        return split(
+            log,
+            method,
+            user_col=user_col,
+            item_col=item_col,
+            rating_col=rating_col,
+            timestamp_col=timestamp_col,
+            **options,
+        )
+    except InputError as exc:  # a row of the file: its line
+        if exc.row is None or exc.source != "interactions":
+            raise
+        raise located(exc) from None
 
 
 def _time_global(
