@@ -357,3 +357,12 @@ def test_no_user_in_common_is_said_of_a_run_and_a_reference() -> None:
         receval.agreement({"u1": [1, 2]}, {9: [1, 2]}, "rbo@2")
     assert "both the run and the reference" in str(got.value)
     assert "truth" not in str(got.value) and "recommendations" not in str(got.value)
+
+
+def test_an_item_twice_in_the_reference_names_both_lines(tmp_path: Path) -> None:
+    (tmp_path / "run.csv").write_text("user,item,rank\n1,10,1\n1,20,2\n")
+    (tmp_path / "ref.csv").write_text("user,item,rank\n1,20,1\n1,30,2\n1,20,3\n")
+    with pytest.raises(InputError) as got:
+        agreement(tmp_path / "run.csv", pd.read_csv(tmp_path / "ref.csv"), "rbo@3")
+    assert (got.value.row, got.value.other_row, got.value.item) == (2, 0, 20)
+    assert "(rows 0 and 2)" in str(got.value)

@@ -84,12 +84,16 @@ def reference_truth_table(
     twice = pd.Series(pair).duplicated().to_numpy()  # after the item's best place
     if twice.any():
         if duplicates != "keep":
-            at = order[np.flatnonzero(twice)[0]]
+            i = int(np.flatnonzero(twice)[0])
+            at, first = order[i], order[int(np.flatnonzero(pair == pair[i])[0])]
             raise InputError(
-                f"the reference lists item {recs.items[at]!r} twice for user "
-                f"{recs.users[at]!r}: give {option('duplicates', 'keep')} to count its "
-                "best rank only",
+                "the reference lists this item twice for this user ({rows}): give "
+                f"{option('duplicates', 'keep')} to count its best rank only",
                 source="reference",
+                row=recs.row_of(int(at)),
+                other_row=recs.row_of(int(first)),
+                user=recs.users[at],
+                item=recs.items[at],
             )
         order, user_code = order[~twice], user_code[~twice]
     # rank within each user's run of rows, and the run's length R: grade R + 1 − rank
