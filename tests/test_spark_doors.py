@@ -387,3 +387,60 @@ def test_a_metric_of_one_s_own_on_spark_passes_the_suite(spark: Any) -> None:
             if registry.lookup(name) is not None:
                 receval.unregister_metric(name)
         sys.modules.pop("tests.plugin_metrics", None)
+
+
+def _same_in_process(
+    spark: Any, recs: Any, truth: Any, metrics: Any, fmt: str = "auto"
+) -> receval.Result:
+    """The Spark engine's result of files read by Spark's readers, against the
+    in-process result of the same files."""
+    from receval.io import spark_files
+    from receval.io.inputs import FileInput
+
+    want = receval.evaluate(FileInput(recs, fmt), FileInput(truth, fmt), metrics)
+    got = receval.evaluate(
+        spark_files.read(spark, str(recs), "recommendations", fmt),
+        spark_files.read(spark, str(truth), "truth", fmt),
+        metrics,
+    )
+    assert got.summary == want.summary or all(
+        a == b or (a != a and b != b)
+        for a, b in zip(got.summary.values(), want.summary.values(), strict=True)
+    )
+    assert got.counts["users"] == want.counts["users"]
+    return got
+
+
+def test_files_read_by_spark_as_in_process(spark: Any, tmp_path: Path) -> None:
+    """An audit's cases: a TREC run is ordered by its score (trec_eval's reading,
+    its rank column ignored), a CSV's ids keep their text (``007`` and ``7`` are
+    two users, as in-process), a missing order column and inputs of no row are
+    said as in-process."""
+    run = tmp_path / "run.txt"
+    run.write_text(
+        "".join(f"q{q} Q0 d{i} {i} {i / 10} t\n" for q in (1, 2, 3) for i in (1, 2, 3, 4))
+    )
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d4 1\n" for q in (1, 2, 3)))
+    got = _same_in_process(spark, run, qrels, "ndcg@10", "trec")
+    assert got.summary["ndcg@10"] == 1.0
+    recs, truth = tmp_path / "recs.csv", tmp_path / "truth.csv"
+    recs.write_text("user,item,score\n007,1,0.9\n007,2,0.8\n7,3,0.9\n7,4,0.8\n")
+    truth.write_text("user,item\n007,1\n7,4\n")
+    assert _same_in_process(spark, recs, truth, "ndcg@10").counts["users"] == 2
+    from receval.errors import InputError
+
+    pairs = spark.createDataFrame([(1, 2)], "user long, item long")
+    with pytest.raises(InputError, match="need a rank column"):
+        receval.evaluate(pairs, pairs, "rr")
+    empty_recs = spark.createDataFrame([], "user long, item long, score double")
+    empty_truth = spark.createDataFrame([], "user long, item long")
+    assert receval.evaluate(empty_recs, empty_truth, "rr").counts["users"] == 0
+    both = receval.evaluate(
+        spark.createDataFrame(
+            [(1, True, 0.5), (1, False, 0.4)], "user long, item boolean, score double"
+        ),
+        spark.createDataFrame([(1, 1)], "user long, item long"),
+        "rr",
+    )
+    assert both.summary == {"rr": 0.0}

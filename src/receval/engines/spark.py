@@ -141,6 +141,8 @@ class Spark(Engine):
             tops = [top for _, (_, top) in collected if top is not None]
             self.plan = dataclasses.replace(plan, max_grade=max(tops) if tops else 1.0)
             self.grade_read = True
+        if not collected:  # no row on either side: no user, as in-process (NaN values)
+            return [driver.evaluate_pair(plan, _no_rows())]
         return [part for _, (part, _) in collected]
 
     def per_user(self, plan: driver.Plan, names: list[str]) -> Any:
@@ -363,6 +365,16 @@ def by_user(table: pa.Table) -> pa.Table:
 def part_batch(part: Any) -> pa.RecordBatch:
     """What a partition returns to the driver: one pickled object."""
     return pa.RecordBatch.from_pydict({"part": [pickle.dumps(part)]})
+
+
+def _no_rows() -> Pair:
+    """A pair of inputs with no row (what both inputs empty give)."""
+    from receval.records import RecsData, TruthData
+
+    none = np.empty(0, dtype=np.int64)
+    recs = RecsData(none, none.copy(), np.empty(0), None, rows=0)
+    truth = TruthData(none.copy(), none.copy(), np.empty(0), rows=0, graded=False)
+    return Pair(recs, truth, int, int, 0)
 
 
 def parts_of(df: Any) -> list[Any]:

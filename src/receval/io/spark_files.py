@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from receval._lazy import pc
 from receval.errors import InputError, OptionError
-from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, resolve
+from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, no_order, resolve
 from receval.io.tables import read_recs, read_truth
 from receval.records import SIDE, Columns, Pair, SparkRows
 
@@ -108,9 +108,36 @@ def _delimited(kind: str) -> Callable[[Any, str, str, str | None], Any]:
         from receval.io.files import READERS
 
         delimiter = sep or READERS[kind].sep or ","
-        return spark.read.csv(path, header=True, inferSchema=True, sep=delimiter)
+        typed = spark.read.csv(path, header=True, inferSchema=True, sep=delimiter)
+        return _as_written(spark.read.csv(path, header=True, sep=delimiter), typed)
 
     return read_delimited
+
+
+def _as_written(text: Any, typed: Any) -> Any:
+    """A delimited file's columns (``text``: every field as written) of the
+    types Spark guessed (``typed``) where each value written back is the text
+    of the file, else as text: ``007``, ``+5`` or ``11.50`` stay text, as the
+    in-process reader keeps them by the id rule (Spark made ``007`` and ``7``
+    one user). One job over the file, when Spark guessed a type at all."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    guessed = {
+        f.name: f.dataType for f in typed.schema.fields if not isinstance(f.dataType, StringType)
+    }
+    if not guessed:
+        return text
+    col = lambda name: F.col(f"`{name}`")  # noqa: E731
+    differ = [
+        F.sum(F.when(col(n).cast(t).cast("string") != col(n), 1).otherwise(0)).alias(n)
+        for n, t in guessed.items()
+    ]
+    counts = text.select(*differ).first().asDict()
+    keep = {n: t for n, t in guessed.items() if not counts[n]}
+    return text.select(
+        *[col(n).cast(keep[n]).alias(n) if n in keep else col(n) for n in text.columns]
+    )
 
 
 def _recbole(spark: Any, path: str, role: str, sep: str | None) -> Any:
@@ -137,8 +164,8 @@ def _trec(spark: Any, path: str, role: str, sep: str | None = None) -> Any:
     lines = spark.read.text(path).where(F.length(F.trim(F.col("value"))) > 0)
     columns = [fields.getItem(i).alias(name) for i, name in enumerate(names)]
     df = lines.select(*columns)
-    if role == "recommendations":
-        return df.select("user", "item", F.col("rank").cast("long"), F.col("score").cast("double"))
+    if role == "recommendations":  # ordered by score, as trec_eval and the in-process reader
+        return df.select("user", "item", F.col("score").cast("double"))
     return df.select("user", "item", F.col("relevance").cast("double"))
 
 
@@ -185,6 +212,8 @@ def opened(
     recs = _on_session(session, recs, "recommendations")
     truth = _on_session(session, truth, "truth")
     r, rfound = _roles(recs, cols, RECS, "recommendations")
+    if "rank" not in rfound and "score" not in rfound:
+        raise no_order(list(recs.columns), "recommendations")
     t, tfound = _roles(truth, cols, TRUTH, "truth")
     # read under graded=False too: the engine reads negative grades and graded
     # gains (LensKit's gain='rating') there, as it does for every other input
@@ -366,11 +395,16 @@ def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], 
     side's are (ids are then read by the text rule in each partition, so
     ``"7"`` is 7 as in-process), with a note when the two sides differed."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
+    from pyspark.sql.types import NumericType, StringType
+
+    def apart(a: Any, b: Any) -> bool:  # types Spark cannot union: dates and numbers, ...
+        numeric = isinstance(a, NumericType) and isinstance(b, NumericType)
+        return a != b and not numeric
 
     text = {
         role: isinstance(r.schema[role].dataType, StringType)
         or isinstance(t.schema[role].dataType, StringType)
+        or apart(r.schema[role].dataType, t.schema[role].dataType)
         for role in ("user", "item")
     }
     if tr is not None:
@@ -383,7 +417,7 @@ def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], 
             continue
         if tr is not None:
             tr = tr.withColumn(role, F.col(role).cast("string"))
-        if len({isinstance(df.schema[role].dataType, StringType) for df in (r, t)}) > 1:
+        if r.schema[role].dataType != t.schema[role].dataType:  # a number, a date, a boolean
             notes.append(
                 f"{role} ids are numbers on one side and strings on the other: matched as strings"
             )
