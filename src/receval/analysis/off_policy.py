@@ -232,7 +232,7 @@ class _Hist:
             int(v.size - pos.size - (np.count_nonzero(v < 0) if vmin < 0 else 0)),
             vmin,
             float(v.max()) if v.size else -math.inf,
-            _sum(v),
+            float(v.sum()),
             np.array(above, dtype=np.int64),
             keys,
             counts.astype(np.int64),
@@ -905,13 +905,18 @@ def _rows(
             q_logged, q_policy = _model_terms(log, prepared, fallback)
     weight = p_eval / propensity
     notes["max_weight"] = float(weight.max())
+    codes, keys = np.asarray(log.codes, dtype=np.int64), user_keys(log.uniques)
+    # the rows in an order of their own (context key, then values): every sum over
+    # them then depends on neither the order of the log's rows nor its batches' cut
+    terms = [] if q_logged is None else [q_logged]  # q_policy is one value per context
+    order = np.lexsort((*terms, weight, log.reward, keys[codes]))
     return _Rows(
-        codes=np.asarray(log.codes, dtype=np.int64),
-        keys=user_keys(log.uniques),
-        reward=log.reward,
-        weight=weight,
-        q_logged=q_logged,
-        q_policy=q_policy,
+        codes=codes[order],
+        keys=keys,
+        reward=log.reward[order],
+        weight=weight[order],
+        q_logged=None if q_logged is None else q_logged[order],
+        q_policy=None if q_policy is None else q_policy[order],
         notes=notes,
     )
 
@@ -1244,7 +1249,7 @@ def _sums(
     keys = per_ctx = None
     if n_resamples:
         keys = d.keys
-        per_ctx = np.stack([_sums_by(d.codes, c, len(keys)) for c in cols])
+        per_ctx = np.stack([np.bincount(d.codes, weights=c, minlength=len(keys)) for c in cols])
     counts: dict[str, float] = {}
     if clip is not None and name in ("ips", "dr"):
         counts["clipped_rows"] = float((d.weight > clip).sum())
@@ -1256,8 +1261,7 @@ def _sums(
         hist = _Hist.of(v)
         if hists is not None:
             hists[kind] = hist
-    totals = np.array([_sum(c) for c in cols])
-    return _Sums(totals, _sum(v * v), keys, per_ctx, len(d.reward), counts, hist)
+    return _Sums(cols.sum(axis=1), float((v * v).sum()), keys, per_ctx, len(d.reward), counts, hist)
 
 
 def _sum(values: np.ndarray) -> float:
