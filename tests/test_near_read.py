@@ -283,6 +283,44 @@ def test_user_walk_gives_the_runs_and_the_list_order(seed: int) -> None:
     assert numpy_engine.walk_users(single[::-1].copy(), None) is None  # not sorted
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_user_walk_of_long_lists_in_blocks(seed: int) -> None:
+    """Lists of up to 200 rows, walked sixteen rows at a time where a block
+    holds one user (the compiled walk's fast path): the runs and the order
+    flag are those of the row-by-row reading, with a rank out of order, or a
+    user id going down, anywhere in a block."""
+    native = _walk_native()
+    rng = np.random.default_rng(100 + seed)
+    lengths = rng.integers(1, 200, 60)
+    users = np.repeat(np.cumsum(rng.integers(1, 5, 60)), lengths).astype(np.int64)
+    n = len(users)
+    start = np.r_[True, users[1:] != users[:-1]]
+    rank = (np.arange(n) - np.flatnonzero(start)[np.cumsum(start) - 1] + 1).astype(np.int32)
+    want = ids.runs(users)
+    assert want is not None
+    for case in range(6):
+        r = rank.copy()
+        if case:  # one rank not above the one before, at a random row
+            j = int(rng.integers(1, n))
+            r[j] = r[j - 1] - int(rng.integers(0, 2))
+        inside = bool(np.all(np.where(start[1:], True, r[1:] > r[:-1])))
+        for dtype in (np.int32, np.int64):
+            values, starts = np.empty(n, np.int64), np.empty(n, np.int64)
+            count, ordered = native.user_walk(users, r.astype(dtype), values, starts)
+            assert count == len(want[0]) and ordered == inside
+            assert values[:count].tolist() == want[0].tolist()
+            assert starts[:count].tolist() == (np.cumsum(want[1]) - want[1]).tolist()
+            assert native.user_walk(users, r.astype(dtype), None, None) == (count, inside)
+        assert native.user_walk(users, None, None, None) == (count, False)
+    for _ in range(6):  # an id going down, inside a long run or at its end
+        down = users.copy()
+        j = int(rng.integers(1, n))
+        down[j] = down[j - 1] - 1
+        outs = np.empty(n, np.int64), np.empty(n, np.int64)
+        assert native.user_walk(down, rank, *outs)[0] == -1
+        assert native.user_walk(down, None, None, None) == (-1, False)
+
+
 def test_spread_writes_each_runs_value_along_its_rows() -> None:
     native = _walk_native()
     rng = np.random.default_rng(7)

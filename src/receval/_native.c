@@ -30,6 +30,17 @@
 
 enum { OK = 0, DUP_RECS = 1, DUP_TRUTH = 2, NOT_SORTED = 3, OUT_OF_RANGE = 4, NO_MEMORY = 5 };
 
+/* Hot loops built twice, for any x86-64 and for AVX2, the better one chosen
+ * when the module loads (GCC's and Clang's function multiversioning, on
+ * Linux's ifunc); elsewhere built once. Same arithmetic either way: the
+ * clones differ in instructions, not in results (integer work only). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && \
+    (!defined(__clang__) || __clang_major__ >= 14)
+#define CLONED __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONED
+#endif
+
 static int
 take(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name)
 {
@@ -51,14 +62,15 @@ slot_of(int64_t x, unsigned bits)
     return ((uint64_t)x * 0x9E3779B97F4A7C15ULL) >> (64 - bits);
 }
 
-/* One slot of a user's open-addressing table: an item, its grade, the user
- * it belongs to (a stamp, so the table is never cleared between users) and
- * its state: for a truth item, twice its place among the user's truth rows,
- * plus 1 once it is in the list; LISTED_ONLY for an item of the list only
- * (odd: a second row of it is a repeat, like a truth item listed twice). */
+/* One slot of a user's open-addressing table: an item, the user it belongs
+ * to (a stamp, so the table is never cleared between users) and its state:
+ * for a truth item, twice its place among the user's truth rows, plus 1 once
+ * it is in the list; LISTED_ONLY for an item of the list only (odd: a second
+ * row of it is a repeat, like a truth item listed twice). 16 bytes, so a slot
+ * is found by a shift; a truth item's grade is in the table's grade array, at
+ * the slot's index (read only on a hit). */
 typedef struct {
     int64_t key;
-    double grade;
     uint32_t stamp;
     uint32_t state;
 } slot_t;
@@ -67,6 +79,7 @@ typedef struct {
 
 typedef struct {
     slot_t *slot;
+    double *grade, *gain; /* a truth item's, at its slot's index */
     size_t cap;
     uint32_t gen;
 } table_t;
@@ -77,10 +90,130 @@ table_reserve(table_t *t, size_t cap)
     if (cap <= t->cap)
         return 0;
     free(t->slot);
+    free(t->grade);
     t->slot = calloc(cap, sizeof(slot_t));
+    t->grade = malloc(2 * cap * sizeof(double));
+    t->gain = t->grade ? t->grade + cap : NULL;
     t->cap = cap;
     t->gen = 0;
-    return t->slot ? 0 : -1;
+    return t->slot && t->grade ? 0 : -1;
+}
+
+/* What every user's part of the join reads and writes (join_pass). */
+typedef struct {
+    const int64_t *ri, *ti, *perm;
+    const double *tg;
+    double threshold;
+    double *out_grade, *out_gain;
+    int64_t *hit_row, *hit_truth, *hit_pos;
+    Py_ssize_t hit_cap, hits;
+    table_t t;
+} join_t;
+
+/* A new stamp for the table's slots (a user's table starts empty). */
+static int
+table_open(table_t *t, size_t cap)
+{
+    if (table_reserve(t, cap) < 0)
+        return NO_MEMORY;
+    if (++t->gen == 0) { /* wrapped: forget every stamp */
+        for (size_t i = 0; i < t->cap; i++)
+            t->slot[i].stamp = 0;
+        t->gen = 1;
+    }
+    return OK;
+}
+
+/* The truth rows t0..t1-1 (places in perm) of one user into the table (of
+ * 2**bits slots, opened): each item's state twice its place, its grade and
+ * its gain (the grade when >= threshold and > 0, else 0) beside. DUP_TRUTH
+ * for an item twice. */
+static int
+truth_in(join_t *J, int64_t t0, int64_t t1, unsigned bits)
+{
+    slot_t *restrict slot = J->t.slot;
+    const size_t mask = ((size_t)1 << bits) - 1;
+    const uint32_t gen = J->t.gen;
+    for (int64_t j = t0; j < t1; j++) {
+        int64_t row = J->perm[j], x = J->ti[row];
+        size_t h = slot_of(x, bits);
+        while (slot[h].stamp == gen) {
+            if (slot[h].key == x)
+                return DUP_TRUTH;
+            h = (h + 1) & mask;
+        }
+        double g = J->tg[row];
+        slot[h].stamp = gen;
+        slot[h].key = x;
+        slot[h].state = (uint32_t)(j - t0) << 1;
+        J->t.grade[h] = g;
+        J->t.gain[h] = (g >= J->threshold && g > 0.0) ? g : 0.0;
+    }
+    return OK;
+}
+
+/* One user's list rows r0..r1-1 against its truth rows t0..t1-1 in one table
+ * (8 slots a row at least): a list item is found (a truth item, marked
+ * listed) or inserted (listed only), so a repeat is met in the table. Writes
+ * each row's grade (out_grade given), its gain and (hits wanted) the pairs of
+ * the rows of gain > 0. */
+static int
+join_user(join_t *J, int64_t r0, int64_t r1, int64_t t0, int64_t t1)
+{
+    size_t need = (size_t)(r1 - r0) + (size_t)(t1 - t0);
+    unsigned bits = 3;
+    while (((size_t)1 << bits) < 8 * need)
+        bits++;
+    int status = table_open(&J->t, (size_t)1 << bits);
+    if (status == OK)
+        status = truth_in(J, t0, t1, bits);
+    if (status != OK)
+        return status;
+    slot_t *restrict slot = J->t.slot;
+    const double *restrict sgrade = J->t.grade, *restrict sgain = J->t.gain;
+    const int64_t *restrict ri = J->ri;
+    double *restrict out_grade = J->out_grade, *restrict out_gain = J->out_gain;
+    const size_t mask = ((size_t)1 << bits) - 1;
+    const uint32_t gen = J->t.gen;
+    const int pairs = J->hit_row != NULL;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t x = ri[r];
+        size_t h = slot_of(x, bits);
+        double g = 0.0, gain = 0.0;
+        uint32_t state = LISTED_ONLY;
+        for (;;) {
+            slot_t *sl = &slot[h];
+            if (sl->stamp != gen) { /* not in the truth: remember it was listed */
+                sl->stamp = gen;
+                sl->key = x;
+                sl->state = LISTED_ONLY;
+                break;
+            }
+            if (sl->key == x) {
+                if (sl->state & 1)
+                    return DUP_RECS;
+                state = sl->state;
+                sl->state = state | 1;
+                g = sgrade[h];
+                gain = sgain[h];
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+        if (out_grade)
+            out_grade[r] = g;
+        out_gain[r] = gain;
+        if (pairs && gain > 0.0) {
+            if (J->hits >= J->hit_cap)
+                return NO_MEMORY;
+            J->hit_row[J->hits] = r;
+            J->hit_truth[J->hits] = J->perm[t0 + (state >> 1)];
+            if (J->hit_pos)
+                J->hit_pos[J->hits] = r - r0;
+            J->hits++;
+        }
+    }
+    return OK;
 }
 
 /*
@@ -102,12 +235,12 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
           int64_t *hit_truth, int64_t *hit_pos, Py_ssize_t hit_cap, Py_ssize_t *hits,
           int given)
 {
-    Py_ssize_t c = 0;
     int status = OK;
     int64_t *toff = calloc((size_t)users + 1, sizeof(int64_t));
     int64_t *fill = malloc(((size_t)users + 1) * sizeof(int64_t));
     int64_t *perm = malloc(((size_t)m + 1) * sizeof(int64_t));
-    table_t t = {0};
+    join_t J = {ri,      ti,        perm,    tg,      threshold, out_grade, out_gain,
+                hit_row, hit_truth, hit_pos, hit_cap, 0,         {0}};
     if (!toff || !fill || !perm) {
         status = NO_MEMORY;
         goto done;
@@ -169,82 +302,17 @@ join_pass(const int64_t *ru, const int64_t *ri, Py_ssize_t n, const int64_t *tu,
             status = NO_MEMORY;
             goto done;
         }
-        unsigned bits = 3;
-        while (((size_t)1 << bits) < 8 * need)
-            bits++;
-        size_t cap = (size_t)1 << bits, mask = cap - 1;
-        if (table_reserve(&t, cap) < 0) {
-            status = NO_MEMORY;
+        if ((status = join_user(&J, r0, r1, t0, t1)) != OK)
             goto done;
-        }
-        if (++t.gen == 0) { /* wrapped: forget every stamp */
-            for (size_t i = 0; i < t.cap; i++)
-                t.slot[i].stamp = 0;
-            t.gen = 1;
-        }
-        const uint32_t gen = t.gen;
-        for (int64_t j = t0; j < t1; j++) {
-            int64_t row = perm[j], x = ti[row];
-            slot_t *s = &t.slot[slot_of(x, bits)];
-            while (s->stamp == gen) {
-                if (s->key == x) {
-                    status = DUP_TRUTH;
-                    goto done;
-                }
-                s = &t.slot[(size_t)(s - t.slot + 1) & mask];
-            }
-            s->stamp = gen;
-            s->key = x;
-            s->grade = tg[row];
-            s->state = (uint32_t)(j - t0) << 1;
-        }
-        for (int64_t r = r0; r < r1; r++) {
-            int64_t x = ri[r];
-            slot_t *s = &t.slot[slot_of(x, bits)];
-            double g = 0.0;
-            int64_t found = -1;
-            for (;;) {
-                if (s->stamp != gen) { /* not in the truth: remember it was listed */
-                    s->stamp = gen;
-                    s->key = x;
-                    s->state = LISTED_ONLY;
-                    break;
-                }
-                if (s->key == x) {
-                    if (s->state & 1) {
-                        status = DUP_RECS;
-                        goto done;
-                    }
-                    s->state |= 1;
-                    g = s->grade;
-                    found = s->state >> 1;
-                    break;
-                }
-                s = &t.slot[(size_t)(s - t.slot + 1) & mask];
-            }
-            if (out_grade)
-                out_grade[r] = g;
-            out_gain[r] = (g >= threshold && g > 0.0) ? g : 0.0;
-            if (hit_row && out_gain[r] > 0.0) {
-                if (c >= hit_cap) {
-                    status = NO_MEMORY;
-                    goto done;
-                }
-                hit_row[c] = r;
-                hit_truth[c] = perm[t0 + found];
-                if (hit_pos)
-                    hit_pos[c] = r - r0;
-                c++;
-            }
-        }
     }
 done:
     if (hits)
-        *hits = c;
+        *hits = J.hits;
     free(toff);
     free(fill);
     free(perm);
-    free(t.slot);
+    free(J.t.slot);
+    free(J.t.grade);
     return status;
 }
 
@@ -474,6 +542,82 @@ fail:
  * rank (4- or 8-byte signed integers, one per row) strictly ascends within
  * every run, i.e. the rows are in list order by rank (False when rank is None
  * or a does not ascend). */
+#define WALK_BLOCK 16
+
+/* The walk of user_walk() (its outputs as there; *ordered and *full updated).
+ * Built also for AVX2 where the compiler can (the int64 comparisons of the
+ * branch-free loops vectorise only from SSE4.2 on), chosen at load time. */
+CLONED static Py_ssize_t
+walk(const int64_t *a, const int32_t *r32, const int64_t *r64, Py_ssize_t n, int64_t *values,
+     int64_t *starts, Py_ssize_t cap, int *ordered_out, int *full_out)
+{
+    Py_ssize_t count = 0;
+    int ordered = *ordered_out, full = 0;
+    if (!values && !r32 && !r64) {
+        /* the order only: one branch-free pass (vectorised) */
+        int64_t down = 0, changes = 0;
+        for (Py_ssize_t i = 1; i < n; i++) {
+            down |= a[i] < a[i - 1];
+            changes += a[i] != a[i - 1];
+        }
+        count = down ? -1 : (n ? 1 + changes : 0);
+    } else {
+        int64_t prev = 0;
+        Py_ssize_t i = 0;
+        while (i < n) {
+            /* a block of WALK_BLOCK rows all of the previous row's user (most
+             * blocks, lists being long): tested, and its ranks checked, in
+             * branch-free loops; any other block row by row */
+            if (i > 0 && i + WALK_BLOCK <= n) {
+                int64_t other = 0;
+                for (Py_ssize_t j = i; j < i + WALK_BLOCK; j++)
+                    other |= a[j] ^ prev;
+                if (!other) {
+                    int ok = 1;
+                    if (r32)
+                        for (Py_ssize_t j = i; j < i + WALK_BLOCK; j++)
+                            ok &= r32[j] > r32[j - 1];
+                    else if (r64)
+                        for (Py_ssize_t j = i; j < i + WALK_BLOCK; j++)
+                            ok &= r64[j] > r64[j - 1];
+                    ordered &= ok;
+                    i += WALK_BLOCK;
+                    continue;
+                }
+            }
+            Py_ssize_t end = i + WALK_BLOCK < n ? i + WALK_BLOCK : n;
+            for (; i < end; i++) {
+                int64_t x = a[i];
+                if (i == 0 || x != prev) {
+                    if (i && x < prev) {
+                        count = -1;
+                        break;
+                    }
+                    if (values) {
+                        if (count >= cap) {
+                            full = 1;
+                            break;
+                        }
+                        values[count] = x;
+                        starts[count] = i;
+                    }
+                    count++;
+                    prev = x;
+                } else if (r32) {
+                    ordered &= r32[i] > r32[i - 1];
+                } else if (r64) {
+                    ordered &= r64[i] > r64[i - 1];
+                }
+            }
+            if (count < 0 || full)
+                break;
+        }
+    }
+    *ordered_out = ordered;
+    *full_out = full;
+    return count;
+}
+
 static PyObject *
 user_walk(PyObject *self, PyObject *args)
 {
@@ -515,30 +659,7 @@ user_walk(PyObject *self, PyObject *args)
     Py_ssize_t count = 0;
     int ordered = b[1].obj != NULL, full = 0;
     Py_BEGIN_ALLOW_THREADS
-    int64_t prev = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t x = a[i];
-        if (i == 0 || x != prev) {
-            if (i && x < prev) {
-                count = -1;
-                break;
-            }
-            if (values) {
-                if (count >= cap) {
-                    full = 1;
-                    break;
-                }
-                values[count] = x;
-                starts[count] = i;
-            }
-            count++;
-            prev = x;
-        } else if (r32) {
-            ordered &= r32[i] > r32[i - 1];
-        } else if (r64) {
-            ordered &= r64[i] > r64[i - 1];
-        }
-    }
+    count = walk(a, r32, r64, n, values, starts, cap, &ordered, &full);
     Py_END_ALLOW_THREADS
     if (full)
         count = -2;
