@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 import receval
+from receval.cli import main
 from receval.errors import InputError, ReceValError
 from receval.workflow.checks import check, remove_seen
 
@@ -130,3 +133,54 @@ def test_check_reads_inputs_as_evaluate_does() -> None:
     kept = remove_seen(recs, train)
     assert kept["movieId"].tolist() == [12, 13] and kept.attrs["removed"] == 1
     assert list(kept.columns) == ["userId", "movieId", "score"]
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "found"),
+    [
+        ("score", [0.9, "abc", 0.5], "score must be a finite number; found 'abc'"),
+        ("score", [0.9, float("nan"), 0.5], "found a missing value (empty or NaN)"),
+        ("score", [0.9, float("inf"), 0.5], "score must be a finite number; found inf"),
+        ("rank", [1, 0, 1], "rank must be a positive integer; found 0"),
+    ],
+)
+def test_check_refuses_a_score_as_evaluate_does(column: str, values: list, found: str) -> None:
+    """A score that is no finite number (a rank no positive integer) passed the
+    check and then failed (or misordered) evaluate: both refuse it, one message."""
+    recs = pd.DataFrame({"user": ["u1", "u1", "u2"], "item": [1, 2, 3], column: values})
+    with pytest.raises(InputError) as evaluated:
+        receval.evaluate(recs, {"u1": [1], "u2": [3]}, "ndcg@2")
+    with pytest.raises(InputError) as checked:
+        check(recs=recs)
+    assert str(checked.value) == str(evaluated.value)
+    assert str(checked.value).startswith("recommendations, row 1, user 'u1', item 2: ")
+    assert found in str(checked.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("score\nu1,1,0.9\nu1,2,abc\n", "score must be a finite number; found 'abc'"),
+        ("score\nu1,1,0.9\nu1,2,nan\n", "score must be a finite number; found a missing value"),
+        ("score\nu1,1,0.9\nu1,2,\n", "score must be a finite number; found a missing value"),
+        ("rank\nu1,1,1\nu1,2,0\n", "rank must be a positive integer; found 0"),
+    ],
+)
+def test_check_command_refuses_a_score_as_evaluate_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, found: str
+) -> None:
+    recs, truth = tmp_path / "recs.csv", tmp_path / "truth.csv"
+    recs.write_text("user,item," + text + "u2,3,1\n")
+    truth.write_text("user,item\nu1,1\nu2,3\n")
+    assert main(["evaluate", str(recs), str(truth), "-m", "ndcg@2"]) == 2
+    evaluated = capsys.readouterr().err
+    assert main(["check", "--recs", str(recs)]) == 2  # bad input, as a missing item id
+    out, err = capsys.readouterr()
+    assert err == evaluated and out == ""
+    assert err.startswith(f"error: {recs}, line 3, user 'u1', item 2: {found}"), err
+
+
+def test_check_reads_text_scores_as_numbers() -> None:
+    """Scores of text that are numbers are read as evaluate reads them: "0.50" ties 0.5."""
+    recs = pd.DataFrame({"user": ["u1", "u1"], "item": [1, 2], "score": ["0.50", "0.5"]})
+    assert check(recs=recs)["score_ties"].count == 2

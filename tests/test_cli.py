@@ -178,6 +178,24 @@ def test_per_user_output_keeps_every_user(
     assert frame["ndcg@3"].isna().tolist() == [False, False, False, True]
 
 
+def test_a_metric_asked_twice_is_reported_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-m repeated, or two spellings of one metric: one metric, computed once,
+    in the place of the first, in the table, the JSON and the per-user file."""
+    target = tmp_path / "per_user.csv"
+    given = ["-m", "ndcg@3", "-m", "recall@3", "-m", "NDCG@3", "-m", "ndcg@3,3", "-m", "map@3"]
+    args = ["evaluate", EXAMPLES / "recs.csv", EXAMPLES / "truth.csv", *given, "-m", "ap@3"]
+    code, out, _ = run(capsys, *args, "-o", "json", "--per-user", target)
+    assert code == 0
+    assert list(json.loads(out)["metrics"]) == ["ndcg@3", "recall@3", "ap@3"]
+    assert list(pd.read_csv(target).columns) == ["user", "ndcg@3", "recall@3", "ap@3"]
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    rows = [line.split()[0] for line in out.splitlines()[2:5]]
+    assert rows == ["ndcg@3", "recall@3", "ap@3"] and out.count("ndcg@3") == 1, out
+
+
 @pytest.mark.trec_files
 def test_trec_files_of_trec_eval(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(

@@ -222,6 +222,22 @@ def test_result_renders() -> None:
     assert isinstance(receval.evaluate(RECS, TRUTH, "p@1").summary, dict)
 
 
+def test_a_metric_asked_twice_is_computed_once_in_its_first_place() -> None:
+    """The same metric asked twice, or under two spellings (case, an alias, a
+    default parameter written out, a repeated cut-off), is one metric: once in
+    the summary, the per-user table, the frame and the JSON, where first asked."""
+    asked = ["ndcg@3", "recall@3", "NDCG@3", "ndcg@3[gain=linear]", "map@3", "ap@3", "ndcg@3,3"]
+    once = ["ndcg@3", "recall@3", "ap@3"]
+    res = receval.evaluate(RECS, TRUTH, asked)
+    single = receval.evaluate(RECS, TRUTH, once)
+    assert list(res.summary) == once and res.summary == single.summary
+    assert list(res.to_frame().index) == once
+    assert list(json.loads(res.to_json())["metrics"]) == once
+    assert res.per_user is not None
+    assert [c for c in res.per_user.columns if c != "user"] == once
+    pd.testing.assert_frame_equal(res.per_user, single.per_user)
+
+
 def test_nan_mean_when_nobody_is_evaluated_serialises_as_null() -> None:
     res = receval.evaluate({1: [1]}, {2: []}, "ndcg@3")
     assert math.isnan(res.summary["ndcg@3"])

@@ -691,7 +691,7 @@ def test_intent_aware_command_reads_every_format(
         args = ["intent-aware", str(run), str(qrels), "--alpha", str(ALPHA)]
         for m in INTENT:
             args += ["-m", m]
-        _summary_only(_command(args, capsys)["summary"], want)
+        _summary_only(_command(args, capsys)["metrics"], want)
 
 
 @pytest.mark.spark

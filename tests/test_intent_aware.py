@@ -326,7 +326,17 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code = main(["intent-aware", str(run), str(qrels), "-m", "alpha_ndcg@5", "--json", "-q"])
     out = capsys.readouterr().out
     assert code == 0
-    assert json.loads(out)["summary"] == pytest.approx({"alpha_ndcg@5": 0.786895617614416})
+    means = json.loads(out)
+    assert list(means) == ["metrics", "counts", "parameters", "summary"]
+    assert means["metrics"] == pytest.approx({"alpha_ndcg@5": 0.786895617614416})
+    assert means["summary"] == means["metrics"]  # deprecated, kept for its readers
     qrels.write_text("0 a A\n")
     assert main(["intent-aware", str(run), str(qrels)]) == 2
     assert "qrels.txt, line 1: expected 4 fields" in capsys.readouterr().err
+
+
+def test_the_means_are_named_metrics_as_every_command_names_them() -> None:
+    res = intent_aware({"q1": ["a", "b", "c"]}, {"q1": {1: ["a", "b"], 2: ["c"]}}, "alpha_ndcg@3")
+    as_dict, as_json = res.to_dict(), json.loads(res.to_json())
+    assert as_dict["metrics"] == as_json["metrics"] == res.summary
+    assert as_dict["summary"] == as_json["summary"] == res.summary  # deprecated, still there

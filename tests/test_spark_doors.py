@@ -444,3 +444,45 @@ def test_files_read_by_spark_as_in_process(spark: Any, tmp_path: Path) -> None:
         "rr",
     )
     assert both.summary == {"rr": 0.0}
+
+
+def test_a_missing_item_id_names_its_user(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A null item id: in-process the error names its row (a file's line);
+    a Spark partition's rows are not the input's, so on Spark it names the
+    user whose row holds it (it named nothing: "recommendations: missing item
+    id"), recommendations and truth, a DataFrame and a file alike."""
+    from receval.cli import main
+    from receval.errors import InputError
+
+    recs = pd.DataFrame(
+        {"user": ["u1", "u1", "u2", "u3"], "item": ["1", None, "3", "4"], "rank": [1, 2, 1, 1]}
+    )
+    truth = pd.DataFrame({"user": ["u1", "u2", "u3"], "item": ["1", "3", None]})
+    cases = [(recs, truth.fillna("4"), "recommendations", "u1", 1)]
+    cases.append((recs.fillna("2"), truth, "truth", "u3", 2))
+    for r, t, side, user, row in cases:
+        with pytest.raises(InputError) as local:
+            receval.evaluate(r, t, "ndcg@10")
+        assert str(local.value) == f"{side}, row {row}: missing item id"
+        with pytest.raises(InputError) as remote:
+            receval.evaluate(spark.createDataFrame(r), spark.createDataFrame(t), "ndcg@10")
+        assert str(remote.value) == f"{side}, user {user!r}: missing item id"
+        assert remote.value.user == user and remote.value.reason == local.value.reason
+    ints = pd.DataFrame({"user": [1, 2, 2], "item": [1.0, 3.0, np.nan], "rank": [1, 1, 2]})
+    with pytest.raises(InputError, match=r"^recommendations, user 2: missing item id$"):
+        receval.evaluate(
+            spark.createDataFrame(ints),
+            spark.createDataFrame(pd.DataFrame({"user": [1, 2], "item": [1, 3]})),
+            "ndcg@10",
+        )
+    recs_csv, truth_csv = tmp_path / "recs.csv", tmp_path / "truth.csv"
+    recs_csv.write_text("user,item,rank\nu1,1,1\nu1,,2\nu2,3,1\n")
+    truth_csv.write_text("user,item\nu1,1\nu2,3\n")
+    argv = ["evaluate", str(recs_csv), str(truth_csv), "-m", "ndcg@10", "-q"]
+    assert main(argv) == 2
+    assert f"{recs_csv}, line 3: missing item id" in capsys.readouterr().err
+    assert main([*argv, "--engine", "spark"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {recs_csv}, user 'u1': missing item id\n", err

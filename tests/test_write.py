@@ -131,6 +131,33 @@ def test_split_refuses_its_log_as_an_output(
     assert (files / "train.parquet").read_bytes() == before
 
 
+def _no_space(*args: object, **kwargs: object) -> None:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("fault", ["a file as --out", "a full disk"])
+def test_split_says_what_it_wrote_only_once_written(
+    files: Path, capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    log = pd.DataFrame({"user": [1, 1, 1, 2, 2, 2], "item": range(6), "timestamp": range(6)})
+    log.to_parquet(files / "log.parquet")
+    with pytest.MonkeyPatch.context() as mp:
+        if fault == "a file as --out":
+            (files / "sp").write_text("not a folder")
+            said = "cannot write into sp: it is a file, not a folder"
+        else:
+            mp.setattr(pd.DataFrame, "to_parquet", _no_space)
+            said = "no space left on the device"
+        assert main(["split", "log.parquet", "--out", "sp"]) == 2
+        out, err = capsys.readouterr()
+    assert out == ""  # no summary of a split that was not written
+    assert said in err and "train:" not in err and "Traceback" not in err
+    assert not (files / "sp" / "manifest.json").exists()
+    assert main(["split", "log.parquet", "--out", "written"]) == 0  # once written, it is said
+    out, err = capsys.readouterr()
+    assert out.startswith("split: user_time") and "train: written/train.parquet" in err
+
+
 def test_split_per_user_and_report_replace_links(
     files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -110,8 +110,16 @@ class IntentAwareResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The means, the counts and the parameters (what ``to_json`` writes)."""
-        return {"summary": self.summary, "counts": self.counts, "parameters": self.parameters}
+        """The means (``metrics``, as every command's JSON names them), the
+        counts and the parameters (what ``to_json`` writes). ``summary`` holds
+        the means too: deprecated, it will be removed in a later version; read
+        ``metrics``."""
+        return {
+            "metrics": dict(self.summary),
+            "counts": self.counts,
+            "parameters": self.parameters,
+            "summary": dict(self.summary),  # deprecated: the key of 0.2.0, kept for its readers
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text."""

@@ -343,9 +343,9 @@ def split(
                 validation_length=validation_length,
             ),
         )
-    show_out(str(result))
     with status(f"writing {out_dir}", quiet):
         saved = result.save(out_dir)
+    show_out(str(result))  # what was written, once it is: a failed write says only its error
     for name, path in saved.items():
         if not quiet:
             note_line(f"{name}: {path}")

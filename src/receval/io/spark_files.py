@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from receval._lazy import pc
 from receval.errors import InputError, OptionError
+from receval.ids import canonical
 from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, no_order, resolve
 from receval.io.tables import read_recs, read_truth
 from receval.records import SIDE, Columns, Pair, SparkRows
@@ -439,9 +440,43 @@ def _pair_of(
     side = table.column(SIDE)
     rt = _as_roles(table.filter(pc.equal(side, 0)), recs_columns)
     tt = _as_roles(table.filter(pc.equal(side, 1)), truth_columns)
-    rdata = read_recs(rt, Columns(), "recommendations", kinds)
-    tdata = read_truth(tt, Columns(), "truth", kinds, negative_grades)
+    with _naming_user(rt, kinds[0]):
+        rdata = read_recs(rt, Columns(), "recommendations", kinds)
+    with _naming_user(tt, kinds[0]):
+        tdata = read_truth(tt, Columns(), "truth", kinds, negative_grades)
     return Pair(rdata, tdata, int, int, rdata.rows)
+
+
+@contextlib.contextmanager
+def _naming_user(table: pa.Table, kind: str | None) -> Iterator[None]:
+    """An error about a row of ``table`` (a partition's rows of one side)
+    that names no user (a missing item id: the reader names its row) names
+    the user of that row, as the reader reads it: on Spark the error loses
+    its row (a partition's rows are not the input's), so the user is what
+    says where the value is. A row whose user is itself missing is left as
+    it is (``missing user id``)."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.user is not None or exc.row is None or not 0 <= exc.row < table.num_rows:
+            raise
+        users = table.column("user").slice(exc.row, 1)
+        if users.null_count:
+            raise
+        try:
+            user = canonical(users, "user", str(exc.source), kind)[0]
+        except InputError:
+            raise exc from None
+        raise InputError(
+            exc.reason,
+            source=exc.source,
+            row=exc.row,
+            line=exc.line,
+            user=user,
+            item=exc.item,
+            column=exc.column,
+            other_row=exc.other_row,
+        ) from None
 
 
 def _slim(r: Any, t: Any) -> tuple[Any, Any, list[tuple[str, str]], list[tuple[str, str]]]:

@@ -222,6 +222,26 @@ def check_ranks(rank: np.ndarray, users: np.ndarray, items: np.ndarray, source: 
     return rank.astype(np.int64)
 
 
+def read_order(
+    column: pa.ChunkedArray, role: str, users: np.ndarray, items: np.ndarray, source: str
+) -> np.ndarray:
+    """A recommendations' ``rank`` or ``score`` column (``role``) as
+    :func:`read_recs` reads it: ranks positive integers (int64, or int32 as
+    read), scores finite float64. A value that is not (text, a missing value,
+    NaN, an infinity, a rank below 1) is an :class:`~receval.errors.InputError`
+    naming its row, user and item (``users``, ``items``: the rows' ids) and
+    the value found; ``receval check`` refuses a bad score or rank with it."""
+    expected = "a positive integer" if role == "rank" else "a finite number"
+    try:
+        values = _numbers(column, role, source, expected, role == "rank")
+    except InputError as exc:
+        raise _locate(exc, users, items) from None
+    if role == "rank":
+        return check_ranks(values, users, items, source)
+    check_scores(values, users, items, source)
+    return values
+
+
 def check_grades(
     grades: np.ndarray,
     users: np.ndarray,
@@ -352,18 +372,10 @@ def _recs_of(
     items = _ids(table.column("item"), "item", source, kinds[1])
     score = rank = None
     if "rank" in found:
-        try:
-            raw = _numbers(table.column("rank"), "rank", source, "a positive integer", True)
-        except InputError as exc:
-            raise _locate(exc, users, items) from None
-        rank = check_ranks(raw, users, items, source)
+        rank = read_order(table.column("rank"), "rank", users, items, source)
         found.pop("score", None)
     elif "score" in found:
-        try:
-            score = _numbers(table.column("score"), "score", source, "a finite number")
-        except InputError as exc:
-            raise _locate(exc, users, items) from None
-        check_scores(score, users, items, source)
+        score = read_order(table.column("score"), "score", users, items, source)
     else:
         raise no_order(columns_of(obj), source)
     return RecsData(users, items, score, rank, rows=table.num_rows, source=source, columns=found)

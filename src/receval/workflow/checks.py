@@ -69,9 +69,10 @@ from receval.analysis.formatting import visible
 from receval.errors import InputError, ReceValError, for_cli, for_python, option, plain, said, shown
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, distinct, unify
-from receval.io.columns import RECS, TRAIN, resolve
+from receval.io.columns import RECS, TRAIN, resolve, to_arrow
 from receval.io.inputs import opened
 from receval.io.interactions import as_frame
+from receval.io.tables import read_order
 from receval.records import Columns
 
 __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
@@ -273,6 +274,8 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             data: dict[str, Any] = {c: frame[c] for c in frame.columns}
             for r in ("user", "item"):
                 data[r] = canonical(frame[r].to_numpy(), r, given.source)
+            if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
+                _order(frame, data, found, given.source)
         columns.append(data)
     present = [d for d in columns if d is not None]
     for role in ("user", "item"):
@@ -281,6 +284,19 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             d[role] = part
     # one frame per input, built once from its columns (no copy of each new column)
     return [None if d is None else pd.DataFrame(d, copy=False) for d in columns]
+
+
+def _order(frame: pd.DataFrame, data: dict[str, Any], found: dict[str, Any], source: str) -> None:
+    """The recommendations' rank (or, without one, score) column checked by
+    :func:`receval.io.tables.read_order`, as :func:`receval.evaluate` reads
+    it: text, a missing value, NaN or an infinity for a score (a rank not a
+    positive integer) is an error naming the row, user, item and value; the
+    column read replaces the one in ``data`` (``"0.50"`` ties with ``0.5``)."""
+    role = "rank" if "rank" in found else "score" if "score" in found else None
+    if role is None:
+        return
+    column = to_arrow(frame[[role]], source).column(role)
+    data[role] = read_order(column, role, data["user"], data["item"], source)  # ties as numbers
 
 
 def _shared(parts: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
