@@ -203,3 +203,29 @@ def test_lists_out_of_user_order_merge_and_name_the_callers_row(form: str) -> No
         receval.evaluate(_recs(form, Path("."), lists, users=users), truth, metrics)
     assert err.value.row == 40 and err.value.user == "u019", err.value
     assert "(both in row 40)" in str(err.value)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_check_reads_a_table_of_lists_as_evaluate_does(form: str, tmp_path: Path) -> None:
+    """``receval check`` reads a list of items a row as the long rows it stands
+    for, through every form: the same findings as the long table; an error in
+    a list names the caller's row (a file's line), with evaluate's message."""
+    from receval.workflow.checks import check
+
+    truth = pd.DataFrame({"user": ["u0", "u0", "u1"], "item": [12, 13, 10]})
+    long = pd.DataFrame(
+        {"user": ["u0"] * 3 + ["u1"] * 2, "item": [10, 11, 12, 13, 13], "rank": [1, 2, 3, 1, 2]}
+    )
+    lists = [[10, 11, 12], [13, 13], None]
+    want = {f.code: f.message for f in check(test=truth, recs=long).findings}
+    got = {f.code: f.message for f in check(test=truth, recs=_recs(form, tmp_path, lists)).findings}
+    assert got == want
+    assert "1 of 5 recs rows repeat" in got["duplicate_rows_recs"]
+
+    bad = [[10, 11], [12, None]]
+    with pytest.raises(InputError) as said:
+        receval.evaluate(_recs(form, tmp_path, bad), TRUTH, "ndcg@3")
+    with pytest.raises(InputError) as checked:
+        check(test=truth, recs=_recs(form, tmp_path, bad))
+    assert str(checked.value) == str(said.value)
+    assert ("line 2" if form == "jsonl" else "row 1") in str(checked.value), checked.value

@@ -69,7 +69,7 @@ from receval.analysis.formatting import visible
 from receval.errors import InputError, ReceValError, for_cli, for_python, option, plain, said, shown
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, distinct, unify
-from receval.io.columns import RECS, TRAIN, resolve, to_arrow
+from receval.io.columns import RECS, TRAIN, item_lists, resolve, to_arrow
 from receval.io.inputs import opened
 from receval.io.interactions import as_frame
 from receval.io.tables import read_order
@@ -271,11 +271,15 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             frame = given.frame.rename(columns=str)  # a new frame: the input stays as is
             found = resolve(list(frame.columns), cols, roles, given.source)
             frame = frame.rename(columns={name: role for role, name in found.items()})
-            data: dict[str, Any] = {c: frame[c] for c in frame.columns}
-            for r in ("user", "item"):
-                data[r] = canonical(frame[r].to_numpy(), r, given.source)
-            if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
-                _order(frame, data, found, given.source)
+            frame, rows = _long(frame, found, roles == RECS, given.source)
+            try:
+                data: dict[str, Any] = {c: frame[c] for c in frame.columns}
+                for r in ("user", "item"):
+                    data[r] = canonical(frame[r].to_numpy(), r, given.source)
+                if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
+                    _order(frame, data, found, given.source)
+            except InputError as exc:  # a row of the lists expanded: the given table's row
+                raise exc if rows is None else exc.remap(lambda r: int(rows[r])) from None
         columns.append(data)
     present = [d for d in columns if d is not None]
     for role in ("user", "item"):
@@ -284,6 +288,25 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             d[role] = part
     # one frame per input, built once from its columns (no copy of each new column)
     return [None if d is None else pd.DataFrame(d, copy=False) for d in columns]
+
+
+def _long(
+    frame: pd.DataFrame, found: dict[str, str], rank: bool, source: str
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """A frame holding a list of items a row (a user's list, best first) as one
+    row per listed item, as :func:`receval.evaluate` reads it
+    (:func:`receval.io.columns.item_lists`: recommendations ranked by their
+    place in the list), and the given row of each; else the frame as it is."""
+    if "item" not in frame.columns:
+        return frame, None
+    table = to_arrow(frame, source, ids={"item": "item"})
+    lists = item_lists(table, rank, source, found)
+    if lists is None:
+        return frame, None
+    if rank:
+        found.setdefault("rank", "rank")
+    long, rows = lists
+    return as_frame(long, source), rows
 
 
 def _order(frame: pd.DataFrame, data: dict[str, Any], found: dict[str, Any], source: str) -> None:
