@@ -279,7 +279,7 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
                 if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
                     _order(frame, data, found, given.source)
             except InputError as exc:  # a row of the lists expanded: the given table's row
-                raise exc if rows is None else exc.remap(lambda r: int(rows[r])) from None
+                raise exc if rows is None else exc.remap(rows.item) from None
         columns.append(data)
     present = [d for d in columns if d is not None]
     for role in ("user", "item"):
