@@ -229,3 +229,23 @@ def test_check_reads_a_table_of_lists_as_evaluate_does(form: str, tmp_path: Path
         check(test=truth, recs=_recs(form, tmp_path, bad))
     assert str(checked.value) == str(said.value)
     assert ("line 2" if form == "jsonl" else "row 1") in str(checked.value), checked.value
+
+
+@pytest.mark.parametrize("form", ["pandas", "tuples", "jsonl"])
+def test_lists_of_ids_of_two_kinds_are_read_as_a_long_column_is(form: str, tmp_path: Path) -> None:
+    """Numbers and text in the lists: every id as text (the id rule on the ids
+    listed, as on a long column), through a table as through JSON Lines (whose
+    reader had written each such list whole as one id, "[12, 'x']")."""
+    truth = {"u0": [10], "u1": ["x", 12]}
+    long = pd.DataFrame(
+        {"user": ["u0", "u0", "u1", "u1"], "item": [10, 11, 12, "x"], "rank": [1, 2, 1, 2]}
+    )
+    want = receval.evaluate(long, truth, ["ndcg@3", "precision@2"])
+    got = receval.evaluate(
+        _recs(form, tmp_path, [[10, 11], [12, "x"]]), truth, ["ndcg@3", "precision@2"]
+    )
+    assert got.summary == want.summary and got.per_user.equals(want.per_user)
+    assert got.summary["precision@2"] == 0.75
+    with pytest.raises(InputError) as bad:
+        receval.evaluate(_recs(form, tmp_path, [[10, 11], [12, [1]]]), truth, "ndcg@3")
+    assert ("line 2" if form == "jsonl" else "row 1") in str(bad.value), bad.value

@@ -289,34 +289,57 @@ _ARROW_ERRORS = (
 
 
 def _list_column(values: Any, name: str, source: str) -> pa.Array:
-    """A pandas column of item lists as an Arrow list column, or an error
-    naming the first row that is no list of ids of the first list's type."""
+    """A pandas column of item lists as an Arrow list column: as Arrow types
+    it, else (ids of several kinds) by :func:`id_lists`."""
     try:
         column = pa.array(values, from_pandas=True)
         if is_list_type(column.type):
             return column
     except _ARROW_ERRORS:
         pass
-    first = None
+    return id_lists(list(values), name, source)
+
+
+def id_lists(values: Sequence[Any], name: str, source: str, role: str = "item") -> pa.Array:
+    """A column holding a list of ids a row as an Arrow list column, the ids
+    under the id rule as one column of every id listed (numbers and text
+    mixed: every id as text, as in a long column; :func:`receval.ids.canonical`).
+    A missing list (None, NaN) is null; a missing id in a list stays missing
+    (the reader names its row). A row holding anything but a list (one id
+    where the others hold lists), or an id the rule refuses, is an
+    :class:`InputError` naming its row (``column``: ``name``).
+
+    Example:
+        >>> id_lists([[1, 2], ["x"], None], "item", "recs").to_pylist()
+        [['1', '2'], ['x'], None]
+    """
+    missing = []
     for row, value in enumerate(values):
-        if value is None or (isinstance(value, float) and value != value):
-            continue  # a missing list: a row of no item
-        if isinstance(value, _LISTS) and len(value) == 0:
-            continue
-        try:
-            typ = pa.array(value, from_pandas=True).type if isinstance(value, _LISTS) else None
-        except _ARROW_ERRORS:
-            typ = None
-        first = first or typ
-        if typ is None or typ != first:
+        gone = value is None or (isinstance(value, float) and value != value)
+        missing.append(gone)
+        if not gone and not isinstance(value, _LISTS):
             raise InputError(
                 f"column {name!r} holds a list of items a row; this row holds "
-                f"{_shown(value)}, not a list of ids of the first list's type ({first})",
+                f"{_shown(value)}, not a list of ids",
                 source=source,
                 row=row,
                 column=name,
             )
-    raise InputError(f"column {name!r}: its lists of items cannot be read", source=source)
+    lists = [[] if gone else list(v) for v, gone in zip(values, missing, strict=True)]
+    flat = [x for v in lists for x in v]
+    present = np.array([x is not None for x in flat], dtype=bool)
+    lengths = np.array([len(v) for v in lists], dtype=np.int64)
+    try:
+        ids = canonical([x for x in flat if x is not None], role, source)
+    except InputError as exc:  # its row among the ids present: the row holding it
+        rows = np.repeat(np.arange(len(lists)), lengths)[present]
+        raise exc.remap(lambda r: int(rows[r])) from None
+    typ = pa.large_string() if ids.dtype == object else pa.int64()
+    full = np.empty(len(flat), dtype=ids.dtype)
+    full[present] = ids
+    items = pa.array(full, type=typ, mask=~present)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), type=pa.int32())
+    return pa.ListArray.from_arrays(offsets, items, mask=pa.array(missing, type=pa.bool_()))
 
 
 def _shown(value: Any) -> str:

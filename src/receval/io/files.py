@@ -62,6 +62,7 @@ from receval.io.columns import (
     TRAIN,
     TRUTH,
     USER_GROUPS,
+    id_lists,
     item_lists,
     renamed,
     resolve,
@@ -1088,7 +1089,7 @@ def _read_jsonl(
 def _read_jsonl_exact(
     text: str, name: str, cols: Columns, roles: tuple[tuple[str, ...], tuple[str, ...]]
 ) -> pa.Table:
-    rows = []
+    rows, lines = [], []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -1099,13 +1100,17 @@ def _read_jsonl_exact(
         if not isinstance(row, dict):
             raise fail(name, "cannot read as JSON Lines: expected an object per line", number)
         rows.append(row)
+        lines.append(number)
     names = list(dict.fromkeys(k for row in rows for k in row))
     found = resolve(names, cols, roles, name)
     ids = {found[r]: r for r in ("user", "item") if r in found}
     arrays = {}
     for column in names:
         values = [row.get(column) for row in rows]
-        if column in ids and not any(isinstance(v, list) for v in values):
+        if column in ids and any(isinstance(v, list) for v in values):
+            arrays[column] = _id_lists(values, column, ids[column], name, lines)
+            continue
+        if column in ids:
             out = canonical(values, ids[column], name)
             arrays[column] = pa.array(
                 out, type=pa.large_string() if out.dtype == object else pa.int64()
@@ -1116,6 +1121,17 @@ def _read_jsonl_exact(
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arrays[column] = pa.array([None if v is None else str(v) for v in values])
     return pa.table(arrays)
+
+
+def _id_lists(values: list[Any], column: str, role: str, name: str, lines: list[int]) -> pa.Array:
+    """A JSON column holding a list of ids a row, read as a table's
+    (:func:`receval.io.columns.id_lists`: the ids under the id rule, numbers
+    and text mixed read as text); an error names the line (``lines``: each
+    row's)."""
+    try:
+        return id_lists(values, column, name, role)
+    except InputError as exc:
+        raise fail(name, exc.reason, None if exc.row is None else lines[exc.row]) from None
 
 
 def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
