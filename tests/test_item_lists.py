@@ -249,3 +249,19 @@ def test_lists_of_ids_of_two_kinds_are_read_as_a_long_column_is(form: str, tmp_p
     with pytest.raises(InputError) as bad:
         receval.evaluate(_recs(form, tmp_path, [[10, 11], [12, [1]]]), truth, "ndcg@3")
     assert ("line 2" if form == "jsonl" else "row 1") in str(bad.value), bad.value
+
+
+def test_json_lists_of_ids_beyond_int64_are_exact(tmp_path: Path) -> None:
+    """Arrow reads JSON integers beyond int64 (and non-integers) as lossy
+    floats, in a list as in a column: such lists are read again exactly,
+    as the long file of the same ids is."""
+    big = 12345678901234567890
+    lists = tmp_path / "lists.jsonl"
+    lists.write_text(f'{{"user": "u0", "item": [{big}, 11]}}\n{{"user": "u1", "item": [1.5, 2]}}\n')
+    long = tmp_path / "long.jsonl"
+    rows = [("u0", big, 1), ("u0", 11, 2), ("u1", 1.5, 1), ("u1", 2, 2)]
+    long.write_text("".join(f'{{"user": "{u}", "item": {i}, "rank": {r}}}\n' for u, i, r in rows))
+    truth = {"u0": [str(big)], "u1": ["1.5"]}
+    want = receval.evaluate(long, truth, ["precision@2", "ndcg@2"])
+    got = receval.evaluate(lists, truth, ["precision@2", "ndcg@2"])
+    assert got.summary == want.summary and got.summary["precision@2"] == 0.5

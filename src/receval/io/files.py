@@ -1065,9 +1065,9 @@ def _read_jsonl(
     data: bytes, name: str, cols: Columns, roles: tuple[tuple[str, ...], tuple[str, ...]]
 ) -> pa.Table:
     """JSON Lines: typed ids (JSON numbers and strings). Arrow reads it; when
-    an id column mixes numbers and strings, or holds non-integers (Arrow
-    reads JSON integers beyond int64 as lossy floats), the file is read
-    again with Python's json, whose integers are exact."""
+    an id column (or its lists) mixes numbers and strings, or holds
+    non-integers (Arrow reads JSON integers beyond int64 as lossy floats),
+    the file is read again with Python's json, whose integers are exact."""
     import pyarrow.json as pjson
 
     text = _decode(data, name)
@@ -1078,12 +1078,18 @@ def _read_jsonl(
     if table is not None:
         found = resolve(table.column_names, cols, roles, name)
         if not any(
-            pa.types.is_floating(table.schema.field(found[r]).type)
-            for r in ("user", "item")
-            if r in found
+            _floats(table.schema.field(found[r]).type) for r in ("user", "item") if r in found
         ):
             return table
     return _read_jsonl_exact(text, name, cols, roles)
+
+
+def _floats(typ: pa.DataType) -> bool:
+    """Whether an id column (or its lists' values) was read as floats: JSON
+    integers beyond int64 and non-integers, which Arrow reads lossily."""
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        typ = typ.value_type
+    return pa.types.is_floating(typ)
 
 
 def _read_jsonl_exact(
