@@ -85,6 +85,11 @@ def ref_column(values: list[int | str]) -> list[int | str]:
         ("1.0", 1),
         ("007", "007"),
         ("true", "true"),
+        (Decimal("7.00"), 7),  # a decimal's digits by the text rule, as the same text
+        (Decimal("7.50"), "7.50"),
+        (Decimal("-3"), -3),
+        (b"1.0", 1),  # text as bytes: the text rule on it
+        (b"007", "007"),
     ],
 )
 def test_canonical_value(value: Any, expected: Any) -> None:
@@ -532,3 +537,64 @@ def test_a_nested_object_in_a_jsonl_file_is_refused_naming_its_line(tmp_path: Pa
         receval.evaluate(path, {1: [5]}, "rr")
     assert "item id must be a number or text; found a dict" in str(got.value)
     assert got.value.line == 1
+
+
+def test_decimal_and_binary_ids_are_read_as_their_text_is() -> None:
+    """A decimal column (Arrow decimal128, a dict of Decimals, a pandas object
+    column) and a binary column are read by the text rule, as the same
+    characters in a string column: 7.00 is 7, b"1.0" is 1."""
+    truth = {1: [7, 1]}
+    want = receval.evaluate(
+        pa.table({"user": [1, 1], "item": ["7.00", "1.0"], "rank": [1, 2]}), truth, "rr"
+    )
+    assert want.summary == {"rr": 1.0}
+    forms = [
+        pa.table(
+            {
+                "user": [1, 1],
+                "item": pa.array([Decimal("7.00"), Decimal("1.0")], pa.decimal128(5, 2)),
+                "rank": [1, 2],
+            }
+        ),
+        pd.DataFrame({"user": [1, 1], "item": [Decimal("7.00"), Decimal("1.0")], "rank": [1, 2]}),
+        {1: [Decimal("7.00"), Decimal("1.0")]},
+        pa.table(
+            {"user": [1, 1], "item": pa.array([b"7.00", b"1.0"], pa.binary()), "rank": [1, 2]}
+        ),
+        {1: [b"7.00", b"1.0"]},
+    ]
+    for form in forms:
+        got = receval.evaluate(form, truth, "rr")
+        assert got.summary == want.summary and got.per_user.equals(want.per_user), form
+    with pytest.raises(InputError, match="row 1: missing item id"):
+        receval.evaluate({1: [Decimal("7"), Decimal("NaN")]}, truth, "rr")
+
+
+def test_jsonl_text_that_looks_like_a_date_stays_as_written(tmp_path: Path) -> None:
+    """Arrow's JSON inference turns text like "2024-01-01" into a timestamp,
+    written back as "2024-01-01 00:00:00" (two ids could become one): a JSON
+    Lines file is read as the CSV of the same ids."""
+    rows = [("u1", "2024-01-01", 1), ("u1", "2024-01-02T10:00:00Z", 2), ("2024-01-03", "x", 1)]
+    jsonl, csv = tmp_path / "r.jsonl", tmp_path / "r.csv"
+    jsonl.write_text(
+        "".join(json.dumps({"user": u, "item": i, "rank": r}) + "\n" for u, i, r in rows)
+    )
+    csv.write_text("user,item,rank\n" + "".join(f"{u},{i},{r}\n" for u, i, r in rows))
+    truth = {"u1": ["2024-01-02T10:00:00Z"], "2024-01-03": ["x"]}
+    want = receval.evaluate(csv, truth, ["rr", "precision@2"])
+    got = receval.evaluate(jsonl, truth, ["rr", "precision@2"])
+    assert got.summary == want.summary == {"rr": 0.75, "precision@2": 0.5}
+    assert got.per_user.equals(want.per_user)
+    assert sorted(got.per_user.index) == ["2024-01-03", "u1"]
+    lists = tmp_path / "l.jsonl"
+    lists.write_text('{"user": "u1", "item": ["2024-01-01", "2024-01-02T10:00:00Z"]}\n')
+    assert receval.evaluate(lists, {"u1": ["2024-01-02T10:00:00Z"]}, "rr").summary == {"rr": 0.5}
+
+
+def test_jsonl_id_errors_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        '{"user": "u1", "item": 10, "rank": 1}\n\n{"user": "u1", "item": 1e400, "rank": 2}\n'
+    )
+    with pytest.raises(InputError, match=r"r\.jsonl, line 3: non-finite item id"):
+        receval.evaluate(path, {"u1": [10]}, "rr")

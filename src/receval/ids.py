@@ -172,8 +172,12 @@ def canonical_value(value: Any) -> int | str:
         if f == math.floor(f) and abs(f) <= _EXACT:
             return int(f)
         return repr(f)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
+    if isinstance(value, bytes):  # text as bytes: the text rule on it
+        return text_value(value.decode("utf-8", "replace"))
+    if isinstance(value, Decimal):  # a decimal's digits: the text rule ("7.00" is 7)
+        if not value.is_finite():
+            raise ValueError("missing" if value.is_nan() else "non-finite")
+        return text_value(str(value))
     if isinstance(value, _NOT_IDS):  # a container (a list of items), a complex number
         raise ValueError("not an id")
     try:

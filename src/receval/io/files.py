@@ -1065,9 +1065,10 @@ def _read_jsonl(
     data: bytes, name: str, cols: Columns, roles: tuple[tuple[str, ...], tuple[str, ...]]
 ) -> pa.Table:
     """JSON Lines: typed ids (JSON numbers and strings). Arrow reads it; when
-    an id column (or its lists) mixes numbers and strings, or holds
-    non-integers (Arrow reads JSON integers beyond int64 as lossy floats),
-    the file is read again with Python's json, whose integers are exact."""
+    an id column (or its lists) mixes numbers and strings, holds
+    non-integers (Arrow reads JSON integers beyond int64 as lossy floats) or
+    text Arrow takes for dates, the file is read again with Python's json,
+    whose integers are exact and whose strings stay as written."""
     import pyarrow.json as pjson
 
     text = _decode(data, name)
@@ -1085,11 +1086,14 @@ def _read_jsonl(
 
 
 def _floats(typ: pa.DataType) -> bool:
-    """Whether an id column (or its lists' values) was read as floats: JSON
-    integers beyond int64 and non-integers, which Arrow reads lossily."""
+    """Whether an id column (or its lists' values) was not read as JSON wrote
+    it: as floats (JSON integers beyond int64 and non-integers, which Arrow
+    reads lossily) or as times (text that looks like a date, which Arrow's
+    inference turns into a timestamp: ``"2024-01-01"`` written back as
+    ``"2024-01-01 00:00:00"``)."""
     if pa.types.is_list(typ) or pa.types.is_large_list(typ):
         typ = typ.value_type
-    return pa.types.is_floating(typ)
+    return pa.types.is_floating(typ) or pa.types.is_temporal(typ)
 
 
 def _read_jsonl_exact(
@@ -1117,7 +1121,10 @@ def _read_jsonl_exact(
             arrays[column] = _id_lists(values, column, ids[column], name, lines)
             continue
         if column in ids:
-            out = canonical(values, ids[column], name)
+            try:
+                out = canonical(values, ids[column], name)
+            except InputError as exc:  # its row: the line holding it
+                raise fail(name, exc.reason, None if exc.row is None else lines[exc.row]) from None
             arrays[column] = pa.array(
                 out, type=pa.large_string() if out.dtype == object else pa.int64()
             )
