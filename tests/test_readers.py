@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -344,3 +347,48 @@ def test_trec_files_told_by_their_shape_name_their_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as got:
         receval.evaluate(run, qrels, "rr")
     assert got.value.line == 1 and "relevance must be a number; found 'x'" in str(got.value)
+
+
+def test_a_role_column_named_twice_is_refused_by_every_door(tmp_path: Path) -> None:
+    """Two columns named alike where one is read (the score, the item):
+    which one is meant cannot be told; pandas, Arrow, CSV, Parquet and the
+    command line say so alike (pandas had raised KeyError, Arrow a schema
+    error, a CSV silently took the first). Unrelated twins are left alone."""
+    import pyarrow.parquet as pq
+
+    names = ["user", "item", "score", "score"]
+    arrow = pa.table([[1], [2], [0.5], [0.4]], names=names)
+    csv, parquet = tmp_path / "r.csv", tmp_path / "r.parquet"
+    csv.write_text("user,item,score,score\n1,2,0.5,0.4\n")
+    pq.write_table(arrow, parquet)
+    said = "the column 'score' appears 2 times (columns 3 and 4)"
+    for form in (pd.DataFrame([[1, 2, 0.5, 0.4]], columns=names), arrow, csv, parquet):
+        with pytest.raises(InputError, match=re.escape(said)):
+            receval.evaluate(form, {1: [2]}, "rr")
+    twice = pd.DataFrame([[1, 2, 3, 0.4]], columns=["user", "item", "item", "score"])
+    with pytest.raises(InputError, match=re.escape("'item' appears 2 times (columns 2 and 3)")):
+        receval.evaluate(twice, {1: [2]}, "rr")
+    done = subprocess.run(
+        [sys.executable, "-m", "receval", "evaluate", str(parquet), str(csv), "-m", "rr"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
+    other = pd.DataFrame([[1, 2, 0.5, "a", "b"]], columns=["user", "item", "score", "x", "x"])
+    assert receval.evaluate(other, {1: [2]}, "rr").summary == {"rr": 1.0}
+
+
+def test_a_csv_of_bare_carriage_returns_is_read_as_its_lines(tmp_path: Path) -> None:
+    """Old Mac line endings (a bare CR): read as the same file with LF (the
+    header had raised Python's csv.Error, an internal error in the shell);
+    an error names the line as counted there."""
+    lf, cr = tmp_path / "lf.csv", tmp_path / "cr.csv"
+    text = "user,item,score\nu1,a,0.9\nu1,b,0.5\nu2,c,0.7\n"
+    lf.write_text(text)
+    cr.write_bytes(text.replace("\n", "\r").encode())
+    truth = {"u1": ["b"], "u2": ["c"]}
+    assert receval.evaluate(cr, truth, "rr").summary == receval.evaluate(lf, truth, "rr").summary
+    cr.write_bytes(text.replace("0.5", "x").replace("\n", "\r").encode())
+    with pytest.raises(InputError, match=r"cr\.csv, line 3, user 'u1', item 'b'"):
+        receval.evaluate(cr, truth, "rr")

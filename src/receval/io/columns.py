@@ -98,6 +98,22 @@ def _key(name: str) -> str:
     return "".join(c for c in name.lower() if c not in "_- ")
 
 
+def _once(found: Mapping[str, str], names: Sequence[str], source: str) -> None:
+    """A column read for a role must be the only one of its name: of two
+    columns named alike (a table or a file may hold them), which one is
+    meant cannot be told, and readers would take either."""
+    for role, name in found.items():
+        at = [i + 1 for i, n in enumerate(names) if n == name]
+        if len(at) > 1:
+            raise InputError(
+                f"the column {name!r} appears {len(at)} times (columns "
+                f"{', '.join(map(str, at[:-1]))} and {at[-1]}): which one is the {role} "
+                "cannot be told; rename the others",
+                source=source,
+                column=name,
+            )
+
+
 def _missing(
     role: str,
     wanted: str | None,
@@ -200,6 +216,7 @@ def resolve(
             wanted = getattr(cols, role) or None
             others = {n: r for r, n in out.items()}
             raise _missing(role, wanted, names, source, roles is TRUTH, others, index)
+    _once(out, names, source)
     if roles is RECS and "rank" not in out and "score" not in out:
         graded = [n for n in names if _key(n) in {_key(a) for a in ALIASES["relevance"]}]
         if graded:  # a truth given where the recommendations go

@@ -482,7 +482,9 @@ def header_fields(line: str, sep: str) -> list[str]:
     """The column names of a delimited header line (CSV quoting rules)."""
     import csv
 
-    return next(csv.reader(io.StringIO(line), delimiter=sep), [])
+    # newline="": a line ending in "\r" alone (old Mac files) ends the header,
+    # as Arrow's reader ends its rows there, instead of a csv.Error
+    return next(csv.reader(io.StringIO(line, newline=""), delimiter=sep), [])
 
 
 # -- the readers (a Job -> a table) -------------------------------------------------------------
@@ -1151,8 +1153,9 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
     """TREC runs (qid Q0 docno rank score tag) and qrels (qid iter docno rel).
 
     Lines starting with ``#`` are comments. A run is ordered by score (its
-    rank column is ignored, as trec_eval does); grades <= 0 in qrels mean
-    judged non-relevant.
+    rank column is ignored, as trec_eval does); a qrels grade of 0 means
+    judged non-relevant, and a negative one is read as ``negative_grades``
+    says (an error unless given: ``unjudged`` is trec_eval's reading).
     """
     text = _decode(data, name)
     users: list[str] = []
