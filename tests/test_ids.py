@@ -598,3 +598,31 @@ def test_jsonl_id_errors_name_the_line(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"r\.jsonl, line 3: non-finite item id"):
         receval.evaluate(path, {"u1": [10]}, "rr")
+
+
+def test_an_empty_text_id_is_missing_through_every_door(tmp_path: Path) -> None:
+    """An empty string is no id: a CSV's empty field always was an error;
+    a Parquet, JSON Lines, pandas (object, string, categorical), Arrow or
+    mapping "" was a real id (a relevant item no list could hold). Each
+    names the row (a file's line)."""
+    frame = pd.DataFrame({"user": ["u", "u", "u"], "item": ["a", "b", ""]})
+    parquet, jsonl, csv = tmp_path / "t.parquet", tmp_path / "t.jsonl", tmp_path / "t.csv"
+    frame.to_parquet(parquet)
+    frame.to_json(jsonl, orient="records", lines=True)
+    csv.write_text('user,item\nu,a\nu,b\nu,""\n')
+    forms = {
+        "pandas": (frame, "row 2"),
+        "string dtype": (frame.astype({"item": "string[pyarrow]"}), "row 2"),
+        "categorical": (frame.astype({"item": "category"}), "row 2"),
+        "arrow": (pa.Table.from_pandas(frame), "row 2"),
+        "mapping": ({"u": ["a", "b", ""]}, "row 2"),
+        "parquet": (parquet, "row 2"),
+        "jsonl": (jsonl, "line 3"),
+        "csv": (csv, "line 4"),
+    }
+    for name, (form, where) in forms.items():
+        with pytest.raises(InputError, match=f"{where}: missing item id") as got:
+            receval.evaluate({"u": ["a", "b"]}, form, "recall@2")
+        assert "empty" in str(got.value), (name, got.value)
+    with pytest.raises(InputError, match="row 1: missing user id"):
+        receval.evaluate({"u": ["a"], "": ["b"]}, {"u": ["a"]}, "recall@2")

@@ -155,6 +155,8 @@ def canonical_value(value: Any) -> int | str:
         [7, 7, '7.5', 'false', 7, '007', '1180591620717411303424']
     """
     if isinstance(value, str):
+        if not value:  # no id, as a file's empty field is
+            raise ValueError("missing")
         return text_value(value)
     if value is None:
         raise ValueError("missing")
@@ -216,7 +218,7 @@ def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> 
         return np.empty(0, dtype=np.int64)
     types = set(map(type, values))
     if types <= {str}:
-        return from_text(pa.array(values, type=pa.large_string()), role, source)
+        return _text_ids(pa.array(values, type=pa.large_string()), role, source)
     if types <= {int, np.int64, np.int32, np.int16, np.int8}:
         try:
             return np.array(values, dtype=np.int64)
@@ -274,7 +276,7 @@ def _from_numpy(arr: np.ndarray, role: str, source: str) -> np.ndarray:
     if k == "f":
         return _from_floats(arr.astype(np.float64, copy=False), role, source)
     if k in "US":
-        return from_text(pa.array(arr.astype(str), type=pa.large_string()), role, source)
+        return _text_ids(pa.array(arr.astype(str), type=pa.large_string()), role, source)
     return _from_values(arr.astype(object, copy=False), role, source)
 
 
@@ -287,11 +289,16 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
         if len(col):  # each value its rows use read once, then taken row by row
             codes, values = used_values(col)
             if not values.null_count:
-                return _from_arrow(values, role, source)[codes]
+                try:
+                    return _from_arrow(values, role, source)[codes]
+                except InputError as exc:  # a value's row: the first row using it
+                    if exc.row is None:
+                        raise
+                    raise exc.remap(lambda r: first_true(codes == r)) from None
         col = col.cast(typ.value_type)
         typ = col.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return from_text(col, role, source)
+        return _text_ids(col, role, source)
     if pa.types.is_integer(typ):
         return _from_numpy(numbers(col), role, source)
     if pa.types.is_floating(typ):
@@ -459,6 +466,18 @@ def _one_buffer(chunks: list[pa.Array], dtype: np.dtype) -> np.ndarray | None:
     out = np.frombuffer(data, dtype, count=end - start, offset=start * dtype.itemsize)
     out.flags.writeable = False  # Arrow's memory
     return out
+
+
+def _text_ids(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:
+    """A string column of ids (a table's, a Parquet file's, Python strings) by
+    :func:`from_text`; an empty string is no id, as a delimited file's empty
+    field is not (its reader names that line): an error naming the row."""
+    if len(values):
+        empty = pc.equal(pc.binary_length(values), 0)
+        if pc.any(empty).as_py():
+            row = first_true(np.asarray(empty.to_numpy(zero_copy_only=False)))
+            raise InputError(f"missing {role} id (an empty text)", source=source, row=row)
+    return from_text(values, role, source)
 
 
 def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:

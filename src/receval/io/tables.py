@@ -175,7 +175,12 @@ def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.n
     # Arrow's conversion to Python strings ends the process when it runs out of
     # memory: under an address-space limit, room for them is made sure of first
     check_headroom((16 << 20) + 128 * len(values) + values.nbytes)
-    return canonical(values, role, source, kind)[codes]
+    try:
+        return canonical(values, role, source, kind)[codes]
+    except InputError as exc:  # a value's place in the dictionary: the first row using it
+        if exc.row is None:
+            raise
+        raise exc.remap(lambda r: first_true(codes == r)) from None
 
 
 def _locate(err: InputError, users: np.ndarray, items: np.ndarray) -> InputError:
