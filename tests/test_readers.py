@@ -392,3 +392,28 @@ def test_a_csv_of_bare_carriage_returns_is_read_as_its_lines(tmp_path: Path) -> 
     cr.write_bytes(text.replace("0.5", "x").replace("\n", "\r").encode())
     with pytest.raises(InputError, match=r"cr\.csv, line 3, user 'u1', item 'b'"):
         receval.evaluate(cr, truth, "rr")
+
+
+def test_numbers_with_digit_separators_or_other_scripts_are_refused_by_every_door(
+    tmp_path: Path,
+) -> None:
+    """Python's float reads "1_0" as 10 and "١" (Arabic-Indic one) as 1;
+    Arrow's CSV and RecBole's readers refuse them: every door now refuses
+    them, naming the line (a CSV, JSON Lines, TREC qrels, a mapping)."""
+    for text in ("1_0", "\u0661", "\uff12"):
+        csv, jsonl, qrels = tmp_path / "g.csv", tmp_path / "g.jsonl", tmp_path / "g.qrels"
+        csv.write_text(f"user,item,rel\nu,a,{text}\nu,b,1\n", encoding="utf-8")
+        rows = [
+            f'{{"user": "u", "item": "a", "rel": "{text}"}}',
+            '{"user": "u", "item": "b", "rel": 1}',
+        ]
+        jsonl.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        qrels.write_text(f"u 0 a {text}\nu 0 b 1\n", encoding="utf-8")
+        for path, where in ((csv, "line 2"), (jsonl, "line 1"), (qrels, "line 1")):
+            with pytest.raises(InputError, match=f"{where}.*found '{text}'"):
+                receval.evaluate({"u": ["b", "a"]}, path, "ndcg@2")
+        with pytest.raises(InputError, match=f"score must be a finite number; found '{text}'"):
+            receval.evaluate({"u": {"a": text, "b": "2"}}, {"u": ["a"]}, "ndcg@2")
+    assert receval.evaluate({"u": {"a": "2.5", "b": "+2"}}, {"u": ["a"]}, "ndcg@2").summary == {
+        "ndcg@2": 1.0
+    }

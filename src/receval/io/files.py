@@ -64,6 +64,7 @@ from receval.io.columns import (
     USER_GROUPS,
     id_lists,
     item_lists,
+    read_number,
     renamed,
     resolve,
 )
@@ -1174,7 +1175,7 @@ def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:
             raise fail(name, f"malformed TREC line: expected '{what}', found {line[:80]!r}", number)
         value = parts[4] if run else parts[3]
         try:
-            number_value = float(value)
+            number_value = read_number(value)
         except ValueError:
             what = "score" if run else "relevance"
             raise fail(name, f"{what} must be a number; found {value!r}", number) from None

@@ -30,6 +30,7 @@ from receval.io.columns import (
     kind_of,
     no_order,
     normalise,
+    read_number,
 )
 from receval.io.inputs import is_path, read_located
 from receval.records import Columns, RecsData, TruthData
@@ -51,15 +52,16 @@ def _numbers(
     typ = col.type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
         values = col.to_numpy(zero_copy_only=False)
+        out = np.empty(len(values), dtype=np.float64)
         for i, v in enumerate(values):
             try:
-                float(v)
+                out[i] = read_number(v)
             except (TypeError, ValueError):
                 found = "a missing value (empty or NaN)" if v is None else repr(v)
                 raise InputError(
                     f"{role} must be {expected}; found {found}", source=source, row=i
                 ) from None
-        return np.asarray([float(v) for v in values], dtype=np.float64)
+        return out
     if col.null_count:
         row = first_true(col.is_null().to_numpy(zero_copy_only=False))
         raise InputError(
@@ -530,7 +532,7 @@ def _scored_mapping(obj: Mapping[Any, Mapping[Any, Any]], source: str, kinds: Ki
     score = np.empty(len(scores), dtype=np.float64)
     for j, value in enumerate(scores):
         try:
-            score[j] = float(value)
+            score[j] = read_number(value)
         except (TypeError, ValueError):
             raise InputError(
                 f"score must be a finite number; found {value!r}",
