@@ -417,3 +417,15 @@ def test_numbers_with_digit_separators_or_other_scripts_are_refused_by_every_doo
     assert receval.evaluate({"u": {"a": "2.5", "b": "+2"}}, {"u": ["a"]}, "ndcg@2").summary == {
         "ndcg@2": 1.0
     }
+
+
+def test_a_polars_column_arrow_cannot_hold_is_named() -> None:
+    """A polars Int128 id column: Arrow has no such type (polars' to_arrow
+    raised ArrowInvalid, an internal error); named, with what to do. The
+    same type in a column not read is left alone."""
+    pl = pytest.importorskip("polars")
+    wide = pl.Series([2], dtype=pl.Int128)
+    with pytest.raises(InputError, match=r"'item': Int128.*cast it to Int64, Float64 or String"):
+        receval.evaluate(pl.DataFrame({"user": [1], "item": wide, "rank": [1]}), {1: [2]}, "rr")
+    other = pl.DataFrame({"user": [1], "item": [2], "rank": [1], "x": wide})
+    assert receval.evaluate(other, {1: [2]}, "rr").summary == {"rr": 1.0}

@@ -422,8 +422,16 @@ def to_arrow(
                 )
         return pa.table(arrays) if arrays else pa.table({})
     if type(obj).__module__.startswith("polars"):
-        table = obj.to_arrow()
-        return table if columns is None else table.select(list(columns))
+        frame = obj if columns is None else obj.select(list(columns))
+        try:
+            return frame.to_arrow()
+        except _ARROW_ERRORS as exc:  # a type Arrow lacks (Int128): named, with what to do
+            raise InputError(
+                "a polars column of a type Arrow cannot hold ("
+                + ", ".join(f"{n!r}: {t}" for n, t in frame.schema.items() if "128" in str(t))
+                + f"; {exc}): cast it to Int64, Float64 or String",
+                source=source,
+            ) from None
     raise InputError(
         f"expected a pandas, polars or pyarrow table or a mapping; got {type(obj).__name__}",
         source=source,
