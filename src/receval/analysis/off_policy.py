@@ -1204,27 +1204,54 @@ class _Sums:
             self.weights + other.weights,
         )
 
-    def boot(self, n_resamples: int, seed: int) -> np.ndarray:
-        """(resamples × columns) sums, each context weighted by its Poisson(1)
-        count (contexts taken a block at a time).
 
-        The contexts are put in the order of their sums first, and the
-        Poisson counts are drawn for those positions: the interval depends on
-        neither the rows' order nor how the ids are written (1, "1" or "u1";
-        contexts with equal sums are interchangeable)."""
-        assert self.keys is not None and self.per_context is not None
-        order = np.lexsort(self.per_context[::-1])
-        values = self.per_context[:, order]
-        positions = user_keys(np.arange(values.shape[1], dtype=np.int64))
-        out = np.zeros((n_resamples, len(values)))
-        step = max(1, _BLOCK_VALUES // n_resamples)
-        for lo in range(0, values.shape[1], step):
-            w = poisson_weights(positions[lo : lo + step], n_resamples, seed)
-            out += w @ values[:, lo : lo + step].T
-        return out
+def _boots(parts: Sequence[_Sums], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """Each part's (resamples × columns) sums, each context weighted by its
+    Poisson(1) count (:func:`_boot_together`). Parts with as many contexts
+    share their draws, as many at a time as hold :data:`_SHARED_VALUES` sums
+    per context (each part's sums the same bits as alone)."""
+    tables: list[np.ndarray] = []
+    runs: dict[int, list[list[int]]] = {}  # by number of contexts: parts drawn together
+    for i, part in enumerate(parts):
+        assert part.per_context is not None
+        tables.append(part.per_context)
+        mine = runs.setdefault(part.per_context.shape[1], [[]])
+        if mine[-1] and sum(tables[j].size for j in mine[-1]) + tables[i].size > _SHARED_VALUES:
+            mine.append([])
+        mine[-1].append(i)
+    out = [np.empty(0)] * len(parts)
+    for run in (run for mine in runs.values() for run in mine):
+        sums = _boot_together([tables[j] for j in run], n_resamples, seed)
+        for i, boot in zip(run, sums, strict=True):
+            out[i] = boot
+    return out
+
+
+def _boot_together(tables: Sequence[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """The bootstrap's sums of (columns × contexts) sums per context, all of
+    as many contexts, the contexts taken a block at a time.
+
+    Each table's contexts are put in the order of their sums first, and the
+    Poisson counts are drawn for those positions: the interval depends on
+    neither the rows' order nor how the ids are written (1, "1" or "u1";
+    contexts with equal sums are interchangeable). The counts are a hash of
+    the seed, the position and the resample, the same for every table: each
+    block's are drawn once for all of them."""
+    values = [t[:, np.lexsort(t[::-1])] for t in tables]
+    outs = [np.zeros((n_resamples, len(v))) for v in values]
+    width = values[0].shape[1]
+    positions = user_keys(np.arange(width, dtype=np.int64))
+    step = max(1, _BLOCK_VALUES // n_resamples)
+    for lo in range(0, width, step):
+        w = poisson_weights(positions[lo : lo + step], n_resamples, seed)
+        for out, v in zip(outs, values, strict=True):
+            out += w @ v[:, lo : lo + step].T
+    return outs
 
 
 _BLOCK_VALUES = 1 << 21  # Poisson weights drawn at a time (resamples × contexts)
+#: per-context sums sorted at a time, of the parts that share their Poisson draws (128 MB)
+_SHARED_VALUES = 1 << 24
 
 
 def _weight_kind(name: str, clip: float | None) -> str:
@@ -1311,13 +1338,14 @@ def _grouped_order(groups: np.ndarray, n: int, *values: np.ndarray) -> np.ndarra
     return np.lexsort((*values[::-1], groups))
 
 
-def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) -> OffPolicyEstimate:
-    """The estimate, interval and effective sample size from the sums."""
+def _estimate(name: str, sums: _Sums, ci: float, boot_sums: np.ndarray | None) -> OffPolicyEstimate:
+    """The estimate, interval and effective sample size from the sums and the
+    bootstrap's sums (:func:`_boots`; None: no interval)."""
     sv = float(sums.totals[-1])
     ess = sv * sv / sums.square if sums.square else 0.0
     low = high = float("nan")
-    if n_resamples:
-        boot = _finish(name, sums.boot(n_resamples, seed))
+    if boot_sums is not None:
+        boot = _finish(name, boot_sums)
         boot = boot[np.isfinite(boot)]
         if boot.size:
             low, high = quantile_interval(boot, 1.0 - ci)
@@ -1647,5 +1675,9 @@ def off_policy(
                 d = _rows(logs, policy, reward_model, need_model, cols)
         hists: dict[str, _Hist] = {}
         sums, notes = {name: _sums(name, d, *settings, hists) for name in names}, d.notes
-    out = tuple(_estimate(name, sums[name], ci, n_resamples, seed) for name in names)
+    boots = _boots([sums[n] for n in names], n_resamples, seed) if n_resamples else None
+    out = tuple(
+        _estimate(name, sums[name], ci, boots[i] if boots is not None else None)
+        for i, name in enumerate(names)
+    )
     return OffPolicyResult(out, ci, n_resamples, seed, notes)
