@@ -4,7 +4,8 @@
  * lists with the truth, sorting each user's ideal grades, collecting the
  * relevant cells and filling the (users x positions) blocks the kernels read;
  * the propensity weights of the relevant pairs (grouped, sorted and summed per
- * user: relevant_weights, sort_runs, user_sums);
+ * user: relevant_weights, sort_runs, user_sums); the rows of an off-policy
+ * log in an order of their own (group_order: by context, then by value);
  * the per-exponent buckets of receval.exact's exact sums; the bootstrap's counts
  * of resampled users (receval.analysis.stats); item-kNN's
  * neighbour lists and top-k lists (receval.workflow.baselines); and the
@@ -1077,6 +1078,159 @@ sort_runs(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     result = Py_None;
+fail:
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    return result;
+}
+
+/* A row of group_order: its keys (at most GROUP_KEYS, the first the most
+ * significant; unused ones 0) as order_bits, and its index. */
+#define GROUP_KEYS 3
+typedef struct {
+    uint64_t key[GROUP_KEYS];
+    int64_t row;
+} keyed_t;
+
+/* A double as an unsigned integer of the same order as NumPy sorts doubles:
+ * -0.0 equal to 0.0, NaN (any sign or payload) after every number and equal
+ * to NaN. */
+static inline uint64_t
+order_bits(double x)
+{
+    if (x != x)
+        return UINT64_MAX;
+    if (x == 0.0)
+        return 0x8000000000000000ULL; /* 0.0 and -0.0 */
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u >> 63) ? ~u : u | 0x8000000000000000ULL;
+}
+
+/* Whether a comes strictly before b, key by key. */
+static inline int
+keyed_before(const keyed_t *a, const keyed_t *b, int m)
+{
+    for (int j = 0; j < m; j++)
+        if (a->key[j] != b->key[j])
+            return a->key[j] < b->key[j];
+    return 0;
+}
+
+/* x[0..len-1] sorted by keyed_before, stably (merge sort, insertion sort on
+ * short runs; tmp: len / 2 slots). */
+static void
+keyed_sort(keyed_t *x, keyed_t *tmp, int64_t len, int m)
+{
+    if (len <= 24) {
+        for (int64_t i = 1; i < len; i++) {
+            keyed_t v = x[i];
+            int64_t k = i;
+            for (; k > 0 && keyed_before(&v, &x[k - 1], m); k--)
+                x[k] = x[k - 1];
+            x[k] = v;
+        }
+        return;
+    }
+    int64_t half = len / 2;
+    keyed_sort(x, tmp, half, m);
+    keyed_sort(x + half, tmp, len - half, m);
+    if (!keyed_before(&x[half], &x[half - 1], m))
+        return; /* already in order */
+    memcpy(tmp, x, (size_t)half * sizeof(keyed_t));
+    int64_t i = 0, j = half, k = 0;
+    while (i < half && j < len)
+        x[k++] = keyed_before(&x[j], &tmp[i], m) ? x[j++] : tmp[i++];
+    while (i < half)
+        x[k++] = tmp[i++];
+}
+
+/* group_order(groups, n_groups, out[, k0[, k1[, k2]]]) -> status: the rows
+ * ordered by group (each in 0..n_groups-1), then by their keys k0, k1, k2
+ * (float64 columns, k0 the most significant), into out (n int64): the
+ * permutation np.lexsort((k2, k1, k0, groups)) gives (both are stable: rows
+ * equal in the group and every key keep their order). A counting pass by
+ * group; each row's keys (as order_bits) and index copied to its group's
+ * next slot, reading the columns in order (32 bytes a row); then a stable
+ * sort of each group's slots. Status: 0 done, 4 a group out of range, 5 out
+ * of memory. */
+static PyObject *
+group_order(PyObject *self, PyObject *args)
+{
+    PyObject *o[5] = {NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t n_groups;
+    Py_buffer b[5];
+    int got = 0, status = OK;
+    PyObject *result = NULL;
+    static const char *names[5] = {"groups", "out", "k0", "k1", "k2"};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnO|OOO", &o[0], &n_groups, &o[1], &o[2], &o[3], &o[4]))
+        return NULL;
+    for (; got < 5 && o[got] != NULL; got++)
+        if (take(o[got], &b[got], 8, got == 1, names[got]) < 0)
+            goto fail;
+    Py_ssize_t n = b[0].len / 8;
+    int m = got - 2;
+    for (int j = 1; j < got; j++)
+        if (b[j].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "group_order: array lengths do not match");
+            goto fail;
+        }
+    if (n_groups < 0) {
+        PyErr_SetString(PyExc_ValueError, "group_order: n_groups < 0");
+        goto fail;
+    }
+    const int64_t *g = b[0].buf;
+    int64_t *out = b[1].buf;
+    const double *key[GROUP_KEYS] = {NULL, NULL, NULL};
+    for (int j = 0; j < m; j++)
+        key[j] = b[j + 2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t *at = calloc((size_t)n_groups + 1, sizeof(int64_t));
+    keyed_t *rows = NULL, *tmp = NULL;
+    int64_t longest = 0;
+    if (at == NULL)
+        status = NO_MEMORY;
+    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
+        if (g[i] < 0 || g[i] >= n_groups)
+            status = OUT_OF_RANGE;
+        else
+            at[g[i] + 1]++;
+    }
+    for (Py_ssize_t u = 0; status == OK && u < n_groups; u++) {
+        longest = at[u + 1] > longest ? at[u + 1] : longest;
+        at[u + 1] += at[u]; /* at[u]: where group u's next row goes */
+    }
+    if (status == OK && m == 0) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[at[g[i]]++] = i;
+    } else if (status == OK) {
+        rows = malloc(((size_t)n + 1) * sizeof(keyed_t));
+        tmp = malloc((size_t)(longest / 2 + 1) * sizeof(keyed_t));
+        if (rows == NULL || tmp == NULL)
+            status = NO_MEMORY;
+    }
+    if (status == OK && m > 0) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            keyed_t *r = &rows[at[g[i]]++];
+            for (int j = 0; j < GROUP_KEYS; j++)
+                r->key[j] = j < m ? order_bits(key[j][i]) : 0;
+            r->row = i;
+        }
+        int64_t lo = 0; /* at[u] is now group u's end */
+        for (Py_ssize_t u = 0; u < n_groups; u++) {
+            if (at[u] - lo > 1)
+                keyed_sort(rows + lo, tmp, at[u] - lo, m);
+            lo = at[u];
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = rows[i].row;
+    }
+    free(tmp);
+    free(rows);
+    free(at);
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLong(status);
 fail:
     for (int i = 0; i < got; i++)
         PyBuffer_Release(&b[i]);
@@ -2384,6 +2538,10 @@ static PyMethodDef methods[] = {
     {"user_sums", user_sums, METH_VARARGS,
      "user_sums(users, values, cap, out): out[u] = the sum of min(v, cap) over user u's\n"
      "values, in their order (np.bincount's sums)."},
+    {"group_order", group_order, METH_VARARGS,
+     "group_order(groups, n_groups, out[, k0[, k1[, k2]]]) -> status: the rows by group,\n"
+     "then by their float64 keys k0, k1, k2 (k0 the most significant) into out:\n"
+     "the permutation of np.lexsort((k2, k1, k0, groups)) (both stable)."},
     {"sort_runs", sort_runs, METH_VARARGS,
      "sort_runs(off, values): each run values[off[u]..off[u+1]-1] sorted ascending, in place."},
     {"exact_sum", exact_sum, METH_VARARGS,

@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 import receval.ids as id_rule
+from receval._accel import NATIVE
 from receval.analysis.resampling import poisson_weights, user_keys
 from receval.analysis.stats import quantile_interval
 from receval.errors import InputError, OptionError, check_seed, option, said
@@ -660,8 +661,7 @@ def _reward_model_table(model: Any, logs: pd.DataFrame | None, ctx: str, act: st
         assert logs is not None
         codes, actions = pd.factorize(logs[act].to_numpy(), sort=False)
         rewards = logs["__r"].to_numpy(dtype=np.float64)
-        order = np.lexsort((rewards, codes))  # each action's rewards summed in their order
-        total = np.bincount(codes[order], weights=rewards[order], minlength=len(actions))
+        total = _sums_by(codes, rewards, len(actions))  # each action's in the order of its rewards
         q = total / np.bincount(codes, minlength=len(actions))
         return pd.DataFrame({"action": np.asarray(actions), "q": q})
     src = "reward_model"
@@ -676,12 +676,20 @@ def _reward_model_table(model: Any, logs: pd.DataFrame | None, ctx: str, act: st
 
 
 def _lookup_q(
-    model: pd.DataFrame, contexts: np.ndarray, actions: np.ndarray, fallback: float, what: str
+    model: pd.DataFrame,
+    contexts: np.ndarray,
+    actions: np.ndarray,
+    fallback: float,
+    what: str,
+    *,
+    checked: bool = False,
 ) -> np.ndarray:
-    """q̂(x, a) for each (context, action); a per-action model ignores x."""
+    """q̂(x, a) for each (context, action); a per-action model ignores x.
+    ``checked``: the model's keys are known to be unique (pandas then does not
+    check them again, a third of the merge's time)."""
     keys = ["context", "action"] if "context" in model.columns else ["action"]
     query = pd.DataFrame({"context": contexts, "action": actions})
-    merged = query.merge(model, on=keys, how="left", validate="many_to_one")
+    merged = query.merge(model, on=keys, how="left", validate=None if checked else "many_to_one")
     q = merged["q"].to_numpy(dtype=np.float64, copy=True)  # written below (pandas 3: read-only)
     missing = np.flatnonzero(np.isnan(q))
     if missing.size:
@@ -832,7 +840,9 @@ def _prepare(table: pd.DataFrame, model: pd.DataFrame | None, fallback: float) -
 def _model_terms(log: _Log, prepared: _Prepared, fallback: float) -> tuple[np.ndarray, np.ndarray]:
     """q̂(x_i, a_i) and Σ_a π(a|x_i) q̂(x_i, a) per logged row."""
     assert prepared.model is not None and prepared.q_per_context is not None
-    q_logged = _lookup_q(prepared.model, log.contexts, log.actions, fallback, "a logged action")
+    q_logged = _lookup_q(
+        prepared.model, log.contexts, log.actions, fallback, "a logged action", checked=True
+    )  # checked by _prepare's lookup, on the same model
     q_policy = prepared.q_per_context.reindex(log.uniques).to_numpy()[log.codes]
     return q_logged, q_policy
 
@@ -895,7 +905,8 @@ def _rows(
         table, known = prepared.table, prepared.known
         _uncovered(log, known, "gives no probabilities")
         query = pd.DataFrame({"context": log.contexts, "action": log.actions})
-        merged = query.merge(table, on=["context", "action"], how="left", validate="many_to_one")
+        # no pair twice in the table: _policy_table refuses one (pandas need not check)
+        merged = query.merge(table, on=["context", "action"], how="left")
         p_eval = merged["p"].fillna(0.0).to_numpy(dtype=np.float64)
         if support:
             notes |= _unsupported(log, p_eval)
@@ -906,10 +917,12 @@ def _rows(
     weight = p_eval / propensity
     notes["max_weight"] = float(weight.max())
     codes, keys = np.asarray(log.codes, dtype=np.int64), user_keys(log.uniques)
-    # the rows in an order of their own (context key, then values): every sum over
-    # them then depends on neither the order of the log's rows nor its batches' cut
+    # the rows in an order of their own (context key, then reward, weight, q̂): every
+    # sum over them then depends on neither the order of the log's rows nor the
+    # writing of its ids; contexts ranked by key (a key shared: one group, by value)
+    rank = np.unique(keys, return_inverse=True)[1].reshape(-1)
     terms = [] if q_logged is None else [q_logged]  # q_policy is one value per context
-    order = np.lexsort((*terms, weight, log.reward, keys[codes]))
+    order = _grouped_order(rank[codes], len(keys), log.reward, weight, *terms)
     return _Rows(
         codes=codes[order],
         keys=keys,
@@ -1202,27 +1215,54 @@ class _Sums:
             self.weights + other.weights,
         )
 
-    def boot(self, n_resamples: int, seed: int) -> np.ndarray:
-        """(resamples × columns) sums, each context weighted by its Poisson(1)
-        count (contexts taken a block at a time).
 
-        The contexts are put in the order of their sums first, and the
-        Poisson counts are drawn for those positions: the interval depends on
-        neither the rows' order nor how the ids are written (1, "1" or "u1";
-        contexts with equal sums are interchangeable)."""
-        assert self.keys is not None and self.per_context is not None
-        order = np.lexsort(self.per_context[::-1])
-        values = self.per_context[:, order]
-        positions = user_keys(np.arange(values.shape[1], dtype=np.int64))
-        out = np.zeros((n_resamples, len(values)))
-        step = max(1, _BLOCK_VALUES // n_resamples)
-        for lo in range(0, values.shape[1], step):
-            w = poisson_weights(positions[lo : lo + step], n_resamples, seed)
-            out += w @ values[:, lo : lo + step].T
-        return out
+def _boots(parts: Sequence[_Sums], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """Each part's (resamples × columns) sums, each context weighted by its
+    Poisson(1) count (:func:`_boot_together`). Parts with as many contexts
+    share their draws, as many at a time as hold :data:`_SHARED_VALUES` sums
+    per context (each part's sums the same bits as alone)."""
+    tables: list[np.ndarray] = []
+    runs: dict[int, list[list[int]]] = {}  # by number of contexts: parts drawn together
+    for i, part in enumerate(parts):
+        assert part.per_context is not None
+        tables.append(part.per_context)
+        mine = runs.setdefault(part.per_context.shape[1], [[]])
+        if mine[-1] and sum(tables[j].size for j in mine[-1]) + tables[i].size > _SHARED_VALUES:
+            mine.append([])
+        mine[-1].append(i)
+    out = [np.empty(0)] * len(parts)
+    for run in (run for mine in runs.values() for run in mine):
+        sums = _boot_together([tables[j] for j in run], n_resamples, seed)
+        for i, boot in zip(run, sums, strict=True):
+            out[i] = boot
+    return out
+
+
+def _boot_together(tables: Sequence[np.ndarray], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """The bootstrap's sums of (columns × contexts) sums per context, all of
+    as many contexts, the contexts taken a block at a time.
+
+    Each table's contexts are put in the order of their sums first, and the
+    Poisson counts are drawn for those positions: the interval depends on
+    neither the rows' order nor how the ids are written (1, "1" or "u1";
+    contexts with equal sums are interchangeable). The counts are a hash of
+    the seed, the position and the resample, the same for every table: each
+    block's are drawn once for all of them."""
+    values = [t[:, np.lexsort(t[::-1])] for t in tables]
+    outs = [np.zeros((n_resamples, len(v))) for v in values]
+    width = values[0].shape[1]
+    positions = user_keys(np.arange(width, dtype=np.int64))
+    step = max(1, _BLOCK_VALUES // n_resamples)
+    for lo in range(0, width, step):
+        w = poisson_weights(positions[lo : lo + step], n_resamples, seed)
+        for out, v in zip(outs, values, strict=True):
+            out += w @ v[:, lo : lo + step].T
+    return outs
 
 
 _BLOCK_VALUES = 1 << 21  # Poisson weights drawn at a time (resamples × contexts)
+#: per-context sums sorted at a time, of the parts that share their Poisson draws (128 MB)
+_SHARED_VALUES = 1 << 24
 
 
 def _weight_kind(name: str, clip: float | None) -> str:
@@ -1271,18 +1311,52 @@ def _sum(values: np.ndarray) -> float:
 
 
 def _sums_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Each context's sum of ``values``, its rows taken in the order of their values."""
-    order = np.lexsort((values, codes))
+    """Each group's sum of ``values`` (``codes``: its group, in ``0..n-1``), its
+    rows taken in the order of their values (:func:`_grouped_order`), so that
+    any order of the rows gives the same sums."""
+    order = _grouped_order(codes, n, values)
     return np.bincount(codes[order], weights=values[order], minlength=n)
 
 
-def _estimate(name: str, sums: _Sums, ci: float, n_resamples: int, seed: int) -> OffPolicyEstimate:
-    """The estimate, interval and effective sample size from the sums."""
+def _grouped_order(groups: np.ndarray, n: int, *values: np.ndarray) -> np.ndarray:
+    """The rows in an order of their own: by group (``groups``: ints in
+    ``0..n-1``), then by ``values`` (float64 columns, the first the most
+    significant): the permutation ``np.lexsort((*reversed(values), groups))``
+    gives, bit for bit.
+
+    Why it is the rows' own: rows equal in their group and every value, the
+    only ones whose places depend on the order they came in (both sorts are
+    stable), are interchangeable in any sum of their values, so a sum that
+    follows this order (pairwise, or one per group) gives the same bits
+    however the rows were ordered. Values are equal as NumPy sorts them:
+    ``-0.0`` is ``0.0`` (no sum tells them apart), NaN is NaN and comes last.
+
+    The compiled pass (``receval._native.group_order``: a counting pass by
+    group, then a stable sort of each group's rows; about 5x faster than
+    ``np.lexsort`` on 1M rows of 20,000 contexts, 32 bytes a row of scratch)
+    for up to three columns; else ``np.lexsort``.
+    """
+    group_order = getattr(NATIVE, "group_order", None)
+    if group_order is not None and len(values) <= 3:
+        out = np.empty(len(groups), dtype=np.int64)
+        keys = [np.ascontiguousarray(v, dtype=np.float64) for v in values]
+        status = group_order(np.ascontiguousarray(groups, dtype=np.int64), n, out, *keys)
+        if status == 0:
+            return out
+        if status == 5:
+            raise MemoryError("off_policy: no memory to order the rows by context")
+        raise AssertionError(f"group_order: status {status} (a group outside 0..{n - 1})")
+    return np.lexsort((*values[::-1], groups))
+
+
+def _estimate(name: str, sums: _Sums, ci: float, boot_sums: np.ndarray | None) -> OffPolicyEstimate:
+    """The estimate, interval and effective sample size from the sums and the
+    bootstrap's sums (:func:`_boots`; None: no interval)."""
     sv = float(sums.totals[-1])
     ess = sv * sv / sums.square if sums.square else 0.0
     low = high = float("nan")
-    if n_resamples:
-        boot = _finish(name, sums.boot(n_resamples, seed))
+    if boot_sums is not None:
+        boot = _finish(name, boot_sums)
         boot = boot[np.isfinite(boot)]
         if boot.size:
             low, high = quantile_interval(boot, 1.0 - ci)
@@ -1612,5 +1686,9 @@ def off_policy(
                 d = _rows(logs, policy, reward_model, need_model, cols)
         hists: dict[str, _Hist] = {}
         sums, notes = {name: _sums(name, d, *settings, hists) for name in names}, d.notes
-    out = tuple(_estimate(name, sums[name], ci, n_resamples, seed) for name in names)
+    boots = _boots([sums[n] for n in names], n_resamples, seed) if n_resamples else None
+    out = tuple(
+        _estimate(name, sums[name], ci, boots[i] if boots is not None else None)
+        for i, name in enumerate(names)
+    )
     return OffPolicyResult(out, ci, n_resamples, seed, notes)
