@@ -105,7 +105,6 @@ def test_lists_without_scores_get_scores_that_keep_their_order(tmp_path: Path) -
     [
         ({"a b": [1]}, "user 'a b'"),
         ({"u": ["x\ty"]}, "item 'x\\ty'"),
-        ({"u": [""]}, "item ''"),
         ({"u": ["a\u3000b"]}, "item 'a\\u3000b'"),
         ({"u\x1c": [1]}, "user 'u\\x1c'"),
         ({"#u": [1]}, "user '#u'"),
@@ -118,6 +117,15 @@ def test_ids_a_trec_file_cannot_hold_are_refused(recs: dict, found: str, tmp_pat
     assert found in str(err.value)
     assert not target.exists() and list(tmp_path.iterdir()) == []
     receval.run_dict(recs)  # a dictionary holds them
+
+
+def test_an_empty_id_is_missing_before_any_trec_file_is_written(tmp_path: Path) -> None:
+    """An empty text is no id through every door: refused as a missing id
+    when the run is read, before a TREC file is started."""
+    target = tmp_path / "run.trec"
+    with pytest.raises(InputError, match="missing item id"):
+        receval.write_trec_run({"u": [""]}, target)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_other_errors(tmp_path: Path) -> None:

@@ -472,12 +472,31 @@ def _text_ids(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
     """A string column of ids (a table's, a Parquet file's, Python strings) by
     :func:`from_text`; an empty string is no id, as a delimited file's empty
     field is not (its reader names that line): an error naming the row."""
-    if len(values):
-        empty = pc.equal(pc.binary_length(values), 0)
-        if pc.any(empty).as_py():
-            row = first_true(np.asarray(empty.to_numpy(zero_copy_only=False)))
-            raise InputError(f"missing {role} id (an empty text)", source=source, row=row)
+    row = _first_empty(values)
+    if row is not None:
+        raise InputError(f"missing {role} id (an empty text)", source=source, row=row)
     return from_text(values, role, source)
+
+
+def _first_empty(values: pa.ChunkedArray | pa.Array) -> int | None:
+    """The first row of a string column (no nulls) holding the empty text:
+    two equal offsets, read from the offsets buffer (no compute kernel
+    loaded: the command's start-up, issue #33)."""
+    at = 0
+    for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
+        if len(chunk):
+            width = np.dtype(np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+            bounds = np.frombuffer(
+                chunk.buffers()[1],
+                width,
+                count=len(chunk) + 1,
+                offset=chunk.offset * width.itemsize,
+            )
+            hit = np.flatnonzero(bounds[1:] == bounds[:-1])
+            if len(hit):
+                return at + int(hit[0])
+        at += len(chunk)
+    return None
 
 
 def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:
