@@ -446,6 +446,25 @@ def test_files_read_by_spark_as_in_process(spark: Any, tmp_path: Path) -> None:
     assert both.summary == {"rr": 0.0}
 
 
+def test_an_empty_id_and_decimal_ids_as_in_process(spark: Any) -> None:
+    """An empty text is a missing id on Spark as in process (naming the user
+    there); a decimal id is read by the text rule (7.00 is 7) on both."""
+    from decimal import Decimal
+
+    from receval.errors import InputError
+
+    recs = pd.DataFrame({"user": ["u", "u"], "item": ["a", "b"], "rank": [1, 2]})
+    truth = pd.DataFrame({"user": ["u", "u"], "item": ["a", ""]})
+    with pytest.raises(InputError, match=r"missing item id \(an empty text\)"):
+        receval.evaluate(recs, truth, "recall@2")
+    with pytest.raises(InputError) as remote:
+        receval.evaluate(spark.createDataFrame(recs), spark.createDataFrame(truth), "recall@2")
+    assert str(remote.value) == "truth, user 'u': missing item id (an empty text)"
+    dec = spark.createDataFrame([(1, Decimal("7.00"), 1)], "user long, item decimal(5,2), rank int")
+    ints = spark.createDataFrame([(1, 7)], "user long, item long")
+    assert receval.evaluate(dec, ints, "rr").summary == {"rr": 1.0}
+
+
 def test_a_missing_item_id_names_its_user(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
