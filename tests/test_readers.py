@@ -429,3 +429,21 @@ def test_a_polars_column_arrow_cannot_hold_is_named() -> None:
         receval.evaluate(pl.DataFrame({"user": [1], "item": wide, "rank": [1]}), {1: [2]}, "rr")
     other = pl.DataFrame({"user": [1], "item": [2], "rank": [1], "x": wide})
     assert receval.evaluate(other, {1: [2]}, "rr").summary == {"rr": 1.0}
+
+
+def test_a_value_that_is_no_number_is_shown_as_the_file_writes_it(tmp_path: Path) -> None:
+    """A date in a CSV's score column, a JSON true among grades: shown as
+    the file holds them ('2024-01-01', 'true'), not as Python writes the
+    converted value (np.datetime64('2024-01-01'), 'True')."""
+    csv, jsonl = tmp_path / "d.csv", tmp_path / "b.jsonl"
+    csv.write_text("user,item,score\nu,a,2024-01-01\nu,b,2024-01-02\n")
+    jsonl.write_text(
+        '{"user": "u", "item": "a", "rel": true}\n{"user": "u", "item": "b", "rel": "x"}\n'
+    )
+    with pytest.raises(
+        InputError,
+        match=r"line 2, user 'u', item 'a': score must be a finite number; found '2024-01-01'$",
+    ):
+        receval.evaluate(csv, {"u": ["a"]}, "rr")
+    with pytest.raises(InputError, match=r"line 1, user 'u', item 'a': .* found 'true'$"):
+        receval.evaluate({"u": ["a", "b"]}, jsonl, "rr")

@@ -1135,7 +1135,9 @@ def _read_jsonl_exact(
         try:
             arrays[column] = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            arrays[column] = pa.array([None if v is None else str(v) for v in values])
+            arrays[column] = pa.array(  # as the file writes each value ("true", not "True")
+                [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+            )
     return pa.table(arrays)
 
 

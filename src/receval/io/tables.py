@@ -57,7 +57,7 @@ def _numbers(
             try:
                 out[i] = read_number(v)
             except (TypeError, ValueError):
-                found = "a missing value (empty or NaN)" if v is None else repr(v)
+                found = "a missing value (empty or NaN)" if v is None else _as_read(col, i, v)
                 raise InputError(
                     f"{role} must be {expected}; found {found}", source=source, row=i
                 ) from None
@@ -73,6 +73,18 @@ def _numbers(
     if keep_ints and values.dtype.kind in "iu":
         return values
     return values.astype(np.float64, copy=False)
+
+
+def _as_read(col: pa.ChunkedArray, row: int, value: Any) -> str:
+    """A value that is no number, shown as the input holds it: text as
+    Arrow writes its type (a date ``'2024-01-01'``, a boolean ``'true'``),
+    not as Python's repr of the converted value (``np.datetime64(...)``)."""
+    if isinstance(value, str):
+        return repr(value)
+    try:
+        return repr(col.slice(row, 1).cast(pa.string()).to_pylist()[0])
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return repr(value)
 
 
 #: Within :func:`shared_dictionaries`: the canonical ids of whole dictionaries, by
