@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -289,12 +289,7 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
         if len(col):  # each value its rows use read once, then taken row by row
             codes, values = used_values(col)
             if not values.null_count:
-                try:
-                    return _from_arrow(values, role, source)[codes]
-                except InputError as exc:  # a value's row: the first row using it
-                    if exc.row is None:
-                        raise
-                    raise exc.remap(lambda r: first_true(codes == r)) from None
+                return by_codes(lambda: _from_arrow(values, role, source), codes)
         col = col.cast(typ.value_type)
         typ = col.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -466,6 +461,18 @@ def _one_buffer(chunks: list[pa.Array], dtype: np.dtype) -> np.ndarray | None:
     out = np.frombuffer(data, dtype, count=end - start, offset=start * dtype.itemsize)
     out.flags.writeable = False  # Arrow's memory
     return out
+
+
+def by_codes(read: Callable[[], np.ndarray], codes: np.ndarray) -> np.ndarray:
+    """``read()[codes]``: the ids of a dictionary's values (``read``) taken row
+    by row; an error that names a value's place in the dictionary names the
+    first row using that value instead."""
+    try:
+        return read()[codes]
+    except InputError as exc:
+        if exc.row is None:
+            raise
+        raise exc.remap(lambda r: first_true(codes == r)) from None
 
 
 def _text_ids(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.ndarray:

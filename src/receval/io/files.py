@@ -1120,17 +1120,11 @@ def _read_jsonl_exact(
     arrays = {}
     for column in names:
         values = [row.get(column) for row in rows]
-        if column in ids and any(isinstance(v, list) for v in values):
-            arrays[column] = _id_lists(values, column, ids[column], name, lines)
-            continue
         if column in ids:
             try:
-                out = canonical(values, ids[column], name)
+                arrays[column] = _id_column(values, column, ids[column], name)
             except InputError as exc:  # its row: the line holding it
                 raise fail(name, exc.reason, None if exc.row is None else lines[exc.row]) from None
-            arrays[column] = pa.array(
-                out, type=pa.large_string() if out.dtype == object else pa.int64()
-            )
             continue
         try:
             arrays[column] = pa.array(values)
@@ -1141,15 +1135,14 @@ def _read_jsonl_exact(
     return pa.table(arrays)
 
 
-def _id_lists(values: list[Any], column: str, role: str, name: str, lines: list[int]) -> pa.Array:
-    """A JSON column holding a list of ids a row, read as a table's
-    (:func:`receval.io.columns.id_lists`: the ids under the id rule, numbers
-    and text mixed read as text); an error names the line (``lines``: each
-    row's)."""
-    try:
+def _id_column(values: list[Any], column: str, role: str, name: str) -> pa.Array:
+    """A JSON id column under the id rule: int64 or text, or, holding a list of
+    ids a row, read as a table's lists are (:func:`receval.io.columns.id_lists`:
+    numbers and text mixed read as text). Errors name the row."""
+    if any(isinstance(v, list) for v in values):
         return id_lists(values, column, name, role)
-    except InputError as exc:
-        raise fail(name, exc.reason, None if exc.row is None else lines[exc.row]) from None
+    out = canonical(values, role, name)
+    return pa.array(out, type=pa.large_string() if out.dtype == object else pa.int64())
 
 
 def _read_trec(data: bytes, name: str, role: str, info: FileInfo) -> pa.Table:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from receval._malloc import check_headroom
 from receval.errors import InputError, option
-from receval.ids import SMALL_COLUMN, STR, arrow_bools, canonical, first_true, numbers
+from receval.ids import SMALL_COLUMN, STR, arrow_bools, by_codes, canonical, first_true, numbers
 from receval.io.columns import (
     RECS,
     TRUTH,
@@ -189,12 +189,7 @@ def _ids(col: pa.ChunkedArray, role: str, source: str, kind: str | None) -> np.n
     # Arrow's conversion to Python strings ends the process when it runs out of
     # memory: under an address-space limit, room for them is made sure of first
     check_headroom((16 << 20) + 128 * len(values) + values.nbytes)
-    try:
-        return canonical(values, role, source, kind)[codes]
-    except InputError as exc:  # a value's place in the dictionary: the first row using it
-        if exc.row is None:
-            raise
-        raise exc.remap(lambda r: first_true(codes == r)) from None
+    return by_codes(lambda: canonical(values, role, source, kind), codes)
 
 
 def _locate(err: InputError, users: np.ndarray, items: np.ndarray) -> InputError:
@@ -319,12 +314,12 @@ def read_recs(
             source=source,
         )
     table, found = normalise(obj, cols, RECS, source)
-    table, rows = _long(table, found, True, source)
+    table, rows = long_rows(table, found, True, source)
     read = lambda t, k: _recs_of(t, dict(found), source, k, obj)  # noqa: E731
     return _given_rows(lambda: _earliest(read, table, kinds), rows)
 
 
-def _long(
+def long_rows(
     table: pa.Table, found: dict[str, str], rank: bool, source: str
 ) -> tuple[pa.Table, np.ndarray | None]:
     """A table of item lists (:func:`~receval.io.columns.item_lists`) as one
@@ -595,7 +590,7 @@ def read_truth(
             source=source,
         )
     table, found = normalise(obj, cols, TRUTH, source)
-    table, rows = _long(table, found, False, source)
+    table, rows = long_rows(table, found, False, source)
     read = lambda t, k: _truth_of(t, found, source, k, negative_grades)  # noqa: E731
     return _given_rows(lambda: _earliest(read, table, kinds), rows)
 

@@ -69,10 +69,10 @@ from receval.analysis.formatting import visible
 from receval.errors import InputError, ReceValError, for_cli, for_python, option, plain, said, shown
 from receval.evaluation.options import EvalOptions
 from receval.ids import canonical, distinct, unify
-from receval.io.columns import RECS, TRAIN, item_lists, resolve, to_arrow
+from receval.io.columns import RECS, TRAIN, resolve, to_arrow
 from receval.io.inputs import opened
 from receval.io.interactions import as_frame
-from receval.io.tables import read_order
+from receval.io.tables import long_rows, read_order
 from receval.records import Columns
 
 __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
@@ -295,18 +295,12 @@ def _long(
 ) -> tuple[pd.DataFrame, np.ndarray | None]:
     """A frame holding a list of items a row (a user's list, best first) as one
     row per listed item, as :func:`receval.evaluate` reads it
-    (:func:`receval.io.columns.item_lists`: recommendations ranked by their
-    place in the list), and the given row of each; else the frame as it is."""
+    (:func:`receval.io.tables.long_rows`), and the given row of each; else the
+    frame as it is."""
     if "item" not in frame.columns:
         return frame, None
-    table = to_arrow(frame, source, ids={"item": "item"})
-    lists = item_lists(table, rank, source, found)
-    if lists is None:
-        return frame, None
-    if rank:
-        found.setdefault("rank", "rank")
-    long, rows = lists
-    return as_frame(long, source), rows
+    table, rows = long_rows(to_arrow(frame, source, ids={"item": "item"}), found, rank, source)
+    return (frame, None) if rows is None else (as_frame(table, source), rows)
 
 
 def _order(frame: pd.DataFrame, data: dict[str, Any], found: dict[str, Any], source: str) -> None:
