@@ -90,16 +90,20 @@ def _parts(recs: Any, truth: Any) -> None:
         for p in pairs:
             copy.copy(p).loaded()
 
+    try:  # the thread's workspace: its own module since the thirteenth session
+        from receval import _workspace as space
+    except ImportError:
+        space = numpy_engine if hasattr(numpy_engine, "install") else None
+
     def kernels() -> None:  # with a workspace, as a thread of the engine's pool has one
-        reuse = getattr(numpy_engine, "install", None)
-        if reuse is not None:
-            reuse()
+        if space is not None:
+            space.install()
         try:
             for p in pairs:
                 driver.evaluate_pair(plan, copy.copy(p))
         finally:
-            if reuse is not None:
-                numpy_engine.uninstall()
+            if space is not None:
+                space.uninstall()
 
     check_s, merge_s = _best(checked, 3), _best(merged, 3)
     load_s, all_s = _best(loads, 3), _best(kernels, 3)

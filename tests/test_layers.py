@@ -28,6 +28,7 @@ LAYERS = [
             "receval._progress",
             "receval._malloc",
             "receval._lazy",
+            "receval._workspace",
             "receval._native",
             "receval.ids",
             "receval.records",

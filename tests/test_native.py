@@ -197,20 +197,36 @@ def test_grades_gains_and_offsets() -> None:
 
 
 @needs_native
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(8))
 def test_ideal_grades_sorted_per_user(seed: int) -> None:
-    """Users with 0 to ~3,000 grades (insertion sort below 33, Shell sort above)."""
+    """Users with 0 to ~3,000 grades (sorting networks and insertion up to 16,
+    Shell sort above; whole grades 1..64 counted), their rows in user order
+    (one pass) or not (a counting sort first)."""
     rng = np.random.default_rng(seed)
     users = int(rng.integers(1, 40))
     m = int(rng.integers(0, 6000))
     tu = rng.integers(0, users, m).astype(np.int64)
-    grades = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0, 4.5, 5.0], m) if seed % 2 else rng.random(m) * 9
+    if seed % 4 >= 2:
+        tu.sort()  # the usual truth, grouped by user
+    levels = [0.0, 0.5, 1.0, 2.0, 3.0, 4.5, 5.0] if seed % 4 == 1 else [1.0, 2.0, 5.0, 64.0, 65.0]
+    grades = rng.choice(levels, m) if seed % 2 else rng.random(m) * 9
+    if seed == 6:
+        grades = rng.integers(1, 6, m).astype(np.float64)  # stars: all counted
     out, off = np.empty(m), np.empty(users + 1, np.int64)
     count = native.ideal(tu, grades, users, 1.0, out, off)
     assert count == off[-1] == int((grades >= 1.0).sum())
     for u in range(users):
         want = -np.sort(-grades[(tu == u) & (grades >= 1.0)])
         assert np.array_equal(out[off[u] : off[u + 1]], want)
+
+
+@needs_native
+@pytest.mark.parametrize("tu", [[0, 1, 3], [0, -1, 1], [2, 1, 3]])
+def test_ideal_refuses_a_user_code_out_of_range(tu: list[int]) -> None:
+    grades = np.ones(3)
+    out, off = np.empty(3), np.empty(4, np.int64)
+    with pytest.raises(ValueError, match="out of range"):
+        native.ideal(np.array(tu, np.int64), grades, 3, 1.0, out, off)
 
 
 @needs_native

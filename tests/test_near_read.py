@@ -2,7 +2,7 @@
 
 - the metrics' needs are read from the registry once per plan
   (:class:`numpy_engine.Facts`), kept on the plan and left out of its pickle;
-- a thread's :class:`numpy_engine.Workspace` hands the largest arrays of one
+- a thread's :class:`_workspace.Workspace` hands the largest arrays of one
   pair to the next: values are bit for bit those of fresh arrays, a nested
   evaluation never shares them, and chunks evaluated one after the other on
   one thread do not see each other's buffers;
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import receval
-from receval import ids
+from receval import _workspace, ids
 from receval.engines import driver, numpy_engine
 from receval.io.tables import check_ranks, read_recs, read_truth
 from receval.metrics.kernels import batch
@@ -72,27 +72,27 @@ def test_facts_are_read_once_per_plan_and_not_pickled() -> None:
 
 
 def test_workspace_buffers_are_reused_and_nested_claims_get_fresh_arrays() -> None:
-    space = numpy_engine.Workspace()
+    space = _workspace.Workspace()
     a = space.take("x", 10, np.int64)
     b = space.take("x", 8, np.int64)
     assert np.shares_memory(a, b) and len(b) == 8
     c = space.take("x", 100, np.int64)  # grown
     assert len(c) == 100 and not np.shares_memory(a, c)
     assert not np.shares_memory(space.take("x", 4, np.float64), c)  # one buffer per dtype
-    numpy_engine.install()
+    _workspace.install()
     try:
-        with numpy_engine.reusing():
-            outer = numpy_engine._take("y", 5, np.int64)
-            with numpy_engine.reusing():  # nested: allocates as usual
-                inner = numpy_engine._take("y", 5, np.int64)
+        with _workspace.reusing():
+            outer = _workspace.take("y", 5, np.int64)
+            with _workspace.reusing():  # nested: allocates as usual
+                inner = _workspace.take("y", 5, np.int64)
             assert not np.shares_memory(outer, inner)
-            assert np.shares_memory(outer, numpy_engine._take("y", 5, np.int64))
-        fresh = numpy_engine._take("y", 5, np.int64)  # not claimed: new
+            assert np.shares_memory(outer, _workspace.take("y", 5, np.int64))
+        fresh = _workspace.take("y", 5, np.int64)  # not claimed: new
         assert not np.shares_memory(outer, fresh)
     finally:
-        numpy_engine.uninstall()
-    with numpy_engine.reusing():  # no workspace on this thread
-        assert not np.shares_memory(numpy_engine._take("y", 5, np.int64), outer)
+        _workspace.uninstall()
+    with _workspace.reusing():  # no workspace on this thread
+        assert not np.shares_memory(_workspace.take("y", 5, np.int64), outer)
 
 
 def _numpy_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,11 +117,11 @@ def test_pairs_on_one_thread_with_a_workspace_equal_fresh_arrays(
     plan = driver.Plan(tuple(parse_metrics(METRICS)), 3.0, 1.0, "skip", "skip", "error")
     sizes = [(1, 40), (2, 7), (3, 60), (4, 1)]
     fresh = [driver.evaluate_pair(plan, _pair(*_tables(s, u))) for s, u in sizes]
-    numpy_engine.install()
+    _workspace.install()
     try:
         reused = [driver.evaluate_pair(plan, _pair(*_tables(s, u))) for s, u in sizes]
     finally:
-        numpy_engine.uninstall()
+        _workspace.uninstall()
     for a, b in zip(fresh, reused, strict=True):
         assert a.values is not None and b.values is not None
         for x, y in zip(a.values, b.values, strict=True):
@@ -436,3 +436,56 @@ def test_the_walk_equals_an_older_module_and_the_numpy_path(
         _same(walked, receval.evaluate(recs, truth, METRICS, **options))
     _numpy_only(monkeypatch)
     _same(walked, receval.evaluate(recs, truth, METRICS, **options))
+
+
+def _rechunked(table: pa.Table, size: int) -> pa.Table:
+    """The table in chunks of ``size`` rows, each in buffers of its own (as
+    ``pyarrow.parquet`` reads row groups), not slices of one buffer."""
+    pieces = [
+        pa.Table.from_pylist(table.slice(i, size).to_pylist(), schema=table.schema)
+        for i in range(0, len(table), size)
+    ]
+    return pa.concat_tables(pieces)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pairs_cut_across_chunks_read_into_reused_buffers_equal_one_chunk(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables whose chunks sit in separate buffers, cut into many pairs that
+    span chunks: each pair's columns are joined into the thread's reused
+    buffers (:func:`receval.ids.one_chunk`), and every user's values, the
+    means and the counts are those of the same tables in one chunk."""
+    from receval.io import stream
+
+    recs, truth = _tables(11, 300)
+    whole = receval.evaluate(recs.combine_chunks(), truth.combine_chunks(), METRICS)
+    chunked_recs, chunked_truth = _rechunked(recs, 97), _rechunked(truth, 13)
+    items = chunked_recs.column("item").chunks
+    assert len(items) > 10 and len({c.buffers()[1].address for c in items}) == len(items)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 400)  # pairs of a few hundred rows
+    monkeypatch.setattr(driver, "THREADS", threads)
+    _same(receval.evaluate(chunked_recs, chunked_truth, METRICS), whole)
+
+
+def test_one_chunk_joins_into_the_claimed_buffers() -> None:
+    col = pa.chunked_array([pa.array([1, 2], pa.int64()), pa.array([3], pa.int64())])
+    table = pa.table({"user": col, "name": pa.chunked_array([["a", "b"], ["c"]])})
+    assert ids.one_chunk(table, "x").column("user").chunk(0).buffers()[1].address not in (
+        c.buffers()[1].address for c in col.chunks
+    )
+    _workspace.install()
+    try:
+        with _workspace.reusing():
+            first = ids.one_chunk(table, "x")
+            address = first.column("user").chunk(0).buffers()[1].address
+            assert first.column("name").num_chunks == 2  # text: left as it is
+        with _workspace.reusing():  # the thread's next pair: the same buffer
+            again = ids.one_chunk(table.slice(1), "x")
+            assert again.column("user").chunk(0).buffers()[1].address == address
+            assert again.column("user").to_pylist() == [2, 3]
+    finally:
+        _workspace.uninstall()
+    assert first.column("user").to_pylist() == [2, 3, 3]  # overwritten: one pair at a time
+    nulls = pa.table({"user": pa.chunked_array([[1, None], [3]])})
+    assert ids.one_chunk(nulls, "x").column("user").num_chunks == 2

@@ -717,27 +717,30 @@ fail:
     return result;
 }
 
-/* Shell sort, descending (Ciura's gaps, then 2.25x): no comparison callback,
- * in place, fast for the few hundred grades a user may have. */
-static void
-sort_descending(double *x, int64_t len)
+static void sort_ascending(double *x, int64_t len);
+
+/* The grades of one user descending in place when every one is a whole
+ * number from 1 to 64 (stars, levels: the usual grades), by counting them;
+ * else 0, nothing changed. */
+static int
+small_grades_descending(double *x, int64_t len)
 {
-    static const int64_t ciura[] = {1, 4, 10, 23, 57, 132, 301, 701, 1750};
-    int64_t gaps[64], count = 0;
-    for (int i = 0; i < 9 && ciura[i] < len; i++)
-        gaps[count++] = ciura[i];
-    while (count < 64 && (double)gaps[count - 1] * 2.25 < (double)len)
-        gaps[count] = (int64_t)((double)gaps[count - 1] * 2.25), count++;
-    for (int64_t g = count - 1; g >= 0; g--) {
-        int64_t gap = gaps[g];
-        for (int64_t i = gap; i < len; i++) {
-            double v = x[i];
-            int64_t k = i;
-            for (; k >= gap && x[k - gap] < v; k -= gap)
-                x[k] = x[k - gap];
-            x[k] = v;
-        }
+    int32_t count[65];
+    int top = 0;
+    memset(count, 0, sizeof(count));
+    for (int64_t i = 0; i < len; i++) {
+        double v = x[i];
+        if (!(v >= 1.0 && v <= 64.0) || v != (double)(int)v)
+            return 0;
+        int c = (int)v;
+        count[c]++;
+        top = c > top ? c : top;
     }
+    int64_t at = 0;
+    for (int c = top; c >= 1; c--)
+        for (int32_t k = count[c]; k > 0; k--)
+            x[at++] = (double)c;
+    return 1;
 }
 
 /* ideal(tu, grades, users, threshold, out_grades, out_off) -> count: the
@@ -770,44 +773,67 @@ ideal(PyObject *self, PyObject *args)
     int64_t *off = b[3].buf;
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    memset(off, 0, ((size_t)users + 1) * sizeof(int64_t));
-    for (Py_ssize_t j = 0; j < m; j++) {
-        if (tu[j] < 0 || tu[j] >= users) {
-            bad = 1;
+    /* users ascending (the usual truth): one pass, each kept grade written
+     * in place, branch-free; else a counting sort by user */
+    int64_t last = 0, kept = 0;
+    Py_ssize_t j = 0;
+    off[0] = 0;
+    for (; j < m; j++) {
+        int64_t x = tu[j];
+        if (x < last || x >= users)
             break;
+        while (last < x)
+            off[++last] = kept;
+        out[kept] = g[j];
+        kept += g[j] >= threshold && g[j] > 0.0;
+    }
+    if (j == m) {
+        while (last < users)
+            off[++last] = kept;
+    } else if (tu[j] < 0 || tu[j] >= users) {
+        bad = 1;
+    } else {
+        memset(off, 0, ((size_t)users + 1) * sizeof(int64_t));
+        for (j = 0; j < m; j++) {
+            if (tu[j] < 0 || tu[j] >= users) {
+                bad = 1;
+                break;
+            }
+            if (g[j] >= threshold && g[j] > 0.0)
+                off[tu[j] + 1]++;
         }
-        if (g[j] >= threshold && g[j] > 0.0)
-            off[tu[j] + 1]++;
+        if (!bad) {
+            for (int64_t u = 0; u < users; u++)
+                off[u + 1] += off[u];
+            int64_t *at = malloc(((size_t)users + 1) * sizeof(int64_t));
+            if (at == NULL) {
+                bad = 2;
+            } else {
+                memcpy(at, off, ((size_t)users + 1) * sizeof(int64_t));
+                for (j = 0; j < m; j++)
+                    if (g[j] >= threshold && g[j] > 0.0)
+                        out[at[tu[j]]++] = g[j];
+                free(at);
+            }
+        }
     }
     if (!bad) {
-        for (int64_t u = 0; u < users; u++)
-            off[u + 1] += off[u];
-        int64_t *at = malloc(((size_t)users + 1) * sizeof(int64_t));
-        if (at == NULL) {
-            bad = 2;
-        } else {
-            memcpy(at, off, ((size_t)users + 1) * sizeof(int64_t));
-            for (Py_ssize_t j = 0; j < m; j++)
-                if (g[j] >= threshold && g[j] > 0.0)
-                    out[at[tu[j]]++] = g[j];
-            free(at);
-            for (int64_t u = 0; u < users; u++) {
-                double *x = out + off[u];
-                int64_t len = off[u + 1] - off[u];
-                if (len > 32) {
-                    sort_descending(x, len);
-                    continue;
-                }
-                for (int64_t i = 1; i < len; i++) { /* insertion sort: a few grades */
-                    double v = x[i];
-                    int64_t k = i;
-                    for (; k > 0 && x[k - 1] < v; k--)
-                        x[k] = x[k - 1];
-                    x[k] = v;
-                }
+        for (int64_t u = 0; u < users; u++) {
+            /* ascending by sorting networks and min/max insertion (no
+             * mispredicted branches on the usual few grades), then reversed:
+             * the one descending sequence of the values */
+            double *x = out + off[u];
+            int64_t len = off[u + 1] - off[u];
+            if (len > 4 && small_grades_descending(x, len))
+                continue;
+            sort_ascending(x, len);
+            for (int64_t i = 0, k = len - 1; i < k; i++, k--) {
+                double v = x[i];
+                x[i] = x[k];
+                x[k] = v;
             }
-            count = off[users];
         }
+        count = off[users];
     }
     Py_END_ALLOW_THREADS
     if (bad == 1)

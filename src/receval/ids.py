@@ -61,6 +61,7 @@ import pyarrow as pa
 
 from receval._accel import NATIVE as _native
 from receval._lazy import pc
+from receval._workspace import take
 from receval.errors import InputError
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "from_text",
     "kind",
     "numbers",
+    "one_chunk",
     "order_of",
     "text_value",
     "unify",
@@ -407,13 +409,15 @@ def arrow_bools(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
 
 
-def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def numbers(values: pa.Array | pa.ChunkedArray, reuse: str | None = None) -> np.ndarray:
     """``values.to_numpy()``: a read-only view of the buffer of an array (or
     of a chunked array's one chunk), else a copy. A number column with no
     nulls is read here from its buffer, because pyarrow's own conversions
     (``to_numpy``, ``pa.array``) load pandas on first use (its pandas shim:
     0.4 s), which a process that reads numbers never needs (issue #33); any
-    other column is pyarrow's.
+    other column is pyarrow's. ``reuse``: chunks that must be copied into
+    one array go to that buffer of the thread's claimed workspace
+    (:func:`receval._workspace.take`), not to new memory.
 
     Example:
         >>> numbers(pa.chunked_array([[1, 2], [3]])).tolist()
@@ -429,7 +433,10 @@ def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         joined = _one_buffer(chunks, np.dtype(dtype))
         if joined is not None:
             return joined
-        return np.concatenate([numbers(c) for c in chunks] or [np.empty(0, dtype)])
+        out = take(reuse, len(values), dtype) if reuse else np.empty(len(values), dtype)
+        if chunks:
+            np.concatenate([numbers(c) for c in chunks], out=out)
+        return out
     if values.null_count or values.type not in _NUMBER_TYPES:
         return values.to_numpy(zero_copy_only=False)
     dtype = np.dtype(_NUMBER_TYPES[values.type])
@@ -439,6 +446,32 @@ def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     out = np.frombuffer(data, dtype, count=len(values), offset=values.offset * dtype.itemsize)
     out.flags.writeable = False  # Arrow's memory, as pyarrow's view
     return out
+
+
+def one_chunk(table: pa.Table, name: str) -> pa.Table:
+    """``table`` with each number column without nulls that Arrow holds in
+    chunks of separate buffers (a Parquet file's row groups, as
+    ``pyarrow.parquet`` reads them) joined into one chunk, in the buffer
+    ``name.column`` of the thread's claimed workspace. A pair of users cut from
+    such a table is read this way (:func:`receval.io.stream.pairs`): its columns
+    are then views of memory that the next pair of the thread reuses, rather
+    than new memory faulted in page by page. Other columns are left as they
+    are; the values are the same.
+
+    Example:
+        >>> t = pa.table({"user": pa.chunked_array([[1, 2], [3]])})
+        >>> one_chunk(t, "recs").column("user").num_chunks
+        1
+    """
+    for i, column in enumerate(table.columns):
+        if column.num_chunks < 2 or column.null_count or column.type not in _NUMBER_TYPES:
+            continue
+        values = numbers(column, reuse=f"{name}.{table.column_names[i]}")
+        if not values.flags.writeable:  # a view: the chunks were in one buffer
+            continue
+        one = pa.Array.from_buffers(column.type, len(values), [None, pa.py_buffer(values)])
+        table = table.set_column(i, table.field(i), pa.chunked_array([one]))
+    return table
 
 
 def _one_buffer(chunks: list[pa.Array], dtype: np.dtype) -> np.ndarray | None:

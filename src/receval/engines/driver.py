@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from receval import _malloc
+from receval import _malloc, _workspace
 from receval._accel import NATIVE as _native
 from receval.engines import numpy_engine
 from receval.engines.numpy_engine import Prepared
@@ -161,7 +161,7 @@ def evaluate_cells(
     pair's one evaluation (each user's values do not depend on the other
     users), or — when a count cannot be cut by user (duplicates dropped) or a
     note was made — each cell's rows evaluated alone."""
-    with numpy_engine.reusing():  # the thread's buffers, if the pool gave it some
+    with _workspace.reusing():  # the thread's buffers, if the pool gave it some
         done = _evaluate(plan, pair)
         whole = done.part(plan, keep_values)
         if done.splittable():
@@ -389,7 +389,7 @@ def evaluate_pair(plan: Plan, pair: Pair, keep_values: bool = True) -> Part:
     counts, the item counts of aggregate metrics. Users of different pairs
     are disjoint, so parts :meth:`Combiner.add` up to the same outcome
     whatever the cut."""
-    with numpy_engine.reusing():  # the thread's buffers, if the pool gave it some
+    with _workspace.reusing():  # the thread's buffers, if the pool gave it some
         return _evaluate(plan, pair).part(plan, keep_values)
 
 
@@ -963,9 +963,9 @@ def evaluated(plan: Plan, pairs: Iterable[Pair], cells: UserCells | None = None)
 
 def _pooled(evaluate: Callable[..., Any], *args: Any) -> Any:
     """``evaluate(*args)`` on a thread of :func:`evaluated`'s pool, which keeps
-    its buffers from one pair to the next (:class:`numpy_engine.Workspace`;
+    its buffers from one pair to the next (:class:`receval._workspace.Workspace`;
     the thread, and its buffers, end with the pool)."""
-    numpy_engine.install()
+    _workspace.install()
     return evaluate(*args)
 
 

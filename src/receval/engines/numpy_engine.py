@@ -10,15 +10,14 @@ or per row: only per block of users and per metric.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from receval._accel import NATIVE
+from receval._workspace import take as _take
 from receval.errors import InputError, MetricError, OptionError, option
 from receval.ids import distinct, order_of, runs_in_order, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
@@ -185,79 +184,6 @@ def _positions(p: Prepared) -> np.ndarray:
     return p.rec_pos
 
 
-class Workspace:
-    """Buffers that one thread reuses from one chunk of users to the next:
-    the largest arrays of a chunk's evaluation (the list rows' user codes, the
-    relevant cells), which would otherwise be allocated for every chunk and,
-    being fresh memory, faulted in and cleared by the system page by page.
-
-    Installed on a thread by :func:`install` (the driver does it on its pool's
-    threads, which end with the evaluation: the buffers go with them) and
-    claimed for one chunk by :func:`reusing`; an array taken from it lives
-    until the next chunk of that thread, so only the arrays of a chunk that
-    no result keeps come from it. Nothing process-wide is changed.
-    """
-
-    def __init__(self) -> None:
-        self.buffers: dict[tuple[str, str], np.ndarray] = {}
-        self.busy = False
-
-    def take(self, name: str, n: int, dtype: Any) -> np.ndarray:
-        """An uninitialised array of ``n`` items, the buffer ``name`` reused
-        (grown by a quarter when it is too small)."""
-        key = (name, np.dtype(dtype).str)
-        buf = self.buffers.get(key)
-        if buf is None or len(buf) < n:
-            size = n if buf is None else max(n, len(buf) + len(buf) // 4)
-            buf = self.buffers[key] = np.empty(size, dtype)
-        return buf[:n]
-
-
-_THREAD = threading.local()  # .space: the thread's Workspace; .active: while claimed
-
-
-def install() -> None:
-    """Give the calling thread a :class:`Workspace`, unless it has one. It
-    goes with the thread (or :func:`uninstall`)."""
-    if getattr(_THREAD, "space", None) is None:
-        _THREAD.space = Workspace()
-
-
-def uninstall() -> None:
-    """Take the calling thread's :class:`Workspace` away (its buffers freed)."""
-    _THREAD.space = None
-
-
-@contextmanager
-def reusing() -> Iterator[None]:
-    """Claim the calling thread's :class:`Workspace`, if it has one, for the
-    evaluation of one chunk: :func:`prepare` and :func:`compute` then take
-    their largest arrays from it. A nested claim (or a thread without one)
-    allocates as usual."""
-    space: Workspace | None = getattr(_THREAD, "space", None)
-    outer = getattr(_THREAD, "active", None)
-    if space is None or space.busy:
-        _THREAD.active = None
-        try:
-            yield
-        finally:
-            _THREAD.active = outer
-        return
-    space.busy, _THREAD.active = True, space
-    try:
-        yield
-    finally:
-        space.busy, _THREAD.active = False, outer
-
-
-def _take(name: str, n: int, dtype: Any) -> np.ndarray:
-    """An uninitialised array: from the claimed :class:`Workspace`, or new."""
-    space: Workspace | None = getattr(_THREAD, "active", None)
-    if space is None:
-        return np.empty(n, dtype)
-    return space.take(name, n, dtype)
-
-
 def _unique(values: np.ndarray) -> np.ndarray:
     """The distinct values in order of appearance (pandas' ``unique``: one hash pass)."""
     import pandas as pd
@@ -321,7 +247,7 @@ def encode(
 
     Sorted numeric parts (recommendations are usually grouped by user) are
     encoded by their runs, without hashing every row. ``reuse``: the codes of
-    the first part go to that buffer of the thread's :class:`Workspace`
+    the first part go to that buffer of the thread's :class:`~receval._workspace.Workspace`
     (when one is claimed: :func:`reusing`). ``walked``: the runs of the
     first part, already found (:func:`walk_users`).
     """
@@ -1006,7 +932,7 @@ def _join_truth(
     joined = _native_join(
         rows.ru, rows.ri, tu, ti, truth.grades, n_users, threshold, want_grades,
         pairs=truth.propensity is not None and hasattr(_native, "relevant_weights"),
-        offsets=offsets,
+        offsets=offsets, reuse="join",
     )  # fmt: skip
     how = None
     if joined is not None:
@@ -1381,6 +1307,7 @@ def _native_join(
     want_grades: bool,
     pairs: bool = False,
     offsets: np.ndarray | None = None,
+    reuse: str | None = None,
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, _HitPairs | None] | None:
     """Grades (when wanted), gains and list offsets from the compiled pass, or
     None when it is not available or the input needs the sorting path (an
@@ -1388,13 +1315,18 @@ def _native_join(
     row, the truth row and the position of every row of gain > 0 (list
     order), else None. ``offsets``: the list offsets, already known (the
     pass then only checks them; a module built before ``user_walk`` finds
-    them itself)."""
+    them itself). ``reuse``: the grades and gains go to buffers of that name
+    in the claimed :class:`~receval._workspace.Workspace`."""
     if _native is None:
         return None
     n = len(ru)
-    grade = np.empty(n) if want_grades else None
+
+    def out(what: str) -> np.ndarray:
+        return np.empty(n) if reuse is None else _take(f"{reuse}.{what}", n, np.float64)
+
+    grade = out("grade") if want_grades else None
     given = offsets is not None and hasattr(_native, "user_walk")
-    gain = np.empty(n)
+    gain = out("gain")
     if not given:
         offsets = np.empty(n_users + 1, np.int64)
     c = np.ascontiguousarray
@@ -1446,7 +1378,7 @@ def _ideal(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The grades >= threshold and > 0 of each user sorted descending, and
     their offsets (users in code order); ``reuse``: the grades go to that
-    buffer of the claimed :class:`Workspace`."""
+    buffer of the claimed :class:`~receval._workspace.Workspace`."""
     if _native is not None:
         out = np.empty(len(grades)) if reuse is None else _take(reuse, len(grades), np.float64)
         offsets = np.empty(n_users + 1, dtype=np.int64)

@@ -51,6 +51,7 @@ from receval.ids import (
     distinct_sorted,
     kind,
     numbers,
+    one_chunk,
     runs_in_order,
 )
 from receval.io.columns import RECS, TRUTH, normalise, renamed, resolve
@@ -809,6 +810,8 @@ def _load(
     ids of the kinds of the whole files (``shared``: their dictionaries read
     once, :func:`receval.io.tables.shared_dictionaries`)."""
     kinds = (recs.user_kind, recs.item_kind)
+    # the pair's number columns in one buffer each, reused by the thread's next pair
+    a, t = one_chunk(a, "pair.recs"), one_chunk(t, "pair.truth")
     with shared_dictionaries({} if shared is None else shared):
         try:
             r = read_recs(a, _CANON, recs.path, kinds)
