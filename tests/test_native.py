@@ -421,3 +421,52 @@ def test_bootstrap_counts_bad_arguments() -> None:
         native.boot_counts(rng.bit_generator.capsule, 0, out)
     with pytest.raises(ValueError):  # not a bit generator's capsule
         native.boot_counts(object(), 3, out)
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(6))
+def test_cell_row_sums_and_counts_below_k_equal_bincount(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Cells.row_sums`` and ``counts`` at k below the width, from the compiled
+    pass, are np.bincount's over the masked cells bit for bit: rows empty or
+    long, positions in order or not, terms with NaN, infinities and -0.0."""
+    rng = np.random.default_rng(seed)
+    m, width = int(rng.integers(1, 50)), int(rng.integers(2, 120))
+    lengths = np.minimum(rng.integers(0, 40, m), width)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    n = int(offsets[-1])
+    user = np.repeat(np.arange(m), lengths).astype(np.int64)
+    pos = rng.integers(0, width, n).astype(np.int64)
+    if seed % 2:  # the usual cells: each row's positions ascending
+        pos = np.concatenate([np.sort(rng.choice(width, k, replace=False)) for k in lengths])
+        pos = pos.astype(np.int64)
+    terms = rng.normal(size=n) * 10.0 ** rng.integers(-8, 9, n)
+    special = rng.random(n)
+    terms[special < 0.02] = np.nan
+    terms[(special >= 0.02) & (special < 0.04)] = np.inf
+    terms[(special >= 0.04) & (special < 0.08)] = -0.0
+    cells = batch.Cells(user, pos, np.abs(terms) + 1.0, offsets, width)
+    for k in {1, width // 2, width - 1}:
+        sums, counts = cells.row_sums(terms, k), cells.counts(k)
+        mask = pos < k
+        want = np.bincount(user[mask], weights=terms[mask], minlength=m)
+        assert np.array_equal(sums.view(np.int64), want.view(np.int64))  # bits, NaN included
+        assert np.array_equal(counts, np.bincount(user[mask], minlength=m))
+    k = width // 2
+    compiled = cells.row_sums(terms, k)
+    monkeypatch.setattr(batch, "_native", None)  # the NumPy path: the same bits
+    fresh = batch.Cells(user, pos, np.abs(terms) + 1.0, offsets, width)
+    assert np.array_equal(fresh.row_sums(terms, k).view(np.int64), compiled.view(np.int64))
+
+
+@needs_native
+def test_row_sums_refuses_offsets_that_do_not_describe_the_cells() -> None:
+    pos, terms = np.array([0, 1, 2], np.int64), np.ones(3)
+    out = np.empty(2)
+    assert native.row_sums(np.array([0, 2, 3], np.int64), pos, terms, 2, out) == 0
+    assert out.tolist() == [2.0, 0.0]
+    for off in ([0, 2, 4], [1, 2, 3], [0, 3, 2]):
+        assert native.row_sums(np.array(off, np.int64), pos, terms, 2, out) == -1
+    with pytest.raises(ValueError, match="match"):
+        native.row_sums(np.array([0, 3], np.int64), pos, terms, 2, out)

@@ -1312,6 +1312,66 @@ fail:
     return result;
 }
 
+/* row_sums(off, pos, terms, k, out): per row u of a Cells block (its cells
+ * off[u]..off[u+1]-1), out[u] = the sum of terms over the cells at positions
+ * < k, added in their order from 0.0: what np.bincount(user[pos < k],
+ * weights=terms[pos < k]) adds, bit for bit, without the mask or the copies
+ * (branch-free: a cell at k or beyond adds 0.0, which leaves a sum begun at
+ * 0.0 as it is). With terms None, out (int64) counts those cells instead.
+ * Returns 0, or -1 when the offsets do not ascend from 0 to the number of
+ * cells. */
+static PyObject *
+row_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_off, *o_pos, *o_terms, *o_out;
+    long long k;
+    Py_buffer off = {0}, pos = {0}, terms = {0}, out = {0};
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOLO", &o_off, &o_pos, &o_terms, &k, &o_out))
+        return NULL;
+    int counting = o_terms == Py_None;
+    if (take(o_off, &off, 8, 0, "off") < 0 || take(o_pos, &pos, 8, 0, "pos") < 0 ||
+        (!counting && take(o_terms, &terms, 8, 0, "terms") < 0) ||
+        take(o_out, &out, 8, 1, "out") < 0)
+        goto fail;
+    Py_ssize_t m = off.len / 8 - 1, n = pos.len / 8;
+    if (m < 0 || out.len / 8 != m || (!counting && terms.len / 8 != n)) {
+        PyErr_SetString(PyExc_ValueError, "row_sums: array lengths do not match");
+        goto fail;
+    }
+    const int64_t *o = off.buf, *p = pos.buf;
+    int bad = o[0] != 0 || o[m] != n;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t u = 0; u < m && !bad; u++) {
+        int64_t c0 = o[u], c1 = o[u + 1];
+        if (c1 < c0) {
+            bad = 1;
+            break;
+        }
+        if (counting) {
+            int64_t count = 0;
+            for (int64_t c = c0; c < c1; c++)
+                count += p[c] < k;
+            ((int64_t *)out.buf)[u] = count;
+        } else {
+            const double *t = terms.buf;
+            double sum = 0.0;
+            for (int64_t c = c0; c < c1; c++)
+                sum += p[c] < k ? t[c] : 0.0;
+            ((double *)out.buf)[u] = sum;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLong(bad ? -1 : 0);
+fail:
+    release(&off);
+    release(&pos);
+    release(&terms);
+    release(&out);
+    return result;
+}
+
 /* fill(off, u0, u1, values, width, out): the values of users u0..u1-1 (user
  * u's rows off[u]..off[u+1]-1, in position order) into a column-major
  * (u1 - u0, width) block: out[p * (u1 - u0) + (u - u0)]. Positions from
@@ -2564,6 +2624,9 @@ static PyMethodDef methods[] = {
     {"user_sums", user_sums, METH_VARARGS,
      "user_sums(users, values, cap, out): out[u] = the sum of min(v, cap) over user u's\n"
      "values, in their order (np.bincount's sums)."},
+    {"row_sums", row_sums, METH_VARARGS,
+     "row_sums(off, pos, terms, k, out) -> 0 or -1: per row, the sum of terms (or, terms\n"
+     "None, the count) over its cells at positions < k, in their order (np.bincount's)."},
     {"group_order", group_order, METH_VARARGS,
      "group_order(groups, n_groups, out[, k0[, k1[, k2]]]) -> status: the rows by group,\n"
      "then by their float64 keys k0, k1, k2 (k0 the most significant) into out:\n"

@@ -146,6 +146,10 @@ class Cells:
         cells of a row are in position order: the same additions as a running
         sum along the dense row, whose other terms are 0.
         """
+        if k is not None and k < self.width:
+            out = self._compiled(terms, k, np.float64)
+            if out is not None:
+                return out
         sel = self.upto(k)
         if sel is None:
             return np.bincount(self.user, weights=terms, minlength=self.rows)
@@ -153,10 +157,30 @@ class Cells:
 
     def counts(self, k: int | None = None) -> np.ndarray:
         """``(m,)`` int64: per row, the cells at positions < k."""
-        sel = self.upto(k)
-        if sel is None:
+        if k is None or k >= self.width:
             return np.diff(self.offsets)
+        out = self._compiled(None, k, np.int64)
+        if out is not None:
+            return out
+        sel = self.upto(k)
+        assert sel is not None
         return np.bincount(sel[0], minlength=self.rows)
+
+    def _compiled(self, terms: np.ndarray | None, k: int, dtype: Any) -> np.ndarray | None:
+        """:meth:`row_sums` (or, ``terms`` None, :meth:`counts`) at positions
+        < k in one compiled pass along each row's cells (the same additions
+        in the same order), or None without the compiled module (or for
+        arrays it does not read: then NumPy's mask and ``np.bincount``)."""
+        row_sums = getattr(_native, "row_sums", None)
+        if row_sums is None or self.pos.dtype != np.int64 or self.offsets.dtype != np.int64:
+            return None
+        if terms is not None and (terms.dtype != np.float64 or terms.shape != self.pos.shape):
+            return None
+        out = np.empty(self.rows, dtype)
+        c = np.ascontiguousarray
+        if row_sums(c(self.offsets), c(self.pos), None if terms is None else c(terms), k, out):
+            return None  # offsets that do not describe the cells: NumPy's path says so
+        return out
 
     def first(self, of: np.ndarray | None = None) -> np.ndarray:
         """``(m,)``: per row, ``of`` (a per-cell array; default ``value``) at
