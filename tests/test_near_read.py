@@ -489,3 +489,34 @@ def test_one_chunk_joins_into_the_claimed_buffers() -> None:
     assert first.column("user").to_pylist() == [2, 3, 3]  # overwritten: one pair at a time
     nulls = pa.table({"user": pa.chunked_array([[1, None], [3]])})
     assert ids.one_chunk(nulls, "x").column("user").num_chunks == 2
+
+
+def test_blocks_are_large_from_the_start_once_a_plan_saw_sparse_metrics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first block of the first pair is small (a probe: does a metric read
+    a dense matrix?); once it showed none, the plan's later pairs start with
+    large blocks. The values are those of small blocks throughout."""
+    blocks: list[int] = []
+    real = numpy_engine._batch
+
+    def counted(*args: Any) -> Any:
+        blocks.append(args[-1] - args[-2])  # u1 - u0
+        return real(*args)
+
+    plan = driver.Plan(tuple(parse_metrics(METRICS)), 3.0, 1.0, "skip", "skip", "error")
+    small = driver.Plan(tuple(parse_metrics(METRICS)), 3.0, 1.0, "skip", "skip", "error")
+    monkeypatch.setattr(numpy_engine, "_batch", counted)
+    monkeypatch.setattr(numpy_engine, "BLOCK_CELLS", 600)  # 10 users a block at width 60
+    monkeypatch.setattr(numpy_engine, "SPARSE_BLOCK_USERS", 1000)
+    first = driver.evaluate_pair(plan, _pair(*_tables(1, 80)))
+    assert blocks[0] < 80 and len(blocks) == 2  # the probe, then the rest at once
+    blocks.clear()
+    second = driver.evaluate_pair(plan, _pair(*_tables(2, 80)))
+    assert blocks == [80]  # one block: the plan knows its metrics are sparse
+    monkeypatch.setattr(numpy_engine, "SPARSE_BLOCK_USERS", 1)  # every block small
+    for got, seed in ((first, 1), (second, 2)):
+        want = driver.evaluate_pair(small, _pair(*_tables(seed, 80)))
+        assert got.values is not None and want.values is not None
+        for x, y in zip(got.values, want.values, strict=True):
+            np.testing.assert_array_equal(x, y)

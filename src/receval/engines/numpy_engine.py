@@ -1778,6 +1778,9 @@ class Facts:
     reads_history: bool
     needs_truth: tuple[bool, ...]
     _checked: dict[float, str | None] = field(default_factory=dict, compare=False, repr=False)
+    #: set once a block of users showed that no metric read a dense matrix:
+    #: every later chunk then starts with large blocks (block sizes move no number)
+    _sparse: list[bool] = field(default_factory=list, compare=False, repr=False)
 
     def check(self, max_grade: float) -> None:
         """Every metric's check of the data (:meth:`MetricDef.check_data`)
@@ -1851,6 +1854,8 @@ def compute(
     step = max(1, BLOCK_CELLS // max(w, wi))
     at = p.rec_pos if p.positioned else None  # explicit positions (rank="position")
     src = _sources(p, facts, w, wi, at)
+    if facts._sparse and not src.dense_input:  # an earlier chunk's blocks were all sparse
+        step = max(step, SPARSE_BLOCK_USERS)
     history = None
     if items is not None and facts.reads_history:
         history = items.history(p.user_ids)
@@ -1863,6 +1868,8 @@ def compute(
             out[j, u0:u1] = d.compute(on, s.k, params)
         if u0 == 0 and not src.dense_input and not batch.dense_built():
             step = max(step, SPARSE_BLOCK_USERS)
+            if not facts._sparse:
+                facts._sparse.append(True)
         u0 = u1
     return out
 
