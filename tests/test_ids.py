@@ -566,7 +566,7 @@ def test_decimal_and_binary_ids_are_read_as_their_text_is() -> None:
     for form in forms:
         got = receval.evaluate(form, truth, "rr")
         assert got.summary == want.summary and got.per_user.equals(want.per_user), form
-    with pytest.raises(InputError, match="row 1: missing item id"):
+    with pytest.raises(InputError, match="row 1, user 1: missing item id"):
         receval.evaluate({1: [Decimal("7"), Decimal("NaN")]}, truth, "rr")
 
 
@@ -604,7 +604,7 @@ def test_an_empty_text_id_is_missing_through_every_door(tmp_path: Path) -> None:
     """An empty string is no id: a CSV's empty field always was an error;
     a Parquet, JSON Lines, pandas (object, string, categorical), Arrow or
     mapping "" was a real id (a relevant item no list could hold). Each
-    names the row (a file's line)."""
+    names the row (a file's line) and the row's user."""
     frame = pd.DataFrame({"user": ["u", "u", "u"], "item": ["a", "b", ""]})
     parquet, jsonl, csv = tmp_path / "t.parquet", tmp_path / "t.jsonl", tmp_path / "t.csv"
     frame.to_parquet(parquet)
@@ -621,7 +621,7 @@ def test_an_empty_text_id_is_missing_through_every_door(tmp_path: Path) -> None:
         "csv": (csv, "line 4"),
     }
     for name, (form, where) in forms.items():
-        with pytest.raises(InputError, match=f"{where}: missing item id") as got:
+        with pytest.raises(InputError, match=f"{where}, user 'u': missing item id") as got:
             receval.evaluate({"u": ["a", "b"]}, form, "recall@2")
         assert "empty" in str(got.value), (name, got.value)
     with pytest.raises(InputError, match="row 1: missing user id"):

@@ -141,7 +141,7 @@ def test_errors_name_the_callers_row_or_line(form: str, tmp_path: Path) -> None:
 
 def test_a_missing_item_in_a_list_names_its_row() -> None:
     frame = pd.DataFrame({"user": ["u0", "u1", "u2"], "item": [[10, 11], [12], [7, None]]})
-    with pytest.raises(InputError, match=r"row 2: missing item id"):
+    with pytest.raises(InputError, match=r"row 2, user 'u2': missing item id"):
         receval.evaluate(frame, TRUTH, "ndcg@3")
 
 

@@ -302,4 +302,4 @@ def test_check_on_the_command_line_opens_the_recommendations_as_evaluate(
     bad = tmp_path / "bad.csv"
     bad.write_text("uid,iid,score\n1,10,0.5\n2,,0.4\n")
     code, _, err = run(capsys, "check", "--recs", bad)
-    assert code == 2 and f"{bad}, line 3: missing item id" in err, err
+    assert code == 2 and f"{bad}, line 3, user 2: missing item id" in err, err

@@ -223,9 +223,9 @@ def test_errors_name_the_smallest_user_whatever_the_partitions(spark: Any, case:
     assert "row" not in message  # a partition's rows are not the input's
     if isinstance(local.value, InputError):
         assert remote.value.reason.split(" (")[0] == local.value.reason.split(" (")[0]
-        # in-process a missing item id names its row, on Spark the user of that row
-        user = 13 if name == "missing item" else local.value.user  # users 30 and 13
-        assert remote.value.user == user, (message, str(local.value))
+        # in-process the first offending row and its user; on Spark the smallest user
+        # (a missing item id: rows 40 and 90, users 13 and 30)
+        assert remote.value.user == local.value.user, (message, str(local.value))
     else:
         assert message == str(local.value)
 

@@ -468,9 +468,9 @@ def test_an_empty_id_and_decimal_ids_as_in_process(spark: Any) -> None:
 def test_a_missing_item_id_names_its_user(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A null item id: in-process the error names its row (a file's line);
-    a Spark partition's rows are not the input's, so on Spark it names the
-    user whose row holds it (it named nothing: "recommendations: missing item
+    """A null item id: in-process the error names its row (a file's line) and
+    the row's user; a Spark partition's rows are not the input's, so on Spark
+    it names the user alone (it named nothing: "recommendations: missing item
     id"), recommendations and truth, a DataFrame and a file alike."""
     from receval.cli import main
     from receval.errors import InputError
@@ -484,7 +484,7 @@ def test_a_missing_item_id_names_its_user(
     for r, t, side, user, row in cases:
         with pytest.raises(InputError) as local:
             receval.evaluate(r, t, "ndcg@10")
-        assert str(local.value) == f"{side}, row {row}: missing item id"
+        assert str(local.value) == f"{side}, row {row}, user {user!r}: missing item id"
         with pytest.raises(InputError) as remote:
             receval.evaluate(spark.createDataFrame(r), spark.createDataFrame(t), "ndcg@10")
         assert str(remote.value) == f"{side}, user {user!r}: missing item id"
@@ -501,7 +501,7 @@ def test_a_missing_item_id_names_its_user(
     truth_csv.write_text("user,item\nu1,1\nu2,3\n")
     argv = ["evaluate", str(recs_csv), str(truth_csv), "-m", "ndcg@10", "-q"]
     assert main(argv) == 2
-    assert f"{recs_csv}, line 3: missing item id" in capsys.readouterr().err
+    assert f"{recs_csv}, line 3, user 'u1': missing item id" in capsys.readouterr().err
     assert main([*argv, "--engine", "spark"]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {recs_csv}, user 'u1': missing item id\n", err

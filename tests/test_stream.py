@@ -382,3 +382,33 @@ def test_tables_sorted_by_user_merge_like_files(
         digits = truth.assign(user=truth["user"].astype(str))
         _same(merged, receval.evaluate(recs, digits, METRICS))
         assert ways.pop() == "merge"
+
+
+def test_a_parquet_files_missing_ids_name_the_files_row_and_its_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids whose kind takes a pass over the file (floats) are read piece by
+    piece: a missing one names the file's row (it named the row within its
+    piece), and the row's user; of a missing user and a missing item, the
+    earlier row is named, as the table reader names it."""
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 7)  # pieces of 7 rows
+    user = np.repeat(np.arange(10), 2).astype(float)
+    item = np.arange(20, dtype=float)
+    item[17] = np.nan
+    path = tmp_path / "recs.parquet"
+    pq.write_table(pa.table({"user": user, "item": item, "rank": np.tile([1, 2], 10)}), path)
+    truth = {0: [1]}
+    with pytest.raises(receval.InputError) as got:
+        receval.evaluate(path, truth, "rr")
+    assert str(got.value) == f"{path}, row 17, user 8: missing item id"
+    user[19] = np.nan  # a later row: the item's row still named
+    pq.write_table(pa.table({"user": user, "item": item, "rank": np.tile([1, 2], 10)}), path)
+    with pytest.raises(receval.InputError, match=r"row 17, user 8: missing item id"):
+        receval.evaluate(path, truth, "rr")
+    user[16] = np.nan  # an earlier one: the user's row
+    pq.write_table(pa.table({"user": user, "item": item, "rank": np.tile([1, 2], 10)}), path)
+    with pytest.raises(receval.InputError, match=r"row 16: missing user id"):
+        receval.evaluate(path, truth, "rr")
+    frame = pd.read_parquet(path)  # the table reader: the same errors
+    with pytest.raises(receval.InputError, match=r"^recommendations, row 16: missing user id$"):
+        receval.evaluate(frame, truth, "rr")

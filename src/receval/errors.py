@@ -302,6 +302,27 @@ class InputError(ReceValError):
             other_row=None if self.other_row is None else int(row_of(self.other_row)),
         )
 
+    def of_user(self, user_of: Callable[[int], Any]) -> InputError:
+        """The same error naming the user of its row (``user_of(row)``; None
+        when unknown), when it names a row and no user yet; else itself. A
+        missing item id is found after the users are read: the row's user is
+        then named, as every later error of a row names it."""
+        if self.row is None or self.user is not None:
+            return self
+        user = user_of(self.row)
+        if user is None:
+            return self
+        return InputError(
+            self.reason,
+            source=self.source,
+            row=self.row,
+            line=self.line,
+            user=user,
+            item=self.item,
+            column=self.column,
+            other_row=self.other_row,
+        )
+
     def located(self, *, source: str | None = None, line_offset: int | None = None) -> InputError:
         """Return a copy naming a file (and turning a row into a line number)."""
         line = self.line

@@ -849,7 +849,11 @@ def _arrow_csv(
     if empty:  # the first line with an empty id, whichever its column
         row, role = min(empty)
         what = f"missing {role} id (an empty field)"
-        raise job.info.locate(InputError(what, source=job.name, row=row))
+        users = [c for c in columns.values() if isinstance(c, _TextIds) and c.role == "user"]
+        user = None
+        if role == "item" and len(users) == 1:  # the line's user, read: named too
+            user = users[0].column(False)[row].as_py()
+        raise job.info.locate(InputError(what, source=job.name, row=row, user=user))
     compact = _compact.get()
     names_read = list(columns)
     arrays = [columns.pop(name).column(compact) for name in names_read]

@@ -287,11 +287,27 @@ class ParquetInput:
         decided = _type_kind(self.file_type(col))
         if decided is not None:
             return decided
-        kinds = [
-            kind(canonical(piece.column(0), role, self.path))
-            for piece in self._pieces(CHUNK_ROWS, [col])
-        ]
+        kinds, start = [], 0
+        for piece in self._pieces(CHUNK_ROWS, [col]):
+            try:
+                kinds.append(kind(canonical(piece.column(0), role, self.path)))
+            except InputError as exc:  # the file's row, not the piece's
+                raise exc.remap(lambda r, at=start: r + at) from None
+            start += piece.num_rows
         return combine_kinds(kinds)
+
+    def user_at(self, row: int) -> Any:
+        """The user id of one file row, as the id rule reads it; None when it
+        is missing or not an id (then the error names only the row)."""
+        col, start = self.read[self.names.index("user")], 0
+        for piece in self._pieces(CHUNK_ROWS, [col]):
+            if row < start + piece.num_rows:
+                try:
+                    return canonical(piece.column(0).slice(row - start, 1), "user", self.path)[0]
+                except InputError:
+                    return None
+            start += piece.num_rows
+        return None
 
     def file_type(self, column: str) -> pa.DataType:
         """The Arrow type of one of the file's columns."""
@@ -348,7 +364,7 @@ def sorted_tables(
     of one kind (integers or text) and have no missing value. Tables not in
     user order are put in it when the merge finds them so (:func:`in_user_order`).
     ``truth_cols``: the truth's columns when they are not ``cols``."""
-    from receval.io.columns import is_table, item_lists, kind_of
+    from receval.io.columns import is_table, item_lists
 
     if not (is_table(recs) and is_table(truth)):
         return None
@@ -372,10 +388,7 @@ def sorted_tables(
                 return None
         if table.num_rows == 0 or table.column("user").null_count:
             return None
-        kinds = [
-            _type_kind(table.schema.field(c).type) or kind_of(table.column(c), c, role)
-            for c in ("user", "item")
-        ]
+        kinds = _table_kinds(table, role)
         info = FileInfo(role, "table", columns=dict(found))
         src = TableInput(role, role, None, names, names, info, kinds[0], kinds[1], table)
         src.listed = listed
@@ -387,6 +400,22 @@ def sorted_tables(
     # before the first pair); a table found out of order is put in user order
     # and merged again (StreamedFiles.over_pairs, in_user_order)
     return out[0], out[1]
+
+
+def _table_kinds(table: pa.Table, role: str) -> list[str]:
+    """The id kinds of a table's user and item columns (its users have no
+    nulls); a missing item id's error names its row's user too."""
+    from receval.io.columns import kind_of
+
+    kinds = [_type_kind(table.schema.field(c).type) for c in ("user", "item")]
+    try:
+        return [
+            k or kind_of(table.column(c), c, role)
+            for k, c in zip(kinds, ("user", "item"), strict=True)
+        ]
+    except InputError as exc:
+        users = table.column("user")
+        raise exc.of_user(lambda r: canonical(users.slice(r, 1), "user", role)[0]) from None
 
 
 def in_user_order(src: TableInput) -> bool:
@@ -526,8 +555,14 @@ def open_parquet(
         return None  # lists of items: read whole and expanded
     read = [found[c] for c in wanted]
     src = ParquetInput(name, role, file, read, wanted, info, INT, INT)
-    src.user_kind = src.column_kind("user")
-    src.item_kind = src.column_kind("item")
+    errors = []
+    for what in ("user", "item"):
+        try:
+            setattr(src, f"{what}_kind", src.column_kind(what))
+        except InputError as exc:
+            errors.append(exc.of_user(src.user_at) if what == "item" else exc)
+    if errors:  # the first row either column refuses (SPEC §2.3), its user named
+        raise min(errors, key=lambda e: -1 if e.row is None else e.row)
     return src
 
 

@@ -378,12 +378,27 @@ def _earliest(read: Callable[[pa.Table, Kinds], _Read], table: pa.Table, kinds: 
     raise first from None
 
 
+def _items_of(table: pa.Table, users: np.ndarray, source: str, kind: str | None) -> np.ndarray:
+    """The item column's ids (:func:`of_users`)."""
+    return of_users(users, lambda: _ids(table.column("item"), "item", source, kind))
+
+
+def of_users(users: np.ndarray, read: Callable[[], np.ndarray]) -> np.ndarray:
+    """``read()`` (a table's item ids, read after its user ids ``users``),
+    whose error of a row (a missing item id) names that row's user too, as
+    every later error of a row names it."""
+    try:
+        return read()
+    except InputError as exc:
+        raise exc.of_user(lambda r: users[r] if 0 <= r < len(users) else None) from None
+
+
 def _recs_of(
     table: pa.Table, found: dict[str, str], source: str, kinds: Kinds, obj: Any
 ) -> RecsData:
     """Recommendations from a table whose columns are named by role."""
     users = _ids(table.column("user"), "user", source, kinds[0])
-    items = _ids(table.column("item"), "item", source, kinds[1])
+    items = _items_of(table, users, source, kinds[1])
     score = rank = None
     if "rank" in found:
         rank = read_order(table.column("rank"), "rank", users, items, source)
@@ -511,7 +526,7 @@ def _recs_from_mapping(
         items.extend(seq)
         ranks.extend(range(1, len(seq) + 1))
     u = canonical(users + empty, "user", source, kinds[0])
-    i = canonical(items, "item", source, kinds[1])
+    i = of_users(u, lambda: canonical(items, "item", source, kinds[1]))
     return RecsData(
         users=u[: len(users)],
         items=i,
@@ -535,7 +550,7 @@ def _scored_mapping(obj: Mapping[Any, Mapping[Any, Any]], source: str, kinds: Ki
         items.extend(scored.keys())
         scores.extend(scored.values())
     u = canonical(users + empty, "user", source, kinds[0])
-    i = canonical(items, "item", source, kinds[1])
+    i = of_users(u, lambda: canonical(items, "item", source, kinds[1]))
     score = np.empty(len(scores), dtype=np.float64)
     for j, value in enumerate(scores):
         try:
@@ -600,7 +615,7 @@ def _truth_of(
 ) -> TruthData:
     """Truth from a table whose columns are named by role."""
     users = _ids(table.column("user"), "user", source, kinds[0])
-    items = _ids(table.column("item"), "item", source, kinds[1])
+    items = _items_of(table, users, source, kinds[1])
     graded = "relevance" in found
     if graded:
         try:
@@ -654,7 +669,7 @@ def _truth_from_mapping(
             items.append(it)
             grades.append(grade)
     u = canonical(users + empty, "user", source, kinds[0])
-    i = canonical(items, "item", source, kinds[1])
+    i = of_users(u, lambda: canonical(items, "item", source, kinds[1]))
     g = np.asarray(grades, dtype=np.float64)
     check_grades(g, u, i, source, negative_grades)
     return TruthData(

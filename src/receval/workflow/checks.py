@@ -55,6 +55,7 @@ remove them with receval.workflow.checks.remove_seen(recs, train)
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from collections.abc import Iterator
@@ -72,7 +73,7 @@ from receval.ids import canonical, distinct, unify
 from receval.io.columns import RECS, TRAIN, resolve, to_arrow
 from receval.io.inputs import opened
 from receval.io.interactions import as_frame
-from receval.io.tables import long_rows, read_order
+from receval.io.tables import long_rows, of_users, read_order
 from receval.records import Columns
 
 __all__ = ["CheckReport", "Finding", "check", "remove_seen"]
@@ -274,8 +275,9 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             frame, rows = _long(frame, found, roles == RECS, given.source)
             try:
                 data: dict[str, Any] = {c: frame[c] for c in frame.columns}
-                for r in ("user", "item"):
-                    data[r] = canonical(frame[r].to_numpy(), r, given.source)
+                data["user"] = users = canonical(frame["user"].to_numpy(), "user", given.source)
+                items = functools.partial(canonical, frame["item"].to_numpy(), "item", given.source)
+                data["item"] = of_users(users, items)  # an error names its row's user too
                 if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
                     _order(frame, data, found, given.source)
             except InputError as exc:  # a row of the lists expanded: the given table's row
