@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -184,3 +185,27 @@ def test_check_reads_text_scores_as_numbers() -> None:
     """Scores of text that are numbers are read as evaluate reads them: "0.50" ties 0.5."""
     recs = pd.DataFrame({"user": ["u1", "u1"], "item": [1, 2], "score": ["0.50", "0.5"]})
     assert check(recs=recs)["score_ties"].count == 2
+
+
+@pytest.mark.parametrize(
+    "items, scores, row",
+    [
+        (["x", "y", "z", None], [1.0, float("nan"), 0.3, 0.2], 1),  # the score's row first
+        (["x", None, "z", "w"], [1.0, 0.5, float("inf"), 0.2], 1),  # the item's row first
+        (["x", "y", "z", None], [1.0, 0.5, 0.3, "high"], 3),  # one row, both: the id's
+    ],
+)
+def test_check_names_the_first_row_any_check_refuses_as_evaluate_does(
+    items: list[Any], scores: list[Any], row: int
+) -> None:
+    """A bad score before a missing item id is the score's error (check had
+    named the later missing id: it read every id before any score), the
+    same error evaluate raises (SPEC §2.3)."""
+    recs = pd.DataFrame({"user": ["a", "a", "b", "b"], "item": items, "score": scores})
+    truth = pd.DataFrame({"user": ["a"], "item": ["x"]})
+    with pytest.raises(InputError) as evaluated:
+        receval.evaluate(recs, truth, "ndcg@5")
+    with pytest.raises(InputError) as checked:
+        receval.check(recs=recs)
+    assert evaluated.value.row == row
+    assert str(checked.value) == str(evaluated.value)

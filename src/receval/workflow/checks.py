@@ -55,6 +55,7 @@ remove them with receval.workflow.checks.remove_seen(recs, train)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import warnings
@@ -69,7 +70,7 @@ import pandas as pd
 from receval.analysis.formatting import visible
 from receval.errors import InputError, ReceValError, for_cli, for_python, option, plain, said, shown
 from receval.evaluation.options import EvalOptions
-from receval.ids import canonical, distinct, unify
+from receval.ids import canonical, distinct, kind, unify
 from receval.io.columns import RECS, TRAIN, resolve, to_arrow
 from receval.io.inputs import opened
 from receval.io.interactions import as_frame
@@ -274,12 +275,7 @@ def _frames(inputs: list[tuple[_Input | None, _Roles]], cols: Columns) -> list[p
             frame = frame.rename(columns={name: role for role, name in found.items()})
             frame, rows = _long(frame, found, roles == RECS, given.source)
             try:
-                data: dict[str, Any] = {c: frame[c] for c in frame.columns}
-                data["user"] = users = canonical(frame["user"].to_numpy(), "user", given.source)
-                items = functools.partial(canonical, frame["item"].to_numpy(), "item", given.source)
-                data["item"] = of_users(users, items)  # an error names its row's user too
-                if roles == RECS:  # the scores or ranks as evaluate reads them, refused as it does
-                    _order(frame, data, found, given.source)
+                data = _earliest(frame, found, roles == RECS, given.source)
             except InputError as exc:  # a row of the lists expanded: the given table's row
                 raise exc if rows is None else exc.remap(rows.item) from None
         columns.append(data)
@@ -303,6 +299,51 @@ def _long(
         return frame, None
     table, rows = long_rows(to_arrow(frame, source, ids={"item": "item"}), found, rank, source)
     return (frame, None) if rows is None else (as_frame(table, source), rows)
+
+
+def _columns(
+    frame: pd.DataFrame, found: dict[str, Any], recs: bool, source: str, kinds: tuple[Any, Any]
+) -> dict[str, Any]:
+    """The frame's columns, its ids under the id rule (of ``kinds``, None:
+    their own) and, for recommendations, its scores or ranks read as
+    :func:`receval.evaluate` reads them; an error names its row's user."""
+    data: dict[str, Any] = {c: frame[c] for c in frame.columns}
+    data["user"] = users = canonical(frame["user"].to_numpy(), "user", source, kinds[0])
+    items = functools.partial(canonical, frame["item"].to_numpy(), "item", source, kinds[1])
+    data["item"] = of_users(users, items)
+    if recs:  # the scores or ranks as evaluate reads them, refused as it does
+        _order(frame, data, found, source)
+    return data
+
+
+def _earliest(
+    frame: pd.DataFrame, found: dict[str, Any], recs: bool, source: str
+) -> dict[str, Any]:
+    """:func:`_columns`, or the error of the frame's first offending row,
+    whichever check finds it (a bad score before a missing item id: the
+    score's), as :func:`receval.evaluate` names it (SPEC §2.3): the rows
+    before a refused one are read again, with the whole columns' id kinds,
+    until they pass."""
+    try:
+        return _columns(frame, found, recs, source, (None, None))
+    except InputError as exc:
+        first = exc
+    kinds: tuple[Any, Any] = (None, None)
+    with contextlib.suppress(InputError):  # the whole columns' kinds, when readable
+        kinds = (
+            kind(canonical(frame["user"].to_numpy(), "user", source)),
+            kind(canonical(frame["item"].to_numpy(), "item", source)),
+        )
+    while first.row:
+        try:
+            _columns(frame.iloc[: first.row], dict(found), recs, source, kinds)
+        except InputError as exc:
+            if exc.row is None:
+                break
+            first = exc
+        else:
+            break
+    raise first from None
 
 
 def _order(frame: pd.DataFrame, data: dict[str, Any], found: dict[str, Any], source: str) -> None:
