@@ -289,15 +289,22 @@ class InputError(ReceValError):
                 reason = reason.replace(key, word + " and ".join(map(str, both)))
         return (", ".join(where) + ": " if where else "") + reason
 
+    def _copy(self, **changes: Any) -> InputError:
+        """The same error with some of its location changed."""
+        fields = {
+            "source": self.source,
+            "row": self.row,
+            "line": self.line,
+            "user": self.user,
+            "item": self.item,
+            "column": self.column,
+            "other_row": self.other_row,
+        }
+        return InputError(self.reason, **{**fields, **changes})
+
     def remap(self, row_of: Callable[[int], int]) -> InputError:
         """The same error with its rows mapped (a chunk's rows to its table's)."""
-        return InputError(
-            self.reason,
-            source=self.source,
-            line=self.line,
-            user=self.user,
-            item=self.item,
-            column=self.column,
+        return self._copy(
             row=None if self.row is None else int(row_of(self.row)),
             other_row=None if self.other_row is None else int(row_of(self.other_row)),
         )
@@ -310,34 +317,14 @@ class InputError(ReceValError):
         if self.row is None or self.user is not None:
             return self
         user = user_of(self.row)
-        if user is None:
-            return self
-        return InputError(
-            self.reason,
-            source=self.source,
-            row=self.row,
-            line=self.line,
-            user=user,
-            item=self.item,
-            column=self.column,
-            other_row=self.other_row,
-        )
+        return self if user is None else self._copy(user=user)
 
     def located(self, *, source: str | None = None, line_offset: int | None = None) -> InputError:
         """Return a copy naming a file (and turning a row into a line number)."""
         line = self.line
         if line is None and line_offset is not None and self.row is not None:
             line = self.row + line_offset
-        return InputError(
-            self.reason,
-            source=source or self.source,
-            row=self.row,
-            line=line,
-            user=self.user,
-            item=self.item,
-            column=self.column,
-            other_row=self.other_row,
-        )
+        return self._copy(source=source or self.source, line=line)
 
 
 class NoSharedUser(InputError):

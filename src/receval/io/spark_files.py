@@ -458,25 +458,21 @@ def _naming_user(table: pa.Table, kind: str | None) -> Iterator[None]:
     try:
         yield
     except InputError as exc:
-        if exc.user is not None or exc.row is None or not 0 <= exc.row < table.num_rows:
-            raise
-        users = table.column("user").slice(exc.row, 1)
-        if users.null_count:
-            raise
-        try:
-            user = canonical(users, "user", str(exc.source), kind)[0]
-        except InputError:
-            raise exc from None
-        raise InputError(
-            exc.reason,
-            source=exc.source,
-            row=exc.row,
-            line=exc.line,
-            user=user,
-            item=exc.item,
-            column=exc.column,
-            other_row=exc.other_row,
-        ) from None
+        raise exc.of_user(lambda row: _user_at(table, row, kind)) from None
+
+
+def _user_at(table: pa.Table, row: int, kind: str | None) -> Any:
+    """The user id of one row of ``table`` as the reader reads it; None for
+    a row out of range, a missing user or one that is no id."""
+    if not 0 <= row < table.num_rows:
+        return None
+    users = table.column("user").slice(row, 1)
+    if users.null_count:
+        return None
+    try:
+        return canonical(users, "user", "", kind)[0]
+    except InputError:
+        return None
 
 
 def _slim(r: Any, t: Any) -> tuple[Any, Any, list[tuple[str, str]], list[tuple[str, str]]]:
