@@ -626,3 +626,22 @@ def test_an_empty_text_id_is_missing_through_every_door(tmp_path: Path) -> None:
         assert "empty" in str(got.value), (name, got.value)
     with pytest.raises(InputError, match="row 1: missing user id"):
         receval.evaluate({"u": ["a"], "": ["b"]}, {"u": ["a"]}, "recall@2")
+
+
+def test_a_missing_item_names_its_user_as_the_whole_column_reads_it(tmp_path: Path) -> None:
+    """A user column mixing text and digits is text: the user of a missing
+    item's row is named '7', as any other error names that user, through the
+    table, a Parquet file and a CSV."""
+    recs = pd.DataFrame(
+        {"user": ["u1", "7", "7", "u3"], "item": ["1", "2", None, "4"], "rank": [1, 1, 2, 1]}
+    )
+    recs.to_parquet(tmp_path / "r.parquet")
+    (tmp_path / "r.csv").write_text("user,item,rank\nu1,1,1\n7,2,1\n7,,2\nu3,4,1\n")
+    for form, where in (
+        (recs, "recommendations, row 2"),
+        (tmp_path / "r.parquet", f"{tmp_path / 'r.parquet'}, row 2"),
+        (tmp_path / "r.csv", f"{tmp_path / 'r.csv'}, line 4"),
+    ):
+        with pytest.raises(InputError) as got:
+            receval.evaluate(form, {"u1": ["1"]}, "rr")
+        assert str(got.value).startswith(f"{where}, user '7': missing item id"), got.value

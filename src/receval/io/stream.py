@@ -302,8 +302,9 @@ class ParquetInput:
         col, start = self.read[self.names.index("user")], 0
         for piece in self._pieces(CHUNK_ROWS, [col]):
             if row < start + piece.num_rows:
-                try:
-                    return canonical(piece.column(0).slice(row - start, 1), "user", self.path)[0]
+                one = piece.column(0).slice(row - start, 1)
+                try:  # as the whole column reads it (its kind found before the items')
+                    return canonical(one, "user", self.path, self.user_kind)[0]
                 except InputError:
                     return None
             start += piece.num_rows
@@ -407,15 +408,17 @@ def _table_kinds(table: pa.Table, role: str) -> list[str]:
     nulls); a missing item id's error names its row's user too."""
     from receval.io.columns import kind_of
 
-    kinds = [_type_kind(table.schema.field(c).type) for c in ("user", "item")]
+    users = table.column("user")
+    user_kind = _type_kind(users.type) or kind_of(users, "user", role)
     try:
-        return [
-            k or kind_of(table.column(c), c, role)
-            for k, c in zip(kinds, ("user", "item"), strict=True)
-        ]
-    except InputError as exc:
-        users = table.column("user")
-        raise exc.of_user(lambda r: canonical(users.slice(r, 1), "user", role)[0]) from None
+        item_kind = _type_kind(table.schema.field("item").type) or kind_of(
+            table.column("item"), "item", role
+        )
+    except InputError as exc:  # the row's user as the whole column reads it
+        raise exc.of_user(
+            lambda r: canonical(users.slice(r, 1), "user", role, user_kind)[0]
+        ) from None
+    return [user_kind, item_kind]
 
 
 def in_user_order(src: TableInput) -> bool:
