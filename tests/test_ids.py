@@ -645,3 +645,24 @@ def test_a_missing_item_names_its_user_as_the_whole_column_reads_it(tmp_path: Pa
         with pytest.raises(InputError) as got:
             receval.evaluate(form, {"u1": ["1"]}, "rr")
         assert str(got.value).startswith(f"{where}, user '7': missing item id"), got.value
+
+
+def test_float32_ids_read_as_their_own_shortest_text(tmp_path: Path) -> None:
+    """A float32 id 0.1 is "0.1", as a CSV or a float64 column writes it
+    (it was float64's "0.10000000149011612", which matched nothing): numpy,
+    pandas, polars and Arrow columns, Parquet files and scalars in mappings."""
+    import polars as pl
+
+    item = np.array([0.1, 0.25, 7.0], dtype=np.float32)
+    assert ids.canonical(item, "item", "s").tolist() == ["0.1", "0.25", "7"]
+    assert ids.canonical_value(np.float32(0.1)) == "0.1" == ids.canonical_value(0.1)
+    assert ids.canonical_value(np.float16(0.1)) == "0.1"
+    recs = pd.DataFrame({"user": [1, 1, 1], "item": item, "rank": [1, 2, 3]})
+    recs.to_parquet(tmp_path / "r.parquet")
+    truth = pd.DataFrame({"user": [1], "item": ["0.25"]})  # as a CSV holds it
+    want = receval.evaluate(recs.astype({"item": np.float64}), truth, "rr").summary
+    assert want == {"rr": 0.5}
+    forms = [recs, pl.from_pandas(recs), pa.Table.from_pandas(recs), tmp_path / "r.parquet"]
+    forms.append({1: [np.float32(0.1), np.float32(0.25), np.float32(7.0)]})
+    for form in forms:
+        assert receval.evaluate(form, truth, "rr").summary == want, type(form)

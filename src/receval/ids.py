@@ -177,7 +177,8 @@ def canonical_value(value: Any) -> int | str:
             raise ValueError("non-finite")
         if f == math.floor(f) and abs(f) <= _EXACT:
             return int(f)
-        return repr(f)
+        # a float32 or float16 as its own shortest repr ("0.1"), as a column of them reads
+        return str(value) if isinstance(value, (np.float32, np.float16)) else repr(f)
     if isinstance(value, bytes):  # text as bytes: the text rule on it
         return text_value(value.decode("utf-8", "replace"))
     if isinstance(value, Decimal):  # a decimal's digits: the text rule ("7.00" is 7)
@@ -250,16 +251,20 @@ def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> 
 
 
 def _from_floats(a: np.ndarray, role: str, source: str) -> np.ndarray:
-    bad = ~np.isfinite(a)
+    """Float ids (any width): whole ones as int64, others as the shortest
+    text that reads back as the same value of their own width (a float32
+    0.1 is "0.1", as a CSV writes it, not float64's "0.10000000149011612")."""
+    x = a.astype(np.float64, copy=False)  # every float32 or float16 value exactly
+    bad = ~np.isfinite(x)
     if bad.any():
         i = first_true(bad)
-        raise _missing(role, source, i, "missing" if np.isnan(a[i]) else "non-finite")
-    whole = (a == np.floor(a)) & (np.abs(a) <= _EXACT)
+        raise _missing(role, source, i, "missing" if np.isnan(x[i]) else "non-finite")
+    whole = (x == np.floor(x)) & (np.abs(x) <= _EXACT)
     if whole.all():
-        return a.astype(np.int64)
-    out = a.astype(str).astype(object)  # NumPy's float str is Python's shortest repr
+        return x.astype(np.int64)
+    out = a.astype(str).astype(object)  # NumPy's float str: the shortest repr of its width
     if whole.any():
-        out[whole] = a[whole].astype(np.int64).astype(str)
+        out[whole] = x[whole].astype(np.int64).astype(str)
     return out
 
 
@@ -277,8 +282,9 @@ def _from_numpy(arr: np.ndarray, role: str, source: str) -> np.ndarray:
         return _from_uints(arr)
     if k == "b":
         return np.where(arr, "true", "false").astype(object)
-    if k == "f":
-        return _from_floats(arr.astype(np.float64, copy=False), role, source)
+    if k == "f":  # float16/32 kept: their text is their own shortest repr ("0.1")
+        wide = arr.dtype.itemsize > 8
+        return _from_floats(arr.astype(np.float64) if wide else arr, role, source)
     if k in "US":
         return _text_ids(pa.array(arr.astype(str), type=pa.large_string()), role, source)
     return _from_values(arr.astype(object, copy=False), role, source)
@@ -300,8 +306,8 @@ def _from_arrow(col: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.n
         return _text_ids(col, role, source)
     if pa.types.is_integer(typ):
         return _from_numpy(numbers(col), role, source)
-    if pa.types.is_floating(typ):
-        return _from_floats(numbers(col).astype(np.float64, copy=False), role, source)
+    if pa.types.is_floating(typ):  # float32 kept: its text is its shortest repr ("0.1")
+        return _from_floats(numbers(col), role, source)
     if pa.types.is_boolean(typ):
         return _from_numpy(col.to_numpy(zero_copy_only=False), role, source)
     return _from_values(col.to_pylist(), role, source)
