@@ -24,7 +24,7 @@ from receval.analysis.compare import resampling_notes
 from receval.cli import main
 from receval.errors import InputError, OptionError
 from receval.evaluation.groups import item_group_notes
-from receval.ids import normalization_notes, text_id_notes, whitespace_notes
+from receval.ids import whitespace_notes
 from receval.metrics.kernels.corrected import range_notes
 from receval.metrics.spec import parse_metric
 
@@ -289,40 +289,6 @@ def test_padded_ids_are_found_among_distinct_ids() -> None:
     assert "differ from other" in whitespace_notes(np.array([" 1.0", "1"], dtype=object), "user")[0]
     assert whitespace_notes(np.array(["a b", "u1"], dtype=object), "user") == []
     assert whitespace_notes(np.arange(5), "user") == []
-
-
-NFC, NFD = "caf\u00e9", "cafe\u0301"  # one text, two Unicode normalizations
-
-
-def test_ids_in_two_normalizations_are_noted() -> None:
-    """Ids are read as written: "café" with its accent apart (NFD) is not
-    "café" (NFC). A note says so: the collision when both are among the
-    distinct ids seen together, else that some ids are not in NFC."""
-    (both,) = normalization_notes(np.array([NFC, NFD, "u2"], dtype=object), "item")
-    assert both.startswith("some item ids differ from other item ids only by their Unicode")
-    assert "('cafe\\u0301' and 'caf\\xe9' are two items" in both
-    (alone,) = normalization_notes(np.array([NFD, "u2"], dtype=object), "user")
-    assert alone.startswith("some user ids are not in Unicode's NFC form: ids are read as")
-    assert normalization_notes(np.array([NFC, "\u00e8", "x"], dtype=object), "user") == []
-    assert normalization_notes(np.array(["a", "b"], dtype=object), "user") == []
-    assert normalization_notes(np.arange(5), "user") == []
-    assert text_id_notes(np.array([" 1", "1", NFD], dtype=object), "user") == [
-        *whitespace_notes(np.array([" 1", "1"], dtype=object), "user"),
-        *normalization_notes(np.array([NFD], dtype=object), "user"),
-    ]
-
-
-def test_an_evaluation_notes_ids_in_two_normalizations(tmp_path: Path) -> None:
-    """The user written both ways is two users, whichever door: one matches
-    nothing, and the result says why."""
-    recs, truth = tmp_path / "recs.csv", tmp_path / "truth.csv"
-    recs.write_text(f"user,item,rank\n{NFC},x,1\nu2,y,1\n", encoding="utf-8")
-    truth.write_text(f"user,item\n{NFD},x\nu2,y\n", encoding="utf-8")
-    frames = (pd.read_csv(recs), pd.read_csv(truth))
-    for r, t in ((recs, truth), frames, ({NFC: ["x"], "u2": ["y"]}, {NFD: ["x"], "u2": ["y"]})):
-        res = receval.evaluate(r, t, "recall@1")
-        assert res.summary["recall@1"] == 0.5  # the NFD truth user matches no list
-        assert any("Unicode" in n and n.startswith("some user ids") for n in res.notes), res.notes
 
 
 def test_sampled_candidates_note_padded_users() -> None:

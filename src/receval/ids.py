@@ -81,11 +81,9 @@ __all__ = [
     "distinct",
     "from_text",
     "kind",
-    "normalization_notes",
     "numbers",
     "one_chunk",
     "order_of",
-    "text_id_notes",
     "text_value",
     "unify",
     "whitespace_notes",
@@ -712,56 +710,6 @@ def whitespace_notes(ids: np.ndarray, what: str) -> list[str]:
         f"some {what} ids begin or end with whitespace: ids are read as written ({example}); "
         "strip them if the whitespace is not part of the id"
     ]
-
-
-def normalization_notes(ids: np.ndarray, what: str) -> list[str]:
-    """What to say about the text ids among ``ids`` (distinct ids) not
-    written in Unicode's NFC form: ``"é"`` as ``"e"`` and a combining accent
-    (NFD, as macOS file names and some exports write it) rather than one code
-    point (NFC, as most systems do). Ids are never normalized (an id is what
-    its input holds), so the same text written both ways is two users or
-    items, and nothing else would say why one matches nothing; when two ids
-    of ``ids`` differ only so, the first note says it. Only the non-ASCII ids
-    are normalized (one Arrow pass). As :func:`whitespace_notes`' notes, they
-    name no count and no id (each chunk of a large input says the same).
-
-    Example:
-        >>> ids = np.array(["caf\u00e9", "cafe\u0301", "u2"], dtype=object)
-        >>> [n.split(":")[0] for n in normalization_notes(ids, "item")]
-        ['some item ids differ from other item ids only by their Unicode normalization']
-        >>> [n.split(":")[0] for n in normalization_notes(ids[1:], "item")]
-        ["some item ids are not in Unicode's NFC form"]
-        >>> normalization_notes(np.array(["caf\u00e9", "u2"], dtype=object), "item")
-        []
-    """
-    if ids.dtype != object or not len(ids):
-        return []
-    arr = pa.array(ids, type=pa.large_string())
-    wide = arr.filter(pc.invert(pc.string_is_ascii(arr)))
-    if not len(wide):
-        return []
-    nfc = pc.utf8_normalize(wide, form="NFC")
-    if pc.all(pc.equal(nfc, wide)).as_py():
-        return []
-    example = f"{'cafe' + chr(0x301)!a} and {'caf' + chr(0xE9)!a} are two {what}s"
-    if pc.count_distinct(nfc).as_py() < pc.count_distinct(wide).as_py():
-        return [
-            f"some {what} ids differ from other {what} ids only by their Unicode "
-            f"normalization: ids are read as written ({example}, an accent written apart or "
-            f"not); normalize them (to NFC) if they are the same {what}"
-        ]
-    return [
-        f"some {what} ids are not in Unicode's NFC form: ids are read as written ({example}, "
-        "an accent written apart or not); normalize every input's ids (to NFC) if another "
-        "writes them in NFC"
-    ]
-
-
-def text_id_notes(ids: np.ndarray, what: str) -> list[str]:
-    """The notes about distinct text ids that read as one to a person but
-    are two ids: padded with whitespace (:func:`whitespace_notes`), written
-    in two Unicode normalizations (:func:`normalization_notes`)."""
-    return whitespace_notes(ids, what) + normalization_notes(ids, what)
 
 
 def runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -19,7 +19,7 @@ import numpy as np
 from receval._accel import NATIVE
 from receval._workspace import take as _take
 from receval.errors import InputError, MetricError, OptionError, option
-from receval.ids import distinct, order_of, runs_in_order, sorted_runs, text_id_notes, unify
+from receval.ids import distinct, order_of, runs_in_order, sorted_runs, unify, whitespace_notes
 from receval.metrics.context import ItemContext
 from receval.metrics.kernels.batch import Batch, Cells
 from receval.metrics.kernels.ranking import gain_of
@@ -325,7 +325,7 @@ def _encode_items(
             return [p - lo for p in parts], hi - lo + 1
     codes, uniq = encode(parts)
     if notes is not None:  # text ids: those with surrounding whitespace said
-        notes += text_id_notes(uniq, "item")
+        notes += whitespace_notes(uniq, "item")
     return codes, len(uniq)
 
 
@@ -511,7 +511,7 @@ def prepare(
     items = unify([recs.items, truth.items], "item", notes)
     walked = walk_users(users[0], recs.rank)  # runs, list order and offsets in one pass
     (ru, reu, tu, teu), user_ids = encode(users, reuse="user_codes", walked=walked)
-    notes += text_id_notes(user_ids, "user")
+    notes += whitespace_notes(user_ids, "user")
     (ri, ti), n_items = _encode_items(items, notes=notes)
     n_users = len(user_ids)
     rows = _order_lists(recs, ru, ri, items[0], users[0], ties, walked)

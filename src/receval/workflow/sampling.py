@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from receval.errors import InputError, OptionError
-from receval.ids import STR, as_str, distinct, kind, text_id_notes, unify
+from receval.ids import STR, as_str, distinct, kind, unify, whitespace_notes
 from receval.io.columns import is_table
 from receval.io.inputs import is_path, opened
 from receval.io.items import read_items, train_pairs
@@ -175,8 +175,8 @@ def sample_negatives(
     t, users, items, cat = _inputs(truth, train, exclude, catalog, cols, notes)
     n_items = len(cat)
     if kind(users[0]) == STR:  # text ids: padded ones said (int64 ids hold no whitespace)
-        notes += text_id_notes(pd.unique(np.concatenate(users)), "user")
-    notes += text_id_notes(cat, "item")
+        notes += whitespace_notes(pd.unique(np.concatenate(users)), "user")
+    notes += whitespace_notes(cat, "item")
 
     # users: those with a held-out item, sorted
     pos_mask = t.grades > 0
