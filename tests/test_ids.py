@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import Decimal
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,10 @@ def ref_text(t: str) -> int | str:
         v = int(t)
         return v if -(2**63) <= v <= I64 else t
     if re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", t):
-        d = Decimal(t)  # the literal's exact value
-        if d == d.to_integral_value() and abs(d) <= 2**53:
-            return int(d)
+        with localcontext(Context(Emax=MAX_EMAX, Emin=MIN_EMIN)):  # 1e1000000 too
+            d = Decimal(t)  # the literal's exact value
+            if d == d.to_integral_value() and abs(d) <= 2**53:
+                return int(d)
     return t
 
 
@@ -112,6 +113,10 @@ def test_canonical_value(value: Any, expected: Any) -> None:
         ("+5", "+5"),
         ("11.5", "11.5"),
         ("1e400", "1e400"),
+        ("1e1000000", "1e1000000"),  # was an internal error (decimal.Overflow)
+        ("-2.5e99999999", "-2.5e99999999"),
+        ("0e99999999", 0),
+        ("1e-1000000", "1e-1000000"),
         ("9007199254740993.0", "9007199254740993.0"),  # beyond 2**53: kept as written
         ("9007199254740992.000", 2**53),
         ("4503599627370495.5", "4503599627370495.5"),  # its nearest float is whole

@@ -208,10 +208,26 @@ def text_value(text: str) -> int | str:
         v = int(text)
         return v if _I64_MIN <= v <= _I64_MAX else text
     if _NUMBER_RE.fullmatch(text):
-        d = Decimal(text)
-        if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
-            return int(d)
+        v = _exact_int(text)
+        if v is not None:
+            return v
     return text
+
+
+def _exact_int(literal: str) -> int | None:
+    """The integer a number literal's exact value is, when it is whole and
+    within 2**53; else None. A literal of a huge exponent (``1e1000000``) is
+    out of range before Decimal rounds it to an integer (which overflows).
+
+    >>> [_exact_int(t) for t in ("2e3", "0e99999999", "1e1000000", "7.5", "-1.0")]
+    [2000, 0, None, None, -1]
+    """
+    d = Decimal(literal)
+    if d.is_zero():
+        return 0
+    if d.adjusted() > 16 or d != d.to_integral_value() or abs(d) > _EXACT_INT:
+        return None
+    return int(d)
 
 
 def _from_values(values: Sequence[Any] | np.ndarray, role: str, source: str) -> np.ndarray:
@@ -598,9 +614,9 @@ def from_text(values: pa.ChunkedArray | pa.Array, role: str, source: str) -> np.
         pc.match_substring_regex(values, "[eE]"),
     )
     for j in np.flatnonzero(exponent.to_numpy(zero_copy_only=False)):
-        d = Decimal(text[j])
-        if d == d.to_integral_value() and abs(d) <= _EXACT_INT:
-            ints[j], is_int[j] = int(d), True
+        v = _exact_int(text[j])
+        if v is not None:
+            ints[j], is_int[j] = v, True
     if is_int.all():
         return ints
     text[is_int] = ints[is_int].astype(str)
