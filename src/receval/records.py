@@ -9,7 +9,7 @@ truth of the same users.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -209,6 +209,178 @@ class SparkRows:
     train: bool = False  # rows of side 2 hold training pairs
     partitions: int | None = None  # None: Spark's own number
     notes: list[str] = field(default_factory=list)
+    #: the column the rows of one user share and are grouped by: the user
+    #: ids, or a key of text ids that the text rule reads as one user
+    #: (``"7"`` and ``"7.0"``: :func:`user_key`)
+    key: str = "user"
+    #: per side (0, 1, 2), the id roles whose floats the JVM wrote as text
+    #: (role -> "float64" or "float32"), read back as floats by each partition
+    floats: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: the user ids are text grouped as written: a partition that meets one
+    #: written apart from the text rule's form (``"7.0"``, :func:`respelled`)
+    #: says so, and the engine groups them by :func:`text_rule` instead
+    texts: bool = False
+
+
+#: the column text user ids are grouped by on Spark (:func:`user_key`)
+KEY = "__receval_user_key"
+
+#: a number literal with a fraction or an exponent (the text rule's others
+#: are integer literals or stay text); ``\z``: the very end, as Python's fullmatch
+_FRACTION_OR_EXPONENT = r"^-?(0|[1-9][0-9]*)(\.[0-9]+([eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)\z"
+
+
+#: a number literal with a fraction or an exponent, its parts captured: sign,
+#: integer digits, fraction digits, exponent
+_PARTS = r"^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$"
+
+
+def text_rule(text: Any) -> Any:
+    """The text rule (:func:`receval.ids.text_value`) in the JVM: a Spark
+    Column of strings as each id's canonical text, so that ids the rule reads
+    as one (``"7"``, ``"7.0"``, ``"7e0"``, ``"70e-1"``; ``"-0"`` and ``"0"``)
+    are one string before any shuffle. Exact, with no float: a number literal
+    with a fraction or an exponent whose value is whole and within 2**53 is
+    that integer's digits (``"9007199254740993.0"`` and ``"7.000000000000000001"``
+    stay as written, as in-process); any other string is itself.
+    Tested against :func:`receval.ids.text_value` on generated literals
+    (tests/test_spark_id_forms.py)."""
+    from pyspark.sql import functions as F
+
+    dotted = F.instr(text, ".") + F.instr(text, "e") + F.instr(text, "E") > 0
+    # the literals' work behind a gate that nearly every id fails. It still
+    # makes the stage's generated method larger than HotSpot compiles (8,000
+    # bytes of bytecode; -XX:-DontCompileHugeMethods lifts it): the stage runs
+    # ~3x slower, so the engine applies this only after a partition met an id
+    # written apart (benchmarks/README.md, "Text user ids on Spark")
+    number = F.transform(F.array(text), _canonical_number)[0]
+    return (
+        F.when(text == "-0", F.lit("0"))
+        .when(dotted & text.rlike(_FRACTION_OR_EXPONENT), number)
+        .otherwise(text)
+    )
+
+
+def respelled(users: Any) -> bool:
+    """Whether some text id of ``users`` (an Arrow string column) is not
+    written as the text rule reads it: ``"7.0"``, ``"7e0"`` (7), ``"-0"`` (0),
+    so that grouping the ids as written could split one user. One regular
+    expression over the column (Arrow's); the few literals it finds are read
+    by :func:`receval.ids.text_value`.
+
+    >>> import pyarrow as pa
+    >>> respelled(pa.array(["7", "u1", "7.5"])), respelled(pa.array(["1", "7.0"]))
+    (False, True)
+    """
+    import pyarrow as pa
+
+    from receval._lazy import pc
+    from receval.ids import text_value
+
+    if not (pa.types.is_string(users.type) or pa.types.is_large_string(users.type)):
+        return False
+    found = pc.or_(pc.match_substring_regex(users, _FRACTION_OR_EXPONENT), pc.equal(users, "-0"))
+    if not pc.any(found).as_py():
+        return False
+    return any(str(text_value(t)) != t for t in users.filter(found).to_pylist())
+
+
+def _canonical_number(text: Any) -> Any:
+    """The canonical text of a number literal with a fraction or an exponent
+    (a Spark Column): exact, by its digits (:func:`text_rule`)."""
+    from pyspark.sql import functions as F
+
+    def part(i: int) -> Any:
+        return F.regexp_extract(text, _PARTS, i)
+
+    sign, whole_digits, fraction = part(1), part(2), part(3)
+    exponent = F.when(part(4) == "", F.lit(0)).otherwise(
+        F.when(F.length(F.regexp_replace(part(4), "^[+-]?0*", "")) > 5, F.lit(10**6)).otherwise(
+            part(4).cast("int")
+        )
+    )
+    digits = F.concat(whole_digits, fraction)  # the value: 0.digits * 10**point
+    point = F.length(whole_digits) + exponent
+    lead = F.length(digits) - F.length(F.regexp_replace(digits, "^0+", ""))
+    kept = F.regexp_replace(F.regexp_replace(digits, "^0+", ""), "0+$", "")  # significant
+    point = point - lead  # after the leading zeros went
+    zeros = point - F.length(kept)  # >= 0: whole, that many zeros follow
+    # its digits when whole (only read within 16 digits: the length capped)
+    integer = F.call_function("rpad", kept, F.least(point, F.lit(17)), F.lit("0"))
+    fits = (point < 16) | ((point == 16) & (integer <= F.lit(str(2**53))))
+    return (
+        F.when(kept == "", F.lit("0"))
+        .when((zeros >= 0) & fits, F.concat(sign, integer))
+        .otherwise(text)
+    )
+
+
+def key_mode(types: list[Any]) -> str:
+    """How :func:`user_key` keys the ids that are not whole numbers: by their
+    double (``"double"``), by their float when a side's ids are float32
+    (``"float"``), or all as one key when float32 and float64 ids meet
+    (``"coarse"``: a float32's text read as a double differs from it, and
+    rounding a double to a float32 may differ from reading its text as one)."""
+    names = {type(t).__name__ for t in types}
+    if "FloatType" not in names:
+        return "double"
+    return "coarse" if "DoubleType" in names else "float"
+
+
+def user_key(user: Any, data_type: Any, mode: str) -> Any:
+    """The key of text user ids on Spark (a Spark Column): two ids the text
+    rule reads as one user (``"7"``, ``"7.0"``, ``"7e0"``, the double 7.0; the
+    double 0.5 and ``"0.5"``) have one key, so every row of a user is in one
+    partition, as the shuffle groups by the key. Ids that are not one user
+    may share a key (``"7.00000000000000001"`` and 7, or every id that is not
+    whole in ``"coarse"`` mode): they then sit in one partition, whose rows
+    are read by the id rule itself. Each value is keyed alone (never by the
+    rest of its column), so no partitioning changes a key."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType, StringType
+
+    def whole(d: Any) -> Any:  # the text rule's integers: whole, |x| <= 2**53
+        return (F.abs(d) <= float(2**53)) & (d % 1.0 == 0.0)
+
+    def number(d: Any, other: Any) -> Any:  # a whole number as its integer, else other
+        return F.when(whole(d), d.cast("bigint").cast("string")).otherwise(other)
+
+    name = type(data_type).__name__
+    coarse = F.lit("~")
+    if name == "DoubleType":
+        return number(user, coarse if mode == "coarse" else user.cast("string"))
+    if name == "FloatType":
+        return number(user.cast("double"), coarse if mode == "coarse" else user.cast("string"))
+    if isinstance(data_type, IntegralType):  # its decimal text, the text rule's integer
+        return user.cast("string")
+    s = user if isinstance(data_type, StringType) else user.cast("string")
+    d = s.cast("double")  # a number literal: every one reads as a double
+    other = {"double": d.cast("string"), "float": s.cast("float").cast("string")}
+    return (
+        F.when(s == "-0", F.lit("0"))
+        .when(s.rlike(_FRACTION_OR_EXPONENT), number(d, other.get(mode, coarse)))
+        .otherwise(s)
+    )
+
+
+def floats_read(table: Any, floats: Mapping[str, str]) -> Any:
+    """One side's rows with the id columns that held floats (role ->
+    ``"float64"`` or ``"float32"``, :attr:`SparkRows.floats`)
+    read back from the text the JVM wrote (``1.0E16``, ``NaN``: each the
+    float it was; the JVM's text of a float reads back as that float), so the
+    id rule reads them as in-process: 1e16 is ``"1e+16"``, NaN a missing id.
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"item": ["1.0E16", "0.5", "3.0"]})
+    >>> floats_read(t, {"item": "float64"}).column("item").to_pylist()
+    [1e+16, 0.5, 3.0]
+    """
+    from receval._lazy import pc
+
+    for role, width in floats.items():
+        at = table.schema.get_field_index(role)
+        table = table.set_column(at, role, pc.cast(table.column(role), width))
+    return table
 
 
 def as_strings(data: RecsData | TruthData, users: bool, items: bool) -> None:

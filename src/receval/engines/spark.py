@@ -50,7 +50,7 @@ from receval.errors import InputError, ReceValError
 from receval.ids import canonical
 from receval.metrics.context import ItemContext, TrainPairs
 from receval.metrics.spec import MetricSpec
-from receval.records import SIDE, Pair, SparkRows
+from receval.records import KEY, SIDE, Pair, SparkRows, floats_read, respelled, text_rule
 
 __all__ = [
     "LISTS",
@@ -104,6 +104,12 @@ class Spark(Engine):
     #: whether the rows of each user are grouped into lists in the JVM
     #: (:func:`grouped`); False after a partition found a missing value in them
     lists: bool | None = None
+    #: whether text user ids are put in the text rule's form in the JVM before
+    #: the shuffle (:func:`receval.records.text_rule`): after a partition met
+    #: one written apart (``"7.0"`` beside ``"7"``: :func:`receval.records.respelled`),
+    #: which grouping them as written may have split. Off otherwise: it costs
+    #: the JVM a few expressions a row, for ids nearly always written alike
+    spelled: bool = False
 
     def _grouped(self) -> Any:
         # every row of a user in one partition; Spark chooses how many (its
@@ -114,11 +120,14 @@ class Spark(Engine):
         rows: SparkRows = self.inputs
         if self.lists is None:
             self.lists = groupable(rows)
+        sides, every = rows.sides, rows.rows  # type: ignore[attr-defined]
+        if self.spelled:
+            sides, every = [_spelled(df) for df in sides], _spelled(every)
         if self.lists:
-            return grouped(rows.sides)  # type: ignore[attr-defined]
+            return grouped(sides, rows.key)
         if rows.partitions:
-            return rows.rows.repartition(rows.partitions, "user")
-        return rows.rows.repartition("user")
+            return every.repartition(rows.partitions, rows.key)
+        return every.repartition(rows.key)
 
     def parts(self, plan: driver.Plan, cells: driver.UserCells | None = None) -> list[Any]:
         """Each partition's part, collected; the error of the smallest user,
@@ -126,12 +135,18 @@ class Spark(Engine):
         :attr:`partitions`: how many partitions held users."""
         df = self._grouped()
         names = self.inputs.rows.columns if self.lists else None
-        function = _partition_function(plan, self.inputs.to_pair, cells, names)
+        check = self.inputs.texts and not self.spelled
+        function = _partition_function(plan, self.inputs, cells, names, check)
         partitions = parts_of(df.mapInArrow(function, "part binary"))
         collected = [got for partition in partitions for got in partition]
         if any(kind == "dropped" for kind, _ in collected):
             # a missing value that collect_list left out: every row again, as rows
             self.lists = False
+            return self.parts(plan, cells)
+        if any(kind == "respelled" for kind, _ in collected):
+            # a user written apart from the text rule's form: again, each user
+            # in that form (so "7" and "7.0" are one string before the shuffle)
+            self.spelled = True
             return self.parts(plan, cells)
         errors = [payload for kind, payload in collected if kind == "error"]
         if errors:
@@ -156,7 +171,7 @@ class Spark(Engine):
         )
         df = self._grouped()
         columns = self.inputs.rows.columns if self.lists else None
-        function = _per_user_function(plan, self.inputs.to_pair, names, arrow_type, columns)
+        function = _per_user_function(plan, self.inputs, names, arrow_type, columns)
         return df.mapInArrow(function, schema)
 
 
@@ -184,6 +199,14 @@ def reads_largest_grade(specs: Sequence[MetricSpec]) -> bool:
 LISTS = "__receval_lists_"
 
 
+def _spelled(df: Any) -> Any:
+    """``df`` with each text user id in the text rule's form (``"7.0"`` is
+    ``"7"``: :func:`receval.records.text_rule`)."""
+    from pyspark.sql import functions as F
+
+    return df.withColumn("user", text_rule(F.col("user")))
+
+
 def groupable(rows: SparkRows) -> bool:
     """Whether the engine groups each user's rows into lists in the JVM
     (:func:`grouped`): when the inputs carry their sides apart
@@ -199,7 +222,7 @@ def groupable(rows: SparkRows) -> bool:
     return isinstance(rows.rows.schema["user"].dataType, (IntegralType, StringType))
 
 
-def grouped(sides: Sequence[Any]) -> Any:
+def grouped(sides: Sequence[Any], key: str = "user") -> Any:
     """The rows of each side (recommendations, truth, a Spark ``train=``'s
     pairs) grouped by user in the JVM and the sides joined on the user: one
     row per user, with per side its row count and one list per column
@@ -213,18 +236,17 @@ def grouped(sides: Sequence[Any]) -> Any:
     The lists of one side are filled together, row by row, in one
     aggregation, so they are aligned; ``collect_list`` leaves out missing
     values, which the row count reveals (the partition then says so and the
-    engine falls back to the rows)."""
+    engine falls back to the rows). ``key``: the column the rows of a user
+    share (:attr:`receval.records.SparkRows.key`)."""
     from pyspark.sql import functions as F
 
     out = None
     for i, df in enumerate(sides):
         lists = [
-            F.collect_list(F.col(f"`{c}`")).alias(f"{LISTS}{i}_{c}")
-            for c in df.columns
-            if c != "user"
+            F.collect_list(F.col(f"`{c}`")).alias(f"{LISTS}{i}_{c}") for c in df.columns if c != key
         ]
-        side = df.groupBy("user").agg(F.count(F.lit(1)).alias(f"{LISTS}{i}"), *lists)
-        out = side if out is None else out.join(side, "user", "full_outer")
+        side = df.groupBy(key).agg(F.count(F.lit(1)).alias(f"{LISTS}{i}"), *lists)
+        out = side if out is None else out.join(side, key, "full_outer")
     return out
 
 
@@ -268,7 +290,7 @@ class Dropped(Exception):
     missing value that ``collect_list`` left out."""
 
 
-def ungrouped(table: pa.Table, names: Sequence[str]) -> pa.Table:
+def ungrouped(table: pa.Table, names: Sequence[str], key: str = "user") -> pa.Table:
     """A partition of :func:`grouped` (one row per user) as the rows the
     engine reads otherwise: per side, the user repeated by its row count and
     each list flattened (Arrow's offsets; no per-row Python), with the side
@@ -276,19 +298,21 @@ def ungrouped(table: pa.Table, names: Sequence[str]) -> pa.Table:
     of :attr:`SparkRows.rows`; a column a side lacks is null). Integer users
     come in ascending order (:func:`by_user` then finds them sorted), each
     user's rows in the order of its lists. Raises :class:`Dropped` when a
-    list is shorter than its row count."""
-    users = table.column("user")
+    list is shorter than its row count. ``key``: the column the users were
+    grouped by (:attr:`receval.records.SparkRows.key`; text ids' user column
+    is then one of the lists)."""
+    users = table.column(key)
     if pa.types.is_integer(users.type) and not users.null_count and table.num_rows > 1:
         ids = users.to_numpy()
         if not bool(np.all(ids[1:] >= ids[:-1])):
             table = table.take(np.argsort(ids, kind="stable"))
     table = table.combine_chunks()
-    users = table.column("user")
+    users = table.column(key)
     sides, i = [], 0
     while f"{LISTS}{i}" in table.column_names:
         counts = table.column(f"{LISTS}{i}").fill_null(0).to_numpy()
         repeat = np.repeat(np.arange(table.num_rows), counts)
-        columns: dict[str, Any] = {"user": users.take(repeat)}
+        columns: dict[str, Any] = {key: users.take(repeat)}
         prefix = f"{LISTS}{i}_"
         for name in table.column_names:
             if not name.startswith(prefix):
@@ -406,12 +430,13 @@ def fails_on(evaluate: Callable[[pa.Table], Any], table: pa.Table) -> bool:
     return False
 
 
-def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
+def _with_train(plan: driver.Plan, table: pa.Table, floats: Mapping[str, str]) -> driver.Plan:
     """The plan with the training pairs of the partition's users (rows of side
-    2), when ``train=`` is a Spark DataFrame (its pairs are not in the plan)."""
+    2), when ``train=`` is a Spark DataFrame (its pairs are not in the plan);
+    ``floats``: its id roles that the JVM wrote as text (:func:`floats_read`)."""
     if plan.items is None or plan.items.train_pairs is not None or not plan.spark_train:
         return plan
-    rows = table.filter(pc.equal(table.column(SIDE), 2))
+    rows = floats_read(table.filter(pc.equal(table.column(SIDE), 2)), floats)
     pairs = TrainPairs.of(
         canonical(rows.column("user"), "user", "train"),
         plan.items.index_of(canonical(rows.column("item"), "item", "train")),
@@ -422,9 +447,10 @@ def _with_train(plan: driver.Plan, table: pa.Table) -> driver.Plan:
 
 def _partition_function(
     plan: driver.Plan,
-    to_pair: Callable[[pa.Table], Pair],
+    inputs: SparkRows,
     cells: driver.UserCells | None = None,
     names: Sequence[str] | None = None,
+    check: bool = False,
 ) -> Any:
     """What each partition runs: its rows → one pickled (Part, largest grade)
     (or the error it met); with ``cells``, the Part and the Part of each of
@@ -433,16 +459,22 @@ def _partition_function(
     grades 0/1. With ``names``, the partition holds lists (:func:`grouped`),
     made rows of those columns first, and each Arrow batch (whole users) is
     evaluated alone, in pieces of at most :data:`PIECE_ROWS` rows (:func:`pieces`);
-    ("dropped", None) when a list left out a missing value.
-    A partition returns the list of its outcomes."""
+    ("dropped", None) when a list left out a missing value; with ``check``,
+    ("respelled", None) when a text user id is written apart from the text
+    rule's form (:func:`receval.records.respelled`), before any evaluation.
+    A partition returns the list of its outcomes. Of ``inputs``, what the
+    workers need (not its DataFrames): how rows become a pair, the key users
+    are grouped by, the train's floats written as text."""
     most = PIECE_ROWS  # read here, on the driver: the workers get this value
+    to_pair, key, train_floats = inputs.to_pair, inputs.key, inputs.floats.get(2, {})
 
     def evaluate(table: pa.Table) -> Any:
         pair = to_pair(table)
         top = _largest_grade(pair) if plan.graded else None
+        with_train = _with_train(plan, table, train_floats)
         if cells is not None:
-            return driver.evaluate_cells(_with_train(plan, table), pair, cells, False), top
-        return driver.evaluate_pair(_with_train(plan, table), pair, keep_values=False), top
+            return driver.evaluate_cells(with_train, pair, cells, False), top
+        return driver.evaluate_pair(with_train, pair, keep_values=False), top
 
     def outcome(table: pa.Table) -> tuple[str, Any]:
         table = by_user(table)
@@ -454,7 +486,9 @@ def _partition_function(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if names is None:
             table = table_of(batches)
-            if table is not None:
+            if table is not None and check and respelled(table.column("user")):
+                yield part_batch([("respelled", None)])
+            elif table is not None:
                 yield part_batch([outcome(table)])
             return
         # lists: every user whole in one batch, so each batch is evaluated
@@ -462,9 +496,12 @@ def _partition_function(
         # holds one batch's rows at a time
         out: list[tuple[str, Any]] = []
         for batch in batches:
+            if check and respelled(batch.column(key)):  # one row a user
+                yield part_batch([("respelled", None)])
+                return
             for piece in pieces(batch, most):
                 try:
-                    table = ungrouped(pa.Table.from_batches([piece]), names)
+                    table = ungrouped(pa.Table.from_batches([piece]), names, key)
                 except Dropped:
                     yield part_batch([("dropped", None)])
                     return
@@ -486,19 +523,21 @@ def _largest_grade(pair: Pair) -> float | None:
 
 def _per_user_function(
     plan: driver.Plan,
-    to_pair: Callable[[pa.Table], Pair],
+    inputs: SparkRows,
     names: list[str],
     arrow_type: pa.DataType,
     rows_as: Sequence[str] | None = None,
 ) -> Any:
     """What each partition runs for the per-user values: one row per user.
     With ``rows_as`` (column names), the partition holds lists (:func:`grouped`), made rows
-    of those columns first."""
+    of those columns first. ``inputs`` as for :func:`_partition_function`."""
     most = PIECE_ROWS  # read here, on the driver: the workers get this value
+    to_pair, key, train_floats = inputs.to_pair, inputs.key, inputs.floats.get(2, {})
 
     def values(table: pa.Table) -> pa.RecordBatch:
         table = by_user(table)
-        part = driver.evaluate_pair(_with_train(plan, table), to_pair(table), keep_values=True)
+        with_train = _with_train(plan, table, train_floats)
+        part = driver.evaluate_pair(with_train, to_pair(table), keep_values=True)
         assert part.values is not None
         users, values, _ = part.values
         columns: dict[str, Any] = {"user": user_array(users, arrow_type)}
@@ -514,7 +553,7 @@ def _per_user_function(
             return
         for batch in batches:  # lists: every user whole in one batch, cut in pieces
             for piece in pieces(batch, most):
-                yield values(ungrouped(pa.Table.from_batches([piece]), rows_as))
+                yield values(ungrouped(pa.Table.from_batches([piece]), rows_as, key))
 
     return run
 
@@ -525,10 +564,12 @@ def _smallest_error(table: pa.Table, evaluate: Any) -> tuple[Any, ReceValError]:
     partitioning nor the order of the rows changes the message. Every check
     is about one user's rows (ids, ranks, scores, grades, duplicates, the
     policies), so a set of users fails when one of them does: the smallest is
-    found by bisection over the sorted users. Rows with no user id come
-    first. Rows have no number on Spark: the error names the user and item.
+    found by bisection over the sorted users (over their keys, when text
+    ids are grouped by one: :func:`receval.records.user_key`). Rows with no
+    user id come first. Rows have no number on Spark: the error names the user and item.
     """
-    users = table.column("user")
+    # by the key text ids are grouped by: every row of a user has one ("7" and "7.0")
+    users = table.column(KEY if KEY in table.column_names else "user")
     if users.null_count:
         rows = table.filter(pc.is_null(users))
         key = None

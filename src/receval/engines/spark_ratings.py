@@ -48,6 +48,7 @@ from receval.engines.spark import (
 from receval.errors import ReceValError
 from receval.exact import ExactSum
 from receval.metrics.spec import MetricSpec
+from receval.records import key_mode, respelled, text_rule, user_key
 
 __all__ = ["RatingPart", "collected_pairs", "per_user_frame", "totals"]
 
@@ -64,6 +65,9 @@ class RatingPart:
     sums: list[ExactSum] = field(default_factory=list)  # per per-user metric
     absolute: ExactSum = field(default_factory=ExactSum)  # Σ |a − p|
     squared: ExactSum = field(default_factory=ExactSum)  # Σ (a − p)²
+    #: the users were grouped in the text rule's form (:func:`_grouped`): a
+    #: partition met a text user id written apart from it ("7.0")
+    spelled: bool = False
 
     def __add__(self, other: RatingPart) -> RatingPart:
         return RatingPart(
@@ -75,6 +79,7 @@ class RatingPart:
             [a + b for a, b in zip(self.sums, other.sums, strict=True)],
             self.absolute + other.absolute,
             self.squared + other.squared,
+            self.spelled or other.spelled,
         )
 
 
@@ -143,12 +148,35 @@ def totals(
     partitioned by user when it has a user column; ``read`` reads a
     partition's rows (:func:`receval.io.ratings.read_part`: the checks and
     errors of every table). A failing partition raises the error of its
-    smallest offending row, whatever the partitioning."""
+    smallest offending row, whatever the partitioning. Text user ids are
+    grouped as written unless a partition meets one written apart from the
+    text rule's form (:func:`receval.records.respelled`); then again, in that
+    form (the part's ``spelled``)."""
+    for spelled in (False, True):
+        total = _totals(df, specs, dropna, need, read, spelled)
+        if total is not None:
+            return total
+    raise AssertionError("users in the text rule's form met one written apart")  # pragma: no cover
+
+
+def _totals(
+    df: Any,
+    specs: Sequence[MetricSpec],
+    dropna: bool,
+    need: tuple[str, ...],
+    read: Callable[[pa.Table, bool, tuple[str, ...]], Any],
+    spelled: bool,
+) -> RatingPart | None:
+    """:func:`totals` of one grouping (``spelled``: users in the text rule's
+    form); None when a partition met a text user id written apart."""
     per_user = [s for s in specs if s.param_dict.get("per_user", False)]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = table_of(batches)
         if table is None:
+            return
+        if not spelled and "user" in table.column_names and respelled(table.column("user")):
+            yield part_batch(("respelled", None))
             return
         try:
             out: tuple[str, Any] = ("part", _part(table, specs, dropna, need, read))
@@ -157,9 +185,11 @@ def totals(
             out = ("error", _smallest_row_error(table, check))
         yield part_batch(out)
 
-    total = RatingPart(sums=[ExactSum() for _ in per_user])
+    total = RatingPart(sums=[ExactSum() for _ in per_user], spelled=spelled)
     errors = []
-    for kind, payload in parts_of(_grouped(df).mapInArrow(run, "part binary")):
+    for kind, payload in parts_of(_grouped(df, spelled).mapInArrow(run, "part binary")):
+        if kind == "respelled":
+            return None
         if kind == "error":
             errors.append(payload)
         else:
@@ -169,8 +199,22 @@ def totals(
     return total
 
 
-def _grouped(df: Any) -> Any:
-    return df.repartition("user") if "user" in df.columns else df
+def _grouped(df: Any, spelled: bool = False) -> Any:
+    """Every pair of a user in one partition: repartitioned by the user
+    (``spelled``: text ids in the text rule's form,
+    :func:`receval.records.text_rule`, so ``"7"`` and ``"7.0"`` are one user
+    as in-process; float ids by their key, :func:`receval.records.user_key`)."""
+    if "user" not in df.columns:
+        return df
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, FloatType
+
+    data_type = df.schema["user"].dataType
+    if isinstance(data_type, (DoubleType, FloatType)):  # -0.0 and 0.0: one user
+        return df.repartition(user_key(F.col("user"), data_type, key_mode([data_type])))
+    if spelled:
+        return df.repartition(text_rule(F.col("user")))
+    return df.repartition("user")
 
 
 def per_user_frame(
@@ -178,9 +222,11 @@ def per_user_frame(
     specs: Sequence[MetricSpec],
     dropna: bool,
     read: Callable[[pa.Table, bool, tuple[str, ...]], Any],
+    spelled: bool = False,
 ) -> Any:
     """The per-user values of the per-user metrics ``specs``, as a lazy Spark
-    DataFrame (a user column, one column per metric)."""
+    DataFrame (a user column, one column per metric); ``spelled``: group the
+    users as :func:`totals` last did (its part's ``spelled``)."""
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     names = [str(s) for s in specs]
@@ -189,7 +235,7 @@ def per_user_frame(
         [StructField("user", spark_type)] + [StructField(name, DoubleType()) for name in names]
     )
     rows = _per_user_rows(specs, dropna, names, read, arrow_type)
-    return _grouped(df).mapInArrow(rows, schema)
+    return _grouped(df, spelled).mapInArrow(rows, schema)
 
 
 def collected_pairs(df: Any, dropna: bool) -> tuple[np.ndarray, np.ndarray]:

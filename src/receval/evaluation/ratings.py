@@ -455,7 +455,7 @@ def _on_spark(
             "ratings were collected to the driver (16 bytes per pair)"
         )
     if "user" in found:
-        res.per_user_spark = engine.per_user_frame(df, per_user, dropna, read_part)
+        res.per_user_spark = engine.per_user_frame(df, per_user, dropna, read_part, total.spelled)
     else:
         res.per_user = pd.DataFrame(columns=[str(s) for s in per_user])
     res.parameters["engine"] = "spark"

@@ -39,7 +39,16 @@ from receval.errors import InputError, OptionError
 from receval.ids import canonical
 from receval.io.columns import RATINGS, RECS, TRAIN, TRUTH, is_frame, no_order, resolve
 from receval.io.tables import read_recs, read_truth
-from receval.records import SIDE, Columns, Pair, SparkRows
+from receval.records import (
+    KEY,
+    SIDE,
+    Columns,
+    Pair,
+    SparkRows,
+    floats_read,
+    key_mode,
+    user_key,
+)
 
 __all__ = [
     "OpenedRows",
@@ -220,7 +229,7 @@ def opened(
     # gains (LensKit's gain='rating') there, as it does for every other input
     reads_grades = "relevance" in tfound
     tr = None if train is None else _roles(train, cols, TRAIN, "train")[0]
-    r, t, tr, text, notes = _one_kind(r, t, tr)
+    r, t, tr, text, notes, floats = _one_kind(r, t, tr)
     grades = t.select("relevance") if reads_grades and graded else None
     kinds = ("str" if text["user"] else None, "str" if text["item"] else None)
     r, t, recs_columns, truth_columns = _slim(r, t)
@@ -230,7 +239,9 @@ def opened(
         rows = rows.unionByName(
             df.withColumn(SIDE, F.lit(i).cast("byte")), allowMissingColumns=True
         )
-    to_pair = functools.partial(_pair_of, recs_columns, truth_columns, kinds, negative_grades)
+    to_pair = functools.partial(
+        _pair_of, recs_columns, truth_columns, kinds, negative_grades, floats
+    )
     # each side apart too, its columns of the union's types (what a partition's
     # rows hold either way), for the engine to group each user's rows in the JVM
     typed = [
@@ -245,6 +256,9 @@ def opened(
         tr is not None,
         partitions,
         notes,
+        KEY if KEY in r.columns else "user",
+        floats,
+        text["user"] and KEY not in r.columns,
         grades,
         tuple(typed),
     )
@@ -391,10 +405,21 @@ def _item_lists(df: Any, found: dict[str, str], rank: bool, name: str) -> Any:
     return long.select(*columns)
 
 
-def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], list[str]]:
+def _one_kind(
+    r: Any, t: Any, tr: Any
+) -> tuple[Any, Any, Any, dict[str, bool], list[str], dict[int, dict[str, str]]]:
     """The id columns of the inputs (and train) of one kind: strings where any
     side's are (ids are then read by the text rule in each partition, so
-    ``"7"`` is 7 as in-process), with a note when the two sides differed."""
+    ``"7"`` is 7 as in-process), with a note when the two sides differed.
+    Also returns, per side (0, 1, 2), the roles whose column held floats
+    before it became text (role -> ``"float64"`` or ``"float32"``): the JVM
+    writes a float its own way (``1.0E16``), so each partition reads those
+    values back as the floats they were (:func:`receval.records.floats_read`). Where
+    float user ids meet text ones (the JVM cannot write a float as the id
+    rule does), each side gets the column :data:`KEY`
+    (:func:`receval.records.user_key`) that the engine groups the users by;
+    text users written apart (``"7.0"`` for 7) are found by the partitions
+    (:attr:`receval.records.SparkRows.texts`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import NumericType, StringType
 
@@ -412,19 +437,37 @@ def _one_kind(r: Any, t: Any, tr: Any) -> tuple[Any, Any, Any, dict[str, bool], 
         for role in ("user", "item"):
             if tr.schema[role].dataType != r.schema[role].dataType:  # as in-process: as text
                 text[role] = True
+    sides = [r, t] if tr is None else [r, t, tr]
+    floats: dict[int, dict[str, str]] = {i: {} for i in range(len(sides))}
     notes = []
     for role, is_text in text.items():
         if not is_text:
             continue
-        if tr is not None:
-            tr = tr.withColumn(role, F.col(role).cast("string"))
         if r.schema[role].dataType != t.schema[role].dataType:  # a number, a date, a boolean
             notes.append(
                 f"{role} ids are numbers on one side and strings on the other: matched as strings"
             )
-        r = r.withColumn(role, F.col(role).cast("string"))
-        t = t.withColumn(role, F.col(role).cast("string"))
-    return r, t, tr, text, notes
+        for i, df in enumerate(sides):
+            width = _FLOATS.get(type(df.schema[role].dataType).__name__)
+            if width:
+                floats[i][role] = width
+    keyed = text["user"] and any("user" in f for f in floats.values())
+    if keyed:  # float users beside text: grouped by a key, read in each partition
+        mode = key_mode([df.schema["user"].dataType for df in sides])
+        sides = [
+            df.withColumn(KEY, user_key(F.col("user"), df.schema["user"].dataType, mode))
+            for df in sides
+        ]
+    for role, is_text in text.items():
+        if is_text:
+            sides = [df.withColumn(role, F.col(role).cast("string")) for df in sides]
+    r, t = sides[0], sides[1]
+    return r, t, (sides[2] if tr is not None else None), text, notes, floats
+
+
+#: the Spark float types -> how a partition reads their values back
+#: (:func:`receval.records.floats_read`)
+_FLOATS = {"DoubleType": "float64", "FloatType": "float32"}
 
 
 def _pair_of(
@@ -432,14 +475,16 @@ def _pair_of(
     truth_columns: list[tuple[str, str]],
     kinds: tuple[str | None, str | None],
     negative_grades: str,
+    floats: dict[int, dict[str, str]],
     table: pa.Table,
 ) -> Pair:
     """A partition's rows (``table``) as the engine's input: each side's rows
     read as any table is (the same checks and errors), ids of the kinds of the
-    whole input."""
+    whole input, floats that the JVM wrote as text read back (``floats``,
+    :func:`_one_kind`)."""
     side = table.column(SIDE)
-    rt = _as_roles(table.filter(pc.equal(side, 0)), recs_columns)
-    tt = _as_roles(table.filter(pc.equal(side, 1)), truth_columns)
+    rt = _as_roles(floats_read(table.filter(pc.equal(side, 0)), floats[0]), recs_columns)
+    tt = _as_roles(floats_read(table.filter(pc.equal(side, 1)), floats[1]), truth_columns)
     with _naming_user(rt, kinds[0]):
         rdata = read_recs(rt, Columns(), "recommendations", kinds)
     with _naming_user(tt, kinds[0]):
@@ -488,8 +533,8 @@ def _slim(r: Any, t: Any) -> tuple[Any, Any, list[tuple[str, str]], list[tuple[s
     if "rank" in r.columns and "score" in r.columns:
         r = r.drop("score")
     order = "rank" if "rank" in r.columns else "score"
-    recs_columns = [(c, c) for c in r.columns]
-    truth_columns = [(c, c) for c in t.columns]
+    recs_columns = [(c, c) for c in r.columns if c != KEY]
+    truth_columns = [(c, c) for c in t.columns if c != KEY]
     numeric = [isinstance(r.schema[order].dataType, NumericType)]
     if "relevance" in t.columns:
         numeric.append(isinstance(t.schema["relevance"].dataType, NumericType))
